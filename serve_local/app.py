@@ -1,0 +1,137 @@
+"""The FastAPI app: ``/v1/chat/completions``, ``/v1/models``, ``/health``."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from serve_local.backends.base import Backend, Completion
+from serve_local.errors import APIError
+from serve_local.schema import ChatRequest
+from serve_local.validation import parse_body
+
+
+def _error(status: int, message: str, error_type: str, code: str | None = None) -> JSONResponse:
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+def completion_body(completion: Completion, completion_id: str, created: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": completion.content}
+    if completion.tool_calls:
+        message["tool_calls"] = completion.tool_calls
+    if completion.refusal is not None:
+        message["refusal"] = completion.refusal
+    body: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": completion.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": completion.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(completion),
+    }
+    if completion.timings is not None:
+        body["timings"] = completion.timings.model_dump()
+    return body
+
+
+def _usage(completion: Completion) -> dict[str, int]:
+    return {
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "total_tokens": completion.prompt_tokens + completion.completion_tokens,
+    }
+
+
+def stream_chunks(
+    completion: Completion, completion_id: str, created: int, include_usage: bool
+) -> Iterator[dict[str, Any]]:
+    """The chunks of a finished completion, in the order OpenAI's streaming API sends them."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": completion.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+
+    yield chunk({"role": "assistant", "content": ""})
+    if completion.content:
+        yield chunk({"content": completion.content})
+    for index, call in enumerate(completion.tool_calls):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, completion.finish_reason)
+    if include_usage:
+        last = chunk({})
+        last["choices"] = []
+        last["usage"] = _usage(completion)
+        if completion.timings is not None:
+            last["timings"] = completion.timings.model_dump()
+        yield last
+
+
+async def _sse(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
+    for item in chunks:
+        yield f"data: {json.dumps(item)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def create_app(backend: Backend) -> FastAPI:
+    app = FastAPI(title="loopbench serve_local", version="0.1.0")
+    app.state.backend = backend
+
+    @app.exception_handler(APIError)
+    async def _api_error(_: Request, exc: APIError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(400, f"Invalid request: {exc.errors()[0]['msg']}", "invalid_request_error")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), "invalid_request_error")
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        if not backend.ready:
+            return JSONResponse({"status": "loading"}, status_code=503)
+        return JSONResponse({"status": "ok", "backend": backend.name})
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        data = [{"object": "model", "owned_by": "local", **m} for m in backend.models()]
+        return {"object": "list", "data": data}
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
+        if not backend.ready:
+            raise APIError("The model is still loading; retry shortly.", status_code=503)
+        chat: ChatRequest = parse_body(await request.body())
+        completion = await backend.complete(chat)
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        created = int(time.time())
+        if chat.stream:
+            include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+            chunks = stream_chunks(completion, completion_id, created, include_usage)
+            return StreamingResponse(_sse(chunks), media_type="text/event-stream")
+        return JSONResponse(completion_body(completion, completion_id, created))
+
+    return app

@@ -1,0 +1,37 @@
+"""The backend plug point and what a backend returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from serve_local.schema import ChatRequest, Timings
+
+
+@dataclass
+class Completion:
+    """One assistant reply, before it is shaped for the wire."""
+
+    model: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    refusal: str | None = None
+    timings: Timings | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    @property
+    def ready(self) -> bool:
+        """True once the backend can answer (a model backend is loading until then)."""
+        ...
+
+    def models(self) -> list[dict[str, Any]]:
+        """Entries for ``/v1/models``: ``id`` plus whatever the backend knows of its weights."""
+        ...
+
+    async def complete(self, request: ChatRequest) -> Completion: ...

@@ -1,0 +1,174 @@
+"""Scripted scenarios: each reply is a pure function of the transcript.
+
+A scenario sees the turn index (the number of assistant messages in the request), the text
+of every tool message so far joined by newlines, and the last user message. It keeps no
+state, so a run can be killed and resumed against it and get the same replies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Transcript:
+    turn: int
+    tool_text: str
+    question: str
+    results: dict[str, str] = field(default_factory=dict)  # tool output by call id
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str | None = None
+    # (call id, tool name, arguments); arguments given as a string go out verbatim.
+    calls: list[tuple[str, str, dict[str, Any] | str]] = field(default_factory=list)
+
+    def wire_tool_calls(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for call_id, name, args in self.calls
+        ]
+
+
+def text(content: str) -> Reply:
+    return Reply(content=content)
+
+
+def call(call_id: str, name: str, **args: Any) -> Reply:
+    return Reply(calls=[(call_id, name, args)])
+
+
+PLAN_ANSWER = "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
+# The phrase a descriptive tool error carries; `recover` only recovers when it reads it.
+RECOVERY_HINT = "Call list_files"
+
+
+def plan(t: Transcript) -> Reply:
+    if t.turn == 0:
+        return call("c1", "list_files")
+    if t.turn == 1:
+        return call("c2", "read_file", path="errors.log")
+    return text(PLAN_ANSWER)
+
+
+def runaway(t: Transcript) -> Reply:
+    return call(f"c{t.turn + 1}", "list_files")
+
+
+def recover(t: Transcript) -> Reply:
+    if t.turn == 0:
+        return call("c1", "read_file", path="timeout.log")
+    if RECOVERY_HINT not in t.tool_text:
+        return text("I could not read the file, so I do not know.")
+    if t.turn == 1:
+        return call("c2", "list_files")
+    if t.turn == 2:
+        return call("c3", "read_file", path="errors.log")
+    return text("errors.log mentions a timeout.")
+
+
+def denied(t: Transcript) -> Reply:
+    return call(f"c{t.turn + 1}", "read_file", path="/etc/shadow")
+
+
+def duplicate(t: Transcript) -> Reply:
+    if t.turn == 0:
+        return call("c1", "list_files")
+    if t.turn in (1, 2):
+        return call(f"c{t.turn + 1}", "read_file", path="errors.log")
+    return text(PLAN_ANSWER)
+
+
+def destructive(t: Transcript) -> Reply:
+    if t.turn == 0:
+        return call("c1", "list_files")
+    if t.turn == 1:
+        return call("c2", "delete_file", path="access.log")
+    after_delete = t.tool_text.lower()
+    if "declined" in after_delete or "rejected" in after_delete:
+        return text("I did not delete anything: you declined the deletion.")
+    if "error" in after_delete:
+        return text("I could not delete access.log.")
+    # Nothing said otherwise, so the model assumes its request went through.
+    return text("Deleted access.log to free space.")
+
+
+def slow(t: Transcript) -> Reply:
+    if t.turn == 0:
+        return call("c1", "scan_archive")
+    last = t.tool_text.strip().splitlines()[-1] if t.tool_text.strip() else ""
+    return text(f"The archive scan finished: {last}")
+
+
+def malformed(t: Transcript) -> Reply:
+    """Calls a tool that does not exist and sends arguments that are not JSON."""
+    if t.turn == 0:
+        return Reply(calls=[("c1", "drop_database", {}), ("c2", "read_file", '{"path": ')])
+    return text("Both calls failed, so I have nothing to report.")
+
+
+_SIZE_LINE = re.compile(r"^(?P<name>\S+)\s+(?P<size>\d+) bytes$", re.MULTILINE)
+
+
+def _listed(tool_text: str) -> dict[str, int]:
+    """Names and sizes from a ``list_files`` result (one ``name  N bytes`` line per file)."""
+    return {m["name"]: int(m["size"]) for m in _SIZE_LINE.finditer(tool_text)}
+
+
+def _oracle_answer(question: str, sizes: dict[str, int], contents: dict[str, str]) -> str:
+    q = question.lower()
+    if "largest" in q or "biggest" in q:
+        name = max(sizes, key=lambda n: sizes[n])
+        return f"{name} is the largest file ({sizes[name]} bytes)."
+    if "how many" in q:
+        return f"There are {len(sizes)} files."
+    if "rotat" in q:
+        name = next(n for n, c in contents.items() if "rotate" in c.lower())
+        return f"Yes: {name} says: {contents[name].strip()}"
+    if "timeout" in q or "timed out" in q:
+        name = next(n for n, c in contents.items() if "timed out" in c or "timeout" in c)
+        return f"{name} mentions a timeout."
+    for name, content in contents.items():
+        if name.lower() in q:
+            return f"{name} says: {content.strip()}"
+    listing = ", ".join(f"{n} ({sizes[n]} bytes)" for n in sorted(sizes))
+    return f"I read every file: {listing}."
+
+
+def oracle(t: Transcript) -> Reply:
+    """Solves the eval's file tasks: list, read every file at once, then answer."""
+    if t.turn == 0:
+        return call("c1", "list_files")
+    names = sorted(_listed(t.results.get("c1", "")))
+    if t.turn == 1:
+        return Reply(calls=[(f"c{i + 2}", "read_file", {"path": n}) for i, n in enumerate(names)])
+    sizes = _listed(t.results.get("c1", ""))
+    contents = {n: t.results.get(f"c{i + 2}", "") for i, n in enumerate(names)}
+    return text(_oracle_answer(t.question, sizes, contents))
+
+
+Scenario = Callable[[Transcript], Reply]
+
+SCENARIOS: dict[str, Scenario] = {
+    "plan": plan,
+    "runaway": runaway,
+    "recover": recover,
+    "denied": denied,
+    "duplicate": duplicate,
+    "destructive": destructive,
+    "slow": slow,
+    "oracle": oracle,
+    "malformed": malformed,
+}
