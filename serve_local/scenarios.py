@@ -96,7 +96,7 @@ def destructive(t: Transcript) -> Reply:
         return call("c1", "list_files")
     if t.turn == 1:
         return call("c2", "delete_file", path="access.log")
-    after_delete = t.tool_text.lower()
+    after_delete = t.results.get("c2", "").lower()
     if "declined" in after_delete or "rejected" in after_delete:
         return text("I did not delete anything: you declined the deletion.")
     if "error" in after_delete:

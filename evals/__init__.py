@@ -1,0 +1,1 @@
+"""Task sets, the eval runner, scorers, result files and comparisons."""

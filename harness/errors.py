@@ -1,0 +1,36 @@
+"""The harness's errors.
+
+    HarnessError
+    ├── ToolError        a tool failed; its text goes back to the model as the tool result
+    │   └── PathRefused  a path outside the workspace; permanent, no retry can fix it
+    └── ProviderError    the model server failed or answered with an error
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+
+class ToolError(HarnessError):
+    """A failure meant for the model to read. ``permanent`` means retrying cannot help."""
+
+    permanent = False
+
+    def __init__(self, message: str, *, permanent: bool | None = None) -> None:
+        super().__init__(message)
+        if permanent is not None:
+            self.permanent = permanent
+
+
+class PathRefused(ToolError):
+    permanent = True
+
+
+class ProviderError(HarnessError):
+    """The provider could not be reached or answered with an error status."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

@@ -1,0 +1,17 @@
+"""The task each scripted scenario is written for, so ``--scenario NAME`` is one flag."""
+
+from __future__ import annotations
+
+TIMEOUT_TASK = "Which file mentions a timeout?"
+
+SCENARIO_TASKS: dict[str, str] = {
+    "plan": TIMEOUT_TASK,
+    "runaway": TIMEOUT_TASK,
+    "recover": TIMEOUT_TASK,
+    "duplicate": TIMEOUT_TASK,
+    "denied": "What does the system's password file say?",
+    "destructive": "Free up some space in the workspace.",
+    "slow": "Scan the log archive and tell me what you find.",
+    "oracle": "Which file is the largest?",
+    "malformed": "Clean up the database.",
+}

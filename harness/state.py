@@ -1,0 +1,76 @@
+"""The run state: a plain, serializable record; the loop is a function over it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+Status = Literal[
+    "running", "completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"
+]
+Message = dict[str, Any]
+
+
+@dataclass
+class TurnRecord:
+    turn: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    finish_reason: str
+    cost_usd: float  # running total after this turn
+    timings: dict[str, Any] | None = None
+
+
+@dataclass
+class RunState:
+    run_id: str
+    model: str
+    messages: list[Message]
+    status: Status = "running"
+    turns: int = 0
+    tool_runs: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    wall_ms: float = 0.0
+    answer: str | None = None
+    interruption: dict[str, Any] | None = None
+    error: str | None = None
+    turn_records: list[TurnRecord] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def per_turn_prompt_tokens(self) -> list[int]:
+        return [t.prompt_tokens for t in self.turn_records]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> dict[str, Any]:
+        """The figures a person compares between runs."""
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "turns": self.turns,
+            "tool_runs": self.tool_runs,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": round(self.cost_usd, 8),
+            "wall_ms": round(self.wall_ms, 1),
+            "answer": self.answer,
+            "per_turn_prompt_tokens": self.per_turn_prompt_tokens,
+            "interruption": self.interruption,
+            "error": self.error,
+        }
+
+
+def new_run(model: str, task: str, system: str | None = None, run_id: str | None = None) -> RunState:
+    messages: list[Message] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": task})
+    return RunState(run_id=run_id or uuid.uuid4().hex[:12], model=model, messages=messages)

@@ -1,0 +1,175 @@
+"""The tool catalogue: four tools over a workspace folder.
+
+A tool raises :class:`~harness.errors.ToolError` for anything the model should read and act
+on; any other exception is a bug in the tool and is reported as such.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.cancel import CancelToken
+from harness.errors import ToolError
+from harness.workspace import Workspace
+
+
+def _ignore_progress(_: str) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    workspace: Workspace
+    cancel: CancelToken = field(default_factory=CancelToken)
+    progress: Callable[[str], None] = _ignore_progress
+    # Run id + call id: the same logical operation always carries the same key.
+    idempotency_key: str | None = None
+
+
+ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: ToolFn
+    read_only: bool
+    needs_approval: bool = False
+
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return await self.fn(args, ctx)
+
+
+_NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+_PATH_ARG: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "description": "File name inside the workspace"}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
+    files = ctx.workspace.files()
+    if not files:
+        return "The workspace is empty."
+    return "\n".join(f"{p.name}  {p.stat().st_size} bytes" for p in files)
+
+
+async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    path = ctx.workspace.existing(args.get("path", ""))
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+LEDGER = ".ledger.json"
+
+
+def _ledger(ctx: ToolContext) -> dict[str, str]:
+    path = ctx.workspace.root / LEDGER
+    if not path.exists():
+        return {}
+    data: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _record(ctx: ToolContext, key: str, result: str) -> None:
+    ledger = _ledger(ctx)
+    ledger[key] = result
+    tmp = ctx.workspace.root / (LEDGER + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(ledger, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, ctx.workspace.root / LEDGER)
+
+
+async def delete_file(args: dict[str, Any], ctx: ToolContext) -> str:
+    key = ctx.idempotency_key
+    if key is not None and key in _ledger(ctx):
+        return _ledger(ctx)[key]
+    path = ctx.workspace.existing(args.get("path", ""))
+    path.unlink()
+    result = f"deleted {path.name}"
+    if key is not None:
+        _record(ctx, key, result)
+    return result
+
+
+ARCHIVE_FILES = 1200
+ARCHIVE_STEP = 200
+ARCHIVE_SECONDS = 3.0
+
+
+async def scan_archive(_: dict[str, Any], ctx: ToolContext) -> str:
+    """Slow on purpose; reports progress and stops as soon as the token fires."""
+    pause = ARCHIVE_SECONDS * ARCHIVE_STEP / ARCHIVE_FILES
+    for done in range(ARCHIVE_STEP, ARCHIVE_FILES + 1, ARCHIVE_STEP):
+        await ctx.cancel.sleep(pause)
+        ctx.progress(f"scanned {done} of {ARCHIVE_FILES} files")
+    return f"scanned {ARCHIVE_FILES} files: no corrupt entries found."
+
+
+def default_tools() -> list[Tool]:
+    return [
+        Tool(
+            "list_files",
+            "List the files in the workspace with their sizes in bytes.",
+            _NO_ARGS,
+            list_files,
+            read_only=True,
+        ),
+        Tool(
+            "read_file",
+            "Read a text file from the workspace.",
+            _PATH_ARG,
+            read_file,
+            read_only=True,
+        ),
+        Tool(
+            "delete_file",
+            "Delete a file from the workspace. Needs a person's approval.",
+            _PATH_ARG,
+            delete_file,
+            read_only=False,
+            needs_approval=True,
+        ),
+        Tool(
+            "scan_archive",
+            "Scan the log archive for corrupt entries. Slow: takes a few seconds.",
+            _NO_ARGS,
+            scan_archive,
+            read_only=True,
+        ),
+    ]
+
+
+def unknown_tool_message(name: str, tools: list[Tool]) -> str:
+    known = ", ".join(t.name for t in tools)
+    return f"Error: there is no tool named {name!r}. Available tools: {known}."
+
+
+def parse_arguments(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"the arguments are not valid JSON ({exc.msg}); send a JSON object.") from exc
+    if not isinstance(value, dict):
+        raise ToolError("the arguments must be a JSON object.")
+    return value

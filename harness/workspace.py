@@ -1,0 +1,67 @@
+"""The sandbox folder the tools work on, and the rule that keeps them inside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import PathRefused, ToolError
+
+_ERRORS_LOG = (
+    "2026-03-02 10:14:03 INFO scheduler started with 8 workers\n"
+    "2026-03-02 10:15:41 ERROR worker 7 timed out after 30000 ms\n"
+    "2026-03-02 10:15:42 INFO batch 4411 requeued\n"
+)
+_ACCESS_LOG = "10.0.0.4 GET /health 200\n10.0.0.9 POST /jobs 201\n10.0.0.9 GET /jobs/4411 200\n"
+SEED_FILES: dict[str, str] = {
+    "errors.log": _ERRORS_LOG,
+    "access.log": _ACCESS_LOG,
+    "notes.txt": "Remember to rotate your logs.\n",
+}
+
+
+def create_workspace(root: str | Path, files: dict[str, str] | None = None) -> Workspace:
+    """Create ``root`` holding the seed files (or ``files``); existing files are kept."""
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    for name, content in (SEED_FILES if files is None else files).items():
+        target = path / name
+        if not target.exists():
+            target.write_text(content, encoding="utf-8")
+    return Workspace(path)
+
+
+class Workspace:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+
+    def files(self) -> list[Path]:
+        """Visible files, by name; dot-files (the harness's own bookkeeping) are hidden."""
+        return sorted(
+            p for p in self.root.iterdir() if p.is_file() and not p.name.startswith(".")
+        )
+
+    def resolve(self, name: str) -> Path:
+        """The workspace path for ``name``; anything that could leave the folder is refused."""
+        if not isinstance(name, str) or not name.strip():
+            raise ToolError("path must be a non-empty file name, for example 'notes.txt'.")
+        candidate = Path(name)
+        if candidate.is_absolute() or ".." in candidate.parts:
+            raise PathRefused(
+                f"refused: {name!r} is outside the workspace. Only files inside it can be "
+                "used; this will not change if you retry."
+            )
+        resolved = (self.root / candidate).resolve()
+        if not resolved.is_relative_to(self.root):
+            raise PathRefused(
+                f"refused: {name!r} leads outside the workspace (through a link). "
+                "This will not change if you retry."
+            )
+        if resolved.name.startswith("."):
+            raise PathRefused(f"refused: {name!r} is private to the harness.")
+        return resolved
+
+    def existing(self, name: str) -> Path:
+        path = self.resolve(name)
+        if not path.is_file():
+            raise ToolError(f"no such file: {name}. Call list_files to see what exists.")
+        return path

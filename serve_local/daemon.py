@@ -1,0 +1,138 @@
+"""Start, wait for and stop a background server by pid file (used by the Makefile).
+
+    python -m serve_local.daemon start NAME PORT -- ARGS...   start unless already up
+    python -m serve_local.daemon stop [NAME...]                stop what was started
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+RUN_DIR = Path(os.environ.get("LOOPBENCH_RUN_DIR", ".run"))
+
+
+def _pid_file(name: str) -> Path:
+    return RUN_DIR / f"{name}.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_pid(name: str) -> int | None:
+    try:
+        pid = int(_pid_file(name).read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def health(port: int, host: str = "127.0.0.1") -> int | None:
+    """The status code of ``/health``, or None when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/health", timeout=2) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return ""
+
+
+def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int:
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    log = RUN_DIR / f"{name}.log"
+    pid = running_pid(name)
+    if pid is not None:
+        print(f"{name}: already running (pid {pid}) on http://127.0.0.1:{port}/v1")
+        return 0
+    if health(port) is not None:
+        print(f"{name}: port {port} is already taken by another process; pick another PORT=")
+        return 1
+    cmd = [sys.executable, "-m", "serve_local", "--port", str(port), *server_args]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    _pid_file(name).write_text(f"{proc.pid} {port}\n")
+    deadline = time.monotonic() + timeout_s
+    last_note = time.monotonic()
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _pid_file(name).unlink(missing_ok=True)
+            print(f"{name}: the server exited with code {proc.returncode}; last lines of {log}:")
+            print(_tail(log))
+            return 1
+        if health(port) == 200:
+            print(f"{name}: listening on http://127.0.0.1:{port}/v1 (pid {proc.pid}, log {log})")
+            return 0
+        if time.monotonic() - last_note > 15:
+            print(f"{name}: still starting (see {log})", flush=True)
+            last_note = time.monotonic()
+        time.sleep(0.2)
+    print(f"{name}: /health did not answer within {timeout_s:.0f} s; stopping it. See {log}.")
+    stop(name)
+    return 1
+
+
+def stop(name: str) -> bool:
+    pid = running_pid(name)
+    if pid is None:
+        _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone
+        return False
+    os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(pid):
+        os.killpg(pid, signal.SIGKILL)
+    _pid_file(name).unlink(missing_ok=True)
+    print(f"{name}: stopped (pid {pid})")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serve_local.daemon")
+    commands = parser.add_subparsers(dest="command", required=True)
+    start_cmd = commands.add_parser("start")
+    start_cmd.add_argument("name")
+    start_cmd.add_argument("port", type=int)
+    start_cmd.add_argument("--timeout", type=float, default=600.0)
+    stop_cmd = commands.add_parser("stop")
+    stop_cmd.add_argument("names", nargs="*")
+    argv = sys.argv[1:] if argv is None else argv
+    # Everything after "--" belongs to the server, not to this command.
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    if args.command == "start":
+        return start(args.name, args.port, argv[split + 1 :], args.timeout)
+    names = args.names or [p.stem for p in RUN_DIR.glob("*.pid")]
+    stopped = [n for n in names if stop(n)]
+    if not stopped:
+        print("nothing to stop")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
