@@ -1,9 +1,9 @@
 """The harness's errors.
 
-    HarnessError
-    ├── ToolError        a tool failed; its text goes back to the model as the tool result
-    │   └── PathRefused  a path outside the workspace; permanent, no retry can fix it
-    └── ProviderError    the model server failed or answered with an error
+HarnessError
+├── ToolError        a tool failed; its text goes back to the model as the tool result
+│   └── PathRefused  a path outside the workspace; permanent, no retry can fix it
+└── ProviderError    the model server failed or answered with an error
 """
 
 from __future__ import annotations

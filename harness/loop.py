@@ -10,8 +10,8 @@ from harness.client import ModelReply, ProviderClient
 from harness.errors import ProviderError
 from harness.prices import Prices
 from harness.state import RunState, Status, TurnRecord
-from harness.tools import Tool, ToolContext
 from harness.toolrun import run_call, tool_message
+from harness.tools import Tool, ToolContext
 from harness.workspace import Workspace
 
 SYSTEM_PROMPT = (
@@ -51,7 +51,9 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices) -> None:
     state.messages.append(reply.message)
 
 
-async def run_tools(state: RunState, calls: list[dict[str, Any]], tools: list[Tool], ctx: ToolContext) -> None:
+async def run_tools(
+    state: RunState, calls: list[dict[str, Any]], tools: list[Tool], ctx: ToolContext
+) -> None:
     by_name = {t.name: t for t in tools}
     for call in calls:
         outcome = await run_call(call, by_name, ctx)

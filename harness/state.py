@@ -68,7 +68,9 @@ class RunState:
         }
 
 
-def new_run(model: str, task: str, system: str | None = None, run_id: str | None = None) -> RunState:
+def new_run(
+    model: str, task: str, system: str | None = None, run_id: str | None = None
+) -> RunState:
     messages: list[Message] = []
     if system:
         messages.append({"role": "system", "content": system})

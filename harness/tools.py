@@ -169,7 +169,9 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
-        raise ToolError(f"the arguments are not valid JSON ({exc.msg}); send a JSON object.") from exc
+        raise ToolError(
+            f"the arguments are not valid JSON ({exc.msg}); send a JSON object."
+        ) from exc
     if not isinstance(value, dict):
         raise ToolError("the arguments must be a JSON object.")
     return value

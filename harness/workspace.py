@@ -36,9 +36,7 @@ class Workspace:
 
     def files(self) -> list[Path]:
         """Visible files, by name; dot-files (the harness's own bookkeeping) are hidden."""
-        return sorted(
-            p for p in self.root.iterdir() if p.is_file() and not p.name.startswith(".")
-        )
+        return sorted(p for p in self.root.iterdir() if p.is_file() and not p.name.startswith("."))
 
     def resolve(self, name: str) -> Path:
         """The workspace path for ``name``; anything that could leave the folder is refused."""

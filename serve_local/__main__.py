@@ -24,7 +24,9 @@ def build_backend(args: argparse.Namespace) -> Backend:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serve_local", description=__doc__)
-    parser.add_argument("--backend", default="scripted", choices=["scripted", "llama", "transformers"])
+    parser.add_argument(
+        "--backend", default="scripted", choices=["scripted", "llama", "transformers"]
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument(

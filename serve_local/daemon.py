@@ -1,7 +1,7 @@
 """Start, wait for and stop a background server by pid file (used by the Makefile).
 
-    python -m serve_local.daemon start NAME PORT -- ARGS...   start unless already up
-    python -m serve_local.daemon stop [NAME...]                stop what was started
+python -m serve_local.daemon start NAME PORT -- ARGS...   start unless already up
+python -m serve_local.daemon stop [NAME...]                stop what was started
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int
     cmd = [sys.executable, "-m", "serve_local", "--port", str(port), *server_args]
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
     _pid_file(name).write_text(f"{proc.pid} {port}\n")

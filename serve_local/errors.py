@@ -1,9 +1,9 @@
 """Errors the server turns into OpenAI-shaped bodies.
 
-    APIError                      any failure answered with {"error": {...}}
-    ├── InvalidRequest   (400)    the request is wrong; the message says how to fix it
-    ├── ModelNotFound    (404)    the request names a model this server does not serve
-    └── ScriptedFault    (any)    a fault the scripted provider was told to produce
+APIError                      any failure answered with {"error": {...}}
+├── InvalidRequest   (400)    the request is wrong; the message says how to fix it
+├── ModelNotFound    (404)    the request names a model this server does not serve
+└── ScriptedFault    (any)    a fault the scripted provider was told to produce
 """
 
 from __future__ import annotations

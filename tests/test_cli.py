@@ -1,0 +1,135 @@
+"""The command line, as a user runs it: real processes, real servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def harness(*args: str, base_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LLM_BASE_URL": base_url}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_run_scenario_plan_prints_the_chapter_line(scripted_url: str, tmp_path: Path) -> None:
+    done = harness("run", "--scenario", "plan", base_url=scripted_url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    first, answer, per_turn = done.stdout.splitlines()
+    m = re.match(
+        r"plan, cap 20\s+turns=3  tools=2  in=(\d+)  out=(\d+)  cost=\$(\d+\.\d{6})  ms=\d+  "
+        r"status=completed$",
+        first,
+    )
+    assert m, first
+    tokens_in, tokens_out, cost = int(m[1]), int(m[2]), float(m[3])
+    assert cost == round(tokens_in * 2e-6 + tokens_out * 12e-6, 6)
+    assert (
+        answer == '   answer: "errors.log mentions a timeout: worker 7 timed out after 30000 ms."'
+    )
+    counts = [int(x) for x in per_turn.split(":")[1].split(",")]
+    assert len(counts) == 3 and counts == sorted(set(counts)) and sum(counts) == tokens_in
+    assert (tmp_path / "runs").is_dir()
+
+
+def test_run_json_prints_one_object(scripted_url: str, tmp_path: Path) -> None:
+    done = harness(
+        "run",
+        "--scenario",
+        "runaway",
+        "--max-turns",
+        "4",
+        "--json",
+        base_url=scripted_url,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    for key in [
+        "run_id",
+        "status",
+        "turns",
+        "tool_runs",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "wall_ms",
+        "answer",
+        "per_turn_prompt_tokens",
+    ]:
+        assert key in result
+    assert (result["status"], result["turns"], result["answer"]) == ("max_turns_exceeded", 4, None)
+
+
+def test_run_task_with_model(scripted_url: str, tmp_path: Path) -> None:
+    done = harness(
+        "run",
+        "--model",
+        "scripted:oracle",
+        "--task",
+        "How many files are there?",
+        "--json",
+        base_url=scripted_url,
+        cwd=tmp_path,
+    )
+    assert json.loads(done.stdout)["answer"] == "There are 3 files."
+
+
+def test_server_down_is_a_clear_failure(tmp_path: Path) -> None:
+    done = harness("run", "--scenario", "plan", base_url="http://127.0.0.1:9/v1", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "status=failed" in done.stdout
+    assert "http://127.0.0.1:9/v1" in done.stdout and "make serve-local" in done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_make_serve_scripted_then_run_then_stop(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "LOOPBENCH_RUN_DIR": str(tmp_path / "run")}
+
+    def make(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "--no-print-directory", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    started = make("serve-scripted", f"SCRIPTED_PORT={port}")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"http://127.0.0.1:{port}/v1" in started.stdout
+        again = make("serve-scripted", f"SCRIPTED_PORT={port}")
+        assert "already running" in again.stdout
+        done = harness(
+            "run", "--scenario", "plan", base_url=f"http://127.0.0.1:{port}/v1", cwd=tmp_path
+        )
+        assert "turns=3  tools=2" in done.stdout and "status=completed" in done.stdout
+    finally:
+        stopped = make("stop")
+    assert "stopped" in stopped.stdout
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)

@@ -1,0 +1,88 @@
+"""The bare loop against the scripted provider over real HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.client import ProviderClient
+from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.prices import Prices
+from harness.scenarios import SCENARIO_TASKS
+from harness.state import RunState, new_run
+from harness.tools import default_tools
+from harness.workspace import Workspace
+
+
+async def run_scenario(url: str, name: str, ws: Workspace, **config: object) -> RunState:
+    state = new_run(f"scripted:{name}", SCENARIO_TASKS[name], system=SYSTEM_PROMPT)
+    async with ProviderClient(url) as client:
+        return await run_loop(state, client, default_tools(), ws, LoopConfig(**config))  # type: ignore[arg-type]
+
+
+async def test_plan_completes_in_three_turns_and_two_tool_runs(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    state = await run_scenario(scripted_url, "plan", workspace)
+    assert (state.status, state.turns, state.tool_runs) == ("completed", 3, 2)
+    assert state.answer == "errors.log mentions a timeout: worker 7 timed out after 30000 ms."
+    assert state.cost_usd == state.prompt_tokens * 2e-6 + state.completion_tokens * 12e-6
+    per_turn = state.per_turn_prompt_tokens
+    assert len(per_turn) == 3 and per_turn[0] < per_turn[1] < per_turn[2]
+    assert sum(per_turn) == state.prompt_tokens
+    roles = [m["role"] for m in state.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m["tool_call_id"] for m in state.messages if m["role"] == "tool"] == ["c1", "c2"]
+    assert "worker 7 timed out" in state.messages[5]["content"]
+
+
+async def test_prices_are_configurable(scripted_url: str, workspace: Workspace) -> None:
+    state = await run_scenario(scripted_url, "plan", workspace, prices=Prices(1.0, 1.0))
+    assert state.cost_usd == (state.prompt_tokens + state.completion_tokens) / 1e6
+
+
+async def test_turn_cap_stops_a_runaway(scripted_url: str, workspace: Workspace) -> None:
+    state = await run_scenario(scripted_url, "runaway", workspace, max_turns=5)
+    assert (state.status, state.turns, state.tool_runs) == ("max_turns_exceeded", 5, 5)
+    assert state.interruption == {"type": "max_turns"}
+    assert state.answer is None
+
+
+async def test_tool_errors_go_back_to_the_model(scripted_url: str, workspace: Workspace) -> None:
+    state = await run_scenario(scripted_url, "recover", workspace)
+    first_result = state.messages[3]
+    assert first_result["role"] == "tool" and first_result["tool_call_id"] == "c1"
+    assert first_result["content"].startswith("Error: no such file: timeout.log")
+    assert (state.status, state.answer) == ("completed", "errors.log mentions a timeout.")
+
+
+async def test_unknown_tool_and_bad_arguments_do_not_kill_the_loop(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    state = await run_scenario(scripted_url, "malformed", workspace)
+    results = {m["tool_call_id"]: m["content"] for m in state.messages if m["role"] == "tool"}
+    assert "no tool named 'drop_database'" in results["c1"]
+    assert "list_files, read_file" in results["c1"]
+    assert "not valid JSON" in results["c2"]
+    assert state.tool_runs == 0
+    assert (state.status, state.turns) == ("completed", 2)
+
+
+async def test_refused_path_is_read_back_to_the_model(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    state = await run_scenario(scripted_url, "denied", workspace, max_turns=3)
+    results = [m["content"] for m in state.messages if m["role"] == "tool"]
+    assert len(results) == 3 and all("outside the workspace" in r for r in results)
+    assert state.status == "max_turns_exceeded"
+
+
+async def test_unreachable_provider_fails_the_run_with_a_clear_error(tmp_path: Path) -> None:
+    from harness.workspace import create_workspace
+
+    state = new_run("scripted:plan", "q")
+    async with ProviderClient("http://127.0.0.1:9/v1") as client:
+        await run_loop(state, client, default_tools(), create_workspace(tmp_path))
+    assert state.status == "failed"
+    assert state.error is not None
+    assert "http://127.0.0.1:9/v1" in state.error and "make serve-local" in state.error
+    assert state.turns == 0 and state.cost_usd == 0

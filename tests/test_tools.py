@@ -1,0 +1,122 @@
+"""The tool catalogue over a workspace: confinement, errors for the model, progress, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.cancel import Cancelled, CancelToken
+from harness.errors import PathRefused, ToolError
+from harness.tools import Tool, ToolContext, default_tools
+from harness.workspace import SEED_FILES, Workspace
+from tests.helpers import snapshot
+
+TOOLS = {t.name: t for t in default_tools()}
+
+
+def run(tool: str, ws: Workspace, **args: object) -> str:
+    return asyncio.run(TOOLS[tool].run(dict(args), ToolContext(workspace=ws)))
+
+
+def test_catalogue_declares_read_only_and_approval() -> None:
+    assert {n: (t.read_only, t.needs_approval) for n, t in TOOLS.items()} == {
+        "list_files": (True, False),
+        "read_file": (True, False),
+        "delete_file": (False, True),
+        "scan_archive": (True, False),
+    }
+
+
+def test_workspace_holds_the_three_files_and_errors_log_is_largest(workspace: Workspace) -> None:
+    listing = run("list_files", workspace)
+    sizes = {line.split()[0]: int(line.split()[1]) for line in listing.splitlines()}
+    assert set(sizes) == {"errors.log", "access.log", "notes.txt"}
+    assert max(sizes, key=lambda n: sizes[n]) == "errors.log"
+    assert "worker 7 timed out after 30000 ms" in run("read_file", workspace, path="errors.log")
+    assert run("read_file", workspace, path="notes.txt") == SEED_FILES["notes.txt"]
+
+
+def test_missing_file_error_tells_the_model_what_to_do(workspace: Workspace) -> None:
+    with pytest.raises(ToolError) as caught:
+        run("read_file", workspace, path="timeout.log")
+    assert "no such file: timeout.log" in str(caught.value)
+    assert "Call list_files" in str(caught.value)
+    assert not caught.value.permanent
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "sub/../../x", "..", ""])
+def test_paths_outside_the_workspace_are_refused(workspace: Workspace, path: str) -> None:
+    before = snapshot(workspace.root.parent)
+    for tool in ("read_file", "delete_file"):
+        with pytest.raises(ToolError):
+            run(tool, workspace, path=path)
+    assert snapshot(workspace.root.parent) == before
+
+
+def test_escape_attempts_are_permanent_errors(workspace: Workspace) -> None:
+    with pytest.raises(PathRefused) as caught:
+        run("read_file", workspace, path="/etc/passwd")
+    assert caught.value.permanent
+
+
+def test_symlink_out_of_the_workspace_is_refused(workspace: Workspace, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    os.symlink(secret, workspace.root / "link.txt")
+    before = snapshot(tmp_path)
+    with pytest.raises(PathRefused):
+        run("read_file", workspace, path="link.txt")
+    with pytest.raises(PathRefused):
+        run("delete_file", workspace, path="link.txt")
+    assert secret.read_text() == "top secret"
+    assert snapshot(tmp_path) == before
+
+
+def test_delete_with_the_same_idempotency_key_acts_once(workspace: Workspace) -> None:
+    ctx = ToolContext(workspace=workspace, idempotency_key="run1:c2")
+    first = asyncio.run(TOOLS["delete_file"].run({"path": "access.log"}, ctx))
+    assert first == "deleted access.log"
+    assert not (workspace.root / "access.log").exists()
+    (workspace.root / "access.log").write_text("a new file with the same name")
+    again = asyncio.run(TOOLS["delete_file"].run({"path": "access.log"}, ctx))
+    assert again == first
+    assert (workspace.root / "access.log").read_text() == "a new file with the same name"
+    assert "access.log" in run("list_files", workspace)
+    assert ".ledger.json" not in run("list_files", workspace)
+
+
+async def test_scan_archive_reports_progress_and_finishes(workspace: Workspace) -> None:
+    seen: list[str] = []
+    result = await TOOLS["scan_archive"].run(
+        {}, ToolContext(workspace=workspace, progress=seen.append)
+    )
+    assert seen == [f"scanned {n} of 1200 files" for n in range(200, 1201, 200)]
+    assert "1200 files" in result
+
+
+async def test_scan_archive_stops_when_the_token_fires(workspace: Workspace) -> None:
+    token = CancelToken()
+    seen: list[str] = []
+
+    def progress(label: str) -> None:
+        seen.append(label)
+        if len(seen) == 2:
+            token.cancel("user pressed Stop")
+
+    with pytest.raises(Cancelled) as caught:
+        await TOOLS["scan_archive"].run(
+            {}, ToolContext(workspace=workspace, cancel=token, progress=progress)
+        )
+    assert caught.value.reason == "user pressed Stop"
+    assert seen == ["scanned 200 of 1200 files", "scanned 400 of 1200 files"]
+
+
+def test_tool_specs_are_openai_function_specs() -> None:
+    for tool in TOOLS.values():
+        spec = Tool.spec(tool)
+        assert spec["type"] == "function"
+        assert spec["function"]["name"] == tool.name
+        assert spec["function"]["parameters"]["type"] == "object"
