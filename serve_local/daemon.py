@@ -7,6 +7,7 @@ python -m serve_local.daemon stop [NAME...]                stop what was started
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -52,6 +53,18 @@ def health(port: int, host: str = "127.0.0.1") -> int | None:
         return None
 
 
+def describe_model(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as r:
+            models = json.load(r)["data"]
+    except (urllib.error.URLError, OSError, ValueError, KeyError):
+        return "model: unknown (/v1/models did not answer)"
+    first = models[0]
+    if first.get("backend") == "scripted":
+        return f"models: {len(models)} scripted scenarios (model=scripted:<name>)"
+    return f"model: {first['id']}  backend: {first.get('backend')}  sha256: {first.get('sha256')}"
+
+
 def _tail(path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -89,6 +102,7 @@ def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int
             return 1
         if health(port) == 200:
             print(f"{name}: listening on http://127.0.0.1:{port}/v1 (pid {proc.pid}, log {log})")
+            print(describe_model(port))
             return 0
         if time.monotonic() - last_note > 15:
             print(f"{name}: still starting (see {log})", flush=True)

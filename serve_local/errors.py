@@ -61,3 +61,7 @@ class ModelNotFound(APIError):
 
 class ScriptedFault(APIError):
     """A fault produced on purpose by a scripted scenario (429, 500, ...)."""
+
+
+class StartupError(RuntimeError):
+    """The server cannot start as asked (missing weights, no such device, ...)."""

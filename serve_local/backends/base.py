@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +25,11 @@ class Completion:
 
 class Backend(Protocol):
     name: str
+    load_error: str | None
+
+    def load(self) -> None:
+        """Load weights; called once in a worker thread while ``/health`` answers 503."""
+        ...
 
     @property
     def ready(self) -> bool:
@@ -34,4 +40,8 @@ class Backend(Protocol):
         """Entries for ``/v1/models``: ``id`` plus whatever the backend knows of its weights."""
         ...
 
-    async def complete(self, request: ChatRequest) -> Completion: ...
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        """One reply. ``cancel`` is set when the client goes away: stop generating."""
+        ...

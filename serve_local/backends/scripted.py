@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from serve_local import tokens
@@ -37,9 +38,13 @@ def prompt_tokens(request: ChatRequest) -> int:
 
 class ScriptedBackend:
     name = "scripted"
+    load_error: str | None = None
 
     def __init__(self, latency_ms: float = 0.0) -> None:
         self.latency_ms = latency_ms
+
+    def load(self) -> None:
+        return None
 
     @property
     def ready(self) -> bool:
@@ -51,7 +56,9 @@ class ScriptedBackend:
             for name, fn in SCENARIOS.items()
         ]
 
-    async def complete(self, request: ChatRequest) -> Completion:
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
         scenario_name = request.model.removeprefix(PREFIX)
         scenario = SCENARIOS.get(scenario_name) if request.model.startswith(PREFIX) else None
         if scenario is None:

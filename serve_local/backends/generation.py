@@ -1,0 +1,122 @@
+"""What every model backend shares: sampling settings, limits, the queue, the reply shape."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from serve_local.backends.base import Completion
+from serve_local.errors import InvalidRequest
+from serve_local.schema import ChatRequest, Timings
+from serve_local.toolcalls import parse_tool_calls
+
+DEFAULT_MAX_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Greedy unless the request asks otherwise."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, request: ChatRequest) -> Sampling:
+        stop = request.stop if isinstance(request.stop, list) else [request.stop or ""]
+        return cls(
+            temperature=request.temperature or 0.0,
+            top_p=request.top_p if request.top_p is not None else 1.0,
+            seed=request.seed,
+            stop=tuple(s for s in stop if s),
+        )
+
+
+@dataclass
+class Generated:
+    text: str
+    finish_reason: str  # stop | length | cancelled
+    prompt_n: int
+    cache_n: int
+    predicted_n: int
+    prompt_ms: float
+    predicted_ms: float
+
+
+@dataclass
+class Limits:
+    n_ctx: int
+    default_max_tokens: int = DEFAULT_MAX_TOKENS
+
+    def max_new_tokens(self, request: ChatRequest, prompt_tokens: int) -> int:
+        """Room left for the reply; a prompt that does not fit is the client's error (400)."""
+        if prompt_tokens >= self.n_ctx:
+            raise InvalidRequest(
+                f"This model's context is {self.n_ctx} tokens; the prompt has {prompt_tokens}. "
+                "Shorten the conversation or start the server with a larger --ctx.",
+                param="messages",
+                code="context_length_exceeded",
+            )
+        asked = request.max_completion_tokens or request.max_tokens or self.default_max_tokens
+        return min(asked, self.n_ctx - prompt_tokens)
+
+
+def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
+    """``text`` up to the first stop sequence, and whether one was found."""
+    positions = [i for i in (text.find(s) for s in stops) if i >= 0]
+    return (text[: min(positions)], True) if positions else (text, False)
+
+
+@dataclass
+class GenerationQueue:
+    """One generation at a time per model, run in a worker thread; the wait is reported."""
+
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def run(self, work: Callable[..., Generated], *args: object) -> tuple[Generated, float]:
+        arrived = time.perf_counter()
+        async with self._lock:
+            queue_ms = (time.perf_counter() - arrived) * 1000
+            generated: Generated = await asyncio.to_thread(work, *args)
+        return generated, queue_ms
+
+
+def to_completion(
+    request: ChatRequest, model_name: str, generated: Generated, queue_ms: float
+) -> Completion:
+    tool_names = [t.function.name for t in request.tools or []]
+    if request.tool_choice == "none":
+        tool_names = []
+    parsed = parse_tool_calls(generated.text, tool_names)
+    calls = [
+        {
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+        }
+        for name, args in parsed.calls
+    ]
+    finish = generated.finish_reason
+    if calls and finish == "stop":
+        finish = "tool_calls"
+    return Completion(
+        model=model_name,
+        content=parsed.content if calls else generated.text,
+        tool_calls=calls,
+        finish_reason=finish,
+        prompt_tokens=generated.prompt_n + generated.cache_n,
+        completion_tokens=generated.predicted_n,
+        timings=Timings(
+            prompt_n=generated.prompt_n,
+            cache_n=generated.cache_n,
+            prompt_ms=round(generated.prompt_ms, 3),
+            predicted_n=generated.predicted_n,
+            predicted_ms=round(generated.predicted_ms, 3),
+            queue_ms=round(queue_ms, 3),
+        ),
+    )

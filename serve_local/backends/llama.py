@@ -1,0 +1,180 @@
+"""The llama.cpp backend (llama-cpp-python): a GGUF on the CPU, KV cache kept warm."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from serve_local.backends.base import Completion
+from serve_local.backends.generation import (
+    Generated,
+    GenerationQueue,
+    Limits,
+    Sampling,
+    cut_at_stop,
+    to_completion,
+)
+from serve_local.chat_template import ChatTemplate
+from serve_local.errors import APIError
+from serve_local.models import ResolvedModel
+from serve_local.schema import ChatRequest
+
+# ChatML, for a GGUF that carries no template of its own.
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise RuntimeError(
+            "the llama backend needs llama-cpp-python: run `make serve-local` (it installs it) "
+            "or `pip install -e '.[llama]'`"
+        ) from exc
+    return llama_cpp
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class LlamaBackend:
+    name = "llama"
+
+    def __init__(self, model: ResolvedModel, n_ctx: int = 4096, n_threads: int | None = None):
+        self.model = model
+        self.limits = Limits(n_ctx=n_ctx)
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.load_error: str | None = None
+        self.load_seconds: float | None = None
+        self._llm: Any = None
+        self._template: ChatTemplate | None = None
+        self._sha256: str | None = None
+        self._queue: GenerationQueue | None = None
+        self._vocab_is_eog: Any = None
+        self._add_bos = False
+
+    @property
+    def ready(self) -> bool:
+        return self._llm is not None
+
+    def load(self) -> None:
+        llama_cpp = _import_llama()
+        started = time.perf_counter()
+        self._sha256 = self.model.sha256
+        llm = llama_cpp.Llama(
+            model_path=str(self.model.path),
+            n_ctx=self.limits.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            verbose=False,
+        )
+        meta = llm.metadata
+        self._add_bos = meta.get("tokenizer.ggml.add_bos_token", "false") == "true"
+        self._template = ChatTemplate(
+            meta.get("tokenizer.chat_template") or CHATML,
+            bos_token=llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else "",
+            eos_token=llm._model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
+        )
+        self._vocab_is_eog = llama_cpp.llama_vocab_is_eog
+        self.load_seconds = time.perf_counter() - started
+        self._llm = llm
+
+    def models(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": self.model.name,
+                "backend": self.name,
+                "sha256": self._sha256,
+                "path": str(self.model.path),
+                "source": self.model.source,
+                "context_length": self.limits.n_ctx,
+                "threads": self.n_threads,
+                "ready": self.ready,
+            }
+        ]
+
+    def _is_eog(self, token: int) -> bool:
+        """End of generation: EOS, or any end-of-turn token of the model's vocabulary."""
+        return bool(self._vocab_is_eog(self._llm._model.vocab, token))
+
+    def _tokens(self, prompt: str) -> list[int]:
+        tokens: list[int] = self._llm.tokenize(
+            prompt.encode("utf-8"), add_bos=self._add_bos, special=True
+        )
+        return tokens
+
+    def _generate(
+        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+    ) -> Generated:
+        llm = self._llm
+        # llama-cpp-python reuses the longest common prefix of the KV cache (one token less
+        # when the whole prompt matches, to refresh the logits); report what it reuses.
+        cached = common_prefix(list(llm._input_ids[: llm.n_tokens]), tokens)
+        cache_n = cached - 1 if cached == len(tokens) else cached
+        if sampling.seed is not None:
+            llm.set_seed(sampling.seed)
+        out: list[int] = []
+        text, finish = "", "length"
+        start = time.perf_counter()
+        first: float | None = None
+        for token in llm.generate(
+            tokens,
+            temp=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=0 if sampling.temperature > 0 else 1,
+            min_p=0.0,
+            repeat_penalty=1.0,
+        ):
+            first = first or time.perf_counter()
+            if self._is_eog(token):
+                finish = "stop"
+                break
+            out.append(token)
+            text = llm.detokenize(out).decode("utf-8", errors="ignore")
+            if sampling.stop:
+                text, hit = cut_at_stop(text, sampling.stop)
+                if hit:
+                    finish = "stop"
+                    break
+            if len(out) >= max_new:
+                break
+            if cancel.is_set():
+                finish = "cancelled"
+                break
+        end = time.perf_counter()
+        first = first or end
+        return Generated(
+            text=text,
+            finish_reason=finish,
+            prompt_n=len(tokens) - max(cache_n, 0),
+            cache_n=max(cache_n, 0),
+            predicted_n=len(out),
+            prompt_ms=(first - start) * 1000,
+            predicted_ms=(end - first) * 1000,
+        )
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        if self._llm is None or self._template is None:
+            raise APIError("The model is still loading; retry shortly.", status_code=503)
+        if self._queue is None:
+            self._queue = GenerationQueue()
+        tokens = self._tokens(self._template.render(request))
+        max_new = self.limits.max_new_tokens(request, len(tokens))
+        generated, queue_ms = await self._queue.run(
+            self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
+        )
+        return to_completion(request, self.model.name, generated, queue_ms)

@@ -1,0 +1,200 @@
+"""The transformers backend (torch): a Hugging Face folder, or a GGUF dequantized on load.
+
+Same template rendering, tool-call parsing, limits and reply shape as the llama backend, so the
+two compare request for request. It keeps no KV cache between requests: every turn evaluates
+the whole prompt (``cache_n`` is 0), which is what plain ``generate`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from serve_local.backends.base import Completion
+from serve_local.backends.generation import (
+    Generated,
+    GenerationQueue,
+    Limits,
+    Sampling,
+    cut_at_stop,
+    to_completion,
+)
+from serve_local.backends.llama import CHATML
+from serve_local.chat_template import ChatTemplate
+from serve_local.errors import APIError, StartupError
+from serve_local.models import ResolvedModel
+from serve_local.schema import ChatRequest
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise StartupError(
+            "the transformers backend needs torch and transformers: run "
+            "`make serve-local BACKEND=transformers` (it installs them) or "
+            "`pip install torch==2.13.0 && pip install -e '.[transformers]'`"
+        ) from exc
+    return torch
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: ResolvedModel,
+        n_ctx: int = 4096,
+        device: str = "cpu",
+        n_threads: int | None = None,
+    ) -> None:
+        torch = _import_torch()
+        if device == "cuda" and not torch.cuda.is_available():
+            raise StartupError("--device cuda was asked for, but torch sees no CUDA device here")
+        self.model = model
+        self.device = device
+        self.limits = Limits(n_ctx=n_ctx)
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.load_error: str | None = None
+        self.load_seconds: float | None = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._template: ChatTemplate | None = None
+        self._sha256: str | None = None
+        self._queue: GenerationQueue | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        torch = _import_torch()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        started = time.perf_counter()
+        self._sha256 = self.model.sha256
+        torch.set_num_threads(self.n_threads)
+        if self.model.kind == "gguf":
+            where, extra = str(self.model.path.parent), {"gguf_file": self.model.path.name}
+        else:
+            where, extra = str(self.model.path), {}
+        tokenizer = AutoTokenizer.from_pretrained(where, **extra)
+        placement = {"device_map": "auto"} if self.device == "auto" else {}
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            where, dtype=torch.float32, **placement, **extra
+        )
+        if self.device != "auto":
+            model = model.to(self.device)
+        model.eval()
+        self._eog = {
+            t
+            for t in [tokenizer.eos_token_id, *_as_list(model.generation_config.eos_token_id)]
+            if t is not None
+        }
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if isinstance(im_end, int) and im_end != tokenizer.unk_token_id:
+            self._eog.add(im_end)
+        self._template = ChatTemplate(
+            tokenizer.chat_template or CHATML,
+            bos_token=tokenizer.bos_token or "",
+            eos_token=tokenizer.eos_token or "",
+        )
+        self._tokenizer = tokenizer
+        self.load_seconds = time.perf_counter() - started
+        self._model = model
+
+    def models(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": self.model.name,
+                "backend": self.name,
+                "sha256": self._sha256,
+                "path": str(self.model.path),
+                "source": self.model.source,
+                "context_length": self.limits.n_ctx,
+                "threads": self.n_threads,
+                "device": self.device,
+                "ready": self.ready,
+            }
+        ]
+
+    def _generate(
+        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+    ) -> Generated:
+        torch = _import_torch()
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        first: list[float] = []
+
+        class _Watch(StoppingCriteria):
+            """Notes when the first token exists; stops when the client has gone."""
+
+            def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
+                if not first:
+                    first.append(time.perf_counter())
+                done = cancel.is_set()
+                return torch.full((input_ids.shape[0],), done, dtype=torch.bool)
+
+        device = next(self._model.parameters()).device
+        input_ids = torch.tensor([tokens], device=device)
+        sample = sampling.temperature > 0
+        if sample and sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            output = self._model.generate(
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=max_new,
+                do_sample=sample,
+                temperature=sampling.temperature if sample else None,
+                top_p=sampling.top_p if sample else None,
+                top_k=None,
+                eos_token_id=sorted(self._eog),
+                pad_token_id=self._tokenizer.pad_token_id or min(self._eog),
+                stopping_criteria=StoppingCriteriaList([_Watch()]),
+            )
+        end = time.perf_counter()
+        new = output[0][len(tokens) :].tolist()
+        finish = "length"
+        if new and new[-1] in self._eog:
+            new, finish = new[:-1], "stop"
+        elif cancel.is_set():
+            finish = "cancelled"
+        text = self._tokenizer.decode(new, skip_special_tokens=False)
+        if sampling.stop:
+            text, hit = cut_at_stop(text, sampling.stop)
+            finish = "stop" if hit else finish
+        first_at = first[0] if first else end
+        return Generated(
+            text=text,
+            finish_reason=finish,
+            prompt_n=len(tokens),
+            cache_n=0,
+            predicted_n=len(new),
+            prompt_ms=(first_at - start) * 1000,
+            predicted_ms=(end - first_at) * 1000,
+        )
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        if self._model is None or self._template is None:
+            raise APIError("The model is still loading; retry shortly.", status_code=503)
+        if self._queue is None:
+            self._queue = GenerationQueue()
+        prompt = self._template.render(request)
+        tokens: list[int] = self._tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        max_new = self.limits.max_new_tokens(request, len(tokens))
+        generated, queue_ms = await self._queue.run(
+            self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
+        )
+        return to_completion(request, self.model.name, generated, queue_ms)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
