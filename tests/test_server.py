@@ -178,6 +178,12 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         "max_tokens",
     ),
     (
+        "max_tokens absurdly large",
+        {"model": "scripted:plan", "messages": [user("q")], "max_tokens": 10**12},
+        400,
+        "max_tokens",
+    ),
+    (
         "image content part",
         {
             "model": "scripted:plan",

@@ -1,0 +1,223 @@
+"""The llama.cpp backend end to end, with the real packaged models over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from harness.client import ProviderClient
+from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.state import new_run
+from harness.tools import default_tools
+from harness.workspace import Workspace
+from serve_local.backends.llama import LlamaBackend
+from serve_local.models import QWEN_CODER, SMOLLM2, resolve
+from tests.helpers import post
+from tests.models_fixtures import model_server
+
+TOOLS = [t.spec() for t in default_tools()]
+SIX_TASKS = [
+    "Which file mentions a timeout?",
+    "How many files are there?",
+    "What does notes.txt say?",
+    "List the files and read each one.",
+    "Which file is the largest?",
+    "Is there a file about rotating logs?",
+]
+
+
+@pytest.fixture(scope="module")
+def smol() -> Iterator[str]:
+    with model_server(LlamaBackend(resolve(SMOLLM2), n_ctx=1024)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Iterator[str]:
+    with model_server(LlamaBackend(resolve(QWEN_CODER), n_ctx=4096)) as url:
+        yield url
+
+
+def ask(url: str, text: str, **extra: Any) -> dict[str, Any]:
+    body = {"model": "any", "messages": [{"role": "user", "content": text}], **extra}
+    response = post(url, body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def test_models_names_the_weights_actually_served(smol: str) -> None:
+    (entry,) = httpx.get(f"{smol}/models").json()["data"]
+    assert entry["id"] == SMOLLM2
+    assert entry["sha256"] == resolve(SMOLLM2).sha256
+    assert (entry["backend"], entry["context_length"]) == ("llama", 1024)
+    reply = ask(smol, "Say hello.", max_tokens=4)
+    assert reply["model"] == SMOLLM2
+
+
+def test_greedy_output_is_byte_identical(smol: str) -> None:
+    first = ask(smol, "Name three colors.", max_tokens=24)
+    ask(smol, "Something else entirely, to move the cache.", max_tokens=8)
+    second = ask(smol, "Name three colors.", max_tokens=24)
+    assert first["choices"][0]["message"] == second["choices"][0]["message"]
+    assert first["usage"] == second["usage"]
+
+
+def test_second_turn_reuses_the_first_turns_prompt(smol: str) -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What is a log file?"}]
+    first = post(smol, {"model": "m", "messages": messages, "max_tokens": 16}).json()
+    prompt_1 = first["usage"]["prompt_tokens"]
+    messages += [
+        {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
+        {"role": "user", "content": "And why rotate it?"},
+    ]
+    second = post(smol, {"model": "m", "messages": messages, "max_tokens": 16}).json()
+    timings, prompt_2 = second["timings"], second["usage"]["prompt_tokens"]
+    assert timings["cache_n"] >= prompt_1
+    assert timings["prompt_n"] == prompt_2 - timings["cache_n"]
+    assert timings["prompt_n"] < prompt_2 - prompt_1 + 16
+
+
+def test_timings_are_reported(smol: str) -> None:
+    timings = ask(smol, "Count to five.", max_tokens=8)["timings"]
+    assert set(timings) == {
+        "prompt_n",
+        "cache_n",
+        "prompt_ms",
+        "predicted_n",
+        "predicted_ms",
+        "queue_ms",
+    }
+    assert timings["prompt_ms"] > 0 and timings["predicted_n"] > 0
+
+
+def test_max_tokens_ends_with_length(smol: str) -> None:
+    reply = ask(smol, "Write a long story about a lighthouse.", max_tokens=3)
+    assert reply["choices"][0]["finish_reason"] == "length"
+    assert reply["usage"]["completion_tokens"] == 3
+
+
+def test_stop_sequence_cuts_the_text(smol: str) -> None:
+    full = ask(smol, "Describe the sea in one sentence.", max_tokens=40)
+    text = full["choices"][0]["message"]["content"]
+    assert "e" in text
+    cut = ask(smol, "Describe the sea in one sentence.", max_tokens=40, stop=["e"])
+    assert cut["choices"][0]["message"]["content"] == text[: text.index("e")]
+    assert cut["choices"][0]["finish_reason"] == "stop"
+
+
+def test_prompt_longer_than_the_context_is_a_400_and_the_server_goes_on(smol: str) -> None:
+    response = post(smol, {"model": "m", "messages": [{"role": "user", "content": "word " * 3000}]})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "context_length_exceeded" and "1024" in error["message"]
+    assert ask(smol, "Still there?", max_tokens=4)["choices"][0]["message"]["content"]
+
+
+def test_two_clients_at_once_get_what_they_get_alone(smol: str) -> None:
+    prompts = ["List two fruits.", "List two animals."]
+    alone = [ask(smol, p, max_tokens=16)["choices"][0]["message"]["content"] for p in prompts]
+    together: dict[int, str] = {}
+
+    def send(i: int) -> None:
+        together[i] = ask(smol, prompts[i], max_tokens=16)["choices"][0]["message"]["content"]
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [together[0], together[1]] == alone
+
+
+def test_streaming_returns_the_same_text(smol: str) -> None:
+    plain = ask(smol, "Name a planet.", max_tokens=12)["choices"][0]["message"]["content"]
+    client = openai.OpenAI(base_url=smol, api_key="unused")
+    chunks = list(
+        client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "Name a planet."}],
+            max_tokens=12,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain
+    assert chunks[-1].usage is not None
+
+
+def test_official_client_with_the_four_tools(qwen: str) -> None:
+    client = openai.OpenAI(base_url=qwen, api_key="unused")
+    completion = client.chat.completions.create(
+        model=QWEN_CODER,
+        messages=[
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": "Which file is the largest?"},
+        ],
+        tools=TOOLS,  # type: ignore[arg-type]
+    )
+    choice = completion.choices[0]
+    assert completion.model == QWEN_CODER
+    assert choice.finish_reason in {"stop", "tool_calls", "length"}
+    for call in choice.message.tool_calls or []:
+        assert call.function.name in {"list_files", "read_file", "delete_file", "scan_archive"}
+        assert isinstance(json.loads(call.function.arguments), dict)
+
+
+async def test_qwen_makes_a_real_tool_call_that_the_harness_runs(
+    qwen: str, workspace: Workspace
+) -> None:
+    with_calls = []
+    for task in SIX_TASKS:
+        body = post(
+            qwen,
+            {
+                "model": "m",
+                "tools": TOOLS,
+                "messages": [
+                    {"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": task},
+                ],
+            },
+        )
+        if body.json()["choices"][0]["finish_reason"] == "tool_calls":
+            with_calls.append(task)
+    assert with_calls, "no task produced tool_calls"
+    state = new_run(QWEN_CODER, with_calls[0], system=SYSTEM_PROMPT)
+    async with ProviderClient(qwen) as client:
+        await run_loop(state, client, default_tools(), workspace, LoopConfig(max_turns=2))
+    assert state.tool_runs >= 1
+    first_call = state.messages[2]["tool_calls"][0]
+    result = next(m for m in state.messages if m.get("tool_call_id") == first_call["id"])
+    assert result["content"]
+
+
+def test_qwen_history_with_tool_calls_is_accepted(qwen: str) -> None:
+    """An assistant message with content null and tool_calls, then its tool result."""
+    messages = [
+        {"role": "user", "content": "Which file is the largest?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "list_files", "arguments": "{}"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "errors.log  163 bytes\nnotes.txt  30 bytes",
+        },
+    ]
+    response = post(qwen, {"model": "m", "messages": messages, "tools": TOOLS, "max_tokens": 40})
+    assert response.status_code == 200, response.text

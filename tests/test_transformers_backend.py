@@ -1,0 +1,68 @@
+"""The transformers backend with the real packaged SmolLM2 (a GGUF, dequantized on load)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from serve_local.backends.llama import LlamaBackend
+from serve_local.backends.transformers import TransformersBackend
+from serve_local.models import SMOLLM2, resolve
+from tests.helpers import post
+from tests.models_fixtures import model_server
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "list_files",
+            "description": "List files.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
+
+
+@pytest.fixture(scope="module")
+def hf() -> Iterator[str]:
+    with model_server(TransformersBackend(resolve(SMOLLM2), n_ctx=1024)) as url:
+        yield url
+
+
+def body(text: str, **extra: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": text}], **extra}
+
+
+def test_models_entry(hf: str) -> None:
+    (entry,) = httpx.get(f"{hf}/models").json()["data"]
+    assert (entry["id"], entry["backend"], entry["device"]) == (SMOLLM2, "transformers", "cpu")
+    assert entry["sha256"] == resolve(SMOLLM2).sha256
+
+
+def test_greedy_output_is_byte_identical(hf: str) -> None:
+    first = post(hf, body("Name three colors.", max_tokens=20)).json()
+    second = post(hf, body("Name three colors.", max_tokens=20)).json()
+    assert first["choices"] == second["choices"]
+    assert first["usage"] == second["usage"]
+    assert first["timings"]["cache_n"] == 0
+
+
+def test_max_tokens_and_context_errors_behave_as_on_llama(hf: str) -> None:
+    reply = post(hf, body("Tell me a long story.", max_tokens=3)).json()
+    assert reply["choices"][0]["finish_reason"] == "length"
+    assert reply["usage"]["completion_tokens"] == 3
+    too_long = post(hf, body("word " * 3000))
+    assert too_long.status_code == 400
+    assert too_long.json()["error"]["code"] == "context_length_exceeded"
+
+
+def test_same_prompt_tokens_as_the_llama_backend(hf: str) -> None:
+    """Same template, same tokenizer: usage is comparable request for request."""
+    request = body("Which file is the largest?", tools=TOOLS, max_tokens=4)
+    hf_usage = post(hf, request).json()["usage"]
+    with model_server(LlamaBackend(resolve(SMOLLM2), n_ctx=1024)) as llama:
+        llama_usage = post(llama, request).json()["usage"]
+    assert hf_usage["prompt_tokens"] == llama_usage["prompt_tokens"]
