@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.client import ProviderClient, base_url_from_env
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.policies import TOOL_ERROR_POLICIES
 from harness.prices import Prices
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
@@ -31,6 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model name sent to the provider")
     run.add_argument("--base-url", default=None, help="default: $LLM_BASE_URL or %(default)s")
     run.add_argument("--max-turns", type=int, default=20)
+    run.add_argument("--budget", type=float, default=None, help="stop once this many USD are spent")
+    run.add_argument(
+        "--tool-errors",
+        choices=TOOL_ERROR_POLICIES,
+        default="descriptive",
+        help="how a failed tool call is worded for the model (fatal stops the run)",
+    )
     run.add_argument("--price-in", type=float, default=2.00, help="USD per million input tokens")
     run.add_argument("--price-out", type=float, default=12.00, help="USD per million output tokens")
     run.add_argument(
@@ -54,6 +62,8 @@ def _print_human(label: str, state: RunState) -> None:
         print(f'   answer: "{state.answer}"')
     if state.error:
         print(f"   error: {state.error}")
+    if state.interruption:
+        print(f"   interruption: {json.dumps(state.interruption)}")
     print("   per-turn prompt tokens: " + ", ".join(map(str, state.per_turn_prompt_tokens)))
 
 
@@ -64,7 +74,12 @@ async def _run(args: argparse.Namespace) -> RunState:
     task = SCENARIO_TASKS[args.scenario] if args.scenario else args.task
     state = new_run(model, task, system=SYSTEM_PROMPT)
     workspace = create_workspace(args.workspace or Path("runs") / state.run_id / "workspace")
-    config = LoopConfig(max_turns=args.max_turns, prices=Prices(args.price_in, args.price_out))
+    config = LoopConfig(
+        max_turns=args.max_turns,
+        max_budget_usd=args.budget,
+        tool_errors=args.tool_errors,
+        prices=Prices(args.price_in, args.price_out),
+    )
     async with ProviderClient(args.base_url or base_url_from_env()) as client:
         return await run_loop(state, client, default_tools(), workspace, config)
 

@@ -26,6 +26,20 @@ class TurnRecord:
 
 
 @dataclass
+class ToolRun:
+    """One tool call the harness answered: run, refused, served from cache or declined."""
+
+    turn: int
+    call_id: str
+    name: str
+    arguments: str
+    ok: bool
+    ran: bool  # the tool's own code executed
+    ms: float = 0.0
+    error: str | None = None
+
+
+@dataclass
 class RunState:
     run_id: str
     model: str
@@ -41,7 +55,18 @@ class RunState:
     interruption: dict[str, Any] | None = None
     error: str | None = None
     turn_records: list[TurnRecord] = field(default_factory=list)
+    tool_log: list[ToolRun] = field(default_factory=list)
+    approved: list[str] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)  # call id -> the person's reason
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def tool_ms(self) -> float:
+        return sum(r.ms for r in self.tool_log)
+
+    @property
+    def model_ms(self) -> float:
+        return sum(t.latency_ms for t in self.turn_records)
 
     @property
     def per_turn_prompt_tokens(self) -> list[int]:

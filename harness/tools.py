@@ -160,11 +160,6 @@ def default_tools() -> list[Tool]:
     ]
 
 
-def unknown_tool_message(name: str, tools: list[Tool]) -> str:
-    known = ", ".join(t.name for t in tools)
-    return f"Error: there is no tool named {name!r}. Available tools: {known}."
-
-
 def parse_arguments(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")

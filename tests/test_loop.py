@@ -86,3 +86,42 @@ async def test_unreachable_provider_fails_the_run_with_a_clear_error(tmp_path: P
     assert state.error is not None
     assert "http://127.0.0.1:9/v1" in state.error and "make serve-local" in state.error
     assert state.turns == 0 and state.cost_usd == 0
+
+
+async def test_budget_stops_with_at_most_one_turn_of_overshoot(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    state = await run_scenario(
+        scripted_url, "runaway", workspace, max_turns=None, max_budget_usd=0.01
+    )
+    assert (state.status, state.interruption) == ("budget_exceeded", {"type": "max_budget"})
+    last_turn_cost = state.turn_records[-1].cost_usd - state.turn_records[-2].cost_usd
+    assert 0.01 <= state.cost_usd < 0.01 + last_turn_cost
+    assert state.turn_records[-2].cost_usd < 0.01
+
+
+async def test_tool_error_policies_on_recover(scripted_url: str, workspace: Workspace) -> None:
+    fatal = await run_scenario(scripted_url, "recover", workspace, tool_errors="fatal")
+    assert (fatal.status, fatal.turns, fatal.answer) == ("failed", 1, None)
+    assert fatal.error is not None and "timeout.log" in fatal.error
+    generic = await run_scenario(scripted_url, "recover", workspace, tool_errors="generic")
+    assert generic.messages[3]["content"] == "Error: the tool call failed."
+    assert generic.answer == "I could not read the file, so I do not know."
+    descriptive = await run_scenario(scripted_url, "recover", workspace)
+    assert descriptive.answer == "errors.log mentions a timeout."
+    assert descriptive.cost_usd > generic.cost_usd > fatal.cost_usd
+
+
+async def test_a_call_that_needs_approval_stops_the_run(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    state = await run_scenario(scripted_url, "destructive", workspace)
+    assert state.status == "interrupted"
+    assert state.interruption == {
+        "type": "approval",
+        "call_id": "c2",
+        "tool_name": "delete_file",
+        "args": '{"path": "access.log"}',
+    }
+    assert (workspace.root / "access.log").exists()
+    assert state.turns == 2
