@@ -24,7 +24,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted stop eval run test check lint clean
+.PHONY: setup models serve-local serve-scripted stop eval compare run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -69,9 +69,17 @@ stop: $(STAMP_DEV)
 run: serve-scripted
 	LLM_BASE_URL=http://127.0.0.1:$(SCRIPTED_PORT)/v1 $(PY) -m harness run --scenario $(SCENARIO)
 
+# The six file tasks against the server at LLM_BASE_URL (default: make serve-local's), then
+# results/summary.md and the plots refreshed from every run file under results/runs/.
+# make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
+EVAL_ARGS ?=
 eval: $(STAMP_DEV)
-	@echo "eval: the eval runner is not available yet; 'make run SCENARIO=plan' runs one scripted task" >&2
-	@exit 2
+	$(PY) -m evals run $(EVAL_ARGS)
+	@$(MAKE) --no-print-directory compare
+
+compare: $(STAMP_DEV)
+	$(PY) -m evals compare results/runs/*.jsonl --out results/summary.md --plots results/plots > /dev/null
+	@echo "refreshed results/summary.md and results/plots/ from results/runs/"
 
 test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS)
 	$(PY) -m pytest -q

@@ -1,0 +1,5 @@
+import sys
+
+from evals.cli import main
+
+sys.exit(main())

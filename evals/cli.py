@@ -1,0 +1,60 @@
+"""``python -m evals run`` and ``python -m evals compare``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from evals.compare import compare
+from evals.runner import EvalError, EvalSettings, run_eval
+from evals.tasks import DEFAULT_TASKS, TaskFileError
+from harness.client import base_url_from_env
+from harness.policies import TOOL_ERROR_POLICIES
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m evals")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a task set against the server at LLM_BASE_URL")
+    run.add_argument("--base-url", help="default: $LLM_BASE_URL or http://127.0.0.1:8000/v1")
+    run.add_argument("--model", help="model name to ask for (default: the server's first)")
+    run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
+    run.add_argument("--epochs", type=int, default=1)
+    run.add_argument("--max-turns", type=int, default=10)
+    run.add_argument("--budget", type=float, default=None, help="USD per task run")
+    run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
+    run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
+    run.add_argument("--label", help="name of this run in comparisons")
+    cmp = commands.add_parser("compare", help="compare run files side by side")
+    cmp.add_argument("files", nargs="+", type=Path)
+    cmp.add_argument("--out", type=Path, help="write the Markdown table here")
+    cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "compare":
+        print(compare(args.files, args.out, args.plots))
+        return 0
+    if args.epochs < 1:
+        raise SystemExit("evals: --epochs must be at least 1")
+    settings = EvalSettings(
+        base_url=(args.base_url or base_url_from_env()).rstrip("/"),
+        model=args.model,
+        tasks=args.tasks,
+        epochs=args.epochs,
+        max_turns=args.max_turns,
+        budget_usd=args.budget,
+        tool_errors=args.tool_errors,
+        label=args.label,
+        out=args.out,
+    )
+    try:
+        asyncio.run(run_eval(settings, echo=lambda line: print(line, flush=True)))
+    except (EvalError, TaskFileError) as exc:
+        print(f"evals: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,151 @@
+"""Side-by-side comparison of run files: a Markdown table and two PNG plots."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.records import read_records, summarize
+
+
+@dataclass
+class Run:
+    label: str
+    path: Path
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+def load_runs(paths: Sequence[Path]) -> list[Run]:
+    runs: list[Run] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        records = read_records(path)
+        if not records:
+            continue
+        summary = summarize(records)
+        label = str(summary["label"] or path.stem)
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label = f"{label} ({path.stem[:15]})"
+        runs.append(Run(label, path, records, summary))
+    return runs
+
+
+def _cell(records: list[dict[str, Any]]) -> str:
+    if not records:
+        return "–"
+    correct = sum(bool(r["correct"]) for r in records)
+    mark = ("✓" if correct else "✗") if len(records) == 1 else f"{correct}/{len(records)}"
+    turns = statistics.fmean(r["turns"] for r in records)
+    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    ms = f"{statistics.fmean(latencies):,.0f}ms" if latencies else "–"
+    return f"{mark} {turns:g}t {ms}"
+
+
+def _fmt(value: Any, spec: str = ",.0f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def table(runs: list[Run]) -> str:
+    tasks: list[str] = []
+    for run in runs:
+        for r in run.records:
+            if r["task_id"] not in tasks:
+                tasks.append(r["task_id"])
+    head = "| task | " + " | ".join(r.label for r in runs) + " |"
+    rule = "|---|" + "---|" * len(runs)
+    lines = ["Per task: correct, turns, mean turn latency.", "", head, rule]
+    for task in tasks:
+        cells = [_cell([r for r in run.records if r["task_id"] == task]) for run in runs]
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    rows: list[tuple[str, list[str]]] = [
+        ("accuracy", [f"{r.summary['correct']}/{r.summary['runs']}" for r in runs]),
+        (
+            "pass^k (k = epochs)",
+            [f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs],
+        ),
+        ("turns", [str(r.summary["turns"]) for r in runs]),
+        ("tool runs", [str(r.summary["tool_runs"]) for r in runs]),
+        ("wall ms", [_fmt(r.summary["wall_ms"]) for r in runs]),
+        ("mean turn ms", [_fmt(r.summary["mean_turn_ms"]) for r in runs]),
+        ("p95 turn ms", [_fmt(r.summary["p95_turn_ms"]) for r in runs]),
+        ("prompt tokens", [_fmt(r.summary["prompt_tokens"], ",") for r in runs]),
+        ("completion tokens", [_fmt(r.summary["completion_tokens"], ",") for r in runs]),
+        ("cost at list price", [f"${r.summary['cost_usd']:.6f}" for r in runs]),
+        ("backend", [str(r.summary["backend"]) for r in runs]),
+        ("model sha256", [f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs]),
+        (
+            "loop",
+            [", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs],
+        ),
+        ("run file", [f"`{r.path.name}`" for r in runs]),
+    ]
+    lines += ["", "Totals.", "", head.replace("| task |", "| total |", 1), rule]
+    lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows]
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs: list[Run], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = list(dict.fromkeys(r["task_id"] for run in runs for r in run.records))
+    width = 0.8 / max(len(runs), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(tasks)), 4))
+    for i, run in enumerate(runs):
+        walls = [
+            statistics.fmean([r["wall_ms"] / 1000 for r in run.records if r["task_id"] == t] or [0])
+            for t in tasks
+        ]
+        ax.bar([x + i * width for x in range(len(tasks))], walls, width, label=run.label)
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(tasks))], tasks)
+    ax.set_ylabel("wall time per task (s)")
+    ax.set_title("Wall time per task")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    wall_png = folder / "task_wall.png"
+    fig.savefig(wall_png, dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in runs:
+        by_index: dict[int, list[float]] = {}
+        for r in run.records:
+            for i, ms in enumerate(r.get("turn_latency_ms", []), start=1):
+                by_index.setdefault(i, []).append(ms)
+        xs = sorted(by_index)
+        ax.plot(xs, [statistics.median(by_index[x]) for x in xs], marker="o", label=run.label)
+    ax.set_xlabel("turn index within a task")
+    ax.set_ylabel("median latency per turn (ms)")
+    ax.set_title("Latency per turn")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    turn_png = folder / "turn_latency.png"
+    fig.savefig(turn_png, dpi=110)
+    plt.close(fig)
+    return [wall_png, turn_png]
+
+
+def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None = None) -> str:
+    runs = load_runs(paths)
+    if not runs:
+        raise ValueError("no records in the given run files")
+    text = "# Comparison\n\n" + table(runs)
+    if plots is not None:
+        images = plot(runs, plots)
+        if out is not None:
+            links = [
+                p.relative_to(out.parent) if p.is_relative_to(out.parent) else p for p in images
+            ]
+            text += "\n" + "".join(f"![{link.stem}]({link})\n" for link in links)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    return text

@@ -1,0 +1,184 @@
+"""One record per task run, and summaries of a run file (JSON and Markdown)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.state import RunState
+
+NOT_RUN = "not_run"
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform()}
+
+
+def p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def task_record(
+    *,
+    context: dict[str, Any],
+    task_id: str,
+    question: str,
+    epoch: int,
+    state: RunState,
+    checks: list[dict[str, Any]],
+    trace_path: str | None,
+) -> dict[str, Any]:
+    latencies = [t.latency_ms for t in state.turn_records]
+    return {
+        **context,
+        "run_id": state.run_id,
+        "task_id": task_id,
+        "question": question,
+        "epoch": epoch,
+        "status": state.status,
+        "interruption": state.interruption,
+        "error": state.error,
+        "turns": state.turns,
+        "tool_runs": state.tool_runs,
+        "prompt_tokens": state.prompt_tokens,
+        "completion_tokens": state.completion_tokens,
+        "cost_usd": round(state.cost_usd, 8),
+        "wall_ms": round(state.wall_ms, 1),
+        "turn_latency_ms": latencies,
+        "turn_timings": [t.timings for t in state.turn_records],
+        "turn_finish_reasons": [t.finish_reason for t in state.turn_records],
+        "mean_turn_ms": mean(latencies),
+        "p95_turn_ms": p95(latencies),
+        "model_ms": round(state.model_ms, 1),
+        "tool_ms": round(state.tool_ms, 1),
+        "harness_ms": round(state.wall_ms - state.model_ms - state.tool_ms, 1),
+        "tools_called": [r.name for r in state.tool_log],
+        "answer": state.answer,
+        "checks": checks,
+        "correct": bool(checks) and all(c["passed"] for c in checks),
+        "trace_path": trace_path,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def not_run_record(
+    context: dict[str, Any], task_id: str, question: str, epoch: int, reason: str
+) -> dict[str, Any]:
+    return {
+        **context,
+        "run_id": None,
+        "task_id": task_id,
+        "question": question,
+        "epoch": epoch,
+        "status": NOT_RUN,
+        "error": reason,
+        "turns": 0,
+        "tool_runs": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "wall_ms": 0.0,
+        "turn_latency_ms": [],
+        "answer": None,
+        "checks": [],
+        "correct": False,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(
+                        f"{path}, line {number}: not a JSON record ({exc.msg})"
+                    ) from exc
+    return records
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of one run file; pass^k counts a task only if every epoch got it right."""
+    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    by_task: dict[str, list[bool]] = {}
+    for r in records:
+        by_task.setdefault(r["task_id"], []).append(bool(r["correct"]))
+    epochs = max((len(v) for v in by_task.values()), default=0)
+    first = records[0] if records else {}
+    return {
+        "label": first.get("label"),
+        "model": first.get("model"),
+        "model_sha256": first.get("model_sha256"),
+        "backend": first.get("backend"),
+        "loop": first.get("loop"),
+        "tasks": len(by_task),
+        "epochs": epochs,
+        "runs": len(records),
+        "correct": sum(bool(r["correct"]) for r in records),
+        "accuracy": (sum(bool(r["correct"]) for r in records) / len(records)) if records else 0.0,
+        "pass_k": (sum(all(v) for v in by_task.values()) / len(by_task)) if by_task else 0.0,
+        "not_run": sum(r["status"] == NOT_RUN for r in records),
+        "turns": sum(r["turns"] for r in records),
+        "tool_runs": sum(r["tool_runs"] for r in records),
+        "wall_ms": round(sum(r["wall_ms"] for r in records), 1),
+        "mean_turn_ms": mean(latencies),
+        "p95_turn_ms": p95(latencies),
+        "prompt_tokens": sum(r["prompt_tokens"] for r in records),
+        "completion_tokens": sum(r["completion_tokens"] for r in records),
+        "cost_usd": round(sum(r["cost_usd"] for r in records), 6),
+        "harness_ms": round(sum(r.get("harness_ms") or 0.0 for r in records), 1),
+        "machine": first.get("machine"),
+    }
+
+
+def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# {name}",
+        "",
+        f"Model `{summary['model']}` (sha256 `{summary['model_sha256']}`), backend "
+        f"`{summary['backend']}`, loop `{json.dumps(summary['loop'])}`.",
+        "",
+        "| task | epoch | status | turns | tools | wall ms | mean turn ms | correct | answer |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        answer = (r.get("answer") or "").replace("|", "\\|").replace("\n", " ")[:80]
+        mean_ms = r.get("mean_turn_ms")
+        lines.append(
+            f"| {r['task_id']} | {r['epoch']} | {r['status']} | {r['turns']} | {r['tool_runs']} "
+            f"| {r['wall_ms']:,.0f} | {'' if mean_ms is None else f'{mean_ms:,.0f}'} "
+            f"| {'✓' if r['correct'] else '✗'} | {answer} |"
+        )
+    mean_turn = summary["mean_turn_ms"]
+    lines += [
+        "",
+        f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
+        f"wall={summary['wall_ms']:,.0f}ms  mean turn="
+        f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
+        f"correct={summary['correct']}/{summary['runs']}  cost=${summary['cost_usd']:.6f}",
+        "",
+    ]
+    return "\n".join(lines)

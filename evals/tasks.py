@@ -1,0 +1,170 @@
+"""Task sets as data: a JSON file of tasks, each a question and the checks that score it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_TASKS = Path(__file__).parent / "tasks" / "files6.json"
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be used; the message names the file and the line at fault."""
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Contains(_Check):
+    kind: Literal["contains"]
+    value: str
+
+
+class ContainsAny(_Check):
+    kind: Literal["contains_any"]
+    values: list[str] = Field(min_length=1)
+
+
+class NotContains(_Check):
+    kind: Literal["not_contains"]
+    values: list[str] = Field(min_length=1)
+
+
+class Regex(_Check):
+    kind: Literal["regex"]
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from exc
+        return value
+
+
+class FilesRead(_Check):
+    """``read_file`` returned content for these files (and, with ``exact``, no others)."""
+
+    kind: Literal["files_read"]
+    files: list[str] = Field(min_length=1)
+    exact: bool = False
+
+
+class ToolCalled(_Check):
+    kind: Literal["tool_called"]
+    name: str
+    arguments: dict[str, Any] | None = None
+
+
+class StatusIs(_Check):
+    kind: Literal["status"]
+    value: Literal["completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"]
+
+
+Check = Annotated[
+    Contains | ContainsAny | NotContains | Regex | FilesRead | ToolCalled | StatusIs,
+    Field(discriminator="kind"),
+]
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    checks: list[Check] = Field(min_length=1)
+
+
+class TaskSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    tasks: list[Task] = Field(min_length=1)
+
+    @field_validator("tasks")
+    @classmethod
+    def _unique_ids(cls, tasks: list[Task]) -> list[Task]:
+        seen: set[str] = set()
+        for task in tasks:
+            if task.id in seen:
+                raise ValueError(f"task id {task.id!r} appears twice")
+            seen.add(task.id)
+        return tasks
+
+
+_CHECK_KINDS = {
+    "contains",
+    "contains_any",
+    "not_contains",
+    "regex",
+    "files_read",
+    "tool_called",
+    "status",
+}
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _offset_of(text: str, path: tuple[str | int, ...]) -> int:
+    """Character offset of the value at ``path`` in a JSON document (best effort)."""
+    i = _skip(text, 0)
+    for step in path:
+        if i >= len(text) or text[i] not in "{[":
+            return i
+        opening, container = text[i], i
+        i = _skip(text, i + 1)
+        index = 0
+        found = False
+        while i < len(text) and text[i] not in "}]":
+            if opening == "{":
+                key, i = _DECODER.raw_decode(text, i)
+                i = _skip(text, _skip(text, i) + 1)  # past ':'
+                found = key == step
+            else:
+                found = index == step
+            if found:
+                break
+            _, i = _DECODER.raw_decode(text, i)
+            i = _skip(text, i)
+            if i < len(text) and text[i] == ",":
+                i = _skip(text, i + 1)
+            index += 1
+        if not found:
+            return container  # the key is missing: point at the object that lacks it
+    return i
+
+
+def load_tasks(path: str | Path | None = None) -> TaskSet:
+    """Read and check a task file; any problem is reported with its line before any run."""
+    path = Path(path) if path else DEFAULT_TASKS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read the task file ({exc.strerror})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(f"{path}, line {exc.lineno}: not valid JSON: {exc.msg}") from exc
+    try:
+        return TaskSet.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(p for p in first["loc"] if isinstance(p, (str, int)))
+        # A bad check kind is reported under the kind's tag; point at the check itself.
+        known = [p for p in loc if not (isinstance(p, str) and p in _CHECK_KINDS)]
+        line = text.count("\n", 0, _offset_of(text, tuple(known))) + 1
+        where = ".".join(str(p) for p in known) or "top level"
+        raise TaskFileError(f"{path}, line {line}: {where}: {first['msg']}") from exc

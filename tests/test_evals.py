@@ -1,0 +1,222 @@
+"""The eval runner, scorers, task files and comparisons against the scripted provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evals.compare import compare
+from evals.records import read_records
+from evals.runner import EvalError, EvalSettings, run_eval
+from evals.scoring import score
+from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
+from harness.state import RunState, ToolRun, new_run
+from serve_local.app import create_app
+from serve_local.backends.scripted import ScriptedBackend
+from serve_local.inprocess import running_server
+
+
+def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSettings:
+    return EvalSettings(base_url=url, model=model, out=tmp_path / f"{model}.jsonl", **extra)  # type: ignore[arg-type]
+
+
+async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> None:
+    lines: list[str] = []
+    out = await run_eval(settings(scripted_url, tmp_path, "scripted:oracle"), echo=lines.append)
+    records = read_records(out)
+    assert [r["task_id"] for r in records] == [t.id for t in load_tasks().tasks]
+    assert all(r["correct"] for r in records)
+    assert lines[-2].startswith("TOTAL turns=18  toolruns=24") and "correct=6/6" in lines[-2]
+    summary = json.loads((tmp_path / "scripted:oracle.summary.json").read_text())
+    assert (summary["correct"], summary["accuracy"], summary["pass_k"]) == (6, 1.0, 1.0)
+    assert (tmp_path / "scripted:oracle.summary.md").read_text().count("✓") == 6
+    first = records[0]
+    for key in [
+        "run_id",
+        "question",
+        "label",
+        "model",
+        "model_sha256",
+        "backend",
+        "base_url",
+        "loop",
+        "epoch",
+        "status",
+        "interruption",
+        "turns",
+        "tool_runs",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "wall_ms",
+        "turn_latency_ms",
+        "turn_timings",
+        "mean_turn_ms",
+        "p95_turn_ms",
+        "harness_ms",
+        "answer",
+        "checks",
+        "correct",
+        "trace_path",
+        "machine",
+        "timestamp",
+    ]:
+        assert key in first, key
+    assert first["machine"]["cores"] == os.cpu_count()
+    assert first["wall_ms"] >= first["model_ms"] + first["tool_ms"]
+
+
+async def test_runaway_scores_zero_and_every_task_hits_the_cap(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    out = await run_eval(
+        settings(scripted_url, tmp_path, "scripted:runaway", max_turns=4), echo=lambda _: None
+    )
+    records = read_records(out)
+    assert len(records) == 6
+    assert {r["status"] for r in records} == {"max_turns_exceeded"}
+    assert not any(r["correct"] for r in records)
+    assert all(r["turns"] == 4 for r in records)
+
+
+async def test_epochs_give_pass_k(scripted_url: str, tmp_path: Path) -> None:
+    out = await run_eval(
+        settings(scripted_url, tmp_path, "scripted:oracle", epochs=2), echo=lambda _: None
+    )
+    records = read_records(out)
+    assert [r["epoch"] for r in records] == [1] * 6 + [2] * 6
+    text = compare([out])
+    assert "1.00 (k=2)" in text and "2/2" in text
+
+
+async def test_server_not_running_writes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(EvalError) as caught:
+        await run_eval(settings("http://127.0.0.1:9/v1", tmp_path, "m"), echo=lambda _: None)
+    assert "http://127.0.0.1:9/v1" in str(caught.value) and "make serve-local" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_without_a_server_exits_non_zero(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--out", str(tmp_path / "x.jsonl")],
+        env={**os.environ, "LLM_BASE_URL": "http://127.0.0.1:9/v1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "LLM_BASE_URL" in done.stderr and "make serve-local" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+class _Interrupted(Exception):
+    pass
+
+
+async def test_an_interrupted_eval_leaves_no_file_looking_complete(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    def interrupt(_: dict[str, object]) -> None:
+        raise _Interrupted
+
+    with pytest.raises(_Interrupted):
+        await run_eval(
+            settings(scripted_url, tmp_path, "scripted:oracle"),
+            echo=lambda _: None,
+            after_task=interrupt,
+        )
+    assert not (tmp_path / "scripted:oracle.jsonl").exists()
+    partial = read_records(tmp_path / "scripted:oracle.jsonl.partial")
+    assert [r["task_id"] for r in partial] == ["timeout"]
+
+
+async def test_server_dying_between_tasks_marks_the_rest_not_run(tmp_path: Path) -> None:
+    server = running_server(create_app(ScriptedBackend()))
+    url = server.__enter__()
+    stopped = [False]
+
+    def stop_server(_: dict[str, object]) -> None:
+        if not stopped[0]:
+            stopped[0] = True
+            server.__exit__(None, None, None)
+
+    out = await run_eval(
+        settings(url, tmp_path, "scripted:oracle"), echo=lambda _: None, after_task=stop_server
+    )
+    records = read_records(out)
+    assert [r["status"] for r in records] == ["completed", "failed"] + ["not_run"] * 4
+    assert records[0]["correct"] and not any(r["correct"] for r in records[1:])
+    assert "cannot reach the model server" in records[1]["error"]
+    assert all("not run" in r["error"] for r in records[2:])
+    assert not (tmp_path / "scripted:oracle.jsonl.partial").exists()
+
+
+def _state(answer: str, reads: list[str] | None = None) -> RunState:
+    state = new_run("m", "q")
+    state.status, state.answer = "completed", answer
+    for i, path in enumerate(reads or []):
+        state.tool_log.append(
+            ToolRun(1, f"c{i}", "read_file", json.dumps({"path": path}), ok=True, ran=True)
+        )
+    return state
+
+
+def test_an_answer_naming_two_files_for_largest_is_wrong() -> None:
+    largest = next(t for t in load_tasks().tasks if t.id == "largest")
+    results = score(largest, _state("errors.log and access.log are the largest."))
+    assert not all(r["passed"] for r in results)
+    assert all(r["passed"] for r in score(largest, _state("errors.log is the largest.")))
+
+
+def test_files_read_counts_only_successful_reads() -> None:
+    read_all = next(t for t in load_tasks().tasks if t.id == "read_all")
+    state = _state("done", ["errors.log", "access.log", "notes.txt"])
+    state.tool_log.append(ToolRun(1, "cl", "list_files", "{}", ok=True, ran=True))
+    assert all(r["passed"] for r in score(read_all, state))
+    state.tool_log[2].ok = False
+    assert not all(r["passed"] for r in score(read_all, state))
+
+
+def test_unknown_check_kind_fails_with_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks.json"
+    bad.write_text(DEFAULT_TASKS.read_text().replace('"kind": "regex"', '"kind": "regexp"'))
+    line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "regexp" in text)
+    with pytest.raises(TaskFileError) as caught:
+        load_tasks(bad)
+    assert f"line {line}" in str(caught.value) and "regexp" in str(caught.value)
+
+
+def test_malformed_json_task_file_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks.json"
+    bad.write_text('{"name": "x",\n "tasks": [\n  {"id": "a",}\n]}')
+    with pytest.raises(TaskFileError, match="line 3"):
+        load_tasks(bad)
+
+
+async def test_bad_task_file_fails_before_any_model_call(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks.json"
+    bad.write_text('{"name": "x", "tasks": []}')
+    with pytest.raises(TaskFileError):
+        await run_eval(
+            EvalSettings(base_url="http://127.0.0.1:9/v1", tasks=bad), echo=lambda _: None
+        )
+
+
+async def test_compare_writes_a_table_and_two_plots(scripted_url: str, tmp_path: Path) -> None:
+    oracle = await run_eval(
+        settings(scripted_url, tmp_path, "scripted:oracle"), echo=lambda _: None
+    )
+    runaway = await run_eval(
+        settings(scripted_url, tmp_path, "scripted:runaway", max_turns=2), echo=lambda _: None
+    )
+    text = compare([oracle, runaway], tmp_path / "summary.md", tmp_path / "plots")
+    assert "| accuracy | 6/6 | 0/6 |" in text
+    assert "| largest | ✓ 3t" in text
+    for png in ["task_wall.png", "turn_latency.png"]:
+        assert (tmp_path / "plots" / png).read_bytes()[:4] == b"\x89PNG"
+    assert "![turn_latency](plots/turn_latency.png)" in (tmp_path / "summary.md").read_text()
