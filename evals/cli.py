@@ -25,6 +25,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=int, default=10)
     run.add_argument("--budget", type=float, default=None, help="USD per task run")
     run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
+    run.add_argument(
+        "--approvals",
+        choices=["reject", "stop"],
+        default="reject",
+        help="a call needing approval: decline it and go on, or stop the task",
+    )
     run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
     run.add_argument("--label", help="name of this run in comparisons")
     cmp = commands.add_parser("compare", help="compare run files side by side")
@@ -51,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         tool_errors=args.tool_errors,
         label=args.label,
         out=args.out,
+        approvals=args.approvals,
     )
     try:
         asyncio.run(run_eval(settings, echo=lambda line: print(line, flush=True)))

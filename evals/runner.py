@@ -19,6 +19,7 @@ from evals.records import machine, not_run_record, read_records, summarize, summ
 from evals.records import task_record as make_record
 from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, Task, load_tasks
+from harness.approvals import reject
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
 from harness.policies import ToolErrorPolicy
@@ -44,6 +45,12 @@ class EvalSettings:
     tool_errors: ToolErrorPolicy = "descriptive"
     label: str | None = None
     out: Path | None = None
+    # A call that needs approval: "reject" declines it with a reason the model reads and goes
+    # on (the task set is read-only); "stop" records the run as interrupted.
+    approvals: str = "reject"
+
+
+EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
 
 
 def fetch_models(base_url: str) -> list[dict[str, Any]]:
@@ -90,7 +97,15 @@ async def run_task(
         tool_errors=settings.tool_errors,
     )
     async with ProviderClient(settings.base_url) as client:
-        return await run_loop(state, client, default_tools(), workspace, config)
+        await run_loop(state, client, default_tools(), workspace, config)
+        while (
+            settings.approvals == "reject"
+            and state.interruption
+            and state.interruption.get("type") == "approval"
+        ):
+            reject(state, state.interruption["call_id"], EVAL_REJECTION)
+            await run_loop(state, client, default_tools(), workspace, config)
+    return state
 
 
 def result_line(record: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from harness.client import ModelReply, ProviderClient
 from harness.errors import ProviderError
 from harness.policies import ToolErrorPolicy, error_text, rejection_text
 from harness.prices import Prices
-from harness.state import RunState, Status, ToolRun, TurnRecord
+from harness.state import RunState, Status, ToolRun, TurnRecord, pending
 from harness.toolrun import ToolOutcome, call_parts, run_call, tool_message
 from harness.tools import Tool, ToolContext
 from harness.workspace import Workspace
@@ -46,18 +46,6 @@ def stop(state: RunState, status: Status, interruption: dict[str, Any] | None = 
     state.status = status
     state.interruption = interruption
     return state
-
-
-def pending(state: RunState) -> list[dict[str, Any]]:
-    """Calls the last assistant message asked for that no tool message answers yet."""
-    last_assistant = max(
-        (i for i, m in enumerate(state.messages) if m["role"] == "assistant"), default=None
-    )
-    if last_assistant is None:
-        return []
-    answered = {m.get("tool_call_id") for m in state.messages[last_assistant + 1 :]}
-    calls: list[dict[str, Any]] = state.messages[last_assistant].get("tool_calls") or []
-    return [c for c in calls if c.get("id") not in answered]
 
 
 def limit_reached(state: RunState, config: LoopConfig) -> tuple[Status, dict[str, Any]] | None:

@@ -93,6 +93,18 @@ class RunState:
         }
 
 
+def pending(state: RunState) -> list[dict[str, Any]]:
+    """Calls the last assistant message asked for that no tool message answers yet."""
+    last_assistant = max(
+        (i for i, m in enumerate(state.messages) if m["role"] == "assistant"), default=None
+    )
+    if last_assistant is None:
+        return []
+    answered = {m.get("tool_call_id") for m in state.messages[last_assistant + 1 :]}
+    calls: list[dict[str, Any]] = state.messages[last_assistant].get("tool_calls") or []
+    return [c for c in calls if c.get("id") not in answered]
+
+
 def new_run(
     model: str, task: str, system: str | None = None, run_id: str | None = None
 ) -> RunState:

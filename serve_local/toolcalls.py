@@ -3,8 +3,9 @@
 Small models emit calls in many shapes: Qwen's ``<tool_call>{...}</tool_call>`` blocks (one or
 several), a bare JSON object, a list of objects, several objects one per line, JSON inside a
 fenced code block, ``parameters`` instead of ``arguments``, arguments given as a JSON string
-(sometimes encoded twice). A call naming a tool the request did not offer, or JSON that does
-not parse, is left as text: a bogus call is worse than an honest answer the harness can score.
+(sometimes encoded twice), an object a closing brace or two short at the very end. A call
+naming a tool the request did not offer, or JSON that does not parse, is left as text: a bogus
+call is worse than an honest answer the harness can score.
 """
 
 from __future__ import annotations
@@ -63,6 +64,20 @@ def _calls_in_value(value: Any, names: set[str]) -> list[tuple[str, dict[str, An
     return [c for c in calls if c is not None]
 
 
+def _decode_unclosed(text: str) -> Any:
+    """A JSON object that runs to the end of ``text`` but lacks up to three closing braces.
+
+    Small models often stop one ``}`` short of a call; anything else still fails to decode.
+    """
+    candidate = text.rstrip()
+    for missing in range(1, 4):
+        try:
+            return json.loads(candidate + "}" * missing)
+        except json.JSONDecodeError:
+            continue
+    raise json.JSONDecodeError("unbalanced", text, 0)
+
+
 def _decode_all(body: str) -> list[Any] | None:
     """Every JSON value in ``body`` separated only by whitespace or commas, else None."""
     values: list[Any] = []
@@ -75,7 +90,10 @@ def _decode_all(body: str) -> list[Any] | None:
         try:
             value, i = _DECODER.raw_decode(body, i)
         except json.JSONDecodeError:
-            return None
+            try:
+                value, i = _decode_unclosed(body[i:]), len(body)
+            except json.JSONDecodeError:
+                return None
         values.append(value)
 
 
@@ -115,8 +133,11 @@ def _take_bare_json(text: str, names: set[str], calls: list[tuple[str, dict[str,
         try:
             value, end = _DECODER.raw_decode(text, i)
         except json.JSONDecodeError:
-            i += 1
-            continue
+            try:
+                value, end = _decode_unclosed(text[i:]), len(text)
+            except json.JSONDecodeError:
+                i += 1
+                continue
         found = _calls_in_value(value, names)
         if found is not None:
             kept.append(text[start:i])

@@ -22,7 +22,8 @@ from serve_local.inprocess import running_server
 
 
 def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSettings:
-    return EvalSettings(base_url=url, model=model, out=tmp_path / f"{model}.jsonl", **extra)  # type: ignore[arg-type]
+    extra.setdefault("out", tmp_path / f"{model}.jsonl")
+    return EvalSettings(base_url=url, model=model, **extra)  # type: ignore[arg-type]
 
 
 async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> None:
@@ -220,3 +221,23 @@ async def test_compare_writes_a_table_and_two_plots(scripted_url: str, tmp_path:
     for png in ["task_wall.png", "turn_latency.png"]:
         assert (tmp_path / "plots" / png).read_bytes()[:4] == b"\x89PNG"
     assert "![turn_latency](plots/turn_latency.png)" in (tmp_path / "summary.md").read_text()
+
+
+async def test_eval_declines_calls_that_need_approval_and_goes_on(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"name": "one", "tasks": [{
+        "id": "free", "question": "Free up some space in the workspace.",
+        "checks": [{"kind": "contains", "value": "did not delete"}]}]}))
+    out = await run_eval(settings(scripted_url, tmp_path, "scripted:destructive", tasks=tasks),
+                         echo=lambda _: None)
+    (record,) = read_records(out)
+    assert (record["status"], record["correct"]) == ("completed", True)
+    assert record["answer"] == "I did not delete anything: you declined the deletion."
+    stopped = await run_eval(settings(scripted_url, tmp_path, "scripted:destructive", tasks=tasks,
+                                      approvals="stop", out=tmp_path / "stop.jsonl"),
+                             echo=lambda _: None)
+    (record,) = read_records(stopped)
+    assert record["status"] == "interrupted"
+    assert record["interruption"]["tool_name"] == "delete_file"

@@ -82,8 +82,17 @@ def test_unknown_tool_name_stays_text(args: dict[str, Any]) -> None:
     assert parsed.calls == [] and parsed.content == text
 
 
+def test_a_call_one_brace_short_at_the_end_is_still_a_call() -> None:
+    text = '{"name": "list_files", "arguments": {"type": "object", "properties": {}}'
+    assert parse_tool_calls(text, NAMES).calls == [
+        ("list_files", {"type": "object", "properties": {}})
+    ]
+    tagged = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}\n</tool_call>'
+    assert parse_tool_calls(tagged, NAMES).calls == [("read_file", {"path": "a.txt"})]
+
+
 def test_unparseable_json_stays_text() -> None:
-    text = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}\n</tool_call>'
+    text = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"]\n</tool_call>'
     assert parse_tool_calls(text, NAMES).calls == []
     truncated = '<tool_call>{"name": "read_file", "arguments": {"path": "a'
     assert parse_tool_calls(truncated, NAMES).content == truncated
