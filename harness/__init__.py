@@ -1,7 +1,8 @@
 """The agent loop, its controls, the tool catalogue and the provider client."""
 
+from harness.config import LoopConfig
 from harness.errors import HarnessError, PathRefused, ProviderError, ToolError
-from harness.loop import LoopConfig, run_loop
+from harness.loop import run_loop
 from harness.prices import Prices
 from harness.state import RunState, new_run
 from harness.tools import Tool, ToolContext, default_tools

@@ -16,6 +16,7 @@ class CancelToken:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self.reason: str | None = None
+        self._linked: list[CancelToken] = []
 
     @property
     def cancelled(self) -> bool:
@@ -25,6 +26,14 @@ class CancelToken:
         if not self._event.is_set():
             self.reason = reason
             self._event.set()
+            for child in self._linked:
+                child.cancel(reason)
+
+    def link(self, child: CancelToken) -> None:
+        """Cancelling this token cancels ``child`` too (a run's token, a subagent's)."""
+        self._linked.append(child)
+        if self.cancelled:
+            child.cancel(self.reason or "cancelled")
 
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():

@@ -1,21 +1,60 @@
-"""``python -m harness run``: one agent run against the provider at ``LLM_BASE_URL``."""
+"""``python -m harness run | resume | show``: agent runs against the provider at LLM_BASE_URL."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import signal
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
+from harness.approvals import NotPending, approve, reject
+from harness.cancel import CancelToken
 from harness.client import ProviderClient, base_url_from_env
-from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.config import LoopConfig
+from harness.loop import SYSTEM_PROMPT, run_loop
+from harness.persist import StateFileError, load, save
 from harness.policies import TOOL_ERROR_POLICIES
 from harness.prices import Prices
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
-from harness.tools import default_tools
-from harness.workspace import create_workspace
+from harness.subagent import research_tool
+from harness.tools import Tool, default_tools
+from harness.trace import Recorder
+from harness.workspace import Workspace, create_workspace
+
+FINISHED = ("completed", "failed")
+
+
+def _loop_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-turns", type=int, default=20)
+    p.add_argument("--budget", type=float, help="stop once this many USD are spent")
+    p.add_argument("--max-tokens", type=int, help="stop once this many tokens are used in all")
+    p.add_argument("--timeout", type=float, help="wall-clock seconds for the whole run")
+    p.add_argument(
+        "--tool-errors",
+        choices=TOOL_ERROR_POLICIES,
+        default="descriptive",
+        help="how a failed tool call is worded for the model (fatal stops the run)",
+    )
+    p.add_argument(
+        "--stop-on-permanent-error",
+        action="store_true",
+        help="stop when a tool fails in a way no retry can fix",
+    )
+    p.add_argument("--dedupe", action="store_true", help="reuse identical read-only calls")
+    p.add_argument("--dedupe-all", action="store_true", help="... of every tool (unsafe)")
+    p.add_argument(
+        "--conclude-on-limit",
+        action="store_true",
+        help="when a limit hits, ask once more for an answer without tools",
+    )
+    p.add_argument("--price-in", type=float, default=2.00, help="USD per million input tokens")
+    p.add_argument("--price-out", type=float, default=12.00, help="USD per million output tokens")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,25 +69,73 @@ def _parser() -> argparse.ArgumentParser:
     )
     what.add_argument("--task", help="the user's request")
     run.add_argument("--model", help="model name sent to the provider")
-    run.add_argument("--base-url", default=None, help="default: $LLM_BASE_URL or %(default)s")
-    run.add_argument("--max-turns", type=int, default=20)
-    run.add_argument("--budget", type=float, default=None, help="stop once this many USD are spent")
-    run.add_argument(
-        "--tool-errors",
-        choices=TOOL_ERROR_POLICIES,
-        default="descriptive",
-        help="how a failed tool call is worded for the model (fatal stops the run)",
-    )
-    run.add_argument("--price-in", type=float, default=2.00, help="USD per million input tokens")
-    run.add_argument("--price-out", type=float, default=12.00, help="USD per million output tokens")
-    run.add_argument(
-        "--workspace", type=Path, help="folder to work in (default: runs/RUN_ID/workspace)"
-    )
-    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--base-url", help="default: $LLM_BASE_URL or http://127.0.0.1:8000/v1")
+    run.add_argument("--workspace", type=Path, help="default: STATE_DIR/RUN_ID/workspace")
+    _loop_flags(run)
+    resume = commands.add_parser("resume", help="go on with a saved run")
+    resume.add_argument("run_id")
+    decision = resume.add_mutually_exclusive_group()
+    decision.add_argument("--approve", metavar="CALL_ID")
+    decision.add_argument("--reject", metavar="CALL_ID")
+    resume.add_argument("--reason", default="", help="why the call was rejected")
+    resume.add_argument("--base-url", help="default: the run's own")
+    show = commands.add_parser("show", help="print a saved run")
+    show.add_argument("run_id")
+    for p in (run, resume, show):
+        p.add_argument("--state-dir", type=Path, default=Path("runs"))
+        p.add_argument("--trace", type=Path, help="default: STATE_DIR/RUN_ID.trace.jsonl")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
-def _line(label: str, state: RunState) -> str:
+def _config(args: argparse.Namespace) -> LoopConfig:
+    return LoopConfig(
+        max_turns=args.max_turns,
+        max_budget_usd=args.budget,
+        max_total_tokens=args.max_tokens,
+        timeout_s=args.timeout,
+        tool_errors=args.tool_errors,
+        stop_on_permanent_error=args.stop_on_permanent_error,
+        dedupe=args.dedupe or args.dedupe_all,
+        dedupe_all=args.dedupe_all,
+        conclude_on_limit=args.conclude_on_limit,
+        prices=Prices(args.price_in, args.price_out),
+    )
+
+
+def _config_from(meta: dict[str, Any]) -> LoopConfig:
+    saved = dict(meta["config"])
+    saved["prices"] = Prices(**saved["prices"])
+    return LoopConfig(**saved)
+
+
+def _tools(state: RunState, base_url: str) -> list[Tool]:
+    tools = default_tools()
+    if state.meta.get("scenario") == "research":
+        tools.append(research_tool(base_url, "scripted:runaway", LoopConfig(max_turns=5)))
+    return tools
+
+
+async def _drive(state: RunState, args: argparse.Namespace, config: LoopConfig) -> RunState:
+    base_url = args.base_url or state.meta["base_url"]
+    trace = args.trace or args.state_dir / f"{state.run_id}.trace.jsonl"
+    recorder = Recorder(args.state_dir, trace, on_progress=None if args.json else _show_progress)
+    token = CancelToken()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGINT, token.cancel, "the user pressed Ctrl-C")
+    async with ProviderClient(base_url) as client:
+        workspace = Workspace(state.meta["workspace"])
+        return await run_loop(
+            state, client, _tools(state, base_url), workspace, config, recorder, token
+        )
+
+
+def _show_progress(tool_name: str, label: str) -> None:
+    print(f"   {tool_name}: {label}", flush=True)
+
+
+def _summary_line(label: str, state: RunState) -> str:
     return (
         f"{label:<15} turns={state.turns}  tools={state.tool_runs}  in={state.prompt_tokens}  "
         f"out={state.completion_tokens}  cost=${state.cost_usd:.6f}  ms={state.wall_ms:.0f}  "
@@ -56,45 +143,72 @@ def _line(label: str, state: RunState) -> str:
     )
 
 
-def _print_human(label: str, state: RunState) -> None:
-    print(_line(label, state))
+def _print(state: RunState, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(state.summary()))
+        return
+    label = f"{state.meta.get('scenario') or 'task'}, cap {state.meta['config']['max_turns']}"
+    print(_summary_line(label, state))
     if state.answer is not None:
         print(f'   answer: "{state.answer}"')
     if state.error:
         print(f"   error: {state.error}")
     if state.interruption:
         print(f"   interruption: {json.dumps(state.interruption)}")
+    if state.child_cost_usd:
+        print(
+            f"   subagent cost: ${state.child_cost_usd:.6f}  "
+            f"total: ${state.cost_usd + state.child_cost_usd:.6f}"
+        )
     print("   per-turn prompt tokens: " + ", ".join(map(str, state.per_turn_prompt_tokens)))
+    print(f"   run id: {state.run_id}")
 
 
-async def _run(args: argparse.Namespace) -> RunState:
+def _start(args: argparse.Namespace) -> RunState:
+    if args.max_turns < 1:
+        raise SystemExit("harness: --max-turns must be at least 1")
     model = args.model or (f"scripted:{args.scenario}" if args.scenario else None)
     if model is None:
         raise SystemExit("harness: --task needs --model (the name the provider serves)")
     task = SCENARIO_TASKS[args.scenario] if args.scenario else args.task
     state = new_run(model, task, system=SYSTEM_PROMPT)
-    workspace = create_workspace(args.workspace or Path("runs") / state.run_id / "workspace")
-    config = LoopConfig(
-        max_turns=args.max_turns,
-        max_budget_usd=args.budget,
-        tool_errors=args.tool_errors,
-        prices=Prices(args.price_in, args.price_out),
-    )
-    async with ProviderClient(args.base_url or base_url_from_env()) as client:
-        return await run_loop(state, client, default_tools(), workspace, config)
+    folder = args.workspace or args.state_dir / state.run_id / "workspace"
+    config = _config(args)
+    state.meta = {
+        "scenario": args.scenario,
+        "workspace": str(create_workspace(folder).root),
+        "base_url": (args.base_url or base_url_from_env()).rstrip("/"),
+        "config": asdict(config),
+    }
+    save(state, args.state_dir)
+    return asyncio.run(_drive(state, args, config))
+
+
+def _resume(args: argparse.Namespace) -> RunState:
+    state = load(args.state_dir, args.run_id)
+    if state.status in FINISHED:
+        raise StateFileError(
+            f"run {state.run_id} has already finished ({state.status}); there is nothing to resume"
+        )
+    if args.approve:
+        approve(state, args.approve)
+    elif args.reject:
+        reject(state, args.reject, args.reason)
+    save(state, args.state_dir)
+    return asyncio.run(_drive(state, args, _config_from(state.meta)))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.max_turns < 1:
-        raise SystemExit("harness: --max-turns must be at least 1")
-    state = asyncio.run(_run(args))
-    if args.json:
-        print(json.dumps(state.summary()))
-    else:
-        _print_human(f"{args.scenario or 'task'}, cap {args.max_turns}", state)
+    try:
+        if args.command == "show":
+            state = load(args.state_dir, args.run_id)
+        elif args.command == "resume":
+            state = _resume(args)
+        else:
+            state = _start(args)
+    except (StateFileError, NotPending) as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return 2
+    _print(state, args.json)
     return 1 if state.status == "failed" else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

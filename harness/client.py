@@ -1,14 +1,22 @@
-"""The provider client: one chat completion over HTTP, in the OpenAI wire shape."""
+"""The provider client: one chat completion over HTTP, in the OpenAI wire shape.
+
+Transient failures (HTTP 429, 5xx, connection errors) are retried a bounded number of times
+with exponential backoff and jitter, honouring ``retry-after-ms`` / ``Retry-After``; other
+errors are raised at once. A cancellation token ends the call (and any wait) immediately.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from harness.cancel import Cancelled, CancelToken
 from harness.errors import ProviderError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -27,6 +35,20 @@ class ModelReply:
     latency_ms: float
     model: str
     timings: dict[str, Any] | None = None
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+
+    def delay(self, attempt: int, error: ProviderError) -> float:
+        if error.retry_after_s is not None:
+            return min(error.retry_after_s, self.max_delay_s)
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2**attempt)
+        return random.uniform(ceiling / 2, ceiling)  # "equal jitter"
 
 
 def _error_text(response: httpx.Response) -> str:
@@ -37,9 +59,26 @@ def _error_text(response: httpx.Response) -> str:
         return response.text[:500] or response.reason_phrase
 
 
+def _retry_after(response: httpx.Response) -> float | None:
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = response.headers.get(header)
+        if value is not None:
+            try:
+                return max(0.0, float(value) / scale)
+            except ValueError:
+                continue
+    return None
+
+
 class ProviderClient:
-    def __init__(self, base_url: str | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        timeout_s: float = 600.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         self.base_url = (base_url or base_url_from_env()).rstrip("/")
+        self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
 
     async def __aenter__(self) -> ProviderClient:
@@ -52,6 +91,31 @@ class ProviderClient:
         await self._http.aclose()
 
     async def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        cancel: CancelToken | None = None,
+    ) -> ModelReply:
+        """One completion, retried on transient errors; raises Cancelled if the token fires."""
+        cancel = cancel or CancelToken()
+        attempt = 0
+        while True:
+            try:
+                reply = await _until_cancelled(self._once(model, messages, tools), cancel)
+                reply.retries = attempt
+                return reply
+            except ProviderError as exc:
+                if not exc.retryable or attempt >= self.retry.max_retries:
+                    if attempt:
+                        raise ProviderError(
+                            f"{exc} (gave up after {attempt} retries)", status=exc.status
+                        ) from exc
+                    raise
+                await cancel.sleep(self.retry.delay(attempt, exc))
+                attempt += 1
+
+    async def _once(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
         payload: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0}
@@ -64,15 +128,32 @@ class ProviderClient:
             raise ProviderError(
                 f"cannot reach the model server at {self.base_url} ({exc.__class__.__name__}: "
                 f"{exc}). Start it with `make serve-local` (or `make serve-scripted`) or set "
-                "LLM_BASE_URL."
+                "LLM_BASE_URL.",
+                retryable=True,
             ) from exc
         latency_ms = (time.perf_counter() - start) * 1000
         if response.status_code >= 400:
+            status = response.status_code
             raise ProviderError(
-                f"the model server answered {response.status_code}: {_error_text(response)}",
-                status=response.status_code,
+                f"the model server answered {status}: {_error_text(response)}",
+                status=status,
+                retryable=status == 429 or status >= 500,
+                retry_after_s=_retry_after(response),
             )
         return parse_reply(response, latency_ms)
+
+
+async def _until_cancelled(work: Any, cancel: CancelToken) -> ModelReply:
+    task: asyncio.Task[ModelReply] = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    raise Cancelled(cancel.reason or "cancelled")
 
 
 def parse_reply(response: httpx.Response, latency_ms: float) -> ModelReply:

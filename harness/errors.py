@@ -3,7 +3,9 @@
 HarnessError
 ├── ToolError        a tool failed; its text goes back to the model as the tool result
 │   └── PathRefused  a path outside the workspace; permanent, no retry can fix it
-└── ProviderError    the model server failed or answered with an error
+├── ProviderError    the model server failed or answered with an error status
+├── NotPending       approve/reject named a call that is not waiting (harness.approvals)
+└── StateFileError   a saved run cannot be loaded; names the file (harness.persist)
 """
 
 from __future__ import annotations
@@ -29,8 +31,21 @@ class PathRefused(ToolError):
 
 
 class ProviderError(HarnessError):
-    """The provider could not be reached or answered with an error status."""
+    """The provider could not be reached or answered with an error status.
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    ``retryable`` errors (429, 5xx, connection failures) are retried with backoff; the others
+    (400, 401, 403, 404, a reply that is not a chat completion) end the run at once.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s

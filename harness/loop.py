@@ -3,48 +3,68 @@
 Exits, each recorded as data on the run state (``status`` and ``interruption``):
 
 * ``completed``: the model answered without asking for a tool;
-* ``failed``: the provider failed for good, or a tool failed under the ``fatal`` policy;
-* ``max_turns_exceeded`` / ``budget_exceeded``: a limit was reached. Limits are checked at the
-  top of every iteration, *before* the model is asked, and a turn's price is known only once
-  it is over, so a dollar budget can be overshot by at most one turn's cost;
-* ``interrupted``: a call needs a person's approval (``approve``/``reject`` then resume).
+* ``failed``: the provider failed for good (after bounded retries, or at once for 4xx), the
+  model refused, or a tool failed under the ``fatal`` policy (or permanently, if asked);
+* ``max_turns_exceeded`` / ``budget_exceeded``: a turn, dollar or token limit was reached.
+  Limits are checked at the top of every iteration, *before* the model is asked, and a turn's
+  price is known only once it is over: a dollar budget is overshot by at most one turn's cost;
+* ``interrupted``: a call needs approval (``harness.approvals``), the cancellation token fired,
+  or the run's wall-clock timeout passed. An interrupted run can be resumed.
 
-Every iteration first drains ``pending()`` calls (asked for but not yet answered), so resuming
-a saved run and continuing after an approval are the same code path as the normal one.
+Every iteration first answers ``pending()`` calls (asked for, not yet answered), so resuming a
+saved run and going on after an approval are the normal path: a turn already paid for is never
+asked again, and a tool whose result is saved never runs again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from harness.cancel import Cancelled, CancelToken
 from harness.client import ModelReply, ProviderClient
+from harness.config import LoopConfig
 from harness.errors import ProviderError
-from harness.policies import ToolErrorPolicy, error_text, rejection_text
+from harness.execute import Stop, answer_pending
 from harness.prices import Prices
-from harness.state import RunState, Status, ToolRun, TurnRecord, pending
-from harness.toolrun import ToolOutcome, call_parts, run_call, tool_message
-from harness.tools import Tool, ToolContext
+from harness.state import RunState, Status, TurnRecord
+from harness.tools import Tool
+from harness.trace import Recorder
 from harness.workspace import Workspace
+
+__all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
 
 SYSTEM_PROMPT = (
     "You are a careful assistant working in a folder of files. Use the tools to look at the "
     "files before you answer. When you know the answer, reply in one or two sentences."
 )
+FINISH_BRIEFLY = "Your last reply was cut off by the length limit. Finish it briefly."
+CONCLUDE = (
+    "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
+    "well as you can from what you already know, and say what you could not check."
+)
 
 
-@dataclass
-class LoopConfig:
-    max_turns: int | None = 20
-    max_budget_usd: float | None = None
-    tool_errors: ToolErrorPolicy = "descriptive"
-    prices: Prices = field(default_factory=Prices)
-
-
-def stop(state: RunState, status: Status, interruption: dict[str, Any] | None = None) -> RunState:
-    state.status = status
-    state.interruption = interruption
+def stop(
+    state: RunState,
+    recorder: Recorder,
+    status: Status,
+    interruption: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> RunState:
+    state.status, state.interruption = status, interruption
+    state.error = error or state.error
+    recorder.checkpoint(state)
+    recorder.event(
+        state,
+        "run_stopped",
+        status=status,
+        reason=interruption,
+        error=state.error,
+        turns=state.turns,
+        cost_usd=state.cost_usd,
+    )
     return state
 
 
@@ -53,87 +73,55 @@ def limit_reached(state: RunState, config: LoopConfig) -> tuple[Status, dict[str
         return "max_turns_exceeded", {"type": "max_turns"}
     if config.max_budget_usd is not None and state.cost_usd >= config.max_budget_usd:
         return "budget_exceeded", {"type": "max_budget"}
+    tokens = state.prompt_tokens + state.completion_tokens
+    if config.max_total_tokens is not None and tokens >= config.max_total_tokens:
+        return "budget_exceeded", {"type": "max_tokens"}
     return None
 
 
-def record_turn(state: RunState, reply: ModelReply, prices: Prices) -> None:
+def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Recorder) -> None:
     state.turns += 1
     state.prompt_tokens += reply.prompt_tokens
     state.completion_tokens += reply.completion_tokens
     state.cost_usd += prices.cost(reply.prompt_tokens, reply.completion_tokens)
-    state.turn_records.append(
-        TurnRecord(
-            turn=state.turns,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-            latency_ms=round(reply.latency_ms, 3),
-            finish_reason=reply.finish_reason,
-            cost_usd=state.cost_usd,
-            timings=reply.timings,
-        )
+    turn = TurnRecord(
+        turn=state.turns,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        latency_ms=round(reply.latency_ms, 3),
+        finish_reason=reply.finish_reason,
+        cost_usd=state.cost_usd,
+        timings=reply.timings,
+        retries=reply.retries,
     )
+    state.turn_records.append(turn)
     state.messages.append(reply.message)
+    recorder.checkpoint(state)
+    recorder.event(state, "turn", **{k: v for k, v in vars(turn).items() if v is not None})
 
 
-def record_tool(state: RunState, outcome: ToolOutcome, content: str) -> None:
-    state.tool_runs += outcome.ran
-    state.tool_log.append(
-        ToolRun(
-            turn=state.turns,
-            call_id=outcome.call_id,
-            name=outcome.name,
-            arguments=outcome.arguments,
-            ok=outcome.error is None,
-            ran=outcome.ran,
-            ms=round(outcome.ms, 3),
-            error=str(outcome.error) if outcome.error else None,
-        )
-    )
-    state.messages.append(tool_message(outcome.call_id, outcome.name, content))
+async def conclude(
+    state: RunState,
+    client: ProviderClient,
+    config: LoopConfig,
+    recorder: Recorder,
+    limit: str,
+    cancel: CancelToken,
+) -> None:
+    """One last call without tools, asking for an answer from what is known."""
+    state.messages.append({"role": "user", "content": CONCLUDE.format(limit=limit)})
+    reply = await client.chat(state.model, state.messages, [], cancel)
+    record_turn(state, reply, config.prices, recorder)
+    state.answer = reply.message.get("content") or ""
 
 
-def needs_decision(call: dict[str, Any], tools: dict[str, Tool], state: RunState) -> bool:
-    _, name, _ = call_parts(call)
-    tool = tools.get(name)
-    return bool(tool and tool.needs_approval and call["id"] not in state.approved)
-
-
-def approval_interruption(call: dict[str, Any]) -> dict[str, Any]:
-    call_id, name, arguments = call_parts(call)
-    return {"type": "approval", "call_id": call_id, "tool_name": name, "args": arguments}
-
-
-async def drain_pending(
-    state: RunState, tools: dict[str, Tool], workspace: Workspace, config: LoopConfig
-) -> bool:
-    """Answer every pending call; True when the run had to stop while doing so."""
-    waiting: list[dict[str, Any]] = []
-    for call in pending(state):
-        call_id, name, arguments = call_parts(call)
-        if call_id in state.rejected:
-            outcome = ToolOutcome(call_id, name, arguments, "", ran=False)
-            record_tool(state, outcome, rejection_text(state.rejected[call_id]))
-            continue
-        if needs_decision(call, tools, state):
-            waiting.append(call)
-            continue
-        ctx = ToolContext(workspace=workspace, idempotency_key=f"{state.run_id}:{call_id}")
-        outcome = await run_call(call, tools, ctx)
-        if outcome.error is not None and config.tool_errors == "fatal":
-            record_tool(state, outcome, error_text(outcome.error, "descriptive"))
-            state.error = f"tool {name} failed: {outcome.error}"
-            stop(state, "failed")
-            return True
-        content = (
-            outcome.content
-            if outcome.error is None
-            else error_text(outcome.error, config.tool_errors)
-        )
-        record_tool(state, outcome, content)
-    if waiting:
-        stop(state, "interrupted", approval_interruption(waiting[0]))
-        return True
-    return False
+def _deadline(
+    state: RunState, config: LoopConfig, cancel: CancelToken
+) -> asyncio.TimerHandle | None:
+    if config.timeout_s is None:
+        return None
+    left = config.timeout_s - state.wall_ms / 1000
+    return asyncio.get_running_loop().call_later(max(left, 0), cancel.cancel, "timeout")
 
 
 async def run_loop(
@@ -142,27 +130,53 @@ async def run_loop(
     tools: list[Tool],
     workspace: Workspace,
     config: LoopConfig | None = None,
+    recorder: Recorder | None = None,
+    cancel: CancelToken | None = None,
 ) -> RunState:
     """Drive ``state`` until it stops; the state records why it stopped."""
-    config = config or LoopConfig()
-    by_name = {t.name: t for t in tools}
-    specs = [t.spec() for t in tools]
-    state.status, state.interruption = "running", None
-    started = time.perf_counter()
+    config, recorder = config or LoopConfig(), recorder or Recorder()
+    by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
+    token = CancelToken()
+    if cancel is not None:
+        cancel.link(token)
+    timer = _deadline(state, config, token)
+    state.status, state.interruption, started = "running", None, time.perf_counter()
     try:
         while True:
-            if await drain_pending(state, by_name, workspace, config):
-                return state
+            if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
+                return _stopped_by(state, recorder, outcome, token)
             if limit := limit_reached(state, config):
-                return stop(state, *limit)
-            try:
-                reply = await client.chat(state.model, state.messages, specs)
-            except ProviderError as exc:
-                state.error = str(exc)
-                return stop(state, "failed")
-            record_turn(state, reply, config.prices)
-            if not reply.message.get("tool_calls"):
-                state.answer = reply.message.get("content") or ""
-                return stop(state, "completed")
+                if config.conclude_on_limit:
+                    await conclude(state, client, config, recorder, limit[1]["type"], token)
+                return stop(state, recorder, *limit)
+            reply = await client.chat(state.model, state.messages, specs, token)
+            record_turn(state, reply, config.prices, recorder)
+            if refusal := reply.message.get("refusal") or (
+                "content_filter" if reply.finish_reason == "content_filter" else None
+            ):
+                state.refusal = str(refusal)
+                return stop(state, recorder, "failed", error=f"the model refused: {refusal}")
+            if reply.message.get("tool_calls"):
+                continue
+            if reply.finish_reason == "length":
+                state.messages.append({"role": "user", "content": FINISH_BRIEFLY})
+                continue
+            state.answer = reply.message.get("content") or ""
+            return stop(state, recorder, "completed")
+    except Cancelled as exc:
+        cancelled = {"type": "cancelled", "reason": exc.reason}
+        return _stopped_by(state, recorder, Stop("interrupted", cancelled), token)
+    except ProviderError as exc:
+        return stop(state, recorder, "failed", error=str(exc))
     finally:
+        if timer is not None:
+            timer.cancel()
         state.wall_ms += (time.perf_counter() - started) * 1000
+
+
+def _stopped_by(state: RunState, recorder: Recorder, outcome: Stop, token: CancelToken) -> RunState:
+    interruption = outcome.interruption
+    if interruption and interruption.get("type") == "cancelled" and token.reason == "timeout":
+        interruption = {**interruption, "type": "timeout"}
+        interruption.pop("reason", None)
+    return stop(state, recorder, outcome.status, interruption, outcome.error)

@@ -23,6 +23,7 @@ class TurnRecord:
     finish_reason: str
     cost_usd: float  # running total after this turn
     timings: dict[str, Any] | None = None
+    retries: int = 0  # transient provider errors retried before this reply
 
 
 @dataclass
@@ -37,6 +38,7 @@ class ToolRun:
     ran: bool  # the tool's own code executed
     ms: float = 0.0
     error: str | None = None
+    cached: bool = False  # answered from the dedupe cache
 
 
 @dataclass
@@ -58,7 +60,17 @@ class RunState:
     tool_log: list[ToolRun] = field(default_factory=list)
     approved: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)  # call id -> the person's reason
+    refusal: str | None = None
+    child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
+    meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
     schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
+        fields = dict(data)
+        fields["turn_records"] = [TurnRecord(**t) for t in fields.get("turn_records", [])]
+        fields["tool_log"] = [ToolRun(**t) for t in fields.get("tool_log", [])]
+        return cls(**fields)
 
     @property
     def tool_ms(self) -> float:
@@ -90,6 +102,9 @@ class RunState:
             "per_turn_prompt_tokens": self.per_turn_prompt_tokens,
             "interruption": self.interruption,
             "error": self.error,
+            "refusal": self.refusal,
+            "child_cost_usd": round(self.child_cost_usd, 8),
+            "total_cost_usd": round(self.cost_usd + self.child_cost_usd, 8),
         }
 
 

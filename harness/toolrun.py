@@ -19,6 +19,7 @@ class ToolOutcome:
     ran: bool  # the tool's code was executed (not refused before it started)
     ms: float = 0.0
     error: ToolError | None = None
+    cached: bool = False
 
 
 def call_parts(call: dict[str, Any]) -> tuple[str, str, str]:

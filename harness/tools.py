@@ -28,6 +28,8 @@ class ToolContext:
     progress: Callable[[str], None] = _ignore_progress
     # Run id + call id: the same logical operation always carries the same key.
     idempotency_key: str | None = None
+    # What subagent runs started by this call spent; the parent records it apart from its own.
+    child_costs: list[float] = field(default_factory=list)
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

@@ -34,12 +34,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def running_pid(name: str) -> int | None:
+def running(name: str) -> tuple[int, int] | None:
+    """(pid, port) of the server started under ``name``, if it is still alive."""
     try:
-        pid = int(_pid_file(name).read_text().split()[0])
-    except (FileNotFoundError, ValueError, IndexError):
+        pid, port = (int(x) for x in _pid_file(name).read_text().split()[:2])
+    except (FileNotFoundError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return (pid, port) if _alive(pid) else None
 
 
 def health(port: int, host: str = "127.0.0.1") -> int | None:
@@ -75,9 +76,13 @@ def _tail(path: Path, lines: int = 20) -> str:
 def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int:
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     log = RUN_DIR / f"{name}.log"
-    pid = running_pid(name)
-    if pid is not None:
-        print(f"{name}: already running (pid {pid}) on http://127.0.0.1:{port}/v1")
+    current = running(name)
+    if current is not None:
+        pid, current_port = current
+        print(f"{name}: already running (pid {pid}) on http://127.0.0.1:{current_port}/v1")
+        if current_port != port:
+            print(f"{name}: not starting another on port {port}; `make stop` first")
+            return 1
         return 0
     if health(port) is not None:
         print(f"{name}: port {port} is already taken by another process; pick another PORT=")
@@ -114,10 +119,11 @@ def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int
 
 
 def stop(name: str) -> bool:
-    pid = running_pid(name)
-    if pid is None:
+    current = running(name)
+    if current is None:
         _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone
         return False
+    pid = current[0]
     os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
     while _alive(pid) and time.monotonic() < deadline:

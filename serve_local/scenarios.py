@@ -159,6 +159,13 @@ def oracle(t: Transcript) -> Reply:
     return text(_oracle_answer(t.question, sizes, contents))
 
 
+def research(t: Transcript) -> Reply:
+    """Hands the question to a ``research`` subagent tool, then reports what it said."""
+    if t.turn == 0:
+        return call("c1", "research", question="Which file mentions a timeout?")
+    return text(f"Research result: {t.results.get('c1', '').strip()}")
+
+
 Scenario = Callable[[Transcript], Reply]
 
 SCENARIOS: dict[str, Scenario] = {
@@ -171,4 +178,5 @@ SCENARIOS: dict[str, Scenario] = {
     "slow": slow,
     "oracle": oracle,
     "malformed": malformed,
+    "research": research,
 }

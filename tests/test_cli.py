@@ -31,7 +31,8 @@ def harness(*args: str, base_url: str, cwd: Path) -> subprocess.CompletedProcess
 def test_run_scenario_plan_prints_the_chapter_line(scripted_url: str, tmp_path: Path) -> None:
     done = harness("run", "--scenario", "plan", base_url=scripted_url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    first, answer, per_turn = done.stdout.splitlines()
+    first, answer, per_turn, run_id = done.stdout.splitlines()
+    assert run_id.startswith("   run id: ")
     m = re.match(
         r"plan, cap 20\s+turns=3  tools=2  in=(\d+)  out=(\d+)  cost=\$(\d+\.\d{6})  ms=\d+  "
         r"status=completed$",

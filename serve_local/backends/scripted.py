@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
 from serve_local import tokens
 from serve_local.backends.base import Completion
 from serve_local.errors import ModelNotFound
+from serve_local.faults import FaultCounter, parse_model
 from serve_local.scenarios import SCENARIOS, Transcript
 from serve_local.schema import ChatRequest
 
@@ -42,6 +44,7 @@ class ScriptedBackend:
 
     def __init__(self, latency_ms: float = 0.0) -> None:
         self.latency_ms = latency_ms
+        self._faults = FaultCounter()
 
     def load(self) -> None:
         return None
@@ -59,25 +62,42 @@ class ScriptedBackend:
     async def complete(
         self, request: ChatRequest, cancel: threading.Event | None = None
     ) -> Completion:
-        scenario_name = request.model.removeprefix(PREFIX)
+        scenario_name, faults = parse_model(request.model.removeprefix(PREFIX))
         scenario = SCENARIOS.get(scenario_name) if request.model.startswith(PREFIX) else None
         if scenario is None:
             known = ", ".join(PREFIX + n for n in SCENARIOS)
             raise ModelNotFound(
                 f"The scripted provider has no model {request.model!r}; use one of: {known}."
             )
-        reply = scenario(_transcript(request))
+        transcript = _transcript(request)
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
-        tool_calls = reply.wire_tool_calls()
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        self._faults.raise_http_fault(
+            request.model, request.model_dump_json(include={"messages"}), transcript.turn, faults
+        )
+        reply = scenario(transcript)
+        kinds = {f.kind for f in faults if f.applies(transcript.turn)}
+        content, tool_calls = reply.content, reply.wire_tool_calls()
+        finish, refusal = ("tool_calls" if tool_calls else "stop"), None
+        if "trunc" in kinds:
+            whole = content or json.dumps(tool_calls)
+            content, tool_calls, finish = whole[: max(1, len(whole) // 2)], [], "length"
+        if "refuse" in kinds:
+            content, tool_calls, finish = None, [], "stop"
+            refusal = "I can't help with that request."
+        if "filter" in kinds:
+            content, tool_calls, finish = None, [], "content_filter"
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:
             message["tool_calls"] = tool_calls
+        if refusal:
+            message["refusal"] = refusal
         return Completion(
             model=request.model,
-            content=reply.content,
+            content=content,
             tool_calls=tool_calls,
-            finish_reason="tool_calls" if tool_calls else "stop",
+            finish_reason=finish,
             prompt_tokens=prompt_tokens(request),
             completion_tokens=tokens.count_json(message),
+            refusal=refusal,
         )
