@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +58,14 @@ def cached_result(
     return None
 
 
+# Fault injection for crash tests: SIGKILL this process after this tool's effect, before the
+# result is saved (the moment an idempotency key exists for).
+CRASH_AFTER_TOOL = os.environ.get("LOOPBENCH_CRASH_AFTER_TOOL")
+
+
 def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Recorder) -> None:
+    if outcome.ran and outcome.name == CRASH_AFTER_TOOL:
+        os.kill(os.getpid(), signal.SIGKILL)
     state.tool_runs += outcome.ran
     state.tool_log.append(
         ToolRun(

@@ -172,6 +172,7 @@ async def run_loop(
         if timer is not None:
             timer.cancel()
         state.wall_ms += (time.perf_counter() - started) * 1000
+        recorder.checkpoint(state)
 
 
 def _stopped_by(state: RunState, recorder: Recorder, outcome: Stop, token: CancelToken) -> RunState:

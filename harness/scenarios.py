@@ -14,4 +14,6 @@ SCENARIO_TASKS: dict[str, str] = {
     "slow": "Scan the log archive and tell me what you find.",
     "oracle": "Which file is the largest?",
     "malformed": "Clean up the database.",
+    "research": "Find out which file mentions a timeout.",
+    "mixed": "Tidy the workspace and tell me what notes.txt says.",
 }

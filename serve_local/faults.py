@@ -19,7 +19,7 @@ from serve_local.errors import InvalidRequest, ScriptedFault
 
 HTTP_FAULTS = {"429", "500", "401"}
 REPLY_FAULTS = {"trunc", "refuse", "filter"}
-_FAULT = re.compile(r"^(?P<kind>[a-z0-9]+)(?:x(?P<count>\d+))?(?:@(?P<turn>\d+))?$")
+_FAULT = re.compile(r"^(?P<kind>\d+|trunc|refuse|filter)(?:x(?P<count>\d+))?(?:@(?P<turn>\d+))?$")
 RETRY_AFTER_MS = 50
 
 

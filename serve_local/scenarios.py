@@ -159,6 +159,19 @@ def oracle(t: Transcript) -> Reply:
     return text(_oracle_answer(t.question, sizes, contents))
 
 
+def mixed(t: Transcript) -> Reply:
+    """One turn with three calls at once, one of which needs approval."""
+    if t.turn == 0:
+        return Reply(
+            calls=[
+                ("c1", "list_files", {}),
+                ("c2", "delete_file", {"path": "access.log"}),
+                ("c3", "read_file", {"path": "notes.txt"}),
+            ]
+        )
+    return text(f"notes.txt says: {t.results.get('c3', '').strip()}")
+
+
 def research(t: Transcript) -> Reply:
     """Hands the question to a ``research`` subagent tool, then reports what it said."""
     if t.turn == 0:
@@ -179,4 +192,5 @@ SCENARIOS: dict[str, Scenario] = {
     "oracle": oracle,
     "malformed": malformed,
     "research": research,
+    "mixed": mixed,
 }

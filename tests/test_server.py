@@ -178,6 +178,12 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         "max_tokens",
     ),
     (
+        "unknown scripted fault",
+        {"model": "scripted:plan+boom", "messages": [user("q")]},
+        400,
+        "unknown scripted fault 'boom'",
+    ),
+    (
         "max_tokens absurdly large",
         {"model": "scripted:plan", "messages": [user("q")], "max_tokens": 10**12},
         400,

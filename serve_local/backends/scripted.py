@@ -11,7 +11,7 @@ from serve_local import tokens
 from serve_local.backends.base import Completion
 from serve_local.errors import ModelNotFound
 from serve_local.faults import FaultCounter, parse_model
-from serve_local.scenarios import SCENARIOS, Transcript
+from serve_local.scenarios import SCENARIOS, Reply, Transcript
 from serve_local.schema import ChatRequest
 
 PREFIX = "scripted:"
@@ -76,6 +76,14 @@ class ScriptedBackend:
             request.model, request.model_dump_json(include={"messages"}), transcript.turn, faults
         )
         reply = scenario(transcript)
+        if reply.calls and not request.tools:
+            # Asked to answer without tools (a forced conclusion): report instead of calling.
+            seen = transcript.tool_text.strip().splitlines()
+            reply = Reply(
+                content="I ran out of turns before I could finish. Last thing I saw: "
+                + (seen[-1] if seen else "nothing yet")
+                + "."
+            )
         kinds = {f.kind for f in faults if f.applies(transcript.turn)}
         content, tool_calls = reply.content, reply.wire_tool_calls()
         finish, refusal = ("tool_calls" if tool_calls else "stop"), None
