@@ -87,9 +87,10 @@ def test_reply_depends_only_on_the_transcript(scripted_url: str) -> None:
         },
         {"role": "tool", "tool_call_id": "c1", "content": "errors.log  150 bytes"},
     ]
-    first = post(scripted_url, {"model": "scripted:plan", "messages": messages}).json()
+    request = {"model": "scripted:plan", "messages": messages, "tools": TOOLS}
+    first = post(scripted_url, request).json()
     post(scripted_url, plan_request())
-    second = post(scripted_url, {"model": "scripted:plan", "messages": messages}).json()
+    second = post(scripted_url, request).json()
     assert first["choices"] == second["choices"]
     assert first["usage"] == second["usage"]
     call = first["choices"][0]["message"]["tool_calls"][0]
@@ -215,6 +216,13 @@ def test_bad_input_gets_a_4xx_with_an_openai_error_body(
     assert set(error) == {"message", "type", "param", "code"}
     assert says in error["message"]
     assert error["type"] == "invalid_request_error"
+
+
+def test_without_tools_a_scripted_call_becomes_a_report(scripted_url: str) -> None:
+    body = post(scripted_url, {"model": "scripted:runaway", "messages": [user("q")]}).json()
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "stop" and "tool_calls" not in choice["message"]
+    assert choice["message"]["content"].startswith("I ran out of turns")
 
 
 def test_unknown_route_is_an_openai_shaped_404(scripted_url: str) -> None:
