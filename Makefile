@@ -24,7 +24,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted stop eval compare run test check lint clean
+.PHONY: setup models serve-local serve-scripted stop eval compare experiments run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -80,6 +80,10 @@ eval: $(STAMP_DEV)
 compare: $(STAMP_DEV)
 	$(PY) -m evals compare results/runs/*.jsonl --out results/summary.md --plots results/plots > /dev/null
 	@echo "refreshed results/summary.md and results/plots/ from results/runs/"
+
+# The chapter's measurements against scripted servers this command starts and stops itself.
+experiments: $(STAMP_DEV)
+	$(PY) -m evals experiments --out results
 
 test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS)
 	$(PY) -m pytest -q

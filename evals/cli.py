@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from evals.compare import compare
+from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import EvalError, EvalSettings, run_eval
 from evals.tasks import DEFAULT_TASKS, TaskFileError
 from harness.client import base_url_from_env
@@ -33,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
     run.add_argument("--label", help="name of this run in comparisons")
+    one = commands.add_parser("experiment", help="run one of the chapter's experiments")
+    one.add_argument("name", choices=sorted(EXPERIMENTS))
+    every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
+    every.add_argument("--out", type=Path, default=Path("results"))
     cmp = commands.add_parser("compare", help="compare run files side by side")
     cmp.add_argument("files", nargs="+", type=Path)
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
@@ -44,6 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
+        return 0
+    if args.command == "experiment":
+        (result,) = asyncio.run(run_experiments([args.name]))
+        print(result.markdown())
+        return 0
+    if args.command == "experiments":
+        results = asyncio.run(run_experiments(list(EXPERIMENTS)))
+        write(results, args.out)
+        print(f"wrote {args.out / 'experiments.md'} and {args.out / 'experiments.json'}")
         return 0
     if args.epochs < 1:
         raise SystemExit("evals: --epochs must be at least 1")

@@ -23,4 +23,5 @@ class LoopConfig:
     dedupe_all: bool = False  # ... of every tool, writes included (unsafe, for measurement)
     conclude_on_limit: bool = False  # one last call without tools when a limit hits
     cancel_grace_s: float = 1.0  # how long a cancelled tool gets to stop by itself
+    cancel_reaches_tools: bool = True  # False: only the provider call sees the token
     prices: Prices = field(default_factory=Prices)

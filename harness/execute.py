@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
 from harness.errors import ToolError
+from harness.faults import crash_point
 from harness.policies import error_text, rejection_text
 from harness.state import RunState, Status, ToolRun, pending
 from harness.toolrun import ToolOutcome, call_parts, run_call, tool_message
@@ -58,14 +57,9 @@ def cached_result(
     return None
 
 
-# Fault injection for crash tests: SIGKILL this process after this tool's effect, before the
-# result is saved (the moment an idempotency key exists for).
-CRASH_AFTER_TOOL = os.environ.get("LOOPBENCH_CRASH_AFTER_TOOL")
-
-
 def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Recorder) -> None:
-    if outcome.ran and outcome.name == CRASH_AFTER_TOOL:
-        os.kill(os.getpid(), signal.SIGKILL)
+    if outcome.ran:
+        crash_point("LOOPBENCH_CRASH_AFTER_TOOL", outcome.name)
     state.tool_runs += outcome.ran
     state.tool_log.append(
         ToolRun(
@@ -161,7 +155,7 @@ async def answer_pending(
         else:
             ctx = ToolContext(
                 workspace=workspace,
-                cancel=cancel,
+                cancel=cancel if config.cancel_reaches_tools else CancelToken(),
                 progress=_reporter(recorder, state, name),
                 idempotency_key=f"{state.run_id}:{call_id}",
             )

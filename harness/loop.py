@@ -27,6 +27,7 @@ from harness.client import ModelReply, ProviderClient
 from harness.config import LoopConfig
 from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
+from harness.faults import crash_point
 from harness.prices import Prices
 from harness.state import RunState, Status, TurnRecord
 from harness.tools import Tool
@@ -98,6 +99,7 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
     state.messages.append(reply.message)
     recorder.checkpoint(state)
     recorder.event(state, "turn", **{k: v for k, v in vars(turn).items() if v is not None})
+    crash_point("LOOPBENCH_CRASH_AFTER_TURN", str(state.turns))
 
 
 async def conclude(

@@ -16,4 +16,5 @@ SCENARIO_TASKS: dict[str, str] = {
     "malformed": "Clean up the database.",
     "research": "Find out which file mentions a timeout.",
     "mixed": "Tidy the workspace and tell me what notes.txt says.",
+    "double_delete": "Delete access.log now, and again after the logger writes a new one.",
 }

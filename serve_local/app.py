@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from serve_local.backends.base import Backend, Completion
 from serve_local.errors import APIError
@@ -112,7 +113,11 @@ async def _load(backend: Backend, on_failure: Callable[[], None]) -> None:
 
 async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
     while not cancel.is_set():
-        if await request.is_disconnected():
+        try:
+            gone = await request.is_disconnected()
+        except ClientDisconnect:
+            gone = True
+        if gone:
             cancel.set()
             return
         await asyncio.sleep(0.1)
@@ -159,7 +164,11 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
         if not backend.ready:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
-        chat: ChatRequest = parse_body(await request.body())
+        try:
+            raw = await request.body()
+        except ClientDisconnect:
+            return JSONResponse({}, status_code=499)  # nobody is left to read it
+        chat: ChatRequest = parse_body(raw)
         cancel = threading.Event()
         watcher = asyncio.create_task(_watch_disconnect(request, cancel))
         try:

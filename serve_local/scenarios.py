@@ -172,6 +172,13 @@ def mixed(t: Transcript) -> Reply:
     return text(f"notes.txt says: {t.results.get('c3', '').strip()}")
 
 
+def double_delete(t: Transcript) -> Reply:
+    """Two deliberate deletions of a file of the same name, one turn apart."""
+    if t.turn in (0, 1):
+        return call(f"c{t.turn + 1}", "delete_file", path="access.log")
+    return text("Deleted access.log twice, as asked.")
+
+
 def research(t: Transcript) -> Reply:
     """Hands the question to a ``research`` subagent tool, then reports what it said."""
     if t.turn == 0:
@@ -193,4 +200,5 @@ SCENARIOS: dict[str, Scenario] = {
     "malformed": malformed,
     "research": research,
     "mixed": mixed,
+    "double_delete": double_delete,
 }

@@ -1,0 +1,16 @@
+"""Crash points for tests and experiments: the process kills itself where a real crash hurts.
+
+``LOOPBENCH_CRASH_AFTER_TOOL=<tool>``: SIGKILL after that tool's effect, before its result is
+saved (the window an idempotency key covers). ``LOOPBENCH_CRASH_AFTER_TURN=<n>``: SIGKILL right
+after turn n is saved. Unset (the default), they do nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+
+def crash_point(variable: str, value: str) -> None:
+    if os.environ.get(variable) == value:
+        os.kill(os.getpid(), signal.SIGKILL)
