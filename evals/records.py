@@ -15,6 +15,31 @@ from harness.state import RunState
 NOT_RUN = "not_run"
 
 
+def code_version() -> str | None:
+    """The git commit the harness ran from (with ``+dirty`` when the tree had changes)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{commit}+dirty" if commit and dirty else commit or None
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:

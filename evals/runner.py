@@ -15,7 +15,14 @@ from typing import Any
 
 import httpx
 
-from evals.records import machine, not_run_record, read_records, summarize, summary_markdown
+from evals.records import (
+    code_version,
+    machine,
+    not_run_record,
+    read_records,
+    summarize,
+    summary_markdown,
+)
 from evals.records import task_record as make_record
 from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, Task, load_tasks
@@ -161,6 +168,7 @@ async def run_eval(
         "loop": loop,
         "task_set": taskset.name,
         "machine": machine(),
+        "code_version": code_version(),
     }
     out = settings.out or default_out(label)
     out.parent.mkdir(parents=True, exist_ok=True)
