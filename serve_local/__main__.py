@@ -45,7 +45,9 @@ def build_backend(args: argparse.Namespace) -> Backend:
             )
         from serve_local.backends.llama import LlamaBackend
 
-        return LlamaBackend(model, n_ctx=args.ctx, n_threads=args.threads)
+        return LlamaBackend(
+            model, n_ctx=args.ctx, n_threads=args.threads, reuse_prefix=not args.no_prefix_cache
+        )
     from serve_local.backends.transformers import TransformersBackend
 
     return TransformersBackend(model, n_ctx=args.ctx, device=args.device, n_threads=args.threads)

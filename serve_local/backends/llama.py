@@ -52,8 +52,15 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 class LlamaBackend:
     name = "llama"
 
-    def __init__(self, model: ResolvedModel, n_ctx: int = 4096, n_threads: int | None = None):
+    def __init__(
+        self,
+        model: ResolvedModel,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        reuse_prefix: bool = True,
+    ):
         self.model = model
+        self.reuse_prefix = reuse_prefix
         self.limits = Limits(n_ctx=n_ctx)
         self.n_threads = n_threads or os.cpu_count() or 1
         self.load_error: str | None = None
@@ -101,6 +108,7 @@ class LlamaBackend:
                 "source": self.model.source,
                 "context_length": self.limits.n_ctx,
                 "threads": self.n_threads,
+                "prefix_cache": self.reuse_prefix,
                 "ready": self.ready,
             }
         ]
@@ -119,6 +127,8 @@ class LlamaBackend:
         self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
     ) -> Generated:
         llm = self._llm
+        if not self.reuse_prefix:
+            llm.reset()  # forget the KV cache: every prompt token is evaluated again
         # llama-cpp-python reuses the longest common prefix of the KV cache (one token less
         # when the whole prompt matches, to refresh the logits); report what it reuses.
         cached = common_prefix(list(llm._input_ids[: llm.n_tokens]), tokens)
