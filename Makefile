@@ -8,6 +8,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_LLAMA := $(VENV)/.installed-llama
 STAMP_MODELS := $(VENV)/.installed-models
+STAMP_BENCH := $(VENV)/.installed-bench
 STAMP_TF := $(VENV)/.installed-transformers
 
 # make serve-local BACKEND=transformers MODEL=smollm2-135m-instruct PORT=8000 THREADS=2
@@ -24,7 +25,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted stop eval compare experiments run test check lint clean
+.PHONY: setup models serve-local serve-scripted stop eval compare experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -55,6 +56,11 @@ $(STAMP_MODELS): $(STAMP_DEV)
 
 models: $(STAMP_MODELS)
 
+# The peer server for the serving benchmark (llama-cpp-python's own) and psutil.
+$(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
+	$(PIP) install --quiet -e ".[bench]"
+	touch $@
+
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start local $(PORT) --timeout 900 -- --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS))
@@ -80,6 +86,12 @@ eval: $(STAMP_DEV)
 compare: $(STAMP_DEV)
 	$(PY) -m evals compare results/runs/*.jsonl --out results/summary.md --plots results/plots > /dev/null
 	@echo "refreshed results/summary.md and results/plots/ from results/runs/"
+
+# Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
+# make bench BENCH_PARTS="harness throughput"
+BENCH_PARTS ?= harness throughput prefix serving backends
+bench: $(STAMP_BENCH) $(STAMP_MODELS)
+	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 
 # The chapter's measurements against scripted servers this command starts and stops itself.
 experiments: $(STAMP_DEV)

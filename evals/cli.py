@@ -7,6 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from evals.bench import PARTS as BENCH_PARTS
+from evals.bench import run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import EvalError, EvalSettings, run_eval
@@ -38,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
     every.add_argument("--out", type=Path, default=Path("results"))
+    bench = commands.add_parser("bench", help="benchmarks; write results/bench.md and .json")
+    bench.add_argument("--parts", nargs="+", choices=sorted(BENCH_PARTS), default=list(BENCH_PARTS))
+    bench.add_argument("--out", type=Path, default=Path("results"))
     cmp = commands.add_parser("compare", help="compare run files side by side")
     cmp.add_argument("files", nargs="+", type=Path)
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
@@ -49,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
+        return 0
+    if args.command == "bench":
+        run_bench(args.parts, args.out, echo=lambda line: print(line, flush=True))
+        print(f"wrote {args.out / 'bench.md'} and {args.out / 'bench.json'}")
         return 0
     if args.command == "experiment":
         (result,) = asyncio.run(run_experiments([args.name]))
