@@ -71,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     parser.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="llama backend: evaluate every prompt from scratch (for comparisons)",
+    )
+    parser.add_argument(
         "--device", default="cpu", choices=["cpu", "cuda", "auto"], help="transformers backend only"
     )
     parser.add_argument(

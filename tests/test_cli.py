@@ -134,3 +134,32 @@ def test_make_serve_scripted_then_run_then_stop(tmp_path: Path) -> None:
     assert "stopped" in stopped.stdout
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+
+
+def test_make_serve_local_with_the_small_packaged_model(tmp_path: Path) -> None:
+    """The user's path: make serve-local, a chat request, make stop (SmolLM2 for speed)."""
+    port = _free_port()
+    env = {**os.environ, "LOOPBENCH_RUN_DIR": str(tmp_path / "run")}
+
+    def make(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "--no-print-directory", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
+    started = make("serve-local", f"PORT={port}", "MODEL=smollm2-135m-instruct", "THREADS=2")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "model: smollm2-135m-instruct  backend: llama  sha256: " in started.stdout
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            timeout=120,
+            json={"model": "m", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4},
+        )
+        assert reply.status_code == 200 and reply.json()["model"] == "smollm2-135m-instruct"
+    finally:
+        make("stop")
