@@ -548,6 +548,10 @@ def markdown(report: dict[str, Any]) -> str:
         worst = max(p["excess_over_new_tokens"]) if p["excess_over_new_tokens"] else 0
         lines += [
             "",
+            "New tokens are the prompt's growth since the last turn; the previous reply's "
+            "tokens are already in the cache from generating them, so with the cache on only "
+            "the new user turn is evaluated.",
+            "",
             f"- Target: from turn 2 on, evaluated ≈ new tokens. Largest excess over the "
             f"new tokens: {worst} tokens, {_verdict(worst <= 8)}. Prompt time "
             f"{p['prompt_ms_on']:,.0f} ms with the cache vs {p['prompt_ms_off']:,.0f} ms "

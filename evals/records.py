@@ -15,8 +15,11 @@ from harness.state import RunState
 NOT_RUN = "not_run"
 
 
+CODE_PATHS = ("serve_local", "harness", "evals", "pyproject.toml", "Makefile")
+
+
 def code_version() -> str | None:
-    """The git commit the harness ran from (with ``+dirty`` when the tree had changes)."""
+    """The git commit the code ran from, ``+dirty`` when the code differed from it."""
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
