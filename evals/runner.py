@@ -32,6 +32,7 @@ from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
 from harness.policies import ToolErrorPolicy
 from harness.state import RunState, new_run
 from harness.tools import default_tools
+from harness.trace import Recorder
 from harness.workspace import create_workspace
 
 RESULTS = Path("results")
@@ -94,9 +95,11 @@ def default_out(label: str) -> Path:
 
 
 async def run_task(
-    task: Task, settings: EvalSettings, model: str, run_id: str, scratch: Path
+    task: Task, settings: EvalSettings, model: str, run_id: str, scratch: Path, keep: Path
 ) -> RunState:
+    """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
     state = new_run(model, task.question, system=SYSTEM_PROMPT, run_id=run_id)
+    recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     workspace = create_workspace(scratch / run_id / "workspace")
     config = LoopConfig(
         max_turns=settings.max_turns,
@@ -104,14 +107,14 @@ async def run_task(
         tool_errors=settings.tool_errors,
     )
     async with ProviderClient(settings.base_url) as client:
-        await run_loop(state, client, default_tools(), workspace, config)
+        await run_loop(state, client, default_tools(), workspace, config, recorder)
         while (
             settings.approvals == "reject"
             and state.interruption
             and state.interruption.get("type") == "approval"
         ):
             reject(state, state.interruption["call_id"], EVAL_REJECTION)
-            await run_loop(state, client, default_tools(), workspace, config)
+            await run_loop(state, client, default_tools(), workspace, config, recorder)
     return state
 
 
@@ -173,6 +176,7 @@ async def run_eval(
     out = settings.out or default_out(label)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
+    keep = out.with_name(out.stem + ".runs")  # each task's state file (transcript) and trace
     eval_id = datetime.now().strftime("%H%M%S")
     total = settings.epochs * len(taskset.tasks)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
@@ -194,7 +198,7 @@ async def run_eval(
                     else:
                         echo(f"[{done}/{total}] {task.id}: {task.question}")
                         run_id = f"{eval_id}-{slug(task.id)}-e{epoch}"
-                        state = await run_task(task, settings, model, run_id, scratch)
+                        state = await run_task(task, settings, model, run_id, scratch, keep)
                         record = make_record(
                             context=context,
                             task_id=task.id,
@@ -202,7 +206,7 @@ async def run_eval(
                             epoch=epoch,
                             state=state,
                             checks=score(task, state),
-                            trace_path=None,
+                            trace_path=str(keep / f"{run_id}.trace.jsonl"),
                         )
                         if state.status == "failed" and not _reachable(settings.base_url):
                             server_gone = f"the model server stopped answering ({state.error})"

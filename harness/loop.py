@@ -98,7 +98,13 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
     state.turn_records.append(turn)
     state.messages.append(reply.message)
     recorder.checkpoint(state)
-    recorder.event(state, "turn", **{k: v for k, v in vars(turn).items() if v is not None})
+    recorder.event(
+        state,
+        "turn",
+        **{k: v for k, v in vars(turn).items() if v is not None},
+        content=reply.message.get("content"),
+        tool_calls=reply.message.get("tool_calls"),
+    )
     crash_point("LOOPBENCH_CRASH_AFTER_TURN", str(state.turns))
 
 

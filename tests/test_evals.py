@@ -69,6 +69,12 @@ async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> No
     ]:
         assert key in first, key
     assert first["machine"]["cores"] == os.cpu_count()
+    trace = Path(first["trace_path"])
+    assert trace.parent == tmp_path / "scripted:oracle.runs"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert events[-1]["type"] == "run_stopped" and events[-1]["run_id"] == first["run_id"]
+    saved = json.loads((trace.parent / f"{first['run_id']}.json").read_text())
+    assert saved["answer"] == first["answer"]
     assert first["wall_ms"] >= first["model_ms"] + first["tool_ms"]
 
 
