@@ -32,7 +32,7 @@ def code_version() -> str | None:
             timeout=5,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--", *CODE_PATHS],
             cwd=root,
             capture_output=True,
             text=True,
