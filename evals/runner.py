@@ -159,9 +159,8 @@ async def run_eval(
     info = served_model(settings.base_url, settings.model)
     model = str(info["id"])
     label = settings.label or f"{model}@{info.get('backend', 'unknown')}"
-    loop = {
-        k: v for k, v in asdict(settings).items() if k in ("max_turns", "budget_usd", "tool_errors")
-    }
+    loop_keys = ("max_turns", "budget_usd", "tool_errors", "approvals")
+    loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
     context = {
         "label": label,
         "model": model,
