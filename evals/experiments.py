@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from harness.approvals import approve, reject
 from harness.cancel import CancelToken
 from harness.client import ProviderClient, RetryPolicy
@@ -662,6 +664,13 @@ async def run_experiments(names: list[str], echo: Callable[[str], None] = print)
             for ms in LATENCIES
         }
         env = Env(url=urls[0], scratch=Path(scratch), latency_urls=urls)
+        for url in urls.values():  # the first request of a server loads the BPE tables
+            httpx.get(f"{url}/models", timeout=10)
+            httpx.post(
+                f"{url}/chat/completions",
+                timeout=30,
+                json={"model": "scripted:plan", "messages": [{"role": "user", "content": "warm"}]},
+            )
         for name in names:
             started = time.perf_counter()
             result = await EXPERIMENTS[name](env)
