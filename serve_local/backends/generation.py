@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from serve_local.backends.base import Completion
-from serve_local.errors import InvalidRequest
+from serve_local.chat_template import ChatTemplate
+from serve_local.errors import APIError, InvalidRequest
+from serve_local.models import ResolvedModel
 from serve_local.schema import ChatRequest, Timings
 from serve_local.toolcalls import parse_tool_calls
 
@@ -120,3 +125,67 @@ def to_completion(
             queue_ms=round(queue_ms, 3),
         ),
     )
+
+
+class LocalBackend:
+    """The request path the model backends share; a subclass loads weights and generates."""
+
+    name = "local"
+
+    def __init__(self, model: ResolvedModel, n_ctx: int, n_threads: int | None) -> None:
+        self.model = model
+        self.limits = Limits(n_ctx=n_ctx)
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.load_error: str | None = None
+        self.load_seconds: float | None = None
+        self._template: ChatTemplate | None = None
+        self._sha256: str | None = None
+        self._queue: GenerationQueue | None = None
+
+    @property
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def load(self) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """Backend-specific fields for ``/v1/models``."""
+        return {}
+
+    def models(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": self.model.name,
+                "backend": self.name,
+                "sha256": self._sha256,
+                "path": str(self.model.path),
+                "source": self.model.source,
+                "context_length": self.limits.n_ctx,
+                "threads": self.n_threads,
+                **self.describe(),
+                "ready": self.ready,
+            }
+        ]
+
+    def _tokens(self, prompt: str) -> list[int]:
+        raise NotImplementedError
+
+    def _generate(
+        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+    ) -> Generated:
+        raise NotImplementedError
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        if not self.ready or self._template is None:
+            raise APIError("The model is still loading; retry shortly.", status_code=503)
+        if self._queue is None:
+            self._queue = GenerationQueue()  # created on the server's event loop
+        tokens = self._tokens(self._template.render(request))
+        max_new = self.limits.max_new_tokens(request, len(tokens))
+        generated, queue_ms = await self._queue.run(
+            self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
+        )
+        return to_completion(request, self.model.name, generated, queue_ms)

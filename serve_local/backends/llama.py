@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
 
-from serve_local.backends.base import Completion
 from serve_local.backends.generation import (
     Generated,
-    GenerationQueue,
-    Limits,
+    LocalBackend,
     Sampling,
     cut_at_stop,
-    to_completion,
 )
 from serve_local.chat_template import ChatTemplate
-from serve_local.errors import APIError
 from serve_local.models import ResolvedModel
-from serve_local.schema import ChatRequest
 
 # ChatML, for a GGUF that carries no template of its own.
 CHATML = (
@@ -49,7 +43,7 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-class LlamaBackend:
+class LlamaBackend(LocalBackend):
     name = "llama"
 
     def __init__(
@@ -59,16 +53,9 @@ class LlamaBackend:
         n_threads: int | None = None,
         reuse_prefix: bool = True,
     ):
-        self.model = model
+        super().__init__(model, n_ctx, n_threads)
         self.reuse_prefix = reuse_prefix
-        self.limits = Limits(n_ctx=n_ctx)
-        self.n_threads = n_threads or os.cpu_count() or 1
-        self.load_error: str | None = None
-        self.load_seconds: float | None = None
         self._llm: Any = None
-        self._template: ChatTemplate | None = None
-        self._sha256: str | None = None
-        self._queue: GenerationQueue | None = None
         self._vocab_is_eog: Any = None
         self._add_bos = False
 
@@ -98,20 +85,8 @@ class LlamaBackend:
         self.load_seconds = time.perf_counter() - started
         self._llm = llm
 
-    def models(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": self.model.name,
-                "backend": self.name,
-                "sha256": self._sha256,
-                "path": str(self.model.path),
-                "source": self.model.source,
-                "context_length": self.limits.n_ctx,
-                "threads": self.n_threads,
-                "prefix_cache": self.reuse_prefix,
-                "ready": self.ready,
-            }
-        ]
+    def describe(self) -> dict[str, Any]:
+        return {"prefix_cache": self.reuse_prefix}
 
     def _is_eog(self, token: int) -> bool:
         """End of generation: EOS, or any end-of-turn token of the model's vocabulary."""
@@ -174,17 +149,3 @@ class LlamaBackend:
             prompt_ms=(first - start) * 1000,
             predicted_ms=(end - first) * 1000,
         )
-
-    async def complete(
-        self, request: ChatRequest, cancel: threading.Event | None = None
-    ) -> Completion:
-        if self._llm is None or self._template is None:
-            raise APIError("The model is still loading; retry shortly.", status_code=503)
-        if self._queue is None:
-            self._queue = GenerationQueue()
-        tokens = self._tokens(self._template.render(request))
-        max_new = self.limits.max_new_tokens(request, len(tokens))
-        generated, queue_ms = await self._queue.run(
-            self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
-        )
-        return to_completion(request, self.model.name, generated, queue_ms)

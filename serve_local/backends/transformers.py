@@ -7,25 +7,20 @@ the whole prompt (``cache_n`` is 0), which is what plain ``generate`` does.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
 
-from serve_local.backends.base import Completion
 from serve_local.backends.generation import (
     Generated,
-    GenerationQueue,
-    Limits,
+    LocalBackend,
     Sampling,
     cut_at_stop,
-    to_completion,
 )
 from serve_local.backends.llama import CHATML
 from serve_local.chat_template import ChatTemplate
-from serve_local.errors import APIError, StartupError
+from serve_local.errors import StartupError
 from serve_local.models import ResolvedModel
-from serve_local.schema import ChatRequest
 
 
 def _import_torch() -> Any:
@@ -40,7 +35,7 @@ def _import_torch() -> Any:
     return torch
 
 
-class TransformersBackend:
+class TransformersBackend(LocalBackend):
     name = "transformers"
 
     def __init__(
@@ -53,17 +48,10 @@ class TransformersBackend:
         torch = _import_torch()
         if device == "cuda" and not torch.cuda.is_available():
             raise StartupError("--device cuda was asked for, but torch sees no CUDA device here")
-        self.model = model
+        super().__init__(model, n_ctx, n_threads)
         self.device = device
-        self.limits = Limits(n_ctx=n_ctx)
-        self.n_threads = n_threads or os.cpu_count() or 1
-        self.load_error: str | None = None
-        self.load_seconds: float | None = None
         self._model: Any = None
         self._tokenizer: Any = None
-        self._template: ChatTemplate | None = None
-        self._sha256: str | None = None
-        self._queue: GenerationQueue | None = None
 
     @property
     def ready(self) -> bool:
@@ -105,20 +93,12 @@ class TransformersBackend:
         self.load_seconds = time.perf_counter() - started
         self._model = model
 
-    def models(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": self.model.name,
-                "backend": self.name,
-                "sha256": self._sha256,
-                "path": str(self.model.path),
-                "source": self.model.source,
-                "context_length": self.limits.n_ctx,
-                "threads": self.n_threads,
-                "device": self.device,
-                "ready": self.ready,
-            }
-        ]
+    def describe(self) -> dict[str, Any]:
+        return {"device": self.device}
+
+    def _tokens(self, prompt: str) -> list[int]:
+        tokens: list[int] = self._tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return tokens
 
     def _generate(
         self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
@@ -177,21 +157,6 @@ class TransformersBackend:
             prompt_ms=(first_at - start) * 1000,
             predicted_ms=(end - first_at) * 1000,
         )
-
-    async def complete(
-        self, request: ChatRequest, cancel: threading.Event | None = None
-    ) -> Completion:
-        if self._model is None or self._template is None:
-            raise APIError("The model is still loading; retry shortly.", status_code=503)
-        if self._queue is None:
-            self._queue = GenerationQueue()
-        prompt = self._template.render(request)
-        tokens: list[int] = self._tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        max_new = self.limits.max_new_tokens(request, len(tokens))
-        generated, queue_ms = await self._queue.run(
-            self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
-        )
-        return to_completion(request, self.model.name, generated, queue_ms)
 
 
 def _as_list(value: Any) -> list[Any]:
