@@ -31,6 +31,7 @@ def test_official_client_streams(scripted_url: str) -> None:
     stream = client.chat.completions.create(
         model="scripted:plan",
         messages=[{"role": "user", "content": "Which file mentions a timeout?"}],
+        tools=[t.spec() for t in default_tools()],  # type: ignore[misc]
         stream=True,
         stream_options={"include_usage": True},
     )
