@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +40,38 @@ def wait_ready(base_url: str, timeout_s: float = 600.0) -> None:
             raise AssertionError(f"/health answered {status}: the model failed to load")
         time.sleep(0.1)
     raise AssertionError("the model did not load in time")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_harness(
+    *args: str, url: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` as a user runs it, against the provider at ``url``."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        env={**os.environ, "LLM_BASE_URL": url, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def run_make(*args: str, run_dir: Path, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
+    """``make ARGS`` in the repository, with pid files kept under ``run_dir``."""
+    return subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=ROOT,
+        env={**os.environ, "LOOPBENCH_RUN_DIR": str(run_dir)},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

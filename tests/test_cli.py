@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import free_port, run_harness, run_make
 
 
 def harness(*args: str, base_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LLM_BASE_URL": base_url}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_harness(*args, url=base_url, cwd=cwd)
 
 
 def test_run_scenario_plan_prints_the_chapter_line(scripted_url: str, tmp_path: Path) -> None:
@@ -99,25 +88,11 @@ def test_server_down_is_a_clear_failure(tmp_path: Path) -> None:
     assert "http://127.0.0.1:9/v1" in done.stdout and "make serve-local" in done.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_make_serve_scripted_then_run_then_stop(tmp_path: Path) -> None:
-    port = _free_port()
-    env = {**os.environ, "LOOPBENCH_RUN_DIR": str(tmp_path / "run")}
+    port = free_port()
 
     def make(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["make", "--no-print-directory", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        return run_make(*args, run_dir=tmp_path / "run")
 
     started = make("serve-scripted", f"SCRIPTED_PORT={port}")
     try:
@@ -138,18 +113,10 @@ def test_make_serve_scripted_then_run_then_stop(tmp_path: Path) -> None:
 
 def test_make_serve_local_with_the_small_packaged_model(tmp_path: Path) -> None:
     """The user's path: make serve-local, a chat request, make stop (SmolLM2 for speed)."""
-    port = _free_port()
-    env = {**os.environ, "LOOPBENCH_RUN_DIR": str(tmp_path / "run")}
+    port = free_port()
 
     def make(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["make", "--no-print-directory", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        return run_make(*args, run_dir=tmp_path / "run")
 
     started = make("serve-local", f"PORT={port}", "MODEL=smollm2-135m-instruct", "THREADS=2")
     try:

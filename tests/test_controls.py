@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from harness.workspace import Workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
+from tests.helpers import run_harness
 
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
 
@@ -456,23 +455,12 @@ async def test_stop_cancels_parent_and_child(slow_url: str, workspace: Workspace
 
 # 8 and 13. Crash-resume and the CLI, as real processes --------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def harness(
     *args: str, url: str, cwd: Path, crash_after: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LLM_BASE_URL": url}
-    if crash_after:
-        env["LOOPBENCH_CRASH_AFTER_TOOL"] = crash_after
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    env = {"LOOPBENCH_CRASH_AFTER_TOOL": crash_after} if crash_after else None
+    return run_harness(*args, url=url, cwd=cwd, env=env)
 
 
 def test_kill_between_effect_and_save_then_resume_deletes_once(
