@@ -92,6 +92,39 @@ def stream_chunks(
         yield last
 
 
+async def _live_sse(
+    first: str | Completion,
+    rest: AsyncIterator[str | Completion],
+    completion_id: str,
+    created: int,
+    include_usage: bool,
+    model: str,
+) -> AsyncIterator[str]:
+    """SSE for text streamed as generated; the last item from the backend is the completion."""
+
+    def chunk(delta: dict[str, Any]) -> str:
+        body = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}],
+        }
+        return f"data: {json.dumps(body)}\n\n"
+
+    item = first
+    yield chunk({"role": "assistant", "content": ""})
+    while not isinstance(item, Completion):
+        yield chunk({"content": item})
+        item = await anext(rest)
+    finished = Completion(**{**vars(item), "content": None, "tool_calls": []})
+    for tail in stream_chunks(finished, completion_id, created, include_usage):
+        if tail["choices"] and tail["choices"][0]["delta"].get("role"):
+            continue  # the role chunk went out first
+        yield f"data: {json.dumps(tail)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
 async def _sse(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
     for item in chunks:
         yield f"data: {json.dumps(item)}\n\n"
@@ -169,6 +202,20 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
         except ClientDisconnect:
             return JSONResponse({}, status_code=499)  # nobody is left to read it
         chat: ChatRequest = parse_body(raw)
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        created = int(time.time())
+        include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+        live = getattr(backend, "stream", None)
+        if chat.stream and live is not None and (not chat.tools or chat.tool_choice == "none"):
+            # Plain text can go out as it is generated; a reply that may hold tool calls is
+            # parsed whole first.
+            served = str(backend.models()[0]["id"])
+            pieces = live(chat, threading.Event())
+            first = await anext(pieces)  # errors (503, context length) surface as HTTP codes
+            return StreamingResponse(
+                _live_sse(first, pieces, completion_id, created, include_usage, served),
+                media_type="text/event-stream",
+            )
         cancel = threading.Event()
         watcher = asyncio.create_task(_watch_disconnect(request, cancel))
         try:
@@ -176,10 +223,7 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
         finally:
             cancel.set()
             watcher.cancel()
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        created = int(time.time())
         if chat.stream:
-            include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
             chunks = stream_chunks(completion, completion_id, created, include_usage)
             return StreamingResponse(_sse(chunks), media_type="text/event-stream")
         return JSONResponse(completion_body(completion, completion_id, created))

@@ -62,8 +62,9 @@ def test_models_names_the_weights_actually_served(smol: str) -> None:
 
 
 def test_greedy_output_is_byte_identical(smol: str) -> None:
+    _move_cache(smol)
     first = ask(smol, "Name three colors.", max_tokens=24)
-    ask(smol, "Something else entirely, to move the cache.", max_tokens=8)
+    _move_cache(smol)
     second = ask(smol, "Name three colors.", max_tokens=24)
     assert first["choices"][0]["message"] == second["choices"][0]["message"]
     assert first["usage"] == second["usage"]
@@ -120,13 +121,20 @@ def test_prompt_longer_than_the_context_is_a_400_and_the_server_goes_on(smol: st
     assert ask(smol, "Still there?", max_tokens=4)["choices"][0]["message"]["content"]
 
 
-def test_two_clients_at_once_get_what_they_get_alone(smol: str) -> None:
+def test_two_clients_at_once_get_what_they_get_alone() -> None:
+    # Without prefix reuse every prompt is evaluated whole, so the order the two requests are
+    # served in cannot change how their prompts are batched.
+    with model_server(LlamaBackend(resolve(SMOLLM2), n_ctx=1024, reuse_prefix=False)) as url:
+        _two_clients(url)
+
+
+def _two_clients(url: str) -> None:
     prompts = ["List two fruits.", "List two animals."]
-    alone = [ask(smol, p, max_tokens=16)["choices"][0]["message"]["content"] for p in prompts]
+    alone = [ask(url, p, max_tokens=16)["choices"][0]["message"]["content"] for p in prompts]
     together: dict[int, str] = {}
 
     def send(i: int) -> None:
-        together[i] = ask(smol, prompts[i], max_tokens=16)["choices"][0]["message"]["content"]
+        together[i] = ask(url, prompts[i], max_tokens=16)["choices"][0]["message"]["content"]
 
     threads = [threading.Thread(target=send, args=(i,)) for i in range(2)]
     for t in threads:
@@ -150,6 +158,54 @@ def test_streaming_returns_the_same_text(smol: str) -> None:
     )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain
     assert chunks[-1].usage is not None
+
+
+def _stream(url: str, text: str, **extra: Any) -> list[dict[str, Any]]:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": text}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **extra,
+    }
+    with httpx.stream("POST", f"{url}/chat/completions", json=body, timeout=120) as response:
+        assert response.status_code == 200
+        lines = [x.removeprefix("data: ") for x in response.iter_lines() if x.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    return [json.loads(x) for x in lines[:-1]]
+
+
+def _move_cache(url: str) -> None:
+    """Leave the KV cache holding another conversation, so the next prompt is evaluated in
+    the same batches as the one it is compared with (llama.cpp's sums depend on batch size)."""
+    ask(url, "Something else entirely, to move the cache.", max_tokens=4)
+
+
+def test_text_streams_as_it_is_generated(smol: str) -> None:
+    _move_cache(smol)
+    plain = ask(smol, "Write two sentences about rivers.", max_tokens=30)
+    _move_cache(smol)
+    chunks = _stream(smol, "Write two sentences about rivers.", max_tokens=30)
+    pieces = [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]]
+    text_pieces = [p for p in pieces if p]
+    assert len(text_pieces) > 5  # many pieces, not the finished text in one
+    assert "".join(text_pieces) == plain["choices"][0]["message"]["content"]
+    assert chunks[-1]["usage"] == plain["usage"] and chunks[-1]["model"] == SMOLLM2
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+    assert finishes[-1] == plain["choices"][0]["finish_reason"]
+
+
+def test_streamed_text_never_shows_a_stop_sequence(smol: str) -> None:
+    _move_cache(smol)
+    full = ask(smol, "Describe the sea in one sentence.", max_tokens=40)
+    text = full["choices"][0]["message"]["content"]
+    stop = text[10:14]
+    _move_cache(smol)
+    chunks = _stream(smol, "Describe the sea in one sentence.", max_tokens=40, stop=[stop])
+    streamed = "".join(
+        c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]
+    )
+    assert streamed == text[: text.index(stop)]
 
 
 def test_official_client_with_the_four_tools(qwen: str) -> None:

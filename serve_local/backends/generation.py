@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,20 +172,56 @@ class LocalBackend:
         raise NotImplementedError
 
     def _generate(
-        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+        self,
+        tokens: list[int],
+        max_new: int,
+        sampling: Sampling,
+        cancel: threading.Event,
+        on_text: Callable[[str], None] | None = None,
     ) -> Generated:
+        """Generate in a worker thread; ``on_text`` receives the text as it becomes final."""
         raise NotImplementedError
 
-    async def complete(
-        self, request: ChatRequest, cancel: threading.Event | None = None
-    ) -> Completion:
+    def _prepare(self, request: ChatRequest) -> tuple[GenerationQueue, list[int], int]:
         if not self.ready or self._template is None:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
         if self._queue is None:
             self._queue = GenerationQueue()  # created on the server's event loop
         tokens = self._tokens(self._template.render(request))
-        max_new = self.limits.max_new_tokens(request, len(tokens))
-        generated, queue_ms = await self._queue.run(
+        return self._queue, tokens, self.limits.max_new_tokens(request, len(tokens))
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        queue, tokens, max_new = self._prepare(request)
+        generated, queue_ms = await queue.run(
             self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
         )
         return to_completion(request, self.model.name, generated, queue_ms)
+
+    async def stream(
+        self, request: ChatRequest, cancel: threading.Event
+    ) -> AsyncIterator[str | Completion]:
+        """Text as it is generated, then the finished completion (for replies without tools)."""
+        queue, tokens, max_new = self._prepare(request)
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[str] = asyncio.Queue()
+
+        def on_text(piece: str) -> None:
+            loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
+        work = asyncio.ensure_future(
+            queue.run(self._generate, tokens, max_new, Sampling.of(request), cancel, on_text)
+        )
+        try:
+            while not work.done() or not pieces.empty():
+                getter = asyncio.ensure_future(pieces.get())
+                await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            generated, queue_ms = work.result()
+        finally:
+            cancel.set()  # the client went away mid-stream: stop generating
+        yield to_completion(request, self.model.name, generated, queue_ms)

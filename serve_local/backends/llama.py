@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from serve_local.backends.generation import (
@@ -99,9 +100,17 @@ class LlamaBackend(LocalBackend):
         return tokens
 
     def _generate(
-        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+        self,
+        tokens: list[int],
+        max_new: int,
+        sampling: Sampling,
+        cancel: threading.Event,
+        on_text: Callable[[str], None] | None = None,
     ) -> Generated:
         llm = self._llm
+        # Text that could still turn out to be the start of a stop sequence is held back.
+        holdback = max((len(s) for s in sampling.stop), default=1) - 1
+        sent = 0
         if not self.reuse_prefix:
             llm.reset()  # forget the KV cache: every prompt token is evaluated again
         # llama-cpp-python reuses the longest common prefix of the KV cache (one token less
@@ -133,11 +142,16 @@ class LlamaBackend(LocalBackend):
                 if hit:
                     finish = "stop"
                     break
+            if on_text is not None and len(text) - holdback > sent:
+                on_text(text[sent : len(text) - holdback])
+                sent = len(text) - holdback
             if len(out) >= max_new:
                 break
             if cancel.is_set():
                 finish = "cancelled"
                 break
+        if on_text is not None and len(text) > sent:
+            on_text(text[sent:])
         end = time.perf_counter()
         first = first or end
         return Generated(

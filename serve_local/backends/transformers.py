@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from serve_local.backends.generation import (
@@ -101,8 +102,14 @@ class TransformersBackend(LocalBackend):
         return tokens
 
     def _generate(
-        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+        self,
+        tokens: list[int],
+        max_new: int,
+        sampling: Sampling,
+        cancel: threading.Event,
+        on_text: Callable[[str], None] | None = None,
     ) -> Generated:
+        """One ``generate`` call; a streaming client gets the text in one piece at the end."""
         torch = _import_torch()
         from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -148,6 +155,8 @@ class TransformersBackend(LocalBackend):
             text, hit = cut_at_stop(text, sampling.stop)
             finish = "stop" if hit else finish
         first_at = first[0] if first else end
+        if on_text is not None and text:
+            on_text(text)
         return Generated(
             text=text,
             finish_reason=finish,
