@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -193,7 +194,7 @@ def bench_serving(echo: Echo) -> dict[str, Any]:
             floor._tokens(floor._template.render(ChatRequest.model_validate(_body(warm)))),
             8,
             Sampling(),
-            _never(),
+            threading.Event(),
         )
         _post(peer, warm)
         for t_index, requests in enumerate(transcripts):
@@ -202,7 +203,7 @@ def bench_serving(echo: Echo) -> dict[str, Any]:
                 request = ChatRequest.model_validate(_body(messages))
                 tokens = floor._tokens(floor._template.render(request))
                 start = time.perf_counter()
-                generated = floor._generate(tokens, MAX_TOKENS, Sampling(), _never())
+                generated = floor._generate(tokens, MAX_TOKENS, Sampling(), threading.Event())
                 b_ms = (time.perf_counter() - start) * 1000
                 c_ms, c = _post(peer, messages)
                 peer_error = str(c.get("error", ""))[:160]
@@ -260,12 +261,6 @@ def bench_serving(echo: Echo) -> dict[str, Any]:
 
 def _content_not_null(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**m, "content": m.get("content") or ""} for m in messages]
-
-
-def _never() -> Any:
-    import threading
-
-    return threading.Event()
 
 
 # ---------------------------------------------------------------------------- backends ----

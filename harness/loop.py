@@ -56,7 +56,7 @@ def stop(
 ) -> RunState:
     state.status, state.interruption = status, interruption
     state.error = error or state.error
-    recorder.checkpoint(state)
+    # No checkpoint here: run_loop's ``finally`` saves every exit, with the wall time.
     recorder.event(
         state,
         "run_stopped",

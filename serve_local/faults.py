@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from serve_local.errors import InvalidRequest, ScriptedFault
+from serve_local.schema import ChatRequest
 
 HTTP_FAULTS = {"429", "500", "401"}
 REPLY_FAULTS = {"trunc", "refuse", "filter"}
@@ -54,13 +55,12 @@ class FaultCounter:
     def __init__(self) -> None:
         self._served: dict[str, int] = {}
 
-    def raise_http_fault(
-        self, model: str, transcript_key: str, turn: int, faults: list[Fault]
-    ) -> None:
+    def raise_http_fault(self, request: ChatRequest, turn: int, faults: list[Fault]) -> None:
         for fault in faults:
             if fault.kind not in HTTP_FAULTS or not fault.applies(turn):
                 continue
-            key = hashlib.sha256(f"{model}|{fault}|{transcript_key}".encode()).hexdigest()
+            transcript = request.model_dump_json(include={"messages"})
+            key = hashlib.sha256(f"{request.model}|{fault}|{transcript}".encode()).hexdigest()
             served = self._served.get(key, 0)
             if served >= fault.count:
                 continue

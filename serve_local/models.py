@@ -73,14 +73,17 @@ def sha256_of(path: Path) -> str:
     except (FileNotFoundError, json.JSONDecodeError):
         memo = {}
     digests = []
+    changed = False
     for f in files:
         st = f.stat()
         key = f"{f.resolve()}:{st.st_size}:{st.st_mtime_ns}"
         if key not in memo:
             memo[key] = _file_sha256(f)
+            changed = True
         digests.append(memo[key])
-    memo_path.parent.mkdir(parents=True, exist_ok=True)
-    memo_path.write_text(json.dumps(memo, indent=0))
+    if changed:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        memo_path.write_text(json.dumps(memo, indent=0))
     if len(digests) == 1:
         return digests[0]
     return hashlib.sha256("".join(digests).encode()).hexdigest()

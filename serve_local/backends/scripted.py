@@ -72,9 +72,7 @@ class ScriptedBackend:
         transcript = _transcript(request)
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
-        self._faults.raise_http_fault(
-            request.model, request.model_dump_json(include={"messages"}), transcript.turn, faults
-        )
+        self._faults.raise_http_fault(request, transcript.turn, faults)
         reply = scenario(transcript)
         if reply.calls and not request.tools:
             # Asked to answer without tools (a forced conclusion): report instead of calling.
