@@ -16,6 +16,8 @@ BACKEND ?= llama
 MODEL ?=
 PORT ?= 8000
 THREADS ?=
+# lazy: tool calls constrained to an offered tool and its schema; off: free text, parsed
+TOOL_GRAMMAR ?= lazy
 SCRIPTED_PORT ?= 8001
 SCENARIO ?= plan
 
@@ -63,7 +65,8 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start local $(PORT) --timeout 900 -- --backend $(BACKEND) \
-		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS))
+		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) \
+		--tool-grammar $(TOOL_GRAMMAR)
 
 serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted

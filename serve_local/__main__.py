@@ -17,6 +17,7 @@ from serve_local.app import create_app
 from serve_local.backends.base import Backend
 from serve_local.errors import StartupError
 from serve_local.models import ModelUnavailable, ResolvedModel, resolve
+from serve_local.toolgrammar import GRAMMAR_MODES
 
 GGUF_MAGIC = b"GGUF"
 
@@ -46,11 +47,21 @@ def build_backend(args: argparse.Namespace) -> Backend:
         from serve_local.backends.llama import LlamaBackend
 
         return LlamaBackend(
-            model, n_ctx=args.ctx, n_threads=args.threads, reuse_prefix=not args.no_prefix_cache
+            model,
+            n_ctx=args.ctx,
+            n_threads=args.threads,
+            reuse_prefix=not args.no_prefix_cache,
+            tool_grammar=args.tool_grammar,
         )
     from serve_local.backends.transformers import TransformersBackend
 
-    return TransformersBackend(model, n_ctx=args.ctx, device=args.device, n_threads=args.threads)
+    return TransformersBackend(
+        model,
+        n_ctx=args.ctx,
+        device=args.device,
+        n_threads=args.threads,
+        tool_grammar=args.tool_grammar,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         "--no-prefix-cache",
         action="store_true",
         help="llama backend: evaluate every prompt from scratch (for comparisons)",
+    )
+    parser.add_argument(
+        "--tool-grammar",
+        default=os.environ.get("TOOL_GRAMMAR") or "lazy",
+        choices=list(GRAMMAR_MODES),
+        help="model backends: 'lazy' constrains a tool call to an offered tool and its argument "
+        "schema from the moment the reply starts one (from the first token under "
+        "tool_choice 'required'); 'off' parses free text only (default: lazy)",
     )
     parser.add_argument(
         "--device", default="cpu", choices=["cpu", "cuda", "auto"], help="transformers backend only"

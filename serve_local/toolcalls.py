@@ -1,30 +1,98 @@
-"""Find tool calls in the text a small model generates.
+"""Find tool calls in the text a small model generates, and refuse what is not a call.
 
 Small models emit calls in many shapes: Qwen's ``<tool_call>{...}</tool_call>`` blocks (one or
 several), a bare JSON object, a list of objects, several objects one per line, JSON inside a
 fenced code block, ``parameters`` instead of ``arguments``, arguments given as a JSON string
-(sometimes encoded twice), an object a closing brace or two short at the very end. A call
-naming a tool the request did not offer, or JSON that does not parse, is left as text: a bogus
-call is worse than an honest answer the harness can score.
+(sometimes encoded twice), an object a closing brace or two short at the very end.
+
+What is never a call, whatever its shape: a name the request did not offer, JSON that does not
+parse, a tool *definition* copied back (it carries ``description`` or a schema as
+``parameters``), arguments that are a JSON Schema or hold schema keywords the tool does not
+declare, and arguments that fail the tool's own schema (checked with ``jsonschema``). Such text
+is left as text: a bogus call is worse than an honest answer the harness can score.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError
 
 _TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 _FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(?P<body>.*?)\s*```", re.DOTALL)
 _DECODER = json.JSONDecoder()
 _SEPARATORS = " \t\r\n,;"
 
+# Keys that make an object a JSON Schema rather than a tool's arguments, unless the tool
+# itself declares a property of that name.
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "$schema",
+        "$ref",
+        "$defs",
+        "definitions",
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+    }
+)
+
+Call = tuple[str, dict[str, Any]]
+
 
 @dataclass
 class Parsed:
     content: str | None
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+
+class ToolSchemas:
+    """The offered tools' argument schemas, each compiled once into a ``jsonschema`` validator."""
+
+    def __init__(self, tools: Mapping[str, Mapping[str, Any]]) -> None:
+        self.schemas = {name: dict(schema) for name, schema in tools.items()}
+        self._validators = {
+            name: validators.validator_for(schema)(schema) for name, schema in self.schemas.items()
+        }
+
+    @staticmethod
+    def check(schema: Mapping[str, Any]) -> str | None:
+        """Why ``schema`` is not a usable JSON Schema, or None when it is."""
+        try:
+            validators.validator_for(schema).check_schema(dict(schema))
+        except SchemaError as exc:
+            return str(exc.message)
+        return None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.schemas
+
+    def __bool__(self) -> bool:
+        return bool(self.schemas)
+
+    def accepts(self, name: str, args: dict[str, Any]) -> bool:
+        """True when ``args`` are arguments ``name`` takes, not a schema echoed back."""
+        declared = self.schemas[name].get("properties") or {}
+        if any(key in SCHEMA_KEYWORDS and key not in declared for key in args):
+            return False
+        return bool(self._validators[name].is_valid(args))
 
 
 def _arguments(value: Any) -> dict[str, Any] | None:
@@ -43,22 +111,34 @@ def _arguments(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _as_call(value: Any, names: set[str]) -> tuple[str, dict[str, Any]] | None:
+def _is_definition(value: dict[str, Any]) -> bool:
+    """A tool definition copied back: it describes a tool or declares its parameter schema."""
+    if "description" in value:
+        return True
+    params = value.get("parameters")
+    return isinstance(params, dict) and ("properties" in params or params.get("type") == "object")
+
+
+def _as_call(value: Any, tools: ToolSchemas) -> Call | None:
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("function"), dict):  # OpenAI's own shape, echoed back
+        if _is_definition(value["function"]) or "parameters" in value["function"]:
+            return None
         value = value["function"]
     name = value.get("name")
-    if not isinstance(name, str) or name not in names:
+    if not isinstance(name, str) or name not in tools or _is_definition(value):
         return None
     raw = value["arguments"] if "arguments" in value else value.get("parameters")
     args = _arguments(raw)
-    return None if args is None else (name, args)
+    if args is None or not tools.accepts(name, args):
+        return None
+    return name, args
 
 
-def _calls_in_value(value: Any, names: set[str]) -> list[tuple[str, dict[str, Any]]] | None:
+def _calls_in_value(value: Any, tools: ToolSchemas) -> list[Call] | None:
     items = value if isinstance(value, list) else [value]
-    calls = [_as_call(item, names) for item in items]
+    calls = [_as_call(item, tools) for item in items]
     if not calls or any(c is None for c in calls):
         return None
     return [c for c in calls if c is not None]
@@ -97,24 +177,22 @@ def _decode_all(body: str) -> list[Any] | None:
         values.append(value)
 
 
-def _calls_in_block(body: str, names: set[str]) -> list[tuple[str, dict[str, Any]]] | None:
+def _calls_in_block(body: str, tools: ToolSchemas) -> list[Call] | None:
     values = _decode_all(body)
     if values is None:
         return None
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: list[Call] = []
     for value in values:
-        found = _calls_in_value(value, names)
+        found = _calls_in_value(value, tools)
         if found is None:
             return None
         calls.extend(found)
     return calls
 
 
-def _take_blocks(
-    pattern: re.Pattern[str], text: str, names: set[str], calls: list[tuple[str, dict[str, Any]]]
-) -> str:
+def _take_blocks(pattern: re.Pattern[str], text: str, tools: ToolSchemas, calls: list[Call]) -> str:
     def replace(match: re.Match[str]) -> str:
-        found = _calls_in_block(match.group("body"), names)
+        found = _calls_in_block(match.group("body"), tools)
         if found is None:
             return match.group(0)
         calls.extend(found)
@@ -123,7 +201,7 @@ def _take_blocks(
     return pattern.sub(replace, text)
 
 
-def _take_bare_json(text: str, names: set[str], calls: list[tuple[str, dict[str, Any]]]) -> str:
+def _take_bare_json(text: str, tools: ToolSchemas, calls: list[Call]) -> str:
     kept: list[str] = []
     i = start = 0
     while i < len(text):
@@ -138,7 +216,7 @@ def _take_bare_json(text: str, names: set[str], calls: list[tuple[str, dict[str,
             except json.JSONDecodeError:
                 i += 1
                 continue
-        found = _calls_in_value(value, names)
+        found = _calls_in_value(value, tools)
         if found is not None:
             kept.append(text[start:i])
             calls.extend(found)
@@ -148,15 +226,36 @@ def _take_bare_json(text: str, names: set[str], calls: list[tuple[str, dict[str,
     return "".join(kept)
 
 
-def parse_tool_calls(text: str, names: set[str] | list[str]) -> Parsed:
-    """Split generated ``text`` into tool calls for the offered ``names`` and the rest."""
-    offered = set(names)
+def distinct(calls: list[Call]) -> list[Call]:
+    """The calls in order, each (name, arguments) pair once: a reply never repeats a call."""
+    seen: set[str] = set()
+    out: list[Call] = []
+    for name, args in calls:
+        key = json.dumps([name, args], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append((name, args))
+    return out
+
+
+def parse_tool_calls(
+    text: str,
+    tools: ToolSchemas | Mapping[str, Mapping[str, Any]],
+    parallel: bool = True,
+) -> Parsed:
+    """Split generated ``text`` into calls of the offered ``tools`` and the rest.
+
+    ``tools`` maps each offered name to its argument schema. With ``parallel`` false only the
+    first call counts, as ``parallel_tool_calls: false`` asks.
+    """
+    offered = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
     if not offered:
         return Parsed(text.strip() or None)
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: list[Call] = []
     rest = _take_blocks(_TAGGED, text, offered, calls)
     rest = _take_blocks(_FENCED, rest, offered, calls)
     rest = _take_bare_json(rest, offered, calls)
     if not calls:
         return Parsed(text.strip() or None)
-    return Parsed(rest.strip() or None, calls)
+    calls = distinct(calls)
+    return Parsed(rest.strip() or None, calls if parallel else calls[:1])

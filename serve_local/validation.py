@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from serve_local.errors import InvalidRequest
 from serve_local.schema import ChatRequest
+from serve_local.toolcalls import ToolSchemas
 
 
 def _describe(exc: ValidationError) -> InvalidRequest:
@@ -53,6 +54,7 @@ def parse_body(raw: bytes) -> ChatRequest:
         raise _describe(exc) from exc
     check_conversation(request)
     check_options(request)
+    check_tools(request)
     return request
 
 
@@ -107,3 +109,63 @@ def check_options(request: ChatRequest) -> None:
                 param=name,
                 code="invalid_value",
             )
+
+
+_CHOICE_HINT = (
+    'use "none", "auto", "required" or {"type": "function", "function": {"name": <an offered '
+    "tool>}}"
+)
+
+
+def _named_choice(choice: dict[str, Any]) -> str:
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, dict) else None
+    if choice.get("type") != "function" or not isinstance(name, str) or not name:
+        raise InvalidRequest(
+            f"Invalid value for 'tool_choice': {json.dumps(choice)}; {_CHOICE_HINT}.",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    return name
+
+
+def check_tools(request: ChatRequest) -> None:
+    """Each tool's parameters are a JSON Schema; ``tool_choice`` names what is offered."""
+    names = [t.function.name for t in request.tools or []]
+    for i, tool in enumerate(request.tools or []):
+        problem = ToolSchemas.check(tool.function.parameters)
+        if problem is not None:
+            raise InvalidRequest(
+                f"tools[{i}].function.parameters is not a valid JSON Schema: {problem}",
+                param=f"tools.{i}.function.parameters",
+                code="invalid_value",
+            )
+        if names.count(tool.function.name) > 1:
+            raise InvalidRequest(
+                f"tools[{i}] repeats the name {tool.function.name!r}; tool names must be unique.",
+                param=f"tools.{i}.function.name",
+                code="invalid_value",
+            )
+    choice = request.tool_choice
+    if choice is None or choice in ("none", "auto"):
+        return
+    if isinstance(choice, str) and choice != "required":
+        raise InvalidRequest(
+            f"Invalid value for 'tool_choice': {choice!r}; {_CHOICE_HINT}.",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    if not names:
+        raise InvalidRequest(
+            f"'tool_choice' asks for a tool call ({json.dumps(choice)}) but the request "
+            "offers no 'tools'.",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    if isinstance(choice, dict) and (name := _named_choice(choice)) not in names:
+        raise InvalidRequest(
+            f"'tool_choice' names the function {name!r}, which is not among the offered "
+            f"tools ({', '.join(names)}).",
+            param="tool_choice",
+            code="invalid_value",
+        )

@@ -201,6 +201,67 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         400,
         "image_url",
     ),
+    (
+        "tool_choice naming a tool not offered",
+        plan_request(tool_choice={"type": "function", "function": {"name": "rm_rf"}}),
+        400,
+        "'rm_rf', which is not among the offered tools",
+    ),
+    (
+        "tool_choice required without tools",
+        {"model": "scripted:plan", "messages": [user("q")], "tool_choice": "required"},
+        400,
+        "offers no 'tools'",
+    ),
+    (
+        "tool_choice naming a function without tools",
+        {
+            "model": "scripted:plan",
+            "messages": [user("q")],
+            "tool_choice": {"type": "function", "function": {"name": "list_files"}},
+        },
+        400,
+        "offers no 'tools'",
+    ),
+    ("tool_choice an unknown word", plan_request(tool_choice="always"), 400, "'always'"),
+    (
+        "tool_choice object without a function name",
+        plan_request(tool_choice={"type": "function"}),
+        400,
+        "Invalid value for 'tool_choice'",
+    ),
+    (
+        "tool parameters that are not a JSON Schema",
+        plan_request(
+            tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": 5}}}]
+        ),
+        400,
+        "tools[0].function.parameters is not a valid JSON Schema",
+    ),
+    (
+        "two tools with one name",
+        plan_request(tools=[TOOLS[0], TOOLS[0]]),
+        400,
+        "repeats the name 'list_files'",
+    ),
+    (
+        "temperature out of range",
+        {"model": "scripted:plan", "messages": [user("q")], "temperature": 9},
+        400,
+        "temperature",
+    ),
+    (
+        "messages not a list",
+        {"model": "scripted:plan", "messages": "hello"},
+        400,
+        "messages",
+    ),
+    (
+        "stop of the wrong type",
+        {"model": "scripted:plan", "messages": [user("q")], "stop": 5},
+        400,
+        "stop",
+    ),
 ]
 
 

@@ -17,7 +17,8 @@ from serve_local.chat_template import ChatTemplate
 from serve_local.errors import APIError, InvalidRequest
 from serve_local.models import ResolvedModel
 from serve_local.schema import ChatRequest, Timings
-from serve_local.toolcalls import parse_tool_calls
+from serve_local.toolcalls import ToolSchemas, parse_tool_calls
+from serve_local.toolgrammar import CallConstraint, CallGrammar, CallPolicy, GrammarError, Mode
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -91,13 +92,23 @@ class GenerationQueue:
         return generated, queue_ms
 
 
+def call_policy(request: ChatRequest) -> CallPolicy | None:
+    """The calls ``request`` allows, or None when it allows none (no tools, or ``"none"``)."""
+    if not request.tools or request.tool_choice == "none":
+        return None
+    choice = request.tool_choice or "auto"
+    if isinstance(choice, dict):  # {"type": "function", "function": {"name": X}}, checked
+        choice = str(choice["function"]["name"])
+    tools = {t.function.name: t.function.parameters for t in request.tools}
+    return CallPolicy(tools, choice, request.parallel_tool_calls is not False)
+
+
 def to_completion(
     request: ChatRequest, model_name: str, generated: Generated, queue_ms: float
 ) -> Completion:
-    tool_names = [t.function.name for t in request.tools or []]
-    if request.tool_choice == "none":
-        tool_names = []
-    parsed = parse_tool_calls(generated.text, tool_names)
+    policy = call_policy(request)
+    schemas = ToolSchemas(policy.allowed() if policy else {})
+    parsed = parse_tool_calls(generated.text, schemas, parallel=policy.parallel if policy else True)
     calls = [
         {
             "id": f"call_{uuid.uuid4().hex[:24]}",
@@ -132,8 +143,12 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, model: ResolvedModel, n_ctx: int, n_threads: int | None) -> None:
+    def __init__(
+        self, model: ResolvedModel, n_ctx: int, n_threads: int | None, tool_grammar: Mode = "lazy"
+    ) -> None:
         self.model = model
+        self.tool_grammar = tool_grammar
+        self._call_grammar: CallGrammar | None = None
         self.limits = Limits(n_ctx=n_ctx)
         self.n_threads = n_threads or os.cpu_count() or 1
         self.load_error: str | None = None
@@ -163,6 +178,7 @@ class LocalBackend:
                 "source": self.model.source,
                 "context_length": self.limits.n_ctx,
                 "threads": self.n_threads,
+                "tool_grammar": self.tool_grammar,
                 **self.describe(),
                 "ready": self.ready,
             }
@@ -171,6 +187,15 @@ class LocalBackend:
     def _tokens(self, prompt: str) -> list[int]:
         raise NotImplementedError
 
+    def _vocabulary(self) -> Any:
+        """The loaded model's vocabulary as an ``llguidance.LLTokenizer`` (for call grammars)."""
+        raise NotImplementedError
+
+    def _load_call_grammar(self) -> None:
+        """Build the call grammar compiler at load time, when tool calls are constrained."""
+        if self.tool_grammar == "lazy":
+            self._call_grammar = CallGrammar(self._vocabulary())
+
     def _generate(
         self,
         tokens: list[int],
@@ -178,9 +203,26 @@ class LocalBackend:
         sampling: Sampling,
         cancel: threading.Event,
         on_text: Callable[[str], None] | None = None,
+        constraint: CallConstraint | None = None,
     ) -> Generated:
-        """Generate in a worker thread; ``on_text`` receives the text as it becomes final."""
+        """Generate in a worker thread; ``on_text`` receives the text as it becomes final.
+
+        ``constraint``, when given, sees every token and masks the next ones once a call starts.
+        """
         raise NotImplementedError
+
+    def _constraint(self, request: ChatRequest) -> CallConstraint | None:
+        policy = call_policy(request)
+        if policy is None or self._call_grammar is None:
+            return None
+        try:
+            return self._call_grammar.constraint(policy)
+        except GrammarError as exc:
+            raise InvalidRequest(
+                f"The offered tools cannot be turned into a call grammar: {exc}",
+                param="tools",
+                code="invalid_value",
+            ) from exc
 
     def _prepare(self, request: ChatRequest) -> tuple[GenerationQueue, list[int], int]:
         if not self.ready or self._template is None:
@@ -195,7 +237,13 @@ class LocalBackend:
     ) -> Completion:
         queue, tokens, max_new = self._prepare(request)
         generated, queue_ms = await queue.run(
-            self._generate, tokens, max_new, Sampling.of(request), cancel or threading.Event()
+            self._generate,
+            tokens,
+            max_new,
+            Sampling.of(request),
+            cancel or threading.Event(),
+            None,
+            self._constraint(request),
         )
         return to_completion(request, self.model.name, generated, queue_ms)
 

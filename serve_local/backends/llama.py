@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from serve_local.backends.generation import (
     Generated,
     LocalBackend,
@@ -15,6 +17,7 @@ from serve_local.backends.generation import (
 )
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ResolvedModel
+from serve_local.toolgrammar import CallConstraint, Mode
 
 # ChatML, for a GGUF that carries no template of its own.
 CHATML = (
@@ -53,8 +56,9 @@ class LlamaBackend(LocalBackend):
         n_ctx: int = 4096,
         n_threads: int | None = None,
         reuse_prefix: bool = True,
+        tool_grammar: Mode = "lazy",
     ):
-        super().__init__(model, n_ctx, n_threads)
+        super().__init__(model, n_ctx, n_threads, tool_grammar)
         self.reuse_prefix = reuse_prefix
         self._llm: Any = None
         self._vocab_is_eog: Any = None
@@ -83,8 +87,9 @@ class LlamaBackend(LocalBackend):
             eos_token=llm._model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
         )
         self._vocab_is_eog = llama_cpp.llama_vocab_is_eog
-        self.load_seconds = time.perf_counter() - started
         self._llm = llm
+        self._load_call_grammar()
+        self.load_seconds = time.perf_counter() - started
 
     def describe(self) -> dict[str, Any]:
         return {"prefix_cache": self.reuse_prefix}
@@ -92,6 +97,13 @@ class LlamaBackend(LocalBackend):
     def _is_eog(self, token: int) -> bool:
         """End of generation: EOS, or any end-of-turn token of the model's vocabulary."""
         return bool(self._vocab_is_eog(self._llm._model.vocab, token))
+
+    def _vocabulary(self) -> Any:
+        from llguidance.llamacpp import lltokenizer_from_vocab
+
+        vocab = self._llm._model.vocab
+        eog = [t for t in range(self._llm.n_vocab()) if self._is_eog(t)]
+        return lltokenizer_from_vocab(vocab, eos_token=eog)
 
     def _tokens(self, prompt: str) -> list[int]:
         tokens: list[int] = self._llm.tokenize(
@@ -106,6 +118,7 @@ class LlamaBackend(LocalBackend):
         sampling: Sampling,
         cancel: threading.Event,
         on_text: Callable[[str], None] | None = None,
+        constraint: CallConstraint | None = None,
     ) -> Generated:
         llm = self._llm
         # Text that could still turn out to be the start of a stop sequence is held back.
@@ -130,6 +143,7 @@ class LlamaBackend(LocalBackend):
             top_k=0 if sampling.temperature > 0 else 1,
             min_p=0.0,
             repeat_penalty=1.0,
+            logits_processor=None if constraint is None else [_masker(constraint)],
         ):
             first = first or time.perf_counter()
             if self._is_eog(token):
@@ -145,6 +159,9 @@ class LlamaBackend(LocalBackend):
             if on_text is not None and len(text) - holdback > sent:
                 on_text(text[sent : len(text) - holdback])
                 sent = len(text) - holdback
+            if constraint is not None and constraint.observe(token, text):
+                finish = "stop"
+                break
             if len(out) >= max_new:
                 break
             if cancel.is_set():
@@ -163,3 +180,15 @@ class LlamaBackend(LocalBackend):
             prompt_ms=(first - start) * 1000,
             predicted_ms=(end - first) * 1000,
         )
+
+
+def _masker(constraint: CallConstraint) -> Callable[[Any, Any], Any]:
+    """A llama-cpp-python logits processor: tokens the call grammar forbids get -inf."""
+
+    def mask(_: Any, scores: Any) -> Any:
+        allowed = constraint.allowed()
+        if allowed is not None:
+            scores[~allowed[: len(scores)]] = -np.inf
+        return scores
+
+    return mask

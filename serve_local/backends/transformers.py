@@ -22,6 +22,7 @@ from serve_local.backends.llama import CHATML
 from serve_local.chat_template import ChatTemplate
 from serve_local.errors import StartupError
 from serve_local.models import ResolvedModel
+from serve_local.toolgrammar import CallConstraint, Mode
 
 
 def _import_torch() -> Any:
@@ -45,11 +46,12 @@ class TransformersBackend(LocalBackend):
         n_ctx: int = 4096,
         device: str = "cpu",
         n_threads: int | None = None,
+        tool_grammar: Mode = "lazy",
     ) -> None:
         torch = _import_torch()
         if device == "cuda" and not torch.cuda.is_available():
             raise StartupError("--device cuda was asked for, but torch sees no CUDA device here")
-        super().__init__(model, n_ctx, n_threads)
+        super().__init__(model, n_ctx, n_threads, tool_grammar)
         self.device = device
         self._model: Any = None
         self._tokenizer: Any = None
@@ -91,11 +93,18 @@ class TransformersBackend(LocalBackend):
             eos_token=tokenizer.eos_token or "",
         )
         self._tokenizer = tokenizer
-        self.load_seconds = time.perf_counter() - started
         self._model = model
+        self._load_call_grammar()
+        self.load_seconds = time.perf_counter() - started
 
     def describe(self) -> dict[str, Any]:
         return {"device": self.device}
+
+    def _vocabulary(self) -> Any:
+        from llguidance.hf import from_tokenizer
+
+        n_vocab = self._model.get_output_embeddings().weight.shape[0]
+        return from_tokenizer(self._tokenizer, n_vocab=n_vocab, eos_token=sorted(self._eog))
 
     def _tokens(self, prompt: str) -> list[int]:
         tokens: list[int] = self._tokenizer(prompt, add_special_tokens=False)["input_ids"]
@@ -108,21 +117,46 @@ class TransformersBackend(LocalBackend):
         sampling: Sampling,
         cancel: threading.Event,
         on_text: Callable[[str], None] | None = None,
+        constraint: CallConstraint | None = None,
     ) -> Generated:
         """One ``generate`` call; a streaming client gets the text in one piece at the end."""
         torch = _import_torch()
-        from transformers import StoppingCriteria, StoppingCriteriaList
+        from transformers import (
+            LogitsProcessor,
+            LogitsProcessorList,
+            StoppingCriteria,
+            StoppingCriteriaList,
+        )
 
         first: list[float] = []
+        ended: list[bool] = []  # the call grammar ended the reply
+        tokenizer, prompt_len = self._tokenizer, len(tokens)
 
         class _Watch(StoppingCriteria):
-            """Notes when the first token exists; stops when the client has gone."""
+            """Notes when the first token exists; feeds the call grammar; stops when the client
+            has gone or a constrained call has ended the reply."""
 
             def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
                 if not first:
                     first.append(time.perf_counter())
-                done = cancel.is_set()
+                if constraint is not None and not ended:
+                    new = input_ids[0, prompt_len:].tolist()
+                    text = tokenizer.decode(new, skip_special_tokens=False)
+                    if new[-1] not in self_eog and constraint.observe(new[-1], text):
+                        ended.append(True)
+                done = cancel.is_set() or bool(ended)
                 return torch.full((input_ids.shape[0],), done, dtype=torch.bool)
+
+        class _Mask(LogitsProcessor):
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                assert constraint is not None
+                allowed = constraint.allowed()
+                if allowed is None:
+                    return scores
+                keep = torch.from_numpy(allowed[: scores.shape[-1]]).to(scores.device)
+                return scores.masked_fill(~keep, float("-inf"))
+
+        self_eog = self._eog
 
         device = next(self._model.parameters()).device
         input_ids = torch.tensor([tokens], device=device)
@@ -142,12 +176,15 @@ class TransformersBackend(LocalBackend):
                 eos_token_id=sorted(self._eog),
                 pad_token_id=self._tokenizer.pad_token_id or min(self._eog),
                 stopping_criteria=StoppingCriteriaList([_Watch()]),
+                logits_processor=LogitsProcessorList([_Mask()] if constraint else []),
             )
         end = time.perf_counter()
         new = output[0][len(tokens) :].tolist()
         finish = "length"
         if new and new[-1] in self._eog:
             new, finish = new[:-1], "stop"
+        elif ended:
+            finish = "stop"
         elif cancel.is_set():
             finish = "cancelled"
         text = self._tokenizer.decode(new, skip_special_tokens=False)

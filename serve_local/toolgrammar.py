@@ -1,0 +1,234 @@
+"""Constrained decoding of tool calls: a grammar built from the offered tools (llguidance).
+
+A call is exactly one offered tool's name with arguments valid under that tool's JSON Schema,
+in one of the forms this model family writes: Qwen's ``<tool_call>`` block, a bare JSON object,
+or a fenced ``json`` block. The grammar is a Lark grammar embedding each tool's schema with
+``%json``; llguidance turns it into a token mask per step over the model's own vocabulary.
+
+When it applies (``tool_choice``):
+
+- ``"auto"``: lazily. The model writes freely until its reply starts a call: the tag anywhere,
+  or a ``{`` or a json fence at the very start of the reply. From there the text written so
+  far is fed to the matcher and every further token is masked, so the call it started can
+  only end as a valid call.
+- ``"required"`` or a named function: from the first token (named: that tool only).
+- ``"none"``: no grammar.
+
+``parallel_tool_calls: false`` ends the reply after the first complete call; with true, further
+calls are allowed, each constrained, and the reply ends at the first call that repeats one
+already made in it.
+
+The library choice is measured in ``make bench`` (part ``grammar``) and argued in the README:
+llguidance masks a 150k vocabulary in well under a millisecond, works over llama.cpp's vocab
+and a Hugging Face tokenizer alike, and needs neither torch nor a GPU toolchain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from serve_local.toolcalls import ToolSchemas, parse_tool_calls
+
+TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
+# The start of a reply that may still become a fenced call ("```", "```json", "```json\n").
+_FENCE_PENDING = re.compile(r"`{1,3}(?:j(?:s(?:o(?:n)?)?)?)?[ \t]*\n?[ \t]*")
+_FENCE_CALL = re.compile(r"```(?:json)?[ \t]*\n?[ \t]*\{")
+# Whitespace is bounded so a constrained model cannot spin on blanks forever.
+_JSON_OPTIONS = {
+    "whitespace_flexible": False,
+    "item_separator": ", ",
+    "key_separator": ": ",
+    "lenient": True,
+}
+
+Mode = Literal["off", "lazy"]
+GRAMMAR_MODES: tuple[Mode, ...] = ("lazy", "off")
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """What a request allows: offered tools (name → argument schema), choice and parallelism."""
+
+    tools: Mapping[str, Mapping[str, Any]]
+    choice: str  # auto | required | none | the one tool a named choice allows
+    parallel: bool
+
+    @property
+    def eager(self) -> bool:
+        """Constrained from the first token (``required`` or a named function)."""
+        return self.choice != "auto"
+
+    def allowed(self) -> dict[str, Mapping[str, Any]]:
+        if self.choice in ("auto", "required"):
+            return dict(self.tools)
+        return {self.choice: self.tools[self.choice]}
+
+
+def call_schema(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One call object: ``{"name": <offered name>, "arguments": <that tool's arguments>}``."""
+    variants = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": name},
+                "arguments": dict(schema) or {"type": "object"},
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for name, schema in tools.items()
+    ]
+    schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {**schema, "x-guidance": _JSON_OPTIONS}
+
+
+def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
+    """The Lark grammar (llguidance dialect) for the calls ``policy`` allows."""
+    if tag_is_token:  # one special token in the vocabulary (Qwen): the model emits it whole
+        tag_open, tag_close = TAG_OPEN, TAG_CLOSE
+    else:
+        tag_open, tag_close = json.dumps(TAG_OPEN), json.dumps(TAG_CLOSE)
+    more = "(SEP {})*" if policy.parallel else ""
+    return "\n".join(
+        [
+            "start: WS? (tagged_calls | fenced_calls | bare_calls)",
+            f"tagged_calls: tagged {more.format('tagged')}",
+            f"tagged: {tag_open} NL? call NL? {tag_close}",
+            f'fenced_calls: "```" "json"? NL call {more.format("call")} NL? "```"',
+            f"bare_calls: call {more.format('call')}",
+            f"call: %json {json.dumps(call_schema(policy.allowed()))}",
+            r"WS: /[ \t\r\n]{1,4}/",
+            r"SEP: /\n{1,2}/",
+            r'NL: "\n"',
+        ]
+    )
+
+
+def trigger_at(text: str) -> int | None:
+    """Where a call starts in ``text`` under ``tool_choice: "auto"``, if it has started."""
+    stripped = text.lstrip()
+    start = len(text) - len(stripped)
+    if stripped.startswith("{") or _FENCE_CALL.match(stripped):
+        return start
+    tag = text.find(TAG_OPEN)
+    return tag if tag >= 0 else None
+
+
+def _tokenizer_mod() -> Any:
+    try:
+        import llguidance
+    except ImportError as exc:  # an extra of the model backends; a clear error if missing
+        raise RuntimeError(
+            "constrained tool calls need llguidance: run `make serve-local` (it installs it) "
+            "or `pip install llguidance`; or start the server with --tool-grammar off"
+        ) from exc
+    return llguidance
+
+
+@lru_cache(maxsize=64)
+def _grammar_text(policy_key: str, tag_is_token: bool) -> str:
+    tools, choice, parallel = json.loads(policy_key)
+    return lark_grammar(CallPolicy(tools, choice, parallel), tag_is_token)
+
+
+class GrammarError(ValueError):
+    """The offered tools cannot be compiled into a grammar (the message says why)."""
+
+
+class CallGrammar:
+    """Compiles call grammars over one model's vocabulary (built once per loaded model)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        llguidance = _tokenizer_mod()
+        self.tokenizer = tokenizer
+        self.n_vocab: int = tokenizer.vocab_size
+        ids = tokenizer.tokenize_str(TAG_OPEN, parse_special=True)
+        self.tag_is_token = len(ids) == 1 and bool(tokenizer.is_special_token(ids[0]))
+        self._matcher = llguidance.LLMatcher
+
+    def matcher(self, policy: CallPolicy) -> Any:
+        key = json.dumps(
+            [{k: dict(v) for k, v in policy.tools.items()}, policy.choice, policy.parallel],
+            sort_keys=True,
+        )
+        grammar = self._matcher.grammar_from_lark(_grammar_text(key, self.tag_is_token))
+        problem = self._matcher.validate_grammar(grammar, self.tokenizer)
+        if problem:
+            raise GrammarError(problem)
+        return self._matcher(self.tokenizer, grammar, log_level=0)
+
+    def constraint(self, policy: CallPolicy) -> CallConstraint:
+        return CallConstraint(self, policy)
+
+
+class CallConstraint:
+    """The per-request state: watches the reply, then masks every token once a call starts.
+
+    A backend calls :meth:`observe` after each generated token with the reply's text so far
+    (it returns True when the reply must end) and :meth:`allowed` before each sampling step.
+    """
+
+    def __init__(self, grammar: CallGrammar, policy: CallPolicy) -> None:
+        self.policy = policy
+        self._grammar = grammar
+        self._matcher = grammar.matcher(policy)
+        self._schemas = ToolSchemas(policy.allowed())
+        self._bitmask = np.zeros((grammar.n_vocab + 31) // 32, dtype=np.int32)
+        self._start: int | None = 0 if policy.eager else None
+        self._accepting = False
+        self._calls_done = 0
+        self.active = policy.eager
+        self.abandoned = False  # the model's text left the grammar (lazy trigger only)
+
+    def observe(self, token: int, text: str) -> bool:
+        """Take the token just generated and the reply so far; True when the reply must end.
+
+        Tokens sampled under the mask are fed by id; at the trigger, the reply's text from the
+        start of the call is fed instead, since the call may begin inside a token.
+        """
+        if self.abandoned:
+            return False
+        if self.active:
+            ok = bool(self._matcher.consume_token(token))
+        else:
+            start = trigger_at(text)
+            if start is None:
+                return False
+            self._start, self.active = start, True
+            ids = self._grammar.tokenizer.tokenize_str(text[start:], parse_special=True)
+            ok = bool(self._matcher.consume_tokens(ids))
+        if not ok:  # the model's own text left the grammar before the mask applied
+            self.active, self.abandoned = False, True
+            return False
+        return self._finished(text)
+
+    def _finished(self, text: str) -> bool:
+        if self._matcher.is_stopped():
+            return True
+        accepting = bool(self._matcher.is_accepting())
+        entered, self._accepting = accepting and not self._accepting, accepting
+        if not entered:
+            return False
+        # A call just closed: end the reply if it repeats one already made in it.
+        self._calls_done += 1
+        assert self._start is not None
+        parsed = parse_tool_calls(text[self._start :], self._schemas)
+        return len(parsed.calls) < self._calls_done
+
+    def allowed(self) -> NDArray[np.bool_] | None:
+        """Which token ids may come next (one bool per id), or None while unconstrained."""
+        if not self.active or self._matcher.is_error():
+            return None
+        self._matcher.unsafe_compute_mask_ptr(
+            self._bitmask.ctypes.data, self._bitmask.size * self._bitmask.itemsize
+        )
+        bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
+        return bits[: self._grammar.n_vocab].astype(bool)
