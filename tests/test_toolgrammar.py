@@ -1,0 +1,208 @@
+"""The call grammar over the real Qwen vocabulary: what it starts on, what it forbids, and a
+property test over random tool schemas (every constrained call parses and validates)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.tools import default_tools
+from serve_local.models import QWEN_CODER, resolve
+from serve_local.toolcalls import parse_tool_calls
+from serve_local.toolgrammar import CallConstraint, CallGrammar, CallPolicy, trigger_at
+
+REAL = {t.name: t.parameters for t in default_tools()}
+
+
+@pytest.fixture(scope="module")
+def grammar() -> Iterator[CallGrammar]:
+    import llama_cpp
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    llm = llama_cpp.Llama(str(resolve(QWEN_CODER).path), vocab_only=True, verbose=False)
+    vocab = llm._model.vocab
+    eog = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+    yield CallGrammar(lltokenizer_from_vocab(vocab, eos_token=eog))
+
+
+def feed(constraint: CallConstraint, grammar: CallGrammar, text: str) -> tuple[bool, str]:
+    """Feed ``text`` token by token as a model would; (whether it asked to stop, text fed)."""
+    tokens = grammar.tokenizer.tokenize_str(text, parse_special=True)
+    so_far = ""
+    for token in tokens:
+        so_far += grammar.tokenizer.decode_str([token])
+        if constraint.observe(token, so_far):
+            return True, so_far
+    return False, so_far
+
+
+def allowed_text(
+    constraint: CallConstraint, grammar: CallGrammar, candidates: list[str]
+) -> set[str]:
+    """Which of ``candidates`` (single tokens) the mask allows next."""
+    mask = constraint.allowed()
+    assert mask is not None
+    out = set()
+    for text in candidates:
+        (token,) = grammar.tokenizer.tokenize_str(text, parse_special=True)
+        if mask[token]:
+            out.add(text)
+    return out
+
+
+def test_the_triggers_of_auto() -> None:
+    assert trigger_at("I will check the files.") is None
+    assert trigger_at("  \n") is None
+    assert trigger_at("``") is None  # a fence might still become a call: not yet
+    assert trigger_at('\n{"name"') == 1
+    assert trigger_at('```json\n{"na') == 0
+    assert trigger_at("```python\nprint(1)") is None
+    assert trigger_at("Let me look.\n<tool_call>") == len("Let me look.\n")
+    assert trigger_at("The answer is {x}") is None  # a brace later in prose is not a call
+
+
+def test_prose_is_never_constrained(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    stop, _ = feed(constraint, grammar, "errors.log mentions a timeout {worker 7}.")
+    assert not stop and not constraint.active and constraint.allowed() is None
+
+
+def test_once_a_bare_call_starts_only_offered_names_may_follow(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    feed(constraint, grammar, '{"name": "')
+    assert constraint.active
+    assert allowed_text(constraint, grammar, ["read", "list", "delete", "scan", "rm", "type"]) == {
+        "read",
+        "list",
+        "delete",
+        "scan",
+    }
+
+
+def test_a_schema_cannot_be_written_as_arguments(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    feed(constraint, grammar, '<tool_call>\n{"name": "list_files", "arguments": {')
+    # list_files takes no arguments (additionalProperties: false): only the object's end.
+    assert allowed_text(constraint, grammar, ["}", '"', "type"]) == {"}"}
+
+
+def test_required_forbids_ending_before_a_call(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "required", True))
+    mask = constraint.allowed()
+    assert mask is not None
+    eos = grammar.tokenizer.eos_tokens
+    assert not any(mask[t] for t in eos)
+    (tag,) = grammar.tokenizer.tokenize_str("<tool_call>", parse_special=True)
+    assert mask[tag]
+    assert not allowed_text(constraint, grammar, ["The", "I", "Sure"])
+
+
+def test_a_named_choice_allows_that_tool_only(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "read_file", True))
+    feed(constraint, grammar, '{"name": "')
+    assert allowed_text(constraint, grammar, ["read", "list", "delete"]) == {"read"}
+
+
+def test_parallel_false_ends_the_reply_after_the_first_call(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", False))
+    call = '<tool_call>\n{"name": "list_files", "arguments": {}}\n</tool_call>'
+    stop, fed = feed(constraint, grammar, call + "\n" + call.replace("list_files", "scan_archive"))
+    assert stop and fed == call
+
+
+def test_parallel_true_ends_the_reply_at_a_repeated_call(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    first = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n</tool_call>'
+    second = first.replace('"a"', '"b"')
+    stop, fed = feed(constraint, grammar, "\n".join([first, second, first, second]))
+    assert stop and fed == "\n".join([first, second, first])
+    assert parse_tool_calls(fed, REAL).calls == [
+        ("read_file", {"path": "a"}),
+        ("read_file", {"path": "b"}),
+    ]
+
+
+def test_text_that_leaves_the_grammar_at_the_trigger_is_left_alone(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    stop, _ = feed(constraint, grammar, '{"answer": 3}')
+    assert not stop and constraint.abandoned and constraint.allowed() is None
+
+
+# Random tool schemas: the kinds of argument a tool declares in practice.
+leaf = st.sampled_from(
+    [
+        {"type": "string"},
+        {"type": "integer"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "string", "enum": ["a", "bb", "c c"]},
+        {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        {"type": "integer", "minimum": 0, "maximum": 99},
+    ]
+)
+keys = st.text(alphabet="abcdefgh_", min_size=1, max_size=6)
+
+
+@st.composite
+def objects(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
+    value = leaf if depth else st.one_of(leaf, objects(depth=1))
+    props = draw(st.dictionaries(keys, value, max_size=3))
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    names = sorted(props)
+    schema["required"] = draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+    if draw(st.booleans()):
+        schema["additionalProperties"] = False
+    return schema
+
+
+tool_sets = st.dictionaries(
+    st.sampled_from(["alpha", "beta", "gamma_tool", "d"]), objects(), min_size=1, max_size=3
+)
+
+
+def walk(constraint: CallConstraint, grammar: CallGrammar, rng: random.Random) -> str | None:
+    """A random path through the grammar, preferring one-character tokens so strings end."""
+    tok = grammar.tokenizer
+    short = [t for t in range(grammar.n_vocab) if len(tok.decode_bytes([t])) == 1]
+    eos = set(tok.eos_tokens)
+    text = ""
+    for _ in range(600):
+        mask = constraint.allowed()
+        assert mask is not None
+        if any(mask[t] for t in eos) and rng.random() < 0.5:
+            return text
+        choices = [t for t in short if mask[t]] or [t for t in range(grammar.n_vocab) if mask[t]]
+        choices = [t for t in choices if t not in eos] or choices
+        token = rng.choice(choices)
+        if token in eos:
+            return text
+        text += tok.decode_str([token])
+        if constraint.observe(token, text):
+            return text
+    return None  # a path this long is not a failure of the grammar: the test skips it
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tools=tool_sets, parallel=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_every_constrained_call_parses_and_validates(
+    grammar: CallGrammar, tools: dict[str, dict[str, Any]], parallel: bool, seed: int
+) -> None:
+    constraint = grammar.constraint(CallPolicy(tools, "required", parallel))
+    text = walk(constraint, grammar, random.Random(seed))
+    if text is None:
+        return
+    parsed = parse_tool_calls(text, tools, parallel=parallel)
+    assert parsed.calls, f"no call in {text!r}"
+    assert parsed.content is None, text
+    if not parallel:
+        assert len(parsed.calls) == 1
+    for name, args in parsed.calls:
+        jsonschema.validate(args, tools[name])
+    assert len({json.dumps(c, sort_keys=True) for c in parsed.calls}) == len(parsed.calls)
