@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
-from evals.bench import run_bench
+from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_eval
@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="benchmarks; write results/bench.md and .json")
     bench.add_argument("--parts", nargs="+", choices=sorted(BENCH_PARTS), default=list(BENCH_PARTS))
     bench.add_argument("--out", type=Path, default=Path("results"))
+    bench.add_argument(
+        "--render-only", action="store_true", help="rewrite bench.md from bench.json; run nothing"
+    )
     cmp = commands.add_parser("compare", help="compare run files side by side")
     cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
@@ -65,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
+        return 0
+    if args.command == "bench" and args.render_only:
+        rerender(args.out)
+        print(f"wrote {args.out / 'bench.md'} from {args.out / 'bench.json'}")
         return 0
     if args.command == "bench":
         run_bench(args.parts, args.out, echo=lambda line: print(line, flush=True))
