@@ -18,6 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from evals.compare import Run, load_runs
 from evals.records import kept_file, read_text
+from harness.state import RunState, TurnRecord, new_run
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Timing:
 @dataclass
 class Turn:
     index: int
+    asked: list[str]  # user messages sent with this turn's request, after the task itself
     text: str
     calls: list[Call]
     finish_reason: str | None
@@ -81,20 +83,19 @@ class Cell:
     anchors: list[str]  # one transcript per epoch
 
 
-def _decision(call_id: str, state: dict[str, Any]) -> str | None:
+def _decision(call_id: str, state: RunState) -> str | None:
     """The approval given to a call, with the person's reason, in words."""
-    if call_id in state.get("approved", []):
+    if call_id in state.approved:
         return "approved"
-    rejected: dict[str, str] = state.get("rejected", {})
-    if call_id in rejected:
-        return f"rejected: {rejected[call_id] or '(no reason given)'}"
+    if call_id in state.rejected:
+        return f"rejected: {state.rejected[call_id] or '(no reason given)'}"
     return None
 
 
 def _calls(
-    message: dict[str, Any], results: dict[str, dict[str, Any]], state: dict[str, Any]
+    message: dict[str, Any], results: dict[str, dict[str, Any]], state: RunState
 ) -> list[Call]:
-    log = {r["call_id"]: r for r in state.get("tool_log", [])}
+    log = {r.call_id: r for r in state.tool_log}
     calls = []
     for c in message.get("tool_calls") or []:
         call_id = c.get("id", "")
@@ -105,8 +106,8 @@ def _calls(
                 name=function.get("name", ""),
                 arguments=_pretty(function.get("arguments", "")),
                 result=(results.get(call_id) or {}).get("content"),
-                ok=log.get(call_id, {}).get("ok"),
-                error=log.get(call_id, {}).get("error"),
+                ok=log[call_id].ok if call_id in log else None,
+                error=log[call_id].error if call_id in log else None,
                 decision=_decision(call_id, state),
             )
         )
@@ -120,16 +121,16 @@ def _pretty(arguments: str) -> str:
         return str(arguments)  # what the model sent, shown as sent
 
 
-def _timings(records: list[dict[str, Any]]) -> list[Timing | None]:
+def _timings(records: list[TurnRecord]) -> list[Timing | None]:
     """Each turn's server timings, scaled to the transcript's largest turn."""
 
     def tokens(t: dict[str, Any]) -> int:
         return int(t.get("prompt_n", 0)) + int(t.get("cache_n", 0)) + int(t.get("predicted_n", 0))
 
-    largest = max((tokens(r["timings"]) for r in records if r.get("timings")), default=0)
+    largest = max((tokens(r.timings) for r in records if r.timings), default=0)
     found: list[Timing | None] = []
     for r in records:
-        t = r.get("timings")
+        t = r.timings
         if not t or not largest:
             found.append(None)
             continue
@@ -148,25 +149,36 @@ def _timings(records: list[dict[str, Any]]) -> list[Timing | None]:
 def transcript(run: Run, index: int, number: int, record: dict[str, Any]) -> Transcript:
     """One task run's transcript: from its state file when one was kept, else its record."""
     state_file = kept_file(run.path, f"{record['run_id']}.json") if record.get("run_id") else None
-    state: dict[str, Any] = json.loads(read_text(state_file)) if state_file else {}
-    messages: list[dict[str, Any]] = state.get("messages", [])
-    results = {m.get("tool_call_id", ""): m for m in messages if m["role"] == "tool"}
-    turn_records: list[dict[str, Any]] = state.get("turn_records", [])
-    timings = _timings(turn_records)
-    assistants = [m for m in messages if m["role"] == "assistant"]
-    turns = []
-    for i, message in enumerate(assistants):
-        turn = turn_records[i] if i < len(turn_records) else {}
+    # A task that never ran (the server had gone) kept no state: its record alone is shown.
+    state = (
+        RunState.from_dict(json.loads(read_text(state_file)))
+        if state_file
+        else new_run(record["model"], record["question"])
+    )
+    results = {m.get("tool_call_id", ""): m for m in state.messages if m["role"] == "tool"}
+    timings = _timings(state.turn_records)
+    turns: list[Turn] = []
+    asked: list[str] = []  # user messages since the last reply (a nudge, a conclude request)
+    for message in state.messages[2 if state.messages[0]["role"] == "system" else 1 :]:
+        if message["role"] == "user":
+            asked.append(message.get("content") or "")
+        if message["role"] != "assistant":
+            continue
+        i = len(turns)
+        # Replies and turn records pair up one to one in a state the loop wrote.
+        turn = state.turn_records[i] if i < len(state.turn_records) else None
         turns.append(
             Turn(
                 index=i + 1,
+                asked=asked,
                 text=message.get("content") or "",
                 calls=_calls(message, results, state),
-                finish_reason=turn.get("finish_reason"),
-                latency_ms=turn.get("latency_ms"),
-                timing=timings[i] if i < len(timings) else None,
+                finish_reason=turn.finish_reason if turn else None,
+                latency_ms=turn.latency_ms if turn else None,
+                timing=timings[i] if turn else None,
             )
         )
+        asked = []
     trace_file = kept_file(run.path, f"{record['run_id']}.trace.jsonl") if state_file else None
     return Transcript(
         anchor=f"r{index}-{number}",
@@ -176,8 +188,8 @@ def transcript(run: Run, index: int, number: int, record: dict[str, Any]) -> Tra
         epoch=record["epoch"],
         status=record["status"],
         correct=bool(record["correct"]),
-        system=next((m["content"] for m in messages if m["role"] == "system"), ""),
-        user=next((m["content"] for m in messages if m["role"] == "user"), record["question"]),
+        system=next((m["content"] for m in state.messages if m["role"] == "system"), ""),
+        user=next(m["content"] for m in state.messages if m["role"] == "user"),
         turns=turns,
         checks=record.get("checks") or [],
         answer=record.get("answer"),
