@@ -27,7 +27,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted stop eval compare experiments bench run test check lint clean
+.PHONY: setup models serve-local serve-scripted stop eval compare report experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -79,16 +79,27 @@ run: serve-scripted
 	LLM_BASE_URL=http://127.0.0.1:$(SCRIPTED_PORT)/v1 $(PY) -m harness run --scenario $(SCENARIO)
 
 # The six file tasks against the server at LLM_BASE_URL (default: make serve-local's), then
-# results/summary.md and the plots refreshed from every run file under results/runs/.
+# results/summary.md, the plots and results/report.html rebuilt from every run file under
+# results/runs/: the committed ones and the new one.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
+RUNS := results/runs
+# One make invocation, no recursion: options given to make (such as -o) hold for every step.
+COMPARE = mkdir -p $(RUNS) && $(PY) -m evals compare $(RUNS) --out results/summary.md \
+	--plots results/plots > /dev/null && echo "refreshed results/summary.md and results/plots/"
+REPORT = mkdir -p $(RUNS) && $(PY) -m evals view $(RUNS) --out results/report.html
+
 eval: $(STAMP_DEV)
 	$(PY) -m evals run $(EVAL_ARGS)
-	@$(MAKE) --no-print-directory compare
+	@$(COMPARE)
+	@$(REPORT)
 
 compare: $(STAMP_DEV)
-	$(PY) -m evals compare results/runs/*.jsonl --out results/summary.md --plots results/plots > /dev/null
-	@echo "refreshed results/summary.md and results/plots/ from results/runs/"
+	@$(COMPARE)
+
+# One self-contained HTML file: the comparison, each cell linking to its transcript.
+report: $(STAMP_DEV)
+	@$(REPORT)
 
 # Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

@@ -1,4 +1,4 @@
-"""``python -m evals run`` and ``python -m evals compare``."""
+"""``python -m evals``: run, compare, view, experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import sys
 from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
-from evals.bench import run_bench
+from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
-from evals.runner import EvalError, EvalSettings, run_eval
+from evals.runner import RESULTS, EvalError, EvalSettings, run_eval
 from evals.tasks import DEFAULT_TASKS, TaskFileError
+from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies import TOOL_ERROR_POLICIES
+
+RUNS = RESULTS / "runs"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,10 +46,18 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="benchmarks; write results/bench.md and .json")
     bench.add_argument("--parts", nargs="+", choices=sorted(BENCH_PARTS), default=list(BENCH_PARTS))
     bench.add_argument("--out", type=Path, default=Path("results"))
+    bench.add_argument(
+        "--render-only", action="store_true", help="rewrite bench.md from bench.json; run nothing"
+    )
     cmp = commands.add_parser("compare", help="compare run files side by side")
-    cmp.add_argument("files", nargs="+", type=Path)
+    cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
     cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    view = commands.add_parser("view", help="write one self-contained HTML report of run files")
+    view.add_argument(
+        "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
+    )
+    view.add_argument("--out", type=Path, default=Path("results/report.html"))
     return parser
 
 
@@ -54,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
+        return 0
+    if args.command == "view":
+        print(f"wrote {write_report(args.files, args.out)}")
+        return 0
+    if args.command == "bench" and args.render_only:
+        rerender(args.out)
+        print(f"wrote {args.out / 'bench.md'} from {args.out / 'bench.json'}")
         return 0
     if args.command == "bench":
         run_bench(args.parts, args.out, echo=lambda line: print(line, flush=True))

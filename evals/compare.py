@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table as markdown_table
 from evals.records import read_records, summarize
+
+NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
 
 
 @dataclass
@@ -19,10 +22,18 @@ class Run:
     summary: dict[str, Any]
 
 
+def run_files(paths: Sequence[Path]) -> list[Path]:
+    """The run files named, a folder standing for every ``*.jsonl`` directly in it."""
+    found: list[Path] = []
+    for path in paths:
+        found += sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    return found
+
+
 def load_runs(paths: Sequence[Path]) -> list[Run]:
     runs: list[Run] = []
     seen: dict[str, int] = {}
-    for path in paths:
+    for path in run_files(paths):
         records = read_records(path)
         if not records:
             continue
@@ -56,37 +67,39 @@ def table(runs: list[Run]) -> str:
         for r in run.records:
             if r["task_id"] not in tasks:
                 tasks.append(r["task_id"])
-    head = "| task | " + " | ".join(r.label for r in runs) + " |"
-    rule = "|---|" + "---|" * len(runs)
-    lines = ["Per task: correct, turns, mean turn latency.", "", head, rule]
-    for task in tasks:
-        cells = [_cell([r for r in run.records if r["task_id"] == task]) for run in runs]
-        lines.append(f"| {task} | " + " | ".join(cells) + " |")
-    rows: list[tuple[str, list[str]]] = [
-        ("accuracy", [f"{r.summary['correct']}/{r.summary['runs']}" for r in runs]),
-        (
-            "pass^k (k = epochs)",
-            [f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs],
-        ),
-        ("turns", [str(r.summary["turns"]) for r in runs]),
-        ("tool runs", [str(r.summary["tool_runs"]) for r in runs]),
-        ("wall ms", [_fmt(r.summary["wall_ms"]) for r in runs]),
-        ("mean turn ms", [_fmt(r.summary["mean_turn_ms"]) for r in runs]),
-        ("p95 turn ms", [_fmt(r.summary["p95_turn_ms"]) for r in runs]),
-        ("prompt tokens", [_fmt(r.summary["prompt_tokens"], ",") for r in runs]),
-        ("completion tokens", [_fmt(r.summary["completion_tokens"], ",") for r in runs]),
-        ("cost at list price", [f"${r.summary['cost_usd']:.6f}" for r in runs]),
-        ("backend", [str(r.summary["backend"]) for r in runs]),
-        ("model sha256", [f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs]),
-        (
-            "loop",
-            [", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs],
-        ),
-        ("run file", [f"`{r.path.name}`" for r in runs]),
+    labels = [r.label for r in runs]
+    per_task = [
+        [task, *(_cell([r for r in run.records if r["task_id"] == task]) for run in runs)]
+        for task in tasks
     ]
-    lines += ["", "Totals.", "", head.replace("| task |", "| total |", 1), rule]
-    lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows]
-    return "\n".join(lines) + "\n"
+    totals: list[list[str]] = [
+        ["accuracy", *(f"{r.summary['correct']}/{r.summary['runs']}" for r in runs)],
+        [
+            "pass^k (k = epochs)",
+            *(f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs),
+        ],
+        ["turns", *(str(r.summary["turns"]) for r in runs)],
+        ["tool runs", *(str(r.summary["tool_runs"]) for r in runs)],
+        ["wall ms", *(_fmt(r.summary["wall_ms"]) for r in runs)],
+        ["mean turn ms", *(_fmt(r.summary["mean_turn_ms"]) for r in runs)],
+        ["p95 turn ms", *(_fmt(r.summary["p95_turn_ms"]) for r in runs)],
+        ["prompt tokens", *(_fmt(r.summary["prompt_tokens"], ",") for r in runs)],
+        ["completion tokens", *(_fmt(r.summary["completion_tokens"], ",") for r in runs)],
+        ["cost at list price", *(f"${r.summary['cost_usd']:.6f}" for r in runs)],
+        ["backend", *(str(r.summary["backend"]) for r in runs)],
+        ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],
+        [
+            "loop",
+            *(", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs),
+        ],
+        ["run file", *(f"`{r.path.name}`" for r in runs)],
+    ]
+    return (
+        "Per task: correct, turns, mean turn latency.\n\n"
+        + markdown_table(["task", *labels], per_task)
+        + "\nTotals.\n\n"
+        + markdown_table(["total", *labels], totals)
+    )
 
 
 def plot(runs: list[Run], folder: Path) -> list[Path]:
@@ -135,10 +148,8 @@ def plot(runs: list[Run], folder: Path) -> list[Path]:
 
 def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None = None) -> str:
     runs = load_runs(paths)
-    if not runs:
-        raise ValueError("no records in the given run files")
-    text = "# Comparison\n\n" + table(runs)
-    if plots is not None:
+    text = "# Comparison\n\n" + (table(runs) if runs else NO_RUNS)
+    if plots is not None and runs:
         images = plot(runs, plots)
         if out is not None:
             links = [

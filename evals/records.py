@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
+import shutil
 import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table
 from harness.state import RunState
 
 NOT_RUN = "not_run"
+
+# Run records are committed with each task's state file and trace; a file above this size is
+# kept gzipped, so a runaway transcript does not bloat the repository.
+COMPRESS_ABOVE = 64 * 1024
 
 
 CODE_PATHS = ("serve_local", "harness", "evals", "pyproject.toml", "Makefile")
@@ -134,6 +141,39 @@ def not_run_record(
     }
 
 
+def keep_compact(path: Path) -> Path:
+    """``path`` as kept: gzipped in its place when larger than COMPRESS_ABOVE."""
+    if path.stat().st_size <= COMPRESS_ABOVE:
+        return path
+    packed = path.with_name(path.name + ".gz")
+    # mtime 0: the same content always packs to the same bytes.
+    with open(path, "rb") as src, gzip.GzipFile(packed, "wb", mtime=0) as dst:
+        shutil.copyfileobj(src, dst)
+    path.unlink()
+    return packed
+
+
+def read_text(path: Path) -> str:
+    """A kept file's text, whether or not it was gzipped."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return path.read_text(encoding="utf-8")
+
+
+def task_folder(run_file: Path) -> Path:
+    """Where a run file's tasks keep their state files and traces."""
+    return run_file.with_name(run_file.stem + ".runs")
+
+
+def kept_file(run_file: Path, name: str) -> Path | None:
+    """A task's file beside ``run_file`` (``RUN_ID.json``, ``RUN_ID.trace.jsonl``), plain or
+    gzipped; None when it was not kept."""
+    plain = task_folder(run_file) / name
+    packed = plain.with_name(name + ".gz")
+    return plain if plain.exists() else packed if packed.exists() else None
+
+
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     records = []
     with open(path, encoding="utf-8") as f:
@@ -183,26 +223,29 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            r["task_id"],
+            r["epoch"],
+            r["status"],
+            r["turns"],
+            r["tool_runs"],
+            f"{r['wall_ms']:,.0f}",
+            "" if r.get("mean_turn_ms") is None else f"{r['mean_turn_ms']:,.0f}",
+            "✓" if r["correct"] else "✗",
+            (r.get("answer") or "")[:80],
+        ]
+        for r in records
+    ]
+    head = ["task", "epoch", "status", "turns", "tools", "wall ms", "mean turn ms", "correct"]
+    mean_turn = summary["mean_turn_ms"]
     lines = [
         f"# {name}",
         "",
         f"Model `{summary['model']}` (sha256 `{summary['model_sha256']}`), backend "
         f"`{summary['backend']}`, loop `{json.dumps(summary['loop'])}`.",
         "",
-        "| task | epoch | status | turns | tools | wall ms | mean turn ms | correct | answer |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in records:
-        answer = (r.get("answer") or "").replace("|", "\\|").replace("\n", " ")[:80]
-        mean_ms = r.get("mean_turn_ms")
-        lines.append(
-            f"| {r['task_id']} | {r['epoch']} | {r['status']} | {r['turns']} | {r['tool_runs']} "
-            f"| {r['wall_ms']:,.0f} | {'' if mean_ms is None else f'{mean_ms:,.0f}'} "
-            f"| {'✓' if r['correct'] else '✗'} | {answer} |"
-        )
-    mean_turn = summary["mean_turn_ms"]
-    lines += [
-        "",
+        table([*head, "answer"], rows),
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "

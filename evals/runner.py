@@ -17,6 +17,7 @@ import httpx
 
 from evals.records import (
     code_version,
+    keep_compact,
     machine,
     not_run_record,
     read_records,
@@ -29,6 +30,7 @@ from evals.tasks import DEFAULT_TASKS, Task, load_tasks
 from harness.approvals import reject
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.persist import state_path
 from harness.policies import ToolErrorPolicy
 from harness.state import RunState, new_run
 from harness.tools import default_tools
@@ -198,6 +200,8 @@ async def run_eval(
                         echo(f"[{done}/{total}] {task.id}: {task.question}")
                         run_id = f"{eval_id}-{slug(task.id)}-e{epoch}"
                         state = await run_task(task, settings, model, run_id, scratch, keep)
+                        keep_compact(state_path(keep, run_id))
+                        trace = keep_compact(keep / f"{run_id}.trace.jsonl")
                         record = make_record(
                             context=context,
                             task_id=task.id,
@@ -205,7 +209,7 @@ async def run_eval(
                             epoch=epoch,
                             state=state,
                             checks=score(task, state),
-                            trace_path=str(keep / f"{run_id}.trace.jsonl"),
+                            trace_path=str(trace),
                         )
                         if state.status == "failed" and not _reachable(settings.base_url):
                             server_gone = f"the model server stopped answering ({state.error})"

@@ -184,6 +184,19 @@ class LocalBackend:
             }
         ]
 
+    def prompt_tokens(self, request: ChatRequest) -> list[int]:
+        """The tokens the model sees for ``request``: its chat template rendered, tokenized."""
+        if self._template is None:
+            raise APIError("The model is still loading; retry shortly.", status_code=503)
+        return self._tokens(self._template.render(request))
+
+    def generate(
+        self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
+    ) -> Generated:
+        """Generate from ``tokens`` in the calling thread, bypassing HTTP, the queue and
+        tool-call parsing: the runtime's floor that the serving benchmark measures against."""
+        return self._generate(tokens, max_new, sampling, cancel)
+
     def _tokens(self, prompt: str) -> list[int]:
         raise NotImplementedError
 

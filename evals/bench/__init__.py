@@ -1,0 +1,17 @@
+"""Benchmarks side by side in one run: ``make bench`` writes results/bench.md and .json.
+
+Parts, each a module that measures and renders itself (runnable alone with
+``python -m evals bench --parts NAME``):
+
+* ``serving`` (serving.py): the six-task transcripts replayed through our server, the same GGUF
+  in-process (the floor) and llama-cpp-python's bundled OpenAI server.
+* ``backends`` (engines.py): llama vs transformers on the same transcripts.
+* ``prefix`` (prefix.py): prompt tokens evaluated per turn, prefix cache on vs off.
+* ``harness`` (overhead.py): the harness's own milliseconds per turn.
+* ``throughput`` (throughput.py): the scripted provider's requests/s and p50/p99.
+"""
+
+from evals.bench.common import Part
+from evals.bench.suite import PARTS, markdown, rerender, run_bench
+
+__all__ = ["PARTS", "Part", "markdown", "rerender", "run_bench"]

@@ -1,0 +1,26 @@
+"""The one Markdown table writer: every table under results/ goes through ``table``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+
+def cell(value: Any) -> str:
+    """A value as cell text. A pipe would end the cell and a newline the row: both are escaped
+    here and nowhere else, so callers pass plain text."""
+    if isinstance(value, float):
+        text = f"{value:.6f}" if abs(value) < 1 else f"{value:,.2f}"
+    elif isinstance(value, (list, dict)):
+        text = json.dumps(value)
+    else:
+        text = str(value)
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def table(head: Sequence[Any], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table, ending in a newline."""
+    lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
