@@ -78,28 +78,30 @@ stop: $(STAMP_DEV)
 run: serve-scripted
 	LLM_BASE_URL=http://127.0.0.1:$(SCRIPTED_PORT)/v1 $(PY) -m harness run --scenario $(SCENARIO)
 
-# The six file tasks against the server at LLM_BASE_URL (default: make serve-local's), then
-# results/summary.md, the plots and results/report.html rebuilt from every run file under
-# results/runs/: the committed ones and the new one.
+# The six file tasks against the server at LLM_BASE_URL (default: make serve-local's). The new
+# run file lands in results/runs/; the comparison of every run (the committed ones and the new
+# one) is written to results/local/ (summary.md, plots/, report.html), so an eval adds files
+# and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
 RUNS := results/runs
+LOCAL := results/local
 # One make invocation, no recursion: options given to make (such as -o) hold for every step.
-COMPARE = mkdir -p $(RUNS) && $(PY) -m evals compare $(RUNS) --out results/summary.md \
-	--plots results/plots > /dev/null && echo "refreshed results/summary.md and results/plots/"
-REPORT = mkdir -p $(RUNS) && $(PY) -m evals view $(RUNS) --out results/report.html
+compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1)/summary.md \
+	--plots $(1)/plots > /dev/null && echo "refreshed $(1)/summary.md and $(1)/plots/"
+report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(RUNS) --out $(1)/report.html
 
 eval: $(STAMP_DEV)
 	$(PY) -m evals run $(EVAL_ARGS)
-	@$(COMPARE)
-	@$(REPORT)
+	@$(call compare_into,$(LOCAL))
+	@$(call report_into,$(LOCAL))
 
 compare: $(STAMP_DEV)
-	@$(COMPARE)
+	@$(call compare_into,results)
 
 # One self-contained HTML file: the comparison, each cell linking to its transcript.
 report: $(STAMP_DEV)
-	@$(REPORT)
+	@$(call report_into,results)
 
 # Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

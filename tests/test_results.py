@@ -12,7 +12,6 @@ from tests.helpers import ROOT
 # The venv running these tests; a clone uses it instead of building its own (-o: its stamp
 # counts as up to date), so the test costs seconds, not an install.
 VENV = Path(sys.executable).parents[1]
-DERIVED = {"results/summary.md", "results/report.html"}
 
 
 def _clone(tmp_path: Path) -> Path:
@@ -46,8 +45,9 @@ def test_a_fresh_clone_eval_keeps_every_committed_column(scripted_url: str, tmp_
         clone, "eval", "EVAL_ARGS=--model scripted:oracle --label fresh-clone", url=scripted_url
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _columns(clone / "results" / "summary.md") == [*committed, "fresh-clone"]
-    assert "fresh-clone" in (clone / "results" / "report.html").read_text()
+    local = clone / "results" / "local"
+    assert _columns(local / "summary.md") == [*committed, "fresh-clone"]
+    assert "fresh-clone" in (local / "report.html").read_text()
     status = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"],
         cwd=clone,
@@ -55,12 +55,10 @@ def test_a_fresh_clone_eval_keeps_every_committed_column(scripted_url: str, tmp_
         text=True,
         check=True,
     ).stdout.splitlines()
-    new = [line[3:] for line in status if line.startswith("?? ")]
-    changed = [line[3:] for line in status if not line.startswith("?? ")]
-    assert new and all(path.startswith("results/runs/") for path in new), new
-    # Only what is rebuilt from the runs changes; no committed run, state file or trace does.
-    assert all(line.startswith(" M ") for line in status if not line.startswith("?? ")), status
-    assert all(p in DERIVED or p.startswith("results/plots/") for p in changed), changed
+    # Only new files: no committed run, state file, trace, summary, plot or report changed.
+    assert status and all(line.startswith("?? ") for line in status), status
+    new = [line[3:] for line in status]
+    assert all(p.startswith(("results/runs/", "results/local/")) for p in new), new
 
 
 def test_make_compare_with_no_run_files(tmp_path: Path) -> None:
