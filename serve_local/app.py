@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from serve_local.backends.base import Backend, Completion
+from serve_local.callstream import CallDelta
 from serve_local.errors import APIError
 from serve_local.schema import ChatRequest
 from serve_local.validation import parse_body
@@ -93,14 +94,15 @@ def stream_chunks(
 
 
 async def _live_sse(
-    first: str | Completion,
-    rest: AsyncIterator[str | Completion],
+    first: str | CallDelta | Completion,
+    rest: AsyncIterator[str | CallDelta | Completion],
     completion_id: str,
     created: int,
     include_usage: bool,
     model: str,
 ) -> AsyncIterator[str]:
-    """SSE for text streamed as generated; the last item from the backend is the completion."""
+    """SSE for a reply streamed as generated: text pieces and tool-call deltas, then the finish
+    and usage of the completion, the backend's last item."""
 
     def chunk(delta: dict[str, Any]) -> str:
         body = {
@@ -115,7 +117,10 @@ async def _live_sse(
     item = first
     yield chunk({"role": "assistant", "content": ""})
     while not isinstance(item, Completion):
-        yield chunk({"content": item})
+        if isinstance(item, CallDelta):
+            yield chunk({"tool_calls": [item.wire()]})
+        else:
+            yield chunk({"content": item})
         item = await anext(rest)
     finished = Completion(**{**vars(item), "content": None, "tool_calls": []})
     for tail in stream_chunks(finished, completion_id, created, include_usage):
@@ -132,6 +137,11 @@ async def _sse(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
 
 
 log = logging.getLogger("serve_local")
+
+
+def backend_streams_calls(backend: Backend) -> bool:
+    """The backend constrains calls, so it can tell a call from text as it generates."""
+    return bool(getattr(backend, "streams_calls", False))
 
 
 async def _load(backend: Backend, on_failure: Callable[[], None]) -> None:
@@ -206,9 +216,10 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
         created = int(time.time())
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
         live = getattr(backend, "stream", None)
-        if chat.stream and live is not None and (not chat.tools or chat.tool_choice == "none"):
-            # Plain text can go out as it is generated; a reply that may hold tool calls is
-            # parsed whole first.
+        no_calls = not chat.tools or chat.tool_choice == "none"
+        if chat.stream and live is not None and (no_calls or backend_streams_calls(backend)):
+            # Text goes out as it is generated, and constrained calls as each one closes; a
+            # reply that may hold unconstrained calls is parsed whole first.
             served = str(backend.models()[0]["id"])
             pieces = live(chat, threading.Event())
             first = await anext(pieces)  # errors (503, context length) surface as HTTP codes

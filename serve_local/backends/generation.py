@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serve_local.backends.base import Completion
+from serve_local.callstream import CallDelta, CallStreamer
 from serve_local.chat_template import ChatTemplate
 from serve_local.errors import APIError, InvalidRequest
 from serve_local.models import ResolvedModel
@@ -161,6 +162,10 @@ class LocalBackend:
     def ready(self) -> bool:
         raise NotImplementedError
 
+    @property
+    def streams_calls(self) -> bool:
+        return self.tool_grammar == "lazy"
+
     def load(self) -> None:
         raise NotImplementedError
 
@@ -262,9 +267,17 @@ class LocalBackend:
 
     async def stream(
         self, request: ChatRequest, cancel: threading.Event
-    ) -> AsyncIterator[str | Completion]:
-        """Text as it is generated, then the finished completion (for replies without tools)."""
+    ) -> AsyncIterator[str | CallDelta | Completion]:
+        """Text as it is generated, calls as each one closes (when the call grammar constrains
+        them), then the finished completion."""
         queue, tokens, max_new = self._prepare(request)
+        constraint = self._constraint(request)
+        policy = call_policy(request)
+        calls = (
+            CallStreamer(ToolSchemas(policy.allowed()), policy.parallel)
+            if policy is not None and constraint is not None
+            else None
+        )
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue[str] = asyncio.Queue()
 
@@ -272,17 +285,25 @@ class LocalBackend:
             loop.call_soon_threadsafe(pieces.put_nowait, piece)
 
         work = asyncio.ensure_future(
-            queue.run(self._generate, tokens, max_new, Sampling.of(request), cancel, on_text)
+            queue.run(
+                self._generate, tokens, max_new, Sampling.of(request), cancel, on_text, constraint
+            )
         )
         try:
             while not work.done() or not pieces.empty():
                 getter = asyncio.ensure_future(pieces.get())
                 await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
+                if not getter.done():
+                    getter.cancel()
+                elif calls is None:
                     yield getter.result()
                 else:
-                    getter.cancel()
+                    for item in calls.feed(getter.result()):
+                        yield item
             generated, queue_ms = work.result()
         finally:
             cancel.set()  # the client went away mid-stream: stop generating
-        yield to_completion(request, self.model.name, generated, queue_ms)
+        completion = to_completion(request, self.model.name, generated, queue_ms)
+        for item in calls.rest(completion.content, completion.tool_calls) if calls else []:
+            yield item
+        yield completion

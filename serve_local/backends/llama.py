@@ -66,7 +66,9 @@ class LlamaBackend(LocalBackend):
 
     @property
     def ready(self) -> bool:
-        return self._llm is not None
+        # load_seconds is set last, once the call grammar is built too: no request may be
+        # served unconstrained while it is still being built.
+        return self._llm is not None and self.load_seconds is not None
 
     def load(self) -> None:
         llama_cpp = _import_llama()

@@ -58,7 +58,9 @@ class TransformersBackend(LocalBackend):
 
     @property
     def ready(self) -> bool:
-        return self._model is not None
+        # load_seconds is set last, once the call grammar is built too: no request may be
+        # served unconstrained while it is still being built.
+        return self._model is not None and self.load_seconds is not None
 
     def load(self) -> None:
         torch = _import_torch()

@@ -1,0 +1,147 @@
+"""Split a reply's text, as it is generated, into content pieces and tool-call deltas.
+
+Used when the reply may hold calls and the call grammar constrains them: from the moment the
+reply starts a call (:func:`serve_local.toolgrammar.trigger_at`) the grammar guarantees its
+shape, ``{"name": "<tool>", "arguments": {...}}``. Each call goes out as soon as its object
+closes, in OpenAI's ``tool_calls`` delta form (a head with id and name, then the arguments),
+and only if it does not repeat a call already sent: a streamed reply, like a whole one, never
+carries the same call twice, and nothing sent has to be taken back. Prose streams as it is
+generated; text that might still turn into a call (blank, a fence, a partial tag) is held
+back until it is clearly prose. What the finished reply holds beyond that is sent after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+
+from serve_local.toolcalls import ToolSchemas
+from serve_local.toolgrammar import TAG_OPEN, trigger_at
+
+_CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')
+_MAYBE_CALL = re.compile(r"\s*(?:`{0,3}(?:json)?\s*)?")
+
+
+@dataclass
+class CallDelta:
+    """One ``tool_calls`` delta: the head (id and name) of call ``index``, or arguments text."""
+
+    index: int
+    arguments: str
+    id: str | None = None
+    name: str | None = None
+
+    def wire(self) -> dict[str, object]:
+        function: dict[str, object] = {"arguments": self.arguments}
+        delta: dict[str, object] = {"index": self.index, "function": function}
+        if self.id is not None:
+            delta.update(id=self.id, type="function")
+            function["name"] = self.name
+        return delta
+
+
+def _object_end(text: str, start: int) -> int | None:
+    """Index just past the JSON object opening at ``text[start]``, if it has closed."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+class CallStreamer:
+    def __init__(self, schemas: ToolSchemas, parallel: bool) -> None:
+        self.schemas, self.parallel = schemas, parallel
+        self.text = ""
+        self.content_sent = ""
+        self.calls: list[tuple[str, object]] = []  # (name, arguments) of the calls sent
+        self._start: int | None = None  # where the calls begin in the text
+        self._scan = 0  # how far the call region has been read
+
+    def feed(self, piece: str) -> list[str | CallDelta]:
+        self.text += piece
+        if self._start is None:
+            self._start = trigger_at(self.text)
+            if self._start is None:
+                return self._content(self._prose_end())
+            self._scan = self._start
+            return self._content(self._start) + self._closed_calls()
+        return self._closed_calls()
+
+    def _prose_end(self) -> int:
+        """How much of the text is surely prose (not the start of a call)."""
+        if _MAYBE_CALL.fullmatch(self.text):
+            return 0
+        tail = self.text.rfind("<")
+        if tail >= 0 and TAG_OPEN.startswith(self.text[tail:]):
+            return tail
+        return len(self.text)
+
+    def _content(self, end: int) -> list[str | CallDelta]:
+        piece = self.text[len(self.content_sent) : end]
+        if not piece or not self.text[:end].strip():
+            return []
+        self.content_sent += piece
+        return [piece]
+
+    def _closed_calls(self) -> list[str | CallDelta]:
+        out: list[str | CallDelta] = []
+        while (head := _CALL_HEAD.search(self.text, self._scan)) is not None:
+            args_at = head.end()
+            end = _object_end(self.text, args_at)
+            if end is None:
+                return out
+            self._scan = end
+            arguments = self.text[args_at:end]
+            try:
+                call = (head["name"], json.loads(arguments))
+            except json.JSONDecodeError:
+                continue  # left for the finished reply's parser to judge
+            if call in self.calls or not self._takes(*call):
+                continue
+            self.calls.append(call)
+            index, call_id = len(self.calls) - 1, f"call_{uuid.uuid4().hex[:24]}"
+            out += [CallDelta(index, "", call_id, head["name"]), CallDelta(index, arguments)]
+        return out
+
+    def _takes(self, name: str, args: object) -> bool:
+        """A call the finished reply will hold too: offered, valid, within the parallel limit."""
+        if not self.parallel and self.calls:
+            return False
+        return name in self.schemas and isinstance(args, dict) and self.schemas.accepts(name, args)
+
+    def rest(self, content: str | None, calls: list[dict[str, object]]) -> list[str | CallDelta]:
+        """What the finished reply holds that has not gone out yet."""
+        out: list[str | CallDelta] = []
+        sent = self.content_sent.strip()
+        if content and content.startswith(sent) and content[len(sent) :]:
+            out.append(content[len(sent) :])
+        for call in calls:
+            function = call["function"]
+            assert isinstance(function, dict)
+            key = (function["name"], json.loads(str(function["arguments"])))
+            if key in self.calls:
+                continue
+            self.calls.append(key)
+            index = len(self.calls) - 1
+            out += [
+                CallDelta(index, "", str(call["id"]), str(function["name"])),
+                CallDelta(index, str(function["arguments"])),
+            ]
+        return out

@@ -1,0 +1,176 @@
+"""Constrained tool calls on the real packaged models, through real servers and the official
+``openai`` client: one valid call per reply when asked, never an invented or echoed one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import jsonschema
+import openai
+import pytest
+
+from harness.loop import SYSTEM_PROMPT
+from harness.tools import default_tools
+from serve_local.backends.llama import LlamaBackend
+from serve_local.backends.transformers import TransformersBackend
+from serve_local.models import QWEN_CODER, SMOLLM2, resolve
+from serve_local.toolcalls import SCHEMA_KEYWORDS
+from tests.models_fixtures import model_server
+
+TOOLS = [t.spec() for t in default_tools()]
+SCHEMAS = {t.name: t.parameters for t in default_tools()}
+# The questions of the eval's task set (evals/tasks/files6.json); the server never sees them
+# as anything but user text.
+SIX = [
+    "Which file mentions a timeout?",
+    "How many files are there?",
+    "What does notes.txt say?",
+    "List the files and read each one.",
+    "Which file is the largest?",
+    "Is there a file about rotating logs?",
+]
+
+
+@pytest.fixture(scope="module")
+def lazy() -> Iterator[str]:
+    with model_server(LlamaBackend(resolve(QWEN_CODER), n_ctx=4096)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def client(lazy: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=lazy, api_key="unused", max_retries=0, timeout=300)
+
+
+def post(url: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(f"{url}/chat/completions", json=body, timeout=300)
+
+
+def messages(question: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+
+
+def valid_calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The message's calls, each checked against its tool's schema with jsonschema."""
+    out = []
+    for call in message.tool_calls or []:
+        args = json.loads(call.function.arguments)
+        jsonschema.validate(args, SCHEMAS[call.function.name])
+        out.append((call.function.name, args))
+    return out
+
+
+def test_models_shows_the_grammar_mode(lazy: str) -> None:
+    (entry,) = httpx.get(f"{lazy}/models").json()["data"]
+    assert entry["tool_grammar"] == "lazy"
+
+
+@pytest.mark.parametrize("question", SIX)
+def test_required_gives_exactly_one_valid_call(client: openai.OpenAI, question: str) -> None:
+    completion = client.chat.completions.create(
+        model="m",
+        messages=messages(question),  # type: ignore[arg-type]
+        tools=TOOLS,  # type: ignore[arg-type]
+        tool_choice="required",
+        parallel_tool_calls=False,
+    )
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert len(valid_calls(choice.message)) == 1
+
+
+def test_parallel_false_never_carries_two_calls(client: openai.OpenAI) -> None:
+    counts = []
+    for question in SIX:
+        for choice in ("auto", "required"):
+            completion = client.chat.completions.create(
+                model="m",
+                messages=messages(question),  # type: ignore[arg-type]
+                tools=TOOLS,  # type: ignore[arg-type]
+                tool_choice=choice,  # type: ignore[arg-type]
+                parallel_tool_calls=False,
+            )
+            counts.append(len(valid_calls(completion.choices[0].message)))
+    assert max(counts) == 1 and counts.count(1) >= len(SIX)
+
+
+def test_a_named_function_is_the_only_call(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="m",
+        messages=messages("How many files are there?"),  # type: ignore[arg-type]
+        tools=TOOLS,  # type: ignore[arg-type]
+        tool_choice={"type": "function", "function": {"name": "read_file"}},
+    )
+    calls = valid_calls(completion.choices[0].message)
+    assert calls and {name for name, _ in calls} == {"read_file"}
+
+
+def test_a_constrained_call_streams_as_deltas_the_client_assembles(client: openai.OpenAI) -> None:
+    request: dict[str, Any] = {
+        "model": "m",
+        "messages": messages("Which file mentions a timeout?"),
+        "tools": TOOLS,
+        "tool_choice": "required",
+    }
+    whole = client.chat.completions.create(**request).choices[0].message
+    with client.chat.completions.stream(**request) as stream:
+        pieces = [
+            e.arguments_delta for e in stream if e.type == "tool_calls.function.arguments.delta"
+        ]
+        final = stream.get_final_completion().choices[0]
+    assert final.finish_reason == "tool_calls"
+    assert valid_calls(final.message) == valid_calls(whole)
+    # The head (id, name) came first with empty arguments; the arguments followed.
+    (call,) = final.message.tool_calls or []
+    assert pieces and "".join(pieces) == call.function.arguments
+
+
+def test_without_the_grammar_an_echoed_schema_is_not_a_call() -> None:
+    """The packaged Qwen-Coder answers "How many files are there?" with list_files' schema as
+    arguments when nothing constrains it; that text must stay text, never become a call."""
+    with model_server(LlamaBackend(resolve(QWEN_CODER), n_ctx=4096, tool_grammar="off")) as url:
+        (entry,) = httpx.get(f"{url}/models").json()["data"]
+        assert entry["tool_grammar"] == "off"
+        replies = [
+            post(url, {"model": "m", "messages": messages(q), "tools": TOOLS}).json() for q in SIX
+        ]
+    echoed = 0
+    for reply in replies:
+        message = reply["choices"][0]["message"]
+        for call in message.get("tool_calls") or []:
+            args = json.loads(call["function"]["arguments"])
+            jsonschema.validate(args, SCHEMAS[call["function"]["name"]])
+        text = message["content"] or ""
+        if not message.get("tool_calls") and any(f'"{k}"' in text for k in SCHEMA_KEYWORDS):
+            echoed += 1
+            assert reply["choices"][0]["finish_reason"] == "stop"
+    assert echoed >= 1, "expected at least one schema echo left as text: " + json.dumps(replies)
+
+
+def test_both_backends_make_the_same_constrained_call() -> None:
+    """SmolLM2 never calls a tool on its own; under "required" the grammar makes it, and the
+    llama and transformers backends, greedy over the same weights, make the same call."""
+    request = {
+        "model": "m",
+        "messages": messages("What does notes.txt say?"),
+        "tools": TOOLS,
+        "tool_choice": "required",
+        "max_tokens": 60,
+    }
+    results = []
+    for backend in (
+        LlamaBackend(resolve(SMOLLM2), n_ctx=1024, reuse_prefix=False),
+        TransformersBackend(resolve(SMOLLM2), n_ctx=1024),
+    ):
+        with model_server(backend) as url:
+            reply = post(url, request).json()
+        assert reply["choices"][0]["finish_reason"] == "tool_calls", (backend.name, reply)
+        message = reply["choices"][0]["message"]
+        (call,) = message["tool_calls"]
+        args = json.loads(call["function"]["arguments"])
+        jsonschema.validate(args, SCHEMAS[call["function"]["name"]])
+        results.append((call["function"]["name"], args))
+    assert results[0] == results[1]
