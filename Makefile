@@ -105,7 +105,7 @@ report: $(STAMP_DEV)
 
 # Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
-BENCH_PARTS ?= harness throughput prefix serving backends
+BENCH_PARTS ?= harness throughput prefix grammar serving backends
 bench: $(STAMP_BENCH) $(STAMP_MODELS)
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evals.bench import engines, overhead, prefix, serving, throughput
+from evals.bench import engines, grammar, overhead, prefix, serving, throughput
 from evals.bench.common import Echo, Part
 from evals.records import code_version, machine
 from serve_local.models import QWEN_CODER, resolve
@@ -17,10 +17,17 @@ from serve_local.models import QWEN_CODER, resolve
 # The order ``make bench`` runs them in: the quick ones first.
 PARTS: dict[str, Part] = {
     part.name: part
-    for part in (overhead.PART, throughput.PART, prefix.PART, serving.PART, engines.PART)
+    for part in (
+        overhead.PART,
+        throughput.PART,
+        prefix.PART,
+        grammar.PART,
+        serving.PART,
+        engines.PART,
+    )
 }
 # The order bench.md shows them in: the serving comparison first.
-SHOWN = ("serving", "backends", "prefix", "harness", "throughput")
+SHOWN = ("serving", "grammar", "backends", "prefix", "harness", "throughput")
 
 
 def versions() -> dict[str, str | None]:
