@@ -27,10 +27,11 @@ from harness.approvals import approve, reject
 from harness.cancel import CancelToken
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
+from harness.execute import idempotency_key
 from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.persist import load
 from harness.scenarios import SCENARIO_TASKS
-from harness.state import RunState, new_run
+from harness.state import RunState, asked_calls, new_run
 from harness.subagent import research_tool
 from harness.tools import Tool, ToolContext, default_tools
 from harness.trace import Recorder
@@ -315,7 +316,8 @@ async def exp_writes(env: Env) -> Result:
     naive, _ = await _approve_all(env, "scripted:double_delete", dedupe=True, dedupe_all=True)
     gate, _ = await _approve_all(env, "scripted:double_delete", dedupe=True)
     keyed, ws = await _approve_all(env, "scripted:double_delete", dedupe=True)
-    replay = ToolContext(workspace=ws, idempotency_key=f"{keyed.run_id}:c2")
+    c2 = next(c for c in asked_calls(keyed) if c.id == "c2")
+    replay = ToolContext(workspace=ws, idempotency_key=idempotency_key(keyed, c2))
     delete = next(t for t in default_tools() if t.name == "delete_file")
     (ws.root / "access.log").write_text("written after the run\n")
     await delete.run({"path": "access.log"}, replay)  # the same logical call, replayed
@@ -541,7 +543,7 @@ async def exp_latency(env: Env) -> Result:
     for latency, url in sorted(env.latency_urls.items()):
         await drive(env, "scripted:plan", url=url)  # warm: connections, tokenizer tables
         s, _ = await drive(env, "scripted:plan", url=url)
-        harness_ms = s.wall_ms - s.model_ms - s.tool_ms
+        harness_ms = s.harness_ms
         rows.append(
             {
                 "provider latency ms": latency,

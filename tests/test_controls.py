@@ -21,8 +21,9 @@ from harness.cancel import CancelToken
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
 from harness.errors import ToolError
-from harness.loop import FINISH_BRIEFLY, SYSTEM_PROMPT, run_loop
+from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.persist import StateFileError, load, save
+from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.subagent import research_tool
@@ -485,12 +486,13 @@ def test_kill_between_effect_and_save_then_resume_deletes_once(
     assert not (workspace / "access.log").exists()
     (workspace / "access.log").write_text("a new access.log, created after the deletion")
     saved = load(tmp_path / "runs", run_id)
-    assert saved.tool_runs == 1 and saved.approved == ["c2"]  # the deletion's result is unsaved
+    # The deletion's result is unsaved; the approval names the call by turn and position.
+    assert saved.tool_runs == 1 and saved.approved == ["2.0"]
     done = json.loads(harness("resume", run_id, "--json", url=scripted_url, cwd=tmp_path).stdout)
     assert done["status"] == "completed"
     assert (workspace / "access.log").read_text().startswith("a new access.log")
     ledger = json.loads((workspace / ".ledger.json").read_text())
-    assert list(ledger) == [f"{run_id}:c2"]
+    assert list(ledger) == [f"{run_id}:2.0"]
     uncrashed_dir = tmp_path / "clean"
     uncrashed_dir.mkdir()
     clean = json.loads(
