@@ -29,7 +29,7 @@ from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.subagent import research_tool
 from harness.tools import Tool, ToolContext, default_tools
 from harness.trace import EVENT_TYPES, Recorder
-from harness.workspace import Workspace
+from harness.workspace import Workspace, create_workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
@@ -200,11 +200,26 @@ async def test_dedupe_saves_tool_runs_not_turns(scripted_url: str, workspace: Wo
     assert deduped.tool_log[-1].cached and not deduped.tool_log[-1].ran
 
 
+async def _approving_every_call(url: str, ws: Workspace, **config: Any) -> RunState:
+    """double_delete with each deletion approved, and access.log written again in between."""
+    state = await run(url, "scripted:double_delete", ws, **config)
+    while state.interruption is not None and state.interruption["type"] == "approval":
+        (ws.root / "access.log").write_text("written again by the logger\n")
+        approve(state, state.interruption["call_id"])
+        await run(url, "scripted:double_delete", ws, state=state, **config)
+    return state
+
+
+@pytest.mark.parametrize(("dedupe_all", "second_runs"), [(False, True), (True, False)])
 async def test_dedupe_leaves_write_tools_alone_unless_told(
-    scripted_url: str, workspace: Workspace
+    scripted_url: str, tmp_path: Path, dedupe_all: bool, second_runs: bool
 ) -> None:
-    state = await run(scripted_url, "scripted:destructive", workspace, dedupe=True)
-    assert state.interruption is not None and state.interruption["type"] == "approval"
+    ws = create_workspace(tmp_path / f"all-{dedupe_all}")
+    state = await _approving_every_call(scripted_url, ws, dedupe=True, dedupe_all=dedupe_all)
+    assert state.status == "completed"
+    second = state.tool_log[-1]
+    assert (second.name, second.ran, second.cached) == ("delete_file", second_runs, not second_runs)
+    assert (ws.root / "access.log").exists() is not second_runs
 
 
 # 6. Approvals -----------------------------------------------------------------------------
