@@ -92,6 +92,27 @@ def test_newer_schema_names_the_file(tmp_path: Path) -> None:
         load(tmp_path, "future")
 
 
+def test_a_version_1_state_loads_with_approvals_keyed_by_call_position(tmp_path: Path) -> None:
+    call = {"id": "c2", "type": "function", "function": {"name": "delete_file", "arguments": "{}"}}
+    v1 = {
+        "run_id": "old",
+        "model": "scripted:destructive",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c1"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "x"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+        ],
+        "approved": ["c2"],
+        "rejected": {"c1": "no"},
+        "schema_version": 1,
+    }
+    (tmp_path / "old.json").write_text(json.dumps(v1))
+    state = load(tmp_path, "old")
+    assert (state.approved, state.rejected) == (["2.0"], {"1.0": "no"})
+    assert state.schema_version == SCHEMA_VERSION == 2
+
+
 def test_save_leaves_no_temporary_files(tmp_path: Path) -> None:
     save(new_run("m", "q", run_id="r1"), tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r1.json"]
