@@ -12,6 +12,8 @@ STAMP_BENCH := $(VENV)/.installed-bench
 STAMP_TF := $(VENV)/.installed-transformers
 
 # make serve-local BACKEND=transformers MODEL=smollm2-135m-instruct PORT=8000 THREADS=2
+# NAME tells servers apart: make serve-local NAME=smol PORT=8002 runs beside the default one.
+NAME ?= local
 BACKEND ?= llama
 MODEL ?=
 PORT ?= 8000
@@ -43,7 +45,8 @@ $(STAMP_LLAMA): $(STAMP_DEV)
 	$(PIP) install --quiet -e ".[llama]"
 	touch $@
 
-# torch first, pinned to the CPU build on disk, so nothing pulls a CUDA build.
+# torch first, pinned; it is the CPU build only where that wheel is already on disk (elsewhere
+# install it first with --index-url https://download.pytorch.org/whl/cpu).
 $(STAMP_TF): $(STAMP_DEV)
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e ".[transformers]"
@@ -64,15 +67,16 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 	touch $@
 
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
-	$(PY) -m serve_local.daemon start local $(PORT) --timeout 900 -- --backend $(BACKEND) \
+	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) \
 		--tool-grammar $(TOOL_GRAMMAR)
 
 serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted
 
+# make stop: every server the Makefile started; make stop NAME=smol: that one only.
 stop: $(STAMP_DEV)
-	$(PY) -m serve_local.daemon stop
+	$(PY) -m serve_local.daemon stop $(if $(filter command line,$(origin NAME)),$(NAME))
 
 # One scripted run through the real loop: make run SCENARIO=runaway
 run: serve-scripted

@@ -1,31 +1,33 @@
-"""A person's decision on a call that needs approval, recorded in the run state."""
+"""A person's decision on a call that needs approval, recorded in the run state.
+
+The person names the call by the id the run shows; the decision is stored under the call's
+position (``Call.key``), so it can never cover another call that reuses the id.
+"""
 
 from __future__ import annotations
 
 from harness.errors import HarnessError
-from harness.state import RunState, pending
+from harness.state import Call, RunState, pending
 
 
 class NotPending(HarnessError):
     """The call id is not among the calls waiting for an answer."""
 
 
-def _check_pending(state: RunState, call_id: str) -> None:
-    waiting = [c.get("id") for c in pending(state)]
-    if call_id not in waiting:
-        listed = ", ".join(str(c) for c in waiting) or "none"
-        raise NotPending(
-            f"call {call_id!r} is not pending in run {state.run_id} (pending: {listed})"
-        )
+def _pending_call(state: RunState, call_id: str) -> Call:
+    waiting = pending(state)
+    for call in waiting:
+        if call.id == call_id:
+            return call
+    listed = ", ".join(c.id for c in waiting) or "none"
+    raise NotPending(f"call {call_id!r} is not pending in run {state.run_id} (pending: {listed})")
 
 
 def approve(state: RunState, call_id: str) -> None:
     """Allow the call to run when the loop resumes."""
-    _check_pending(state, call_id)
-    state.approved.append(call_id)
+    state.approved.append(_pending_call(state, call_id).key)
 
 
 def reject(state: RunState, call_id: str, reason: str = "") -> None:
     """Decline the call; the loop writes the decision, in words, where the model reads it."""
-    _check_pending(state, call_id)
-    state.rejected[call_id] = reason
+    state.rejected[_pending_call(state, call_id).key] = reason

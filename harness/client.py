@@ -8,6 +8,7 @@ errors are raised at once. A cancellation token ends the call (and any wait) imm
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -76,10 +77,13 @@ class ProviderClient:
         base_url: str | None = None,
         timeout_s: float = 600.0,
         retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,  # tests: a fake provider in-process
     ) -> None:
         self.base_url = (base_url or base_url_from_env()).rstrip("/")
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=timeout_s, transport=transport
+        )
 
     async def __aenter__(self) -> ProviderClient:
         return self
@@ -161,17 +165,64 @@ def parse_reply(response: httpx.Response, latency_ms: float) -> ModelReply:
         body = response.json()
         choice = body["choices"][0]
         usage = body.get("usage") or {}
-        message = dict(choice["message"])
         return ModelReply(
-            message={k: v for k, v in message.items() if v is not None or k == "content"},
-            finish_reason=str(choice.get("finish_reason") or "stop"),
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
+            message=assistant_message(choice["message"]),
+            finish_reason=_clean(str(choice.get("finish_reason") or "stop")),
+            prompt_tokens=max(0, int(usage.get("prompt_tokens", 0))),
+            completion_tokens=max(0, int(usage.get("completion_tokens", 0))),
             latency_ms=latency_ms,
-            model=str(body.get("model", "")),
-            timings=body.get("timings"),
+            model=_clean(str(body.get("model", ""))),
+            timings=body.get("timings") if isinstance(body.get("timings"), dict) else None,
         )
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as exc:
         raise ProviderError(
             f"the model server sent a reply that is not a chat completion: {response.text[:300]!r}"
         ) from exc
+
+
+def assistant_message(raw: dict[str, Any]) -> dict[str, Any]:
+    """The reply's message in the shape the loop stores and sends back, whatever was sent.
+
+    Only the fields the loop reads are kept, as text: a server may send content as parts,
+    arguments as an object, or a string no file can hold (a lone surrogate).
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": _content(raw.get("content"))}
+    calls = raw.get("tool_calls")
+    if calls:
+        if not isinstance(calls, list):
+            raise TypeError("tool_calls is not a list")
+        message["tool_calls"] = [_tool_call(call) for call in calls]
+    if raw.get("refusal"):
+        message["refusal"] = _as_text(raw["refusal"])
+    return message
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
+    name, arguments, call_id = function.get("name"), function.get("arguments"), call.get("id")
+    return {
+        "id": _clean(call_id) if isinstance(call_id, str) else "",
+        "type": "function",
+        "function": {
+            "name": _clean(name) if isinstance(name, str) else "",
+            "arguments": "{}" if arguments is None else _as_text(arguments),
+        },
+    }
+
+
+def _content(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        return _clean("".join(str(p.get("text", "")) for p in value))
+    return _as_text(value)
+
+
+def _as_text(value: Any) -> str:
+    return _clean(value if isinstance(value, str) else json.dumps(value))
+
+
+def _clean(text: str) -> str:
+    """Text that encodes as UTF-8 (JSON escapes can carry lone surrogates, which cannot)."""
+    return text.encode("utf-8", "replace").decode("utf-8")

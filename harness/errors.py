@@ -2,7 +2,8 @@
 
 HarnessError
 ├── ToolError        a tool failed; its text goes back to the model as the tool result
-│   └── PathRefused  a path outside the workspace; permanent, no retry can fix it
+│   ├── PathRefused  a path outside the workspace or unusable; permanent, no retry can fix it
+│   └── ToolBug      a tool raised something else: a bug in the tool, still read by the model
 ├── ProviderError    the model server failed or answered with an error status
 ├── NotPending       approve/reject named a call that is not waiting (harness.approvals)
 └── StateFileError   a saved run cannot be loaded; names the file (harness.persist)
@@ -28,6 +29,19 @@ class ToolError(HarnessError):
 
 class PathRefused(ToolError):
     permanent = True
+
+
+class ToolBug(ToolError):
+    """A tool raised an exception other than ToolError; the run records it as a bug.
+
+    The model still reads that the call failed, so one broken tool cannot end a run that the
+    tool-error policy would let go on.
+    """
+
+    def __init__(self, tool_name: str, exc: Exception) -> None:
+        super().__init__(
+            f"the tool {tool_name} failed unexpectedly ({exc.__class__.__name__}: {exc})"
+        )
 
 
 class ProviderError(HarnessError):

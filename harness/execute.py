@@ -1,24 +1,26 @@
 """Answering the calls the model asked for: approvals, dedupe, timeouts, cancellation.
 
-Calls of one turn run concurrently; their results go into the transcript in call order, one
-tool message per call id, and the state is saved after each.
+Calls of one turn run concurrently. Each result is saved the moment its call finishes, so a
+crash reruns only the calls still running; the transcript lists results in call order, one tool
+message per call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
-from harness.errors import ToolError
+from harness.errors import ToolBug, ToolError
 from harness.faults import crash_point
 from harness.policies import error_text, rejection_text
-from harness.state import RunState, Status, ToolRun, pending
-from harness.toolrun import ToolOutcome, call_parts, run_call, tool_message
+from harness.state import Call, Message, RunState, Status, ToolRun, last_reply, pending
+from harness.toolrun import ToolOutcome, run_call, tool_message
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
 from harness.workspace import Workspace
@@ -58,35 +60,57 @@ def cached_result(
 
 
 def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Recorder) -> None:
+    """Save one answer the moment it exists, in call order, then trace it."""
+    call = outcome.call
     if outcome.ran:
-        crash_point("LOOPBENCH_CRASH_AFTER_TOOL", outcome.name)
+        crash_point("LOOPBENCH_CRASH_AFTER_TOOL", call.name)
     state.tool_runs += outcome.ran
+    bug = isinstance(outcome.error, ToolBug)
     state.tool_log.append(
         ToolRun(
-            turn=state.turns,
-            call_id=outcome.call_id,
-            name=outcome.name,
-            arguments=outcome.arguments,
+            turn=call.turn,
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
             ok=outcome.error is None,
             ran=outcome.ran,
             ms=round(outcome.ms, 3),
             error=str(outcome.error) if outcome.error else None,
             cached=outcome.cached,
+            bug=bug,
+            index=call.index,
         )
     )
-    state.messages.append(tool_message(outcome.call_id, outcome.name, content))
+    _insert_in_call_order(state, tool_message(call, content), call.index)
+    recorder.checkpoint(state)
     recorder.event(
         state,
         "tool_result",
-        call_id=outcome.call_id,
-        tool_name=outcome.name,
+        call_id=call.id,
+        tool_name=call.name,
         ok=outcome.error is None,
         ran=outcome.ran,
         cached=outcome.cached,
+        bug=bug,
         ms=round(outcome.ms, 3),
         content=content,
     )
-    recorder.checkpoint(state)
+
+
+def _insert_in_call_order(state: RunState, message: Message, index: int) -> None:
+    """Results arrive as calls finish; the transcript lists them as the calls were asked."""
+    last = last_reply(state)
+    assert last is not None, "a tool result answers a call of the last reply"
+    position = last[0]
+    order = {c.get("id"): i for i, c in enumerate(state.messages[position].get("tool_calls", []))}
+    at = position + 1
+    while (
+        at < len(state.messages)
+        and state.messages[at]["role"] == "tool"
+        and order.get(state.messages[at].get("tool_call_id"), -1) < index
+    ):
+        at += 1
+    state.messages.insert(at, message)
 
 
 def _reporter(recorder: Recorder, state: RunState, tool_name: str) -> Callable[[str], None]:
@@ -101,13 +125,9 @@ class ToolDidNotStop(Exception):
 
 
 async def execute(
-    call: dict[str, Any],
-    tools: dict[str, Tool],
-    ctx: ToolContext,
-    config: LoopConfig,
+    call: Call, tools: dict[str, Tool], ctx: ToolContext, config: LoopConfig
 ) -> ToolOutcome:
     """Run one call under the per-tool timeout; Cancelled if the token fires."""
-    call_id, name, arguments = call_parts(call)
     task = asyncio.ensure_future(run_call(call, tools, ctx))
     waiter = asyncio.ensure_future(ctx.cancel.wait())
     try:
@@ -123,10 +143,70 @@ async def execute(
         if done:
             return task.result()
         task.cancel()
-        raise ToolDidNotStop(name)
+        raise ToolDidNotStop(call.name)
     task.cancel()
-    error = ToolError(f"{name} did not finish within {config.tool_timeout_s:g} s and was stopped")
-    return ToolOutcome(call_id, name, arguments, "", True, config.tool_timeout_s * 1000, error)
+    error = ToolError(
+        f"{call.name} did not finish within {config.tool_timeout_s:g} s and was stopped"
+    )
+    return ToolOutcome(call, "", True, config.tool_timeout_s * 1000, error)
+
+
+def judge(outcome: ToolOutcome, config: LoopConfig) -> tuple[str, Stop | None]:
+    """What the model reads for this outcome, and whether the tool-error policy ends the run."""
+    if outcome.error is None:
+        return outcome.content, None
+    name, error = outcome.call.name, outcome.error
+    content = error_text(error, config.tool_errors)
+    if config.tool_errors == "fatal":
+        return content, Stop("failed", error=f"tool {name} failed: {error}")
+    if config.stop_on_permanent_error and error.permanent:
+        return content, Stop("failed", error=f"permanent error from {name}: {error}")
+    return content, None
+
+
+@dataclass
+class Batch:
+    """The calls of one turn that run now, together; tool wall time is the batch's, not a sum."""
+
+    state: RunState
+    tools: dict[str, Tool]
+    config: LoopConfig
+    recorder: Recorder
+    started: float = field(default_factory=time.perf_counter)
+    base_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.base_ms = self.state.tool_wall_ms
+
+    def charge_wall_time(self) -> None:
+        self.state.tool_wall_ms = self.base_ms + (time.perf_counter() - self.started) * 1000
+
+    async def run(self, call: Call, ctx: ToolContext) -> Stop | None:
+        try:
+            outcome = await execute(call, self.tools, ctx, self.config)
+        finally:
+            self.state.child_cost_usd += sum(ctx.child_costs)
+            self.charge_wall_time()
+        content, stop = judge(outcome, self.config)
+        record(self.state, outcome, content, self.recorder)
+        return stop
+
+
+def _cancelled(name: str, result: BaseException, cancel: CancelToken) -> Stop:
+    return Stop(
+        "interrupted",
+        {
+            "type": "cancelled",
+            "reason": cancel.reason or "cancelled",
+            "tool_name": name,
+            "tool_stopped": isinstance(result, Cancelled),
+        },
+    )
+
+
+def idempotency_key(state: RunState, call: Call) -> str:
+    """The same logical operation always carries the same key, whatever id the provider sent."""
+    return f"{state.run_id}:{call.key}"
 
 
 async def answer_pending(
@@ -138,76 +218,56 @@ async def answer_pending(
     cancel: CancelToken,
 ) -> Stop | None:
     """Answer every pending call; a Stop when the run cannot go on."""
-    calls = pending(state)
-    answers: dict[str, tuple[ToolOutcome, str]] = {}
-    waiting: list[dict[str, Any]] = []
-    runnable: list[tuple[dict[str, Any], ToolContext]] = []
-    for call in calls:
-        call_id, name, arguments = call_parts(call)
-        tool = tools.get(name)
-        if call_id in state.rejected:
-            outcome = ToolOutcome(call_id, name, arguments, "", ran=False)
-            answers[call_id] = (outcome, rejection_text(state.rejected[call_id]))
-        elif tool is not None and tool.needs_approval and call_id not in state.approved:
+    waiting: list[Call] = []
+    runnable: list[tuple[Call, ToolContext]] = []
+    for call in pending(state):
+        tool = tools.get(call.name)
+        if call.key in state.rejected:
+            outcome = ToolOutcome(call, "", ran=False)
+            record(state, outcome, rejection_text(state.rejected[call.key]), recorder)
+        elif tool is not None and tool.needs_approval and call.key not in state.approved:
             waiting.append(call)
-        elif (hit := cached_result(state, tools, name, arguments, config)) is not None:
-            answers[call_id] = (ToolOutcome(call_id, name, arguments, hit, False, cached=True), hit)
+        elif (hit := cached_result(state, tools, call.name, call.arguments, config)) is not None:
+            record(state, ToolOutcome(call, hit, False, cached=True), hit, recorder)
         else:
             ctx = ToolContext(
                 workspace=workspace,
                 cancel=cancel if config.cancel_reaches_tools else CancelToken(),
-                progress=_reporter(recorder, state, name),
-                idempotency_key=f"{state.run_id}:{call_id}",
+                progress=_reporter(recorder, state, call.name),
+                idempotency_key=idempotency_key(state, call),
             )
             recorder.event(
-                state, "tool_start", call_id=call_id, tool_name=name, arguments=arguments
+                state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments
             )
             runnable.append((call, ctx))
+    batch = Batch(state, tools, config, recorder)
     results = await asyncio.gather(
-        *(execute(call, tools, ctx, config) for call, ctx in runnable), return_exceptions=True
+        *(batch.run(call, ctx) for call, ctx in runnable), return_exceptions=True
     )
     stop: Stop | None = None
-    for (call, ctx), result in zip(runnable, results, strict=True):
-        state.child_cost_usd += sum(ctx.child_costs)
-        call_id, name, arguments = call_parts(call)
+    for (call, _), result in zip(runnable, results, strict=True):
         if isinstance(result, (Cancelled, ToolDidNotStop)):
-            stopped = isinstance(result, Cancelled)
-            stop = stop or Stop(
-                "interrupted",
-                {
-                    "type": "cancelled",
-                    "reason": cancel.reason or "cancelled",
-                    "tool_name": name,
-                    "tool_stopped": stopped,
-                },
-            )
-            continue
-        if isinstance(result, BaseException):
+            stop = stop or _cancelled(call.name, result, cancel)
+        elif isinstance(result, BaseException):
             raise result
-        content = result.content
-        if result.error is not None:
-            content = error_text(result.error, config.tool_errors)
-            if config.tool_errors == "fatal":
-                stop = stop or Stop("failed", error=f"tool {name} failed: {result.error}")
-            elif config.stop_on_permanent_error and result.error.permanent:
-                stop = stop or Stop("failed", error=f"permanent error from {name}: {result.error}")
-        answers[call_id] = (result, content)
-    for call in calls:
-        if call["id"] in answers:
-            outcome, content = answers[call["id"]]
-            record(state, outcome, content, recorder)
+        else:
+            stop = stop or result
     if stop is not None:
         return stop
     if waiting:
-        call_id, name, arguments = call_parts(waiting[0])
+        call = waiting[0]
         interruption = {
             "type": "approval",
-            "call_id": call_id,
-            "tool_name": name,
-            "args": arguments,
+            "call_id": call.id,
+            "tool_name": call.name,
+            "args": call.arguments,
         }
         recorder.event(
-            state, "approval_required", call_id=call_id, tool_name=name, arguments=arguments
+            state,
+            "approval_required",
+            call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
         )
         return Stop("interrupted", interruption)
     return None

@@ -11,25 +11,24 @@ Exits, each recorded as data on the run state (``status`` and ``interruption``):
 * ``interrupted``: a call needs approval (``harness.approvals``), the cancellation token fired,
   or the run's wall-clock timeout passed. An interrupted run can be resumed.
 
-Every iteration first answers ``pending()`` calls (asked for, not yet answered), so resuming a
-saved run and going on after an approval are the normal path: a turn already paid for is never
-asked again, and a tool whose result is saved never runs again.
+Every iteration first reads what the last saved reply means (``settle``) and answers
+``pending()`` calls (asked for, not yet answered), so resuming a saved run and going on after an
+approval are the normal path: a turn already paid for is never asked again, a saved final reply
+completes the run, and a tool whose result is saved never runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
-from harness.client import ModelReply, ProviderClient
+from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
-from harness.faults import crash_point
-from harness.prices import Prices
-from harness.state import RunState, Status, TurnRecord
+from harness.replies import record_turn, settle
+from harness.state import RunState, Status
 from harness.tools import Tool
 from harness.trace import Recorder
 from harness.workspace import Workspace
@@ -40,7 +39,6 @@ SYSTEM_PROMPT = (
     "You are a careful assistant working in a folder of files. Use the tools to look at the "
     "files before you answer. When you know the answer, reply in one or two sentences."
 )
-FINISH_BRIEFLY = "Your last reply was cut off by the length limit. Finish it briefly."
 CONCLUDE = (
     "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
     "well as you can from what you already know, and say what you could not check."
@@ -80,47 +78,24 @@ def limit_reached(state: RunState, config: LoopConfig) -> tuple[Status, dict[str
     return None
 
 
-def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Recorder) -> None:
-    state.turns += 1
-    state.prompt_tokens += reply.prompt_tokens
-    state.completion_tokens += reply.completion_tokens
-    state.cost_usd += prices.cost(reply.prompt_tokens, reply.completion_tokens)
-    turn = TurnRecord(
-        turn=state.turns,
-        prompt_tokens=reply.prompt_tokens,
-        completion_tokens=reply.completion_tokens,
-        latency_ms=round(reply.latency_ms, 3),
-        finish_reason=reply.finish_reason,
-        cost_usd=state.cost_usd,
-        timings=reply.timings,
-        retries=reply.retries,
-    )
-    state.turn_records.append(turn)
-    state.messages.append(reply.message)
-    recorder.checkpoint(state)
-    recorder.event(
-        state,
-        "turn",
-        **{k: v for k, v in vars(turn).items() if v is not None},
-        content=reply.message.get("content"),
-        tool_calls=reply.message.get("tool_calls"),
-    )
-    crash_point("LOOPBENCH_CRASH_AFTER_TURN", str(state.turns))
-
-
 async def conclude(
     state: RunState,
     client: ProviderClient,
     config: LoopConfig,
     recorder: Recorder,
-    limit: str,
+    limit: tuple[Status, dict[str, Any]],
     cancel: CancelToken,
 ) -> None:
-    """One last call without tools, asking for an answer from what is known."""
-    state.messages.append({"role": "user", "content": CONCLUDE.format(limit=limit)})
-    reply = await client.chat(state.model, state.messages, [], cancel)
+    """One last call without tools, asking for an answer from what is known.
+
+    The request and its reply enter the state together, with the limit they answer, so the
+    reply's checkpoint is enough for a resume to end the run the same way.
+    """
+    request = {"role": "user", "content": CONCLUDE.format(limit=limit[1]["type"])}
+    reply = await client.chat(state.model, [*state.messages, request], [], cancel)
+    state.messages.append(request)
+    state.concluding = {"status": limit[0], "interruption": limit[1]}
     record_turn(state, reply, config.prices, recorder)
-    state.answer = reply.message.get("content") or ""
 
 
 def _deadline(
@@ -148,29 +123,21 @@ async def run_loop(
     if cancel is not None:
         cancel.link(token)
     timer = _deadline(state, config, token)
-    state.status, state.interruption, started = "running", None, time.perf_counter()
+    state.status, state.interruption = "running", None
+    recorder.start_clock()
     try:
         while True:
+            if outcome := settle(state):
+                return _stopped_by(state, recorder, outcome, token)
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
                 return _stopped_by(state, recorder, outcome, token)
             if limit := limit_reached(state, config):
                 if config.conclude_on_limit:
-                    await conclude(state, client, config, recorder, limit[1]["type"], token)
+                    await conclude(state, client, config, recorder, limit, token)
+                    continue  # settle ends the run under the limit
                 return stop(state, recorder, *limit)
             reply = await client.chat(state.model, state.messages, specs, token)
             record_turn(state, reply, config.prices, recorder)
-            if refusal := reply.message.get("refusal") or (
-                "content_filter" if reply.finish_reason == "content_filter" else None
-            ):
-                state.refusal = str(refusal)
-                return stop(state, recorder, "failed", error=f"the model refused: {refusal}")
-            if reply.message.get("tool_calls"):
-                continue
-            if reply.finish_reason == "length":
-                state.messages.append({"role": "user", "content": FINISH_BRIEFLY})
-                continue
-            state.answer = reply.message.get("content") or ""
-            return stop(state, recorder, "completed")
     except Cancelled as exc:
         cancelled = {"type": "cancelled", "reason": exc.reason}
         return _stopped_by(state, recorder, Stop("interrupted", cancelled), token)
@@ -179,8 +146,8 @@ async def run_loop(
     finally:
         if timer is not None:
             timer.cancel()
-        state.wall_ms += (time.perf_counter() - started) * 1000
         recorder.checkpoint(state)
+        recorder.stop_clock()
 
 
 def _stopped_by(state: RunState, recorder: Recorder, outcome: Stop, token: CancelToken) -> RunState:

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: approvals are keyed by call position (turn.index), not by call id
 
 Status = Literal[
     "running", "completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"
@@ -24,6 +24,7 @@ class TurnRecord:
     cost_usd: float  # running total after this turn
     timings: dict[str, Any] | None = None
     retries: int = 0  # transient provider errors retried before this reply
+    renamed_call_ids: dict[str, str] | None = None  # harness id -> the id the provider sent
 
 
 @dataclass
@@ -39,6 +40,8 @@ class ToolRun:
     ms: float = 0.0
     error: str | None = None
     cached: bool = False  # answered from the dedupe cache
+    bug: bool = False  # the tool raised something other than ToolError
+    index: int = 0  # position of the call in its turn's reply
 
 
 @dataclass
@@ -52,14 +55,18 @@ class RunState:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
-    wall_ms: float = 0.0
+    wall_ms: float = 0.0  # charged at every checkpoint, so a killed run keeps its time
+    tool_wall_ms: float = 0.0  # wall time while tools ran; parallel calls overlap, not add up
     answer: str | None = None
     interruption: dict[str, Any] | None = None
     error: str | None = None
     turn_records: list[TurnRecord] = field(default_factory=list)
     tool_log: list[ToolRun] = field(default_factory=list)
-    approved: list[str] = field(default_factory=list)
-    rejected: dict[str, str] = field(default_factory=dict)  # call id -> the person's reason
+    approved: list[str] = field(default_factory=list)  # call keys (turn.index)
+    rejected: dict[str, str] = field(default_factory=dict)  # call key -> the person's reason
+    # The limit a last call without tools is answering; saved with that call's reply so a
+    # resume ends the run under the same limit instead of asking again.
+    concluding: dict[str, Any] | None = None
     refusal: str | None = None
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
@@ -67,7 +74,7 @@ class RunState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:
-        fields = dict(data)
+        fields = _upgrade(dict(data))
         fields["turn_records"] = [TurnRecord(**t) for t in fields.get("turn_records", [])]
         fields["tool_log"] = [ToolRun(**t) for t in fields.get("tool_log", [])]
         return cls(**fields)
@@ -79,6 +86,11 @@ class RunState:
     @property
     def model_ms(self) -> float:
         return sum(t.latency_ms for t in self.turn_records)
+
+    @property
+    def harness_ms(self) -> float:
+        """Time the harness itself took: wall time less provider time and tool wall time."""
+        return self.wall_ms - self.model_ms - self.tool_wall_ms
 
     @property
     def per_turn_prompt_tokens(self) -> list[int]:
@@ -108,16 +120,83 @@ class RunState:
         }
 
 
-def pending(state: RunState) -> list[dict[str, Any]]:
-    """Calls the last assistant message asked for that no tool message answers yet."""
-    last_assistant = max(
-        (i for i, m in enumerate(state.messages) if m["role"] == "assistant"), default=None
+@dataclass(frozen=True)
+class Call:
+    """A tool call the model asked for, named by the harness: the turn and the position in it.
+
+    Providers reuse call ids (several number the calls of each reply from zero), so approvals
+    and idempotency keys use ``key``, which no other call of the run can share.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    turn: int
+    index: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.turn}.{self.index}"
+
+
+def wire_call(call: dict[str, Any], turn: int, index: int) -> Call:
+    function = call.get("function") or {}
+    return Call(
+        id=str(call.get("id", "")),
+        name=str(function.get("name", "")),
+        arguments=str(function.get("arguments") or "{}"),
+        turn=turn,
+        index=index,
     )
-    if last_assistant is None:
+
+
+def asked_calls(state: RunState) -> list[Call]:
+    """Every call the run's replies asked for, in order."""
+    asked, turn = [], 0
+    for message in state.messages:
+        if message["role"] == "assistant":
+            turn += 1
+            asked += [wire_call(c, turn, i) for i, c in enumerate(message.get("tool_calls") or [])]
+    return asked
+
+
+def last_reply(state: RunState) -> tuple[int, int] | None:
+    """(message index, turn number) of the last assistant message, if any."""
+    turn, found = 0, None
+    for i, message in enumerate(state.messages):
+        if message["role"] == "assistant":
+            turn += 1
+            found = (i, turn)
+    return found
+
+
+def pending(state: RunState) -> list[Call]:
+    """Calls the last assistant message asked for that no tool message answers yet."""
+    last = last_reply(state)
+    if last is None:
         return []
-    answered = {m.get("tool_call_id") for m in state.messages[last_assistant + 1 :]}
-    calls: list[dict[str, Any]] = state.messages[last_assistant].get("tool_calls") or []
-    return [c for c in calls if c.get("id") not in answered]
+    position, turn = last
+    answered = {m.get("tool_call_id") for m in state.messages[position + 1 :]}
+    calls = state.messages[position].get("tool_calls") or []
+    asked = [wire_call(c, turn, i) for i, c in enumerate(calls)]
+    return [c for c in asked if c.id not in answered]
+
+
+def _upgrade(fields: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 state named approvals by call id; name them by the call's position."""
+    if fields.get("schema_version", SCHEMA_VERSION) >= 2:
+        return fields
+    keys: dict[str, str] = {}
+    turn = 0
+    for message in fields.get("messages", []):
+        if message.get("role") == "assistant":
+            turn += 1
+            for index, call in enumerate(message.get("tool_calls") or []):
+                keys[str(call.get("id"))] = f"{turn}.{index}"
+    fields["approved"] = [keys.get(c, c) for c in fields.get("approved", [])]
+    fields["rejected"] = {keys.get(c, c): r for c, r in fields.get("rejected", {}).items()}
+    fields["schema_version"] = SCHEMA_VERSION
+    return fields
 
 
 def new_run(

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.faults import crash_point
 from harness.persist import save
 from harness.state import RunState
 
@@ -35,10 +36,25 @@ class Recorder:
         self.state_dir = Path(state_dir) if state_dir else None
         self.trace_path = Path(trace_path) if trace_path else None
         self.on_progress = on_progress
+        self._clock: float | None = None  # when wall time was last charged to the run
+        self._events = 0
         if self.trace_path:
             self.trace_path.parent.mkdir(parents=True, exist_ok=True)
 
+    def start_clock(self) -> None:
+        """From now until ``stop_clock``, every checkpoint charges the time since the last."""
+        self._clock = time.perf_counter()
+
+    def stop_clock(self) -> None:
+        self._clock = None
+
     def checkpoint(self, state: RunState) -> None:
+        # Wall time is saved with the state, so a run killed at any point keeps what it spent
+        # (and a --timeout counts it across resumes).
+        if self._clock is not None:
+            now = time.perf_counter()
+            state.wall_ms += (now - self._clock) * 1000
+            self._clock = now
         if self.state_dir is not None:
             save(state, self.state_dir)
 
@@ -48,6 +64,8 @@ class Recorder:
         line = {"run_id": state.run_id, "type": kind, "time": round(time.time(), 6), **data}
         with open(self.trace_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._events += 1
+        crash_point("LOOPBENCH_CRASH_AFTER_EVENT", str(self._events))
 
     def progress(self, state: RunState, tool_name: str, label: str) -> None:
         self.event(state, "tool_progress", tool_name=tool_name, label=label)

@@ -38,10 +38,16 @@ class Workspace:
         """Visible files, by name; dot-files (the harness's own bookkeeping) are hidden."""
         return sorted(p for p in self.root.iterdir() if p.is_file() and not p.name.startswith("."))
 
-    def resolve(self, name: str) -> Path:
+    def resolve(self, name: object) -> Path:
         """The workspace path for ``name``; anything that could leave the folder is refused."""
-        if not isinstance(name, str) or not name.strip():
+        if not isinstance(name, str):
+            raise PathRefused(
+                f"refused: path must be a string, not {type(name).__name__}; send a file name "
+                "such as 'notes.txt'."
+            )
+        if not name.strip():
             raise ToolError("path must be a non-empty file name, for example 'notes.txt'.")
+        _check_usable(name)
         candidate = Path(name)
         if candidate.is_absolute() or ".." in candidate.parts:
             raise PathRefused(
@@ -58,8 +64,27 @@ class Workspace:
             raise PathRefused(f"refused: {name!r} is private to the harness.")
         return resolved
 
-    def existing(self, name: str) -> Path:
+    def existing(self, name: object) -> Path:
         path = self.resolve(name)
         if not path.is_file():
             raise ToolError(f"no such file: {name}. Call list_files to see what exists.")
         return path
+
+
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255  # the longest file name the usual file systems hold
+
+
+def _check_usable(name: str) -> None:
+    """Refuse names the file system would reject with an exception rather than an answer."""
+    if "\x00" in name:
+        raise PathRefused("refused: the path contains a NUL byte, which no file name can hold.")
+    try:
+        parts = [part.encode("utf-8") for part in Path(name).parts]
+    except UnicodeEncodeError as exc:
+        raise PathRefused("refused: the path is not valid Unicode text.") from exc
+    if len(name) > MAX_PATH_CHARS or any(len(part) > MAX_NAME_BYTES for part in parts):
+        raise PathRefused(
+            f"refused: the path is {len(name)} characters long; file names here are short "
+            f"(at most {MAX_NAME_BYTES} bytes). Call list_files to see what exists."
+        )

@@ -124,7 +124,7 @@ class ChatTemplate:
                 bos_token=self.bos_token,
                 eos_token=self.eos_token,
             )
-        except TemplateError as exc:
+        except Exception as exc:  # a template is a program: any failure is this request's 400
             raise InvalidRequest(
                 f"The model's chat template rejected this conversation: {exc}",
                 param="messages",

@@ -81,7 +81,10 @@ def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int
         pid, current_port = current
         print(f"{name}: already running (pid {pid}) on http://127.0.0.1:{current_port}/v1")
         if current_port != port:
-            print(f"{name}: not starting another on port {port}; `make stop` first")
+            print(
+                f"{name}: not starting another on port {port}; give the new one its own name "
+                f"(NAME=...) or `make stop NAME={name}` first"
+            )
             return 1
         return 0
     if health(port) is not None:

@@ -59,11 +59,20 @@ def parse_body(raw: bytes) -> ChatRequest:
 
 
 def check_conversation(request: ChatRequest) -> None:
-    """Every tool message answers a call that an earlier assistant message made."""
+    """Every call id is used once, and every tool message answers a call made earlier."""
     asked: set[str] = set()
     for i, message in enumerate(request.messages):
         if message.role == "assistant":
-            asked.update(c.id for c in message.tool_calls or [])
+            for j, call in enumerate(message.tool_calls or []):
+                if call.id in asked:
+                    # A tool message names its call only by id: a repeated id is ambiguous.
+                    raise InvalidRequest(
+                        f"messages[{i}].tool_calls[{j}] reuses the id {call.id!r} of an earlier "
+                        "tool call; give every tool call in the conversation its own id.",
+                        param=f"messages.{i}.tool_calls.{j}.id",
+                        code="duplicate_tool_call_id",
+                    )
+                asked.add(call.id)
         elif message.role == "tool":
             if not message.tool_call_id:
                 raise InvalidRequest(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -130,3 +132,38 @@ def test_make_serve_local_with_the_small_packaged_model(tmp_path: Path) -> None:
         assert reply.status_code == 200 and reply.json()["model"] == "smollm2-135m-instruct"
     finally:
         make("stop")
+
+
+def test_named_servers_run_side_by_side(tmp_path: Path) -> None:
+    """What `make serve-local NAME=... PORT=...` runs: one daemon per name, each its own port."""
+    run_dir = tmp_path / "run"
+    first, second = free_port(), free_port()
+    while second == first:
+        second = free_port()
+
+    def daemon(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "serve_local.daemon", *args],
+            env={**os.environ, "LOOPBENCH_RUN_DIR": str(run_dir)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    try:
+        for name, port in (("local", first), ("second", second)):
+            started = daemon("start", name, str(port), "--", "--backend", "scripted")
+            assert started.returncode == 0, started.stdout + started.stderr
+        for port in (first, second):
+            assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+        stopped = run_make("stop", "NAME=second", run_dir=run_dir)
+        assert "second: stopped" in stopped.stdout and "local: stopped" not in stopped.stdout
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{second}/health", timeout=2)
+        assert httpx.get(f"http://127.0.0.1:{first}/health", timeout=5).status_code == 200
+    finally:
+        run_make("stop", run_dir=run_dir)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{first}/health", timeout=2)
+    planned = run_make("-n", "serve-local", "NAME=second", "PORT=8002", run_dir=run_dir)
+    assert "serve_local.daemon start second 8002 " in planned.stdout

@@ -21,14 +21,15 @@ from harness.cancel import CancelToken
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
 from harness.errors import ToolError
-from harness.loop import FINISH_BRIEFLY, SYSTEM_PROMPT, run_loop
+from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.persist import StateFileError, load, save
+from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.subagent import research_tool
 from harness.tools import Tool, ToolContext, default_tools
 from harness.trace import EVENT_TYPES, Recorder
-from harness.workspace import Workspace
+from harness.workspace import Workspace, create_workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
@@ -89,6 +90,27 @@ def test_newer_schema_names_the_file(tmp_path: Path) -> None:
     save(state, tmp_path)
     with pytest.raises(StateFileError, match=r"future\.json.*newer"):
         load(tmp_path, "future")
+
+
+def test_a_version_1_state_loads_with_approvals_keyed_by_call_position(tmp_path: Path) -> None:
+    call = {"id": "c2", "type": "function", "function": {"name": "delete_file", "arguments": "{}"}}
+    v1 = {
+        "run_id": "old",
+        "model": "scripted:destructive",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c1"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "x"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+        ],
+        "approved": ["c2"],
+        "rejected": {"c1": "no"},
+        "schema_version": 1,
+    }
+    (tmp_path / "old.json").write_text(json.dumps(v1))
+    state = load(tmp_path, "old")
+    assert (state.approved, state.rejected) == (["2.0"], {"1.0": "no"})
+    assert state.schema_version == SCHEMA_VERSION == 2
 
 
 def test_save_leaves_no_temporary_files(tmp_path: Path) -> None:
@@ -199,11 +221,26 @@ async def test_dedupe_saves_tool_runs_not_turns(scripted_url: str, workspace: Wo
     assert deduped.tool_log[-1].cached and not deduped.tool_log[-1].ran
 
 
+async def _approving_every_call(url: str, ws: Workspace, **config: Any) -> RunState:
+    """double_delete with each deletion approved, and access.log written again in between."""
+    state = await run(url, "scripted:double_delete", ws, **config)
+    while state.interruption is not None and state.interruption["type"] == "approval":
+        (ws.root / "access.log").write_text("written again by the logger\n")
+        approve(state, state.interruption["call_id"])
+        await run(url, "scripted:double_delete", ws, state=state, **config)
+    return state
+
+
+@pytest.mark.parametrize(("dedupe_all", "second_runs"), [(False, True), (True, False)])
 async def test_dedupe_leaves_write_tools_alone_unless_told(
-    scripted_url: str, workspace: Workspace
+    scripted_url: str, tmp_path: Path, dedupe_all: bool, second_runs: bool
 ) -> None:
-    state = await run(scripted_url, "scripted:destructive", workspace, dedupe=True)
-    assert state.interruption is not None and state.interruption["type"] == "approval"
+    ws = create_workspace(tmp_path / f"all-{dedupe_all}")
+    state = await _approving_every_call(scripted_url, ws, dedupe=True, dedupe_all=dedupe_all)
+    assert state.status == "completed"
+    second = state.tool_log[-1]
+    assert (second.name, second.ran, second.cached) == ("delete_file", second_runs, not second_runs)
+    assert (ws.root / "access.log").exists() is not second_runs
 
 
 # 6. Approvals -----------------------------------------------------------------------------
@@ -485,12 +522,13 @@ def test_kill_between_effect_and_save_then_resume_deletes_once(
     assert not (workspace / "access.log").exists()
     (workspace / "access.log").write_text("a new access.log, created after the deletion")
     saved = load(tmp_path / "runs", run_id)
-    assert saved.tool_runs == 1 and saved.approved == ["c2"]  # the deletion's result is unsaved
+    # The deletion's result is unsaved; the approval names the call by turn and position.
+    assert saved.tool_runs == 1 and saved.approved == ["2.0"]
     done = json.loads(harness("resume", run_id, "--json", url=scripted_url, cwd=tmp_path).stdout)
     assert done["status"] == "completed"
     assert (workspace / "access.log").read_text().startswith("a new access.log")
     ledger = json.loads((workspace / ".ledger.json").read_text())
-    assert list(ledger) == [f"{run_id}:c2"]
+    assert list(ledger) == [f"{run_id}:2.0"]
     uncrashed_dir = tmp_path / "clean"
     uncrashed_dir.mkdir()
     clean = json.loads(

@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from evals.compare import compare
 from evals.records import read_records
@@ -19,6 +24,7 @@ from harness.state import RunState, ToolRun, new_run
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
+from tests.fake_provider import answer, by_turn, calls
 
 
 def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSettings:
@@ -267,3 +273,32 @@ async def test_eval_declines_calls_that_need_approval_and_goes_on(
     (record,) = read_records(stopped)
     assert record["status"] == "interrupted"
     assert record["interruption"]["tool_name"] == "delete_file"
+
+
+async def test_paths_no_file_can_have_do_not_abort_the_eval(tmp_path: Path) -> None:
+    """A model that sends a NUL byte or 5,000 characters as a path: each task still ends."""
+    bad_reads = calls(
+        ("r1", "read_file", json.dumps({"path": "errors\x00.log"})),
+        ("r2", "read_file", json.dumps({"path": "x" * 5000})),
+    )
+    replies = by_turn([(200, bad_reads), (200, answer("I could not read anything."))])
+
+    async def chat(request: Request) -> Response:
+        sent = replies(httpx.Request("POST", "/", content=await request.body()))
+        return Response(sent.content, sent.status_code, media_type="application/json")
+
+    async def models(_: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": "broken", "backend": "fake"}]})
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
+    with running_server(app) as url:  # type: ignore[arg-type]
+        out = await run_eval(settings(url, tmp_path, "broken"), echo=lambda _: None)
+    records = read_records(out)
+    assert len(records) == len(load_tasks().tasks)
+    assert all((r["status"], r["turns"], r["tool_runs"]) == ("completed", 2, 2) for r in records)
+    assert all(r["tool_bugs"] == [] for r in records)  # refused, not crashed

@@ -58,16 +58,19 @@ def test_first_turn_of_plan_is_a_tool_call(scripted_url: str) -> None:
 
 
 def test_prompt_tokens_are_bpe_counts_of_the_serialized_request(scripted_url: str) -> None:
-    request = plan_request()
-    body = post(scripted_url, request).json()
-    expected = tokens.count_json({"messages": request["messages"], "tools": request["tools"]})
-    assert body["usage"]["prompt_tokens"] == expected
-    reply = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": body["choices"][0]["message"]["tool_calls"],
-    }
-    assert body["usage"]["completion_tokens"] == tokens.count_json(reply)
+    """Counts of compact JSON written out by hand, in o200k_base, not the server's own sums."""
+    question = [user("Which file mentions a timeout?")]
+    body = post(scripted_url, {"model": "scripted:plan", "messages": question}).json()
+    wire = '{"messages":[{"role":"user","content":"Which file mentions a timeout?"}]}'
+    assert len(tokens.encoding().encode(wire)) == 18
+    assert body["usage"]["prompt_tokens"] == 18
+    reply = (
+        '{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",'
+        '"function":{"name":"list_files","arguments":"{}"}}]}'
+    )
+    assert len(tokens.encoding().encode(reply)) == 34
+    with_tools = post(scripted_url, plan_request()).json()["usage"]
+    assert (with_tools["prompt_tokens"], with_tools["completion_tokens"]) == (221, 34)
 
 
 def test_reply_depends_only_on_the_transcript(scripted_url: str) -> None:
@@ -122,6 +125,11 @@ def test_streaming_carries_the_same_reply_and_a_final_usage_chunk(scripted_url: 
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == plain["usage"]
 
 
+LIST_CALL = {
+    "id": "call_0",
+    "type": "function",
+    "function": {"name": "list_files", "arguments": "{}"},
+}
 BAD_INPUTS: list[tuple[str, Any, int, str]] = [
     ("not json", "{this is not json", 400, "not valid JSON"),
     ("json but not an object", "[1, 2]", 400, "JSON object"),
@@ -147,6 +155,33 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         },
         400,
         "'c9'",
+    ),
+    (
+        "a tool call id used twice in the history",
+        {
+            "model": "scripted:plan",
+            "messages": [
+                user("q"),
+                {"role": "assistant", "content": None, "tool_calls": [LIST_CALL]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [LIST_CALL]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "x"},
+            ],
+        },
+        400,
+        "reuses the id 'call_0'",
+    ),
+    (
+        "a tool call id used twice in one reply",
+        {
+            "model": "scripted:plan",
+            "messages": [
+                user("q"),
+                {"role": "assistant", "content": None, "tool_calls": [LIST_CALL, LIST_CALL]},
+            ],
+        },
+        400,
+        "tool_calls[1] reuses the id 'call_0'",
     ),
     ("unknown scenario", {"model": "scripted:nope", "messages": [user("q")]}, 404, "scripted:nope"),
     (

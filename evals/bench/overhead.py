@@ -25,7 +25,7 @@ async def _harness_ms(url: str, model: str, cap: int) -> tuple[float, int]:
             await run_loop(
                 state, client, default_tools(), create_workspace(folder), LoopConfig(max_turns=cap)
             )
-    return state.wall_ms - state.model_ms - state.tool_ms, state.turns
+    return state.harness_ms, state.turns
 
 
 def run(echo: Echo) -> Figures:

@@ -10,7 +10,7 @@ async def exp_latency(env: Env) -> Result:
     for latency, url in sorted(env.latency_urls.items()):
         await drive(env, "scripted:plan", url=url)  # warm: connections, tokenizer tables
         s, _ = await drive(env, "scripted:plan", url=url)
-        harness_ms = s.wall_ms - s.model_ms - s.tool_ms
+        harness_ms = s.harness_ms
         rows.append(
             {
                 "provider latency ms": latency,

@@ -7,9 +7,10 @@ from typing import Any
 
 from evals.experiments.common import Env, Result, drive
 from harness.approvals import approve, reject
+from harness.execute import idempotency_key
 from harness.loop import SYSTEM_PROMPT
 from harness.scenarios import SCENARIO_TASKS
-from harness.state import RunState, new_run
+from harness.state import RunState, asked_calls, new_run
 from harness.tools import Tool, ToolContext, default_tools
 from harness.workspace import Workspace, create_workspace
 
@@ -52,7 +53,8 @@ async def exp_writes(env: Env) -> Result:
     naive, _ = await _approve_all(env, "scripted:double_delete", dedupe=True, dedupe_all=True)
     gate, _ = await _approve_all(env, "scripted:double_delete", dedupe=True)
     keyed, ws = await _approve_all(env, "scripted:double_delete", dedupe=True)
-    replay = ToolContext(workspace=ws, idempotency_key=f"{keyed.run_id}:c2")
+    c2 = next(c for c in asked_calls(keyed) if c.id == "c2")
+    replay = ToolContext(workspace=ws, idempotency_key=idempotency_key(keyed, c2))
     delete = next(t for t in default_tools() if t.name == "delete_file")
     (ws.root / "access.log").write_text("written after the run\n")
     await delete.run({"path": "access.log"}, replay)  # the same logical call, replayed

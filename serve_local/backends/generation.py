@@ -81,16 +81,37 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
 
 @dataclass
 class GenerationQueue:
-    """One generation at a time per model, run in a worker thread; the wait is reported."""
+    """One generation at a time per model, run in a worker thread; the wait is reported.
+
+    The lock is held until the worker thread returns, not until the awaiting request does: a
+    thread cannot be interrupted, so a request cancelled mid-generation leaves its thread
+    running on the model, and the next generation must wait for it.
+    """
 
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
+    @property
+    def generating(self) -> bool:
+        """A worker thread is generating (possibly for a request that is gone)."""
+        return self._lock.locked()
+
     async def run(self, work: Callable[..., Generated], *args: object) -> tuple[Generated, float]:
         arrived = time.perf_counter()
-        async with self._lock:
-            queue_ms = (time.perf_counter() - arrived) * 1000
-            generated: Generated = await asyncio.to_thread(work, *args)
+        await self._lock.acquire()
+        queue_ms = (time.perf_counter() - arrived) * 1000
+        try:
+            thread = asyncio.ensure_future(asyncio.to_thread(work, *args))
+        except BaseException:
+            self._lock.release()
+            raise
+        thread.add_done_callback(self._finished)
+        generated: Generated = await asyncio.shield(thread)
         return generated, queue_ms
+
+    def _finished(self, thread: asyncio.Future[Generated]) -> None:
+        self._lock.release()
+        if not thread.cancelled():
+            thread.exception()  # retrieved here when the request that wanted it is gone
 
 
 def call_policy(request: ChatRequest) -> CallPolicy | None:
