@@ -80,6 +80,10 @@ def table(runs: list[Run]) -> str:
         ],
         ["turns", *(str(r.summary["turns"]) for r in runs)],
         ["tool runs", *(str(r.summary["tool_runs"]) for r in runs)],
+        [
+            "calls with invalid arguments",
+            *(_fmt(r.summary.get("invalid_calls"), "d") for r in runs),
+        ],
         ["wall ms", *(_fmt(r.summary["wall_ms"]) for r in runs)],
         ["mean turn ms", *(_fmt(r.summary["mean_turn_ms"]) for r in runs)],
         ["p95 turn ms", *(_fmt(r.summary["p95_turn_ms"]) for r in runs)],
@@ -87,6 +91,7 @@ def table(runs: list[Run]) -> str:
         ["completion tokens", *(_fmt(r.summary["completion_tokens"], ",") for r in runs)],
         ["cost at list price", *(f"${r.summary['cost_usd']:.6f}" for r in runs)],
         ["backend", *(str(r.summary["backend"]) for r in runs)],
+        ["tool grammar", *(str(r.summary.get("tool_grammar") or "–") for r in runs)],
         ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],
         [
             "loop",

@@ -109,6 +109,8 @@ def task_record(
         "tool_wall_ms": round(state.tool_wall_ms, 1),
         "harness_ms": round(state.harness_ms, 1),
         "tool_bugs": [f"{r.name}: {r.error}" for r in state.tool_log if r.bug],
+        # Calls whose arguments failed the tool's JSON Schema (the harness checks them again).
+        "invalid_calls": sum(r.invalid for r in state.tool_log),
         "tools_called": [r.name for r in state.tool_log],
         "answer": state.answer,
         "checks": checks,
@@ -203,6 +205,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "model": first.get("model"),
         "model_sha256": first.get("model_sha256"),
         "backend": first.get("backend"),
+        "tool_grammar": first.get("tool_grammar"),
         "loop": first.get("loop"),
         "tasks": len(by_task),
         "epochs": epochs,
@@ -213,6 +216,10 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "not_run": sum(r["status"] == NOT_RUN for r in records),
         "turns": sum(r["turns"] for r in records),
         "tool_runs": sum(r["tool_runs"] for r in records),
+        # None for records written before the harness checked arguments against the schema.
+        "invalid_calls": sum(r["invalid_calls"] for r in records)
+        if all("invalid_calls" in r for r in records)
+        else None,
         "wall_ms": round(sum(r["wall_ms"] for r in records), 1),
         "mean_turn_ms": mean(latencies),
         "p95_turn_ms": p95(latencies),

@@ -168,6 +168,8 @@ async def run_eval(
         "model": model,
         "model_sha256": info.get("sha256"),
         "backend": info.get("backend"),
+        # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
+        "tool_grammar": info.get("tool_grammar"),
         "base_url": settings.base_url,
         "loop": loop,
         "task_set": taskset.name,

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
-from harness.errors import ToolBug, ToolError
+from harness.errors import InvalidArguments, ToolBug, ToolError
 from harness.faults import crash_point
 from harness.policies import error_text, rejection_text
 from harness.state import Call, Message, RunState, Status, ToolRun, last_reply, pending
@@ -78,6 +78,7 @@ def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Record
             error=str(outcome.error) if outcome.error else None,
             cached=outcome.cached,
             bug=bug,
+            invalid=isinstance(outcome.error, InvalidArguments),
             index=call.index,
         )
     )

@@ -41,6 +41,7 @@ class ToolRun:
     error: str | None = None
     cached: bool = False  # answered from the dedupe cache
     bug: bool = False  # the tool raised something other than ToolError
+    invalid: bool = False  # the arguments failed the tool's schema; the tool never ran
     index: int = 0  # position of the call in its turn's reply
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from harness.cancel import Cancelled
 from harness.errors import ToolBug, ToolError
 from harness.state import Call
-from harness.tools import Tool, ToolContext, parse_arguments
+from harness.tools import Tool, ToolContext, check_arguments, parse_arguments
 
 
 @dataclass
@@ -30,7 +30,7 @@ async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> Tool
         error = ToolError(f"there is no tool named {call.name!r}. Available tools: {known}.")
         return ToolOutcome(call, "", False, error=error)
     try:
-        args = parse_arguments(call.arguments)
+        args = check_arguments(tool, parse_arguments(call.arguments))
     except ToolError as exc:
         return ToolOutcome(call, "", False, error=exc)
     start = time.perf_counter()

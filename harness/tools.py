@@ -12,8 +12,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jsonschema import validators
+from jsonschema.exceptions import best_match
+
 from harness.cancel import CancelToken
-from harness.errors import ToolError
+from harness.errors import InvalidArguments, ToolError
 from harness.workspace import Workspace
 
 
@@ -160,6 +163,19 @@ def default_tools() -> list[Tool]:
             read_only=True,
         ),
     ]
+
+
+def check_arguments(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` if the tool's JSON Schema accepts them; else why not, for the model to read."""
+    validator = validators.validator_for(tool.parameters)(tool.parameters)
+    problem = best_match(validator.iter_errors(args))
+    if problem is None:
+        return args
+    where = "/".join(str(p) for p in problem.absolute_path)
+    raise InvalidArguments(
+        f"the arguments do not fit {tool.name}'s parameters"
+        f"{f' at {where}' if where else ''}: {problem.message}."
+    )
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:

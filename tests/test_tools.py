@@ -10,6 +10,8 @@ import pytest
 
 from harness.cancel import Cancelled, CancelToken
 from harness.errors import PathRefused, ToolError
+from harness.state import Call
+from harness.toolrun import run_call
 from harness.tools import Tool, ToolContext, default_tools
 from harness.workspace import SEED_FILES, Workspace
 from tests.helpers import snapshot
@@ -120,3 +122,20 @@ def test_tool_specs_are_openai_function_specs() -> None:
         assert spec["type"] == "function"
         assert spec["function"]["name"] == tool.name
         assert spec["function"]["parameters"]["type"] == "object"
+
+
+async def test_arguments_the_schema_refuses_are_an_error_the_model_reads(
+    workspace: Workspace,
+) -> None:
+    tools = {t.name: t for t in default_tools()}
+    ctx = ToolContext(workspace=workspace)
+    for arguments, says in [
+        ("{}", "'path' is a required property"),
+        ('{"path": 7}', "7 is not of type 'string'"),
+        ('{"path": "errors.log", "required": ["path"]}', "Additional properties"),
+    ]:
+        outcome = await run_call(Call("c1", "read_file", arguments, turn=1, index=0), tools, ctx)
+        assert not outcome.ran and outcome.content == ""
+        assert outcome.error is not None and says in str(outcome.error)
+    ok = await run_call(Call("c1", "read_file", '{"path": "notes.txt"}', 1, 0), tools, ctx)
+    assert ok.ran and ok.error is None and "rotate" in ok.content

@@ -104,13 +104,14 @@ def _gbnf(questions: list[str]) -> dict[str, Any]:
     import json
 
     import llama_cpp
+    from llama_cpp.llama_grammar import LlamaGrammar
 
     llm = llama_cpp.Llama(
         str(resolve(QWEN_CODER).path), n_ctx=4096, n_threads=2, n_threads_batch=2, verbose=False
     )
     schema = call_schema({t.name: t.parameters for t in default_tools()})
     schema.pop("x-guidance")
-    gbnf = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    gbnf = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     out: dict[str, list[float]] = {"none": [], "gbnf": []}
     for _ in range(ROUNDS):
         for question in questions:
@@ -120,7 +121,7 @@ def _gbnf(questions: list[str]) -> dict[str, Any]:
                 special=True,
             )
             for name, grammar in (("none", None), ("gbnf", gbnf)):
-                llm.reset()
+                llm.reset()  # type: ignore[no-untyped-call]
                 n, first, end = 0, 0.0, 0.0
                 for token in llm.generate(prompt, top_k=1, temp=0.0, grammar=grammar):
                     now = time.perf_counter()
