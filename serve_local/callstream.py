@@ -13,15 +13,11 @@ back until it is clearly prose. What the finished reply holds beyond that is sen
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 
-from serve_local.toolcalls import ToolSchemas
-from serve_local.toolgrammar import TAG_OPEN, trigger_at
-
-_CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')
-_MAYBE_CALL = re.compile(r"\s*(?:`{0,3}(?:json)?\s*)?")
+from serve_local.toolcalls import CallScanner, ToolSchemas
+from serve_local.toolgrammar import TAG_OPEN, may_start_call, trigger_at
 
 
 @dataclass
@@ -42,51 +38,28 @@ class CallDelta:
         return delta
 
 
-def _object_end(text: str, start: int) -> int | None:
-    """Index just past the JSON object opening at ``text[start]``, if it has closed."""
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        c = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
-
-
 class CallStreamer:
     def __init__(self, schemas: ToolSchemas, parallel: bool) -> None:
         self.schemas, self.parallel = schemas, parallel
         self.text = ""
         self.content_sent = ""
         self.calls: list[tuple[str, object]] = []  # (name, arguments) of the calls sent
-        self._start: int | None = None  # where the calls begin in the text
-        self._scan = 0  # how far the call region has been read
+        self._started = False
+        self._scanner = CallScanner()
 
     def feed(self, piece: str) -> list[str | CallDelta]:
         self.text += piece
-        if self._start is None:
-            self._start = trigger_at(self.text)
-            if self._start is None:
+        if not self._started:
+            start = trigger_at(self.text)
+            if start is None:
                 return self._content(self._prose_end())
-            self._scan = self._start
-            return self._content(self._start) + self._closed_calls()
+            self._started, self._scanner = True, CallScanner(start)
+            return self._content(start) + self._closed_calls()
         return self._closed_calls()
 
     def _prose_end(self) -> int:
         """How much of the text is surely prose (not the start of a call)."""
-        if _MAYBE_CALL.fullmatch(self.text):
+        if may_start_call(self.text):
             return 0
         tail = self.text.rfind("<")
         if tail >= 0 and TAG_OPEN.startswith(self.text[tail:]):
@@ -102,22 +75,16 @@ class CallStreamer:
 
     def _closed_calls(self) -> list[str | CallDelta]:
         out: list[str | CallDelta] = []
-        while (head := _CALL_HEAD.search(self.text, self._scan)) is not None:
-            args_at = head.end()
-            end = _object_end(self.text, args_at)
-            if end is None:
-                return out
-            self._scan = end
-            arguments = self.text[args_at:end]
+        for name, arguments in self._scanner.closed(self.text):
             try:
-                call = (head["name"], json.loads(arguments))
+                call = (name, json.loads(arguments))
             except json.JSONDecodeError:
                 continue  # left for the finished reply's parser to judge
             if call in self.calls or not self._takes(*call):
                 continue
             self.calls.append(call)
             index, call_id = len(self.calls) - 1, f"call_{uuid.uuid4().hex[:24]}"
-            out += [CallDelta(index, "", call_id, head["name"]), CallDelta(index, arguments)]
+            out += [CallDelta(index, "", call_id, name), CallDelta(index, arguments)]
         return out
 
     def _takes(self, name: str, args: object) -> bool:

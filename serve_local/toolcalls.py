@@ -24,7 +24,9 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
 _TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(?P<body>.*?)\s*```", re.DOTALL)
+# A block left open at the very end counts too: a reply may end at a call (a repeat, or
+# parallel_tool_calls: false) before its closing tag or fence.
+_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(?P<body>.*?)\s*(?:```|\Z)", re.DOTALL)
 _DECODER = json.JSONDecoder()
 _SEPARATORS = " \t\r\n,;"
 
@@ -224,6 +226,55 @@ def _take_bare_json(text: str, tools: ToolSchemas, calls: list[Call]) -> str:
         i = end
     kept.append(text[start:])
     return "".join(kept)
+
+
+_CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')
+
+
+def _object_end(text: str, start: int) -> int | None:
+    """Index just past the JSON object opening at ``text[start]``, if it has closed."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+class CallScanner:
+    """The calls of a constrained reply as each one closes, read from its growing text.
+
+    Under the call grammar a call is ``{"name": "<tool>", "arguments": {...}}`` with fixed
+    separators, so a call is complete the moment its arguments object closes, whatever token
+    boundaries fall there.
+    """
+
+    def __init__(self, start: int = 0) -> None:
+        self._scan = start
+
+    def closed(self, text: str) -> list[tuple[str, str]]:
+        """(name, arguments text) of each call that closed since the last look."""
+        out = []
+        while (head := _CALL_HEAD.search(text, self._scan)) is not None:
+            end = _object_end(text, head.end())
+            if end is None:
+                break
+            self._scan = end
+            out.append((head["name"], text[head.end() : end]))
+        return out
 
 
 def distinct(calls: list[Call]) -> list[Call]:

@@ -8,9 +8,11 @@ or a fenced ``json`` block. The grammar is a Lark grammar embedding each tool's 
 When it applies (``tool_choice``):
 
 - ``"auto"``: lazily. The model writes freely until its reply starts a call: the tag anywhere,
-  or a ``{`` or a json fence at the very start of the reply. From there the text written so
-  far is fed to the matcher and every further token is masked, so the call it started can
-  only end as a valid call.
+  or, at the very start of the reply, a JSON object (bare or in a json fence) whose first key
+  is ``"name"``, the shape this family's calls take. An object that starts otherwise (an
+  answer given as JSON) is left alone. From the trigger on, the text written so far is fed to
+  the matcher and every further token is masked, so the call it started can only end as a
+  valid call.
 - ``"required"`` or a named function: from the first token (named: that tool only).
 - ``"none"``: no grammar.
 
@@ -35,12 +37,14 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from serve_local.toolcalls import ToolSchemas, parse_tool_calls
+from serve_local.toolcalls import CallScanner
 
 TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
-# The start of a reply that may still become a fenced call ("```", "```json", "```json\n").
-_FENCE_PENDING = re.compile(r"`{1,3}(?:j(?:s(?:o(?:n)?)?)?)?[ \t]*\n?[ \t]*")
-_FENCE_CALL = re.compile(r"```(?:json)?[ \t]*\n?[ \t]*\{")
+# A call at the start of a reply: an object whose first key is "name", bare or fenced.
+_BARE_CALL = re.compile(r'(?:```(?:json)?[ \t]*\n?[ \t]*)?\{\s*"name"')
+# Text that may still grow into that: a fence in progress, then a prefix of '{"name"'.
+_FENCE_SO_FAR = re.compile(r"`{1,3}(?:j(?:s(?:o(?:n)?)?)?)?[ \t]*\n?[ \t]*")
+_HEAD_SO_FAR = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?')
 # Whitespace is bounded so a constrained model cannot spin on blanks forever.
 _JSON_OPTIONS = {
     "whitespace_flexible": False,
@@ -115,11 +119,24 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
 def trigger_at(text: str) -> int | None:
     """Where a call starts in ``text`` under ``tool_choice: "auto"``, if it has started."""
     stripped = text.lstrip()
-    start = len(text) - len(stripped)
-    if stripped.startswith("{") or _FENCE_CALL.match(stripped):
-        return start
+    if _BARE_CALL.match(stripped):
+        return len(text) - len(stripped)
     tag = text.find(TAG_OPEN)
     return tag if tag >= 0 else None
+
+
+def may_start_call(text: str) -> bool:
+    """``text`` is blank or the unfinished start of a bare or fenced call: not prose yet."""
+    rest = text.lstrip()
+    if rest.startswith("`"):
+        fence = _FENCE_SO_FAR.match(rest)
+        assert fence is not None  # a backtick always matches
+        if fence.end() == len(rest):
+            return True
+        if not rest.startswith("```"):
+            return False
+        rest = rest[fence.end() :]
+    return not rest or _HEAD_SO_FAR.fullmatch(rest) is not None
 
 
 def _tokenizer_mod() -> Any:
@@ -180,11 +197,9 @@ class CallConstraint:
         self.policy = policy
         self._grammar = grammar
         self._matcher = grammar.matcher(policy)
-        self._schemas = ToolSchemas(policy.allowed())
         self._bitmask = np.zeros((grammar.n_vocab + 31) // 32, dtype=np.int32)
-        self._start: int | None = 0 if policy.eager else None
-        self._accepting = False
-        self._calls_done = 0
+        self._scanner = CallScanner()
+        self._made: list[tuple[str, object]] = []  # calls closed so far in this reply
         self.active = policy.eager
         self.abandoned = False  # the model's text left the grammar (lazy trigger only)
 
@@ -202,7 +217,8 @@ class CallConstraint:
             start = trigger_at(text)
             if start is None:
                 return False
-            self._start, self.active = start, True
+            self.active = True
+            self._scanner = CallScanner(start)
             ids = self._grammar.tokenizer.tokenize_str(text[start:], parse_special=True)
             ok = bool(self._matcher.consume_tokens(ids))
         if not ok:  # the model's own text left the grammar before the mask applied
@@ -213,15 +229,15 @@ class CallConstraint:
     def _finished(self, text: str) -> bool:
         if self._matcher.is_stopped():
             return True
-        accepting = bool(self._matcher.is_accepting())
-        entered, self._accepting = accepting and not self._accepting, accepting
-        if not entered:
-            return False
-        # A call just closed: end the reply if it repeats one already made in it.
-        self._calls_done += 1
-        assert self._start is not None
-        parsed = parse_tool_calls(text[self._start :], self._schemas)
-        return len(parsed.calls) < self._calls_done
+        for name, arguments in self._scanner.closed(text):
+            try:
+                call = (name, json.loads(arguments))
+            except json.JSONDecodeError:
+                continue  # not a call the parser will return either
+            if call in self._made:  # a call that repeats one made before ends the reply
+                return True
+            self._made.append(call)
+        return False
 
     def allowed(self) -> NDArray[np.bool_] | None:
         """Which token ids may come next (one bool per id), or None while unconstrained."""

@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from harness.tools import default_tools
 from serve_local.models import QWEN_CODER, resolve
 from serve_local.toolcalls import parse_tool_calls
-from serve_local.toolgrammar import CallConstraint, CallGrammar, CallPolicy, trigger_at
+from serve_local.toolgrammar import (
+    CallConstraint,
+    CallGrammar,
+    CallPolicy,
+    may_start_call,
+    trigger_at,
+)
 
 REAL = {t.name: t.parameters for t in default_tools()}
 
@@ -62,10 +68,18 @@ def test_the_triggers_of_auto() -> None:
     assert trigger_at("  \n") is None
     assert trigger_at("``") is None  # a fence might still become a call: not yet
     assert trigger_at('\n{"name"') == 1
-    assert trigger_at('```json\n{"na') == 0
+    assert trigger_at('```json\n{"name": "re') == 0
     assert trigger_at("```python\nprint(1)") is None
     assert trigger_at("Let me look.\n<tool_call>") == len("Let me look.\n")
     assert trigger_at("The answer is {x}") is None  # a brace later in prose is not a call
+    assert trigger_at('{"answer": "errors.log"}') is None  # an answer given as JSON
+
+
+def test_what_may_still_become_a_call() -> None:
+    for text in ["", " \n", "`", "``", "```", "```js", "```json\n", "{", '{"', '{"na', '{ "name']:
+        assert may_start_call(text), text
+    for text in ["I", '{"answer', "```python", "`x", "{}", '```json\n{"a']:
+        assert not may_start_call(text), text
 
 
 def test_prose_is_never_constrained(grammar: CallGrammar) -> None:
@@ -122,17 +136,30 @@ def test_parallel_true_ends_the_reply_at_a_repeated_call(grammar: CallGrammar) -
     first = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n</tool_call>'
     second = first.replace('"a"', '"b"')
     stop, fed = feed(constraint, grammar, "\n".join([first, second, first, second]))
-    assert stop and fed == "\n".join([first, second, first])
+    # It ends where the repeat's arguments close, before its closing tag.
+    repeat = first.removesuffix("\n</tool_call>")
+    assert stop and fed.startswith("\n".join([first, second, repeat]))
+    assert len(fed) < len("\n".join([first, second, first]))
     assert parse_tool_calls(fed, REAL).calls == [
         ("read_file", {"path": "a"}),
         ("read_file", {"path": "b"}),
     ]
 
 
-def test_text_that_leaves_the_grammar_at_the_trigger_is_left_alone(grammar: CallGrammar) -> None:
+def test_an_answer_given_as_json_is_not_constrained(grammar: CallGrammar) -> None:
     constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
-    stop, _ = feed(constraint, grammar, '{"answer": 3}')
-    assert not stop and constraint.abandoned and constraint.allowed() is None
+    stop, _ = feed(constraint, grammar, '{"answer": "errors.log mentions a timeout"}')
+    assert not stop and not constraint.active and constraint.allowed() is None
+
+
+def test_a_bare_call_repeated_inside_one_token_still_ends_the_reply(grammar: CallGrammar) -> None:
+    """Token boundaries may straddle the end of a call and the separator ("}}\n"): the
+    repeat is still caught where it closes."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    a = '{"name": "read_file", "arguments": {"path": "a"}}'
+    b = a.replace('"a"', '"b"')
+    stop, fed = feed(constraint, grammar, "\n".join([a, b, b, a]))
+    assert stop and fed.startswith("\n".join([a, b, b[:-1]]))
 
 
 # Random tool schemas: the kinds of argument a tool declares in practice.
