@@ -84,6 +84,10 @@ def table(runs: list[Run]) -> str:
             "calls with invalid arguments",
             *(_fmt(r.summary.get("invalid_calls"), "d") for r in runs),
         ],
+        [
+            "calls left as text",
+            *(_fmt(r.summary.get("call_shaped_text"), "d") for r in runs),
+        ],
         ["wall ms", *(_fmt(r.summary["wall_ms"]) for r in runs)],
         ["mean turn ms", *(_fmt(r.summary["mean_turn_ms"]) for r in runs)],
         ["p95 turn ms", *(_fmt(r.summary["p95_turn_ms"]) for r in runs)],

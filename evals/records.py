@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from typing import Any
 
 from evals.markdown import table
 from harness.state import RunState
+from harness.tools import default_tools
 
 NOT_RUN = "not_run"
 
@@ -73,6 +75,23 @@ def mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+# A call written as text: an object naming a tool, the way this family writes calls.
+_CALL_AS_TEXT = re.compile(r'\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
+
+
+def call_shaped_text(state: RunState) -> int:
+    """Objects naming an offered tool left in the assistant's text, never run as calls: what
+    a server refused (a schema echo, arguments its schema rejects) or never parsed."""
+    names = {t.name for t in default_tools()}
+    return sum(
+        1
+        for m in state.messages
+        if m["role"] == "assistant" and isinstance(m.get("content"), str)
+        for found in _CALL_AS_TEXT.finditer(m["content"])
+        if found["name"] in names
+    )
+
+
 def task_record(
     *,
     context: dict[str, Any],
@@ -112,6 +131,7 @@ def task_record(
         # Calls whose arguments failed the tool's JSON Schema (the harness checks them again).
         "invalid_calls": sum(r.invalid for r in state.tool_log),
         "tools_called": [r.name for r in state.tool_log],
+        "call_shaped_text": call_shaped_text(state),
         "answer": state.answer,
         "checks": checks,
         "correct": bool(checks) and all(c["passed"] for c in checks),
@@ -219,6 +239,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         # None for records written before the harness checked arguments against the schema.
         "invalid_calls": sum(r["invalid_calls"] for r in records)
         if all("invalid_calls" in r for r in records)
+        else None,
+        "call_shaped_text": sum(r["call_shaped_text"] for r in records)
+        if all("call_shaped_text" in r for r in records)
         else None,
         "wall_ms": round(sum(r["wall_ms"] for r in records), 1),
         "mean_turn_ms": mean(latencies),

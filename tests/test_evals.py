@@ -302,3 +302,17 @@ async def test_paths_no_file_can_have_do_not_abort_the_eval(tmp_path: Path) -> N
     assert len(records) == len(load_tasks().tasks)
     assert all((r["status"], r["turns"], r["tool_runs"]) == ("completed", 2, 2) for r in records)
     assert all(r["tool_bugs"] == [] for r in records)  # refused, not crashed
+
+
+def test_calls_left_as_text_are_counted() -> None:
+    from evals.records import call_shaped_text
+    from harness.state import new_run
+
+    state = new_run("m", "How many files are there?")
+    state.messages += [
+        {"role": "assistant", "content": '{"name": "list_files", "arguments": {"type": "object"}}'},
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "assistant", "content": 'Done. {"name": "rm_rf"} {"name": "read_file"}'},
+        {"role": "assistant", "content": "There are three files."},
+    ]
+    assert call_shaped_text(state) == 2
