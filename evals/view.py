@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from evals.compare import Run, load_runs
 from evals.records import kept_file, read_text
-from harness.state import RunState, TurnRecord, new_run
+from harness.state import RunState, TurnRecord, asked_calls, new_run
 
 
 @dataclass
@@ -83,12 +83,12 @@ class Cell:
     anchors: list[str]  # one transcript per epoch
 
 
-def _decision(call_id: str, state: RunState) -> str | None:
-    """The approval given to a call, with the person's reason, in words."""
-    if call_id in state.approved:
+def _decision(key: str | None, state: RunState) -> str | None:
+    """The approval given to a call (named by its key, turn.index), with the reason, in words."""
+    if key in state.approved:
         return "approved"
-    if call_id in state.rejected:
-        return f"rejected: {state.rejected[call_id] or '(no reason given)'}"
+    if key is not None and key in state.rejected:
+        return f"rejected: {state.rejected[key] or '(no reason given)'}"
     return None
 
 
@@ -96,6 +96,7 @@ def _calls(
     message: dict[str, Any], results: dict[str, dict[str, Any]], state: RunState
 ) -> list[Call]:
     log = {r.call_id: r for r in state.tool_log}
+    keys = {c.id: c.key for c in asked_calls(state)}
     calls = []
     for c in message.get("tool_calls") or []:
         call_id = c.get("id", "")
@@ -108,7 +109,7 @@ def _calls(
                 result=(results.get(call_id) or {}).get("content"),
                 ok=log[call_id].ok if call_id in log else None,
                 error=log[call_id].error if call_id in log else None,
-                decision=_decision(call_id, state),
+                decision=_decision(keys.get(call_id), state),
             )
         )
     return calls

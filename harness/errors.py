@@ -3,7 +3,7 @@
 HarnessError
 ├── ToolError        a tool failed; its text goes back to the model as the tool result
 │   ├── PathRefused  a path outside the workspace or unusable; permanent, no retry can fix it
-│   ├── InvalidArguments  the call's arguments fail the tool's JSON Schema; the tool never ran
+│   ├── InvalidArguments  arguments the tool's JSON Schema refuses; permanent, the tool never ran
 │   └── ToolBug      a tool raised something else: a bug in the tool, still read by the model
 ├── ProviderError    the model server failed or answered with an error status
 ├── NotPending       approve/reject named a call that is not waiting (harness.approvals)
@@ -33,7 +33,10 @@ class PathRefused(ToolError):
 
 
 class InvalidArguments(ToolError):
-    """Arguments the tool's own schema refuses: the model reads why and may call again."""
+    """Arguments the tool's own schema refuses: the model reads why and may call again with
+    others. Permanent: the same arguments will always be refused."""
+
+    permanent = True
 
 
 class ToolBug(ToolError):

@@ -19,7 +19,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def post(url: str, body: Any) -> httpx.Response:
     kwargs: dict[str, Any] = {"content": body} if isinstance(body, (str, bytes)) else {"json": body}
-    return httpx.post(f"{url}/chat/completions", timeout=10, **kwargs)
+    # Generous: a real model on two busy cores can take a while; the tests wait for the reply,
+    # never for a deadline.
+    return httpx.post(f"{url}/chat/completions", timeout=300, **kwargs)
 
 
 def user(text: str) -> dict[str, Any]:
