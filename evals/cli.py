@@ -16,6 +16,7 @@ from evals.tasks import DEFAULT_TASKS, TaskFileError
 from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies import TOOL_ERROR_POLICIES
+from harness.providers import APIS, base_url_for
 
 RUNS = RESULTS / "runs"
 
@@ -25,6 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a task set against the server at LLM_BASE_URL")
     run.add_argument("--base-url", help="default: $LLM_BASE_URL or http://127.0.0.1:8000/v1")
+    run.add_argument(
+        "--api",
+        choices=APIS,
+        default="openai",
+        help="wire shape: chat completions (openai) or Messages (anthropic)",
+    )
     run.add_argument("--model", help="model name to ask for (default: the server's first)")
     run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
     run.add_argument("--epochs", type=int, default=1)
@@ -89,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.epochs < 1:
         raise SystemExit("evals: --epochs must be at least 1")
     settings = EvalSettings(
-        base_url=(args.base_url or base_url_from_env()).rstrip("/"),
+        base_url=base_url_for(args.api, args.base_url or base_url_from_env()),
+        api=args.api,
         model=args.model,
         tasks=args.tasks,
         epochs=args.epochs,

@@ -121,6 +121,7 @@ def task_record(
         "turn_latency_ms": latencies,
         "turn_timings": [t.timings for t in state.turn_records],
         "turn_finish_reasons": [t.finish_reason for t in state.turn_records],
+        "stop_reason": state.stop_reason,
         "mean_turn_ms": mean(latencies),
         "p95_turn_ms": p95(latencies),
         "model_ms": round(state.model_ms, 1),

@@ -28,10 +28,10 @@ from evals.records import task_record as make_record
 from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, Task, load_tasks
 from harness.approvals import reject
-from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
 from harness.persist import state_path
 from harness.policies import ToolErrorPolicy
+from harness.providers import provider
 from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.trace import Recorder
@@ -58,6 +58,7 @@ class EvalSettings:
     # A call that needs approval: "reject" declines it with a reason the model reads and goes
     # on (the task set is read-only); "stop" records the run as interrupted.
     approvals: str = "reject"
+    api: str = "openai"  # the wire shape: openai (chat completions) or anthropic (Messages)
 
 
 EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
@@ -108,7 +109,7 @@ async def run_task(
         max_budget_usd=settings.budget_usd,
         tool_errors=settings.tool_errors,
     )
-    async with ProviderClient(settings.base_url) as client:
+    async with provider(settings.api, settings.base_url) as client:
         await run_loop(state, client, default_tools(), workspace, config, recorder)
         while (
             settings.approvals == "reject"
@@ -160,7 +161,8 @@ async def run_eval(
     taskset = load_tasks(settings.tasks)  # a bad task file fails before any model call
     info = served_model(settings.base_url, settings.model)
     model = str(info["id"])
-    label = settings.label or f"{model}@{info.get('backend', 'unknown')}"
+    shape = "" if settings.api == "openai" else f"/{settings.api}"
+    label = settings.label or f"{model}@{info.get('backend', 'unknown')}{shape}"
     loop_keys = ("max_turns", "budget_usd", "tool_errors", "approvals")
     loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
     context = {
@@ -171,6 +173,7 @@ async def run_eval(
         # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
         "tool_grammar": info.get("tool_grammar"),
         "base_url": settings.base_url,
+        "api": settings.api,
         "loop": loop,
         "task_set": taskset.name,
         "machine": machine(),
@@ -185,7 +188,7 @@ async def run_eval(
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
     echo(
         f"eval {taskset.name}: {len(taskset.tasks)} tasks x {settings.epochs} epoch(s), "
-        f"model {model} ({info.get('backend')}), {settings.base_url}"
+        f"model {model} ({info.get('backend')}), {settings.base_url}, {settings.api} shape"
     )
     server_gone: str | None = None
     try:

@@ -14,12 +14,13 @@ from typing import Any
 
 from harness.approvals import NotPending, approve, reject
 from harness.cancel import CancelToken
-from harness.client import ProviderClient, base_url_from_env
+from harness.client import base_url_from_env
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.persist import StateFileError, load, save
 from harness.policies import TOOL_ERROR_POLICIES
 from harness.prices import Prices
+from harness.providers import APIS, base_url_for, provider
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
 from harness.subagent import research_tool
@@ -69,7 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     what.add_argument("--task", help="the user's request")
     run.add_argument("--model", help="model name sent to the provider")
-    run.add_argument("--base-url", help="default: $LLM_BASE_URL or http://127.0.0.1:8000/v1")
+    run.add_argument(
+        "--base-url",
+        help="default: $LLM_BASE_URL or http://127.0.0.1:8000/v1 (the root will do for anthropic)",
+    )
+    run.add_argument(
+        "--api",
+        choices=APIS,
+        default="openai",
+        help="wire shape: chat completions (openai) or Messages (anthropic)",
+    )
     run.add_argument("--workspace", type=Path, help="default: STATE_DIR/RUN_ID/workspace")
     _loop_flags(run)
     resume = commands.add_parser("resume", help="go on with a saved run")
@@ -124,7 +134,7 @@ async def _drive(state: RunState, args: argparse.Namespace, config: LoopConfig) 
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGINT, token.cancel, "the user pressed Ctrl-C")
-    async with ProviderClient(base_url) as client:
+    async with provider(state.meta.get("api", "openai"), base_url) as client:
         workspace = Workspace(state.meta["workspace"])
         return await run_loop(
             state, client, _tools(state, base_url), workspace, config, recorder, token
@@ -177,7 +187,8 @@ def _start(args: argparse.Namespace) -> RunState:
     state.meta = {
         "scenario": args.scenario,
         "workspace": str(create_workspace(folder).root),
-        "base_url": (args.base_url or base_url_from_env()).rstrip("/"),
+        "base_url": base_url_for(args.api, args.base_url or base_url_from_env()),
+        "api": args.api,
         "config": asdict(config),
     }
     save(state, args.state_dir)

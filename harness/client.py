@@ -1,5 +1,9 @@
 """The provider client: one chat completion over HTTP, in the OpenAI wire shape.
 
+:class:`ProviderClient` holds what every wire shape shares (retries, cancellation, errors); a
+shape is the request it sends and how it reads the reply (``harness.messages_client`` for the
+Anthropic Messages shape, ``harness.providers`` to pick one by name).
+
 Transient failures (HTTP 429, 5xx, connection errors) are retried a bounded number of times
 with exponential backoff and jitter, honouring ``retry-after-ms`` / ``Retry-After``; other
 errors are raised at once. A cancellation token ends the call (and any wait) immediately.
@@ -37,6 +41,8 @@ class ModelReply:
     model: str
     timings: dict[str, Any] | None = None
     retries: int = 0
+    api: str = "openai"  # the wire shape; finish_reason is in its vocabulary
+    stop_sequence: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 class ProviderClient:
+    api = "openai"
+
     def __init__(
         self,
         base_url: str | None = None,
@@ -122,12 +130,10 @@ class ProviderClient:
     async def _once(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
-        payload: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0}
-        if tools:
-            payload["tools"] = tools
+        path, payload = self.request(model, messages, tools)
         start = time.perf_counter()
         try:
-            response = await self._http.post("/chat/completions", json=payload)
+            response = await self._http.post(path, json=payload)
         except httpx.TransportError as exc:
             raise ProviderError(
                 f"cannot reach the model server at {self.base_url} ({exc.__class__.__name__}: "
@@ -144,6 +150,19 @@ class ProviderClient:
                 retryable=status == 429 or status >= 500,
                 retry_after_s=_retry_after(response),
             )
+        return self.parse(response, latency_ms)
+
+    def request(
+        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, Any]]:
+        """The path and body of one request for ``messages`` in this wire shape."""
+        sent = [{k: v for k, v in m.items() if k != "is_error"} for m in messages]
+        payload: dict[str, Any] = {"model": model, "messages": sent, "temperature": 0}
+        if tools:
+            payload["tools"] = tools
+        return "/chat/completions", payload
+
+    def parse(self, response: httpx.Response, latency_ms: float) -> ModelReply:
         return parse_reply(response, latency_ms)
 
 
@@ -167,11 +186,11 @@ def parse_reply(response: httpx.Response, latency_ms: float) -> ModelReply:
         usage = body.get("usage") or {}
         return ModelReply(
             message=assistant_message(choice["message"]),
-            finish_reason=_clean(str(choice.get("finish_reason") or "stop")),
+            finish_reason=clean_text(str(choice.get("finish_reason") or "stop")),
             prompt_tokens=max(0, int(usage.get("prompt_tokens", 0))),
             completion_tokens=max(0, int(usage.get("completion_tokens", 0))),
             latency_ms=latency_ms,
-            model=_clean(str(body.get("model", ""))),
+            model=clean_text(str(body.get("model", ""))),
             timings=body.get("timings") if isinstance(body.get("timings"), dict) else None,
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as exc:
@@ -202,10 +221,10 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
     function = function if isinstance(function, dict) else {}
     name, arguments, call_id = function.get("name"), function.get("arguments"), call.get("id")
     return {
-        "id": _clean(call_id) if isinstance(call_id, str) else "",
+        "id": clean_text(call_id) if isinstance(call_id, str) else "",
         "type": "function",
         "function": {
-            "name": _clean(name) if isinstance(name, str) else "",
+            "name": clean_text(name) if isinstance(name, str) else "",
             "arguments": "{}" if arguments is None else _as_text(arguments),
         },
     }
@@ -215,14 +234,14 @@ def _content(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, list) and all(isinstance(p, dict) for p in value):
-        return _clean("".join(str(p.get("text", "")) for p in value))
+        return clean_text("".join(str(p.get("text", "")) for p in value))
     return _as_text(value)
 
 
 def _as_text(value: Any) -> str:
-    return _clean(value if isinstance(value, str) else json.dumps(value))
+    return clean_text(value if isinstance(value, str) else json.dumps(value))
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
     """Text that encodes as UTF-8 (JSON escapes can carry lone surrogates, which cannot)."""
     return text.encode("utf-8", "replace").decode("utf-8")

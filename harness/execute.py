@@ -82,7 +82,8 @@ def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Record
             index=call.index,
         )
     )
-    _insert_in_call_order(state, tool_message(call, content), call.index)
+    message = tool_message(call, content, is_error=outcome.error is not None)
+    _insert_in_call_order(state, message, call.index)
     recorder.checkpoint(state)
     recorder.event(
         state,

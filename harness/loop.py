@@ -61,6 +61,7 @@ def stop(
         status=status,
         reason=interruption,
         error=state.error,
+        stop_reason=state.stop_reason,
         turns=state.turns,
         cost_usd=state.cost_usd,
     )

@@ -7,7 +7,7 @@ did: it ends on a saved final answer instead of asking the model again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from harness.client import ModelReply
 from harness.execute import Stop
@@ -17,6 +17,21 @@ from harness.state import Message, RunState, TurnRecord, last_reply
 from harness.trace import Recorder
 
 FINISH_BRIEFLY = "Your last reply was cut off by the length limit. Finish it briefly."
+
+Action = Literal["run_tools", "complete", "finish_briefly", "continue", "fail"]
+# What the loop does with a reply, by the reason it ended, whichever wire shape named it.
+ACTIONS: dict[str, Action] = {
+    "tool_calls": "run_tools",
+    "tool_use": "run_tools",
+    "stop": "complete",
+    "end_turn": "complete",
+    "stop_sequence": "complete",  # the text so far is the answer; the reason is recorded
+    "length": "finish_briefly",
+    "max_tokens": "finish_briefly",
+    "pause_turn": "continue",  # sent back unchanged, so the model goes on with its turn
+    "content_filter": "fail",
+    "refusal": "fail",
+}
 
 
 def name_calls(state: RunState, message: Message, turn: int) -> dict[str, str]:
@@ -60,7 +75,10 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
         timings=reply.timings,
         retries=reply.retries,
         renamed_call_ids=renamed or None,
+        api=reply.api,
+        stop_sequence=reply.stop_sequence,
     )
+    state.stop_reason = reply.finish_reason
     state.turn_records.append(turn)
     state.messages.append(reply.message)
     recorder.checkpoint(state)
@@ -77,9 +95,10 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
 def settle(state: RunState) -> Stop | None:
     """What the last saved reply means when it is the newest message: a Stop, or go on.
 
-    Go on when the reply asks for tools (they are answered next) or was cut at the length limit
-    (the model is asked to finish). A refusal fails the run, a reply to the last call after a
-    limit ends it under that limit, and any other reply is the final answer.
+    Go on when the reply asks for tools (they are answered next), was cut at the length limit
+    (the model is asked to finish) or paused its turn (the conversation goes back unchanged). A
+    refusal fails the run, a reply to the last call after a limit ends it under that limit, and
+    any other reply (one cut at a stop sequence too) is the final answer: see ``ACTIONS``.
     """
     last = last_reply(state)
     if last is None or last[0] != len(state.messages) - 1:
@@ -89,18 +108,30 @@ def settle(state: RunState) -> Stop | None:
     if state.concluding is not None:
         state.answer = _text(message)
         return Stop(state.concluding["status"], state.concluding["interruption"])
-    refusal = message.get("refusal") or ("content_filter" if finish == "content_filter" else None)
-    if refusal:
-        state.refusal = str(refusal)
-        return Stop("failed", error=f"the model refused: {refusal}")
+    action = ACTIONS.get(finish, "complete")
+    if message.get("refusal") or action == "fail":
+        state.refusal = str(message.get("refusal") or _text(message) or finish)
+        return Stop("failed", error=f"the model refused: {state.refusal}")
     if message.get("tool_calls"):
         return None
-    if finish == "length":
+    if action == "finish_briefly":
         state.messages.append({"role": "user", "content": FINISH_BRIEFLY})
         return None
-    state.answer = _text(message)
+    if action == "continue":
+        return None
+    state.answer = _turn_text(state)
     return Stop("completed")
 
 
 def _text(message: dict[str, Any]) -> str:
     return str(message.get("content") or "")
+
+
+def _turn_text(state: RunState) -> str:
+    """The text of the last turn: a paused reply and its continuations read as one."""
+    parts = []
+    for message in reversed(state.messages):
+        if message["role"] != "assistant":
+            break
+        parts.append(_text(message))
+    return "".join(reversed(parts))

@@ -25,6 +25,8 @@ class TurnRecord:
     timings: dict[str, Any] | None = None
     retries: int = 0  # transient provider errors retried before this reply
     renamed_call_ids: dict[str, str] | None = None  # harness id -> the id the provider sent
+    api: str = "openai"  # the wire shape the reply came in: openai | anthropic
+    stop_sequence: str | None = None  # the stop sequence that ended the reply, when one did
 
 
 @dataclass
@@ -69,6 +71,8 @@ class RunState:
     # resume ends the run under the same limit instead of asking again.
     concluding: dict[str, Any] | None = None
     refusal: str | None = None
+    # The reason the last reply ended, as its wire shape named it (stop, end_turn, ...).
+    stop_reason: str | None = None
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
     schema_version: int = SCHEMA_VERSION
@@ -116,6 +120,7 @@ class RunState:
             "interruption": self.interruption,
             "error": self.error,
             "refusal": self.refusal,
+            "stop_reason": self.stop_reason,
             "child_cost_usd": round(self.child_cost_usd, 8),
             "total_cost_usd": round(self.cost_usd + self.child_cost_usd, 8),
         }

@@ -49,5 +49,8 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def tool_message(call: Call, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+def tool_message(call: Call, content: str, is_error: bool = False) -> dict[str, Any]:
+    """The result as the transcript holds it; ``is_error`` marks a failed call for the wire
+    shapes that carry the flag (the Messages shape's ``tool_result``)."""
+    message = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+    return {**message, "is_error": True} if is_error else message

@@ -1,4 +1,5 @@
-"""The FastAPI app: ``/v1/chat/completions``, ``/v1/models``, ``/health``."""
+"""The FastAPI app: ``/v1/chat/completions``, ``/v1/messages`` (:mod:`serve_local.messages_api`),
+``/v1/models``, ``/health``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from starlette.requests import ClientDisconnect
 from serve_local.backends.base import Backend, Completion
 from serve_local.callstream import CallDelta
 from serve_local.errors import APIError
+from serve_local.messages_api import add_messages_route
 from serve_local.schema import ChatRequest
 from serve_local.validation import parse_body
 
@@ -239,4 +241,5 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
             return StreamingResponse(_sse(chunks), media_type="text/event-stream")
         return JSONResponse(completion_body(completion, completion_id, created))
 
+    add_messages_route(app, backend, _watch_disconnect, backend_streams_calls)
     return app

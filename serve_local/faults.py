@@ -3,9 +3,13 @@
     scripted:<scenario>[+<fault>]...      fault = <kind>[x<count>][@<turn>]
 
 kinds: ``429`` (with ``retry-after-ms``), ``500``, ``401``, ``trunc`` (the reply cut short with
-``finish_reason: length``), ``refuse`` (a refusal), ``filter`` (``finish_reason:
-content_filter``). ``x<count>`` repeats an HTTP fault for that many requests of the same
-transcript (default 1; ``x999`` is "forever"); ``@<turn>`` limits it to one turn index.
+``finish_reason: length``, stop reason ``max_tokens``), ``refuse`` (a refusal), ``filter``
+(``finish_reason: content_filter``), ``stopseq`` (the reply cut at a stop sequence: the request's
+first, or ``STOP`` when it names none; stop reason ``stop_sequence``) and ``pause`` (the first
+half of the reply, stop reason ``pause_turn``; the request that sends it back unchanged gets the
+rest). In the chat shape, which has no word for the last two, both read ``finish_reason: stop``.
+``x<count>`` repeats an HTTP fault for that many requests of the same transcript (default 1;
+``x999`` is "forever"); ``@<turn>`` limits it to one turn index.
 Counting requests is the one piece of state the scripted provider keeps, and only for faults.
 """
 
@@ -19,8 +23,8 @@ from serve_local.errors import InvalidRequest, ScriptedFault
 from serve_local.schema import ChatRequest
 
 HTTP_FAULTS = {"429", "500", "401"}
-REPLY_FAULTS = {"trunc", "refuse", "filter"}
-_FAULT = re.compile(r"^(?P<kind>\d+|trunc|refuse|filter)(?:x(?P<count>\d+))?(?:@(?P<turn>\d+))?$")
+REPLY_FAULTS = {"trunc", "refuse", "filter", "stopseq", "pause"}
+_FAULT = re.compile(r"^(?P<kind>\d+|[a-z]+)(?:x(?P<count>\d+))?(?:@(?P<turn>\d+))?$")
 RETRY_AFTER_MS = 50
 
 

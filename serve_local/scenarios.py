@@ -20,6 +20,9 @@ class Transcript:
     tool_text: str
     question: str
     results: dict[str, str] = field(default_factory=dict)  # tool output by call id
+    # The text of an unfinished reply the request ends with (a paused turn sent back to be
+    # continued): the turn is that reply's, and what it already said is not said again.
+    partial: str | None = None
 
 
 @dataclass(frozen=True)

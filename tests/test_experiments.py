@@ -24,6 +24,7 @@ FAST = [
     "subagent",
     "finish",
     "cancel",
+    "stops",
 ]
 
 
@@ -84,6 +85,20 @@ def test_shapes(results: dict[str, Result]) -> None:
     assert finish["429 with retry-after"]["cost"] == results["plan"].table[0]["cost"]
     assert finish["500 forever"]["status"] == "failed"
 
+    stops = {(r["wire"], r["reason"]): r for r in results["stops"].table}
+    assert len(stops) == 10 and results["stops"].figures["every_reason_seen"] is True
+    assert results["stops"].figures["same_plan_cost_both_shapes"] is True
+    assert stops["anthropic", "tool_use"]["what the loop did"] == "ran list_files"
+    assert stops["anthropic", "end_turn"]["status"] == "completed"
+    assert stops["anthropic", "max_tokens"]["what the loop did"].startswith("asked the model")
+    assert stops["anthropic", "stop_sequence"]["what the loop did"].startswith("completed with")
+    paused = stops["anthropic", "pause_turn"]
+    assert (paused["turns"], paused["status"]) == (4, "completed")
+    assert paused["cost"] > stops["anthropic", "end_turn"]["cost"]
+    assert stops["anthropic", "refusal"]["status"] == stops["openai", "content_filter"]["status"]
+    assert stops["anthropic", "refusal"]["status"] == "failed"
+    assert stops["openai", "length"]["turns"] == stops["anthropic", "max_tokens"]["turns"] == 4
+
     cancel = results["cancel"].figures
     assert cancel["wired_stop_ms"] * 10 < cancel["unwired_stop_ms"]
 
@@ -99,4 +114,4 @@ def test_write_produces_markdown_and_json(results: dict[str, Result], tmp_path: 
 
 
 def test_every_experiment_is_registered() -> None:
-    assert len(EXPERIMENTS) == 13
+    assert len(EXPERIMENTS) == 14

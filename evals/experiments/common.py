@@ -8,9 +8,10 @@ from typing import Any
 
 from evals.markdown import cell, table
 from harness.cancel import CancelToken
-from harness.client import ProviderClient, RetryPolicy
+from harness.client import RetryPolicy
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
+from harness.providers import provider
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
 from harness.tools import Tool, default_tools
@@ -62,12 +63,13 @@ async def drive(
     workspace: Workspace | None = None,
     recorder: Recorder | None = None,
     cancel: CancelToken | None = None,
+    api: str = "openai",
     **config: Any,
 ) -> tuple[RunState, Workspace]:
     scenario = model.removeprefix("scripted:").split("+")[0]
     state = state or new_run(model, task or SCENARIO_TASKS[scenario], system=SYSTEM_PROMPT)
     workspace = workspace or create_workspace(env.scratch / state.run_id)
-    async with ProviderClient(url or env.url, retry=FAST_RETRY) as client:
+    async with provider(api, url or env.url, retry=FAST_RETRY) as client:
         await run_loop(
             state,
             client,

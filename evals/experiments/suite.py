@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from evals.experiments import costs, delegation, failures, recovery, timing, writes
+from evals.experiments import costs, delegation, failures, recovery, stops, timing, writes
 from evals.experiments.common import Env, Result
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
@@ -32,6 +32,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     "latency": timing.exp_latency,
     "subagent": delegation.exp_subagent,
     "finish": failures.exp_finish,
+    "stops": stops.exp_stops,
 }
 LATENCIES = (0, 50, 200, 1000)
 

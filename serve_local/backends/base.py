@@ -21,6 +21,10 @@ class Completion:
     completion_tokens: int = 0
     refusal: str | None = None
     timings: Timings | None = None
+    # What the chat vocabulary cannot say, for the Messages shape: ``stop_sequence`` (which
+    # sequence ended the reply, ``finish_reason`` is then ``stop``) or ``pause_turn``.
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
 
 
 class Backend(Protocol):

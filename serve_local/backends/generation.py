@@ -53,6 +53,7 @@ class Generated:
     predicted_n: int
     prompt_ms: float
     predicted_ms: float
+    stop_sequence: str | None = None  # the one that ended the text, when one did
 
 
 @dataclass
@@ -73,10 +74,13 @@ class Limits:
         return min(asked, self.n_ctx - prompt_tokens)
 
 
-def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:
-    """``text`` up to the first stop sequence, and whether one was found."""
-    positions = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return (text[: min(positions)], True) if positions else (text, False)
+def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, str | None]:
+    """``text`` up to the first stop sequence, and that sequence (None when none is found)."""
+    found = [(i, s) for s in stops if (i := text.find(s)) >= 0]
+    if not found:
+        return text, None
+    at, stop = min(found)
+    return text[:at], stop
 
 
 @dataclass
@@ -149,6 +153,8 @@ def to_completion(
         finish_reason=finish,
         prompt_tokens=generated.prompt_n + generated.cache_n,
         completion_tokens=generated.predicted_n,
+        stop_reason="stop_sequence" if generated.stop_sequence is not None else None,
+        stop_sequence=generated.stop_sequence,
         timings=Timings(
             prompt_n=generated.prompt_n,
             cache_n=generated.cache_n,

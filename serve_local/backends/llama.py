@@ -135,7 +135,7 @@ class LlamaBackend(LocalBackend):
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
         out: list[int] = []
-        text, finish = "", "length"
+        text, finish, matched = "", "length", None
         start = time.perf_counter()
         first: float | None = None
         for token in llm.generate(
@@ -154,8 +154,8 @@ class LlamaBackend(LocalBackend):
             out.append(token)
             text = llm.detokenize(out).decode("utf-8", errors="ignore")
             if sampling.stop:
-                text, hit = cut_at_stop(text, sampling.stop)
-                if hit:
+                text, matched = cut_at_stop(text, sampling.stop)
+                if matched is not None:
                     finish = "stop"
                     break
             if on_text is not None and len(text) - holdback > sent:
@@ -181,6 +181,7 @@ class LlamaBackend(LocalBackend):
             predicted_n=len(out),
             prompt_ms=(first - start) * 1000,
             predicted_ms=(end - first) * 1000,
+            stop_sequence=matched,
         )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from serve_local import tokens
 from serve_local.backends.base import Completion
+from serve_local.backends.generation import cut_at_stop
 from serve_local.errors import ModelNotFound
 from serve_local.faults import FaultCounter, parse_model
 from serve_local.scenarios import SCENARIOS, Reply, Transcript
@@ -20,12 +21,27 @@ PREFIX = "scripted:"
 def _transcript(request: ChatRequest) -> Transcript:
     tool_messages = [m for m in request.messages if m.role == "tool"]
     users = [m.text() for m in request.messages if m.role == "user"]
+    replies = sum(1 for m in request.messages if m.role == "assistant")
+    continuing = request.messages[-1].role == "assistant"
     return Transcript(
-        turn=sum(1 for m in request.messages if m.role == "assistant"),
+        turn=replies - 1 if continuing else replies,
         tool_text="\n".join(m.text() for m in tool_messages),
         question=users[-1] if users else "",
         results={m.tool_call_id or "": m.text() for m in tool_messages},
+        partial=request.messages[-1].text() if continuing else None,
     )
+
+
+def _continued(reply: Reply, partial: str | None) -> Reply:
+    """The rest of a reply whose beginning the request already holds."""
+    if not partial or not reply.content or not reply.content.startswith(partial):
+        return reply
+    return Reply(content=reply.content[len(partial) :] or None, calls=reply.calls)
+
+
+def _stops(request: ChatRequest) -> tuple[str, ...]:
+    stops = request.stop if isinstance(request.stop, list) else [request.stop or ""]
+    return tuple(s for s in stops if s)
 
 
 def prompt_tokens(request: ChatRequest) -> int:
@@ -73,7 +89,7 @@ class ScriptedBackend:
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000)
         self._faults.raise_http_fault(request, transcript.turn, faults)
-        reply = scenario(transcript)
+        reply = _continued(scenario(transcript), transcript.partial)
         if reply.calls and not request.tools:
             # Asked to answer without tools (a forced conclusion): report instead of calling.
             seen = transcript.tool_text.strip().splitlines()
@@ -83,11 +99,23 @@ class ScriptedBackend:
                 + "."
             )
         kinds = {f.kind for f in faults if f.applies(transcript.turn)}
+        if transcript.partial is not None:
+            kinds.discard("pause")  # the paused reply is being continued
         content, tool_calls = reply.content, reply.wire_tool_calls()
         finish, refusal = ("tool_calls" if tool_calls else "stop"), None
+        stop_reason, stop_sequence = None, None
+        if content and not tool_calls and (stops := _stops(request)):
+            content, stop_sequence = cut_at_stop(content, stops)
+            stop_reason = "stop_sequence" if stop_sequence is not None else None
+        whole = content or json.dumps(tool_calls)
         if "trunc" in kinds:
-            whole = content or json.dumps(tool_calls)
             content, tool_calls, finish = whole[: max(1, len(whole) // 2)], [], "length"
+        if "stopseq" in kinds:
+            content, tool_calls, finish = whole[: max(1, len(whole) // 2)], [], "stop"
+            stop_reason, stop_sequence = "stop_sequence", (_stops(request) or ("STOP",))[0]
+        if "pause" in kinds:
+            content = (content or "")[: len(content or "") // 2] or None
+            tool_calls, finish, stop_reason = [], "stop", "pause_turn"
         if "refuse" in kinds:
             content, tool_calls, finish = None, [], "stop"
             refusal = "I can't help with that request."
@@ -106,4 +134,6 @@ class ScriptedBackend:
             prompt_tokens=prompt_tokens(request),
             completion_tokens=tokens.count_json(message),
             refusal=refusal,
+            stop_reason=stop_reason,
+            stop_sequence=stop_sequence,
         )

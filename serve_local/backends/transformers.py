@@ -190,9 +190,10 @@ class TransformersBackend(LocalBackend):
         elif cancel.is_set():
             finish = "cancelled"
         text = self._tokenizer.decode(new, skip_special_tokens=False)
+        matched = None
         if sampling.stop:
-            text, hit = cut_at_stop(text, sampling.stop)
-            finish = "stop" if hit else finish
+            text, matched = cut_at_stop(text, sampling.stop)
+            finish = "stop" if matched is not None else finish
         first_at = first[0] if first else end
         if on_text is not None and text:
             on_text(text)
@@ -204,6 +205,7 @@ class TransformersBackend(LocalBackend):
             predicted_n=len(new),
             prompt_ms=(first_at - start) * 1000,
             predicted_ms=(end - first_at) * 1000,
+            stop_sequence=matched,
         )
 
 
