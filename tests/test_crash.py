@@ -25,7 +25,7 @@ import pytest
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
-from harness.persist import load
+from harness.persist import load, save
 from harness.state import new_run
 from harness.tools import Tool, ToolContext, default_tools
 from harness.trace import Recorder
@@ -232,13 +232,18 @@ def slow_url() -> Iterator[str]:
 
 
 def test_wall_time_before_a_kill_counts_toward_the_timeout(slow_url: str, tmp_path: Path) -> None:
-    run = ["run", "--scenario", "plan", "--timeout", "0.5", "--json"]
+    # A timeout that never fires before the kill, however busy the machine: the kill after
+    # turn 2 is what ends the first process.
+    run = ["run", "--scenario", "plan", "--timeout", "600", "--json"]
     killed = run_harness(*run, url=slow_url, cwd=tmp_path, env={"LOOPBENCH_CRASH_AFTER_TURN": "2"})
     assert killed.returncode == -signal.SIGKILL
     run_id = _run_id(tmp_path)
     saved = load(tmp_path / "runs", run_id)
     assert saved.wall_ms >= saved.model_ms >= 400  # two turns of at least 200 ms each
-    # 0.5 s in all: what is left after the kill is less than the third turn takes.
+    # Give the run exactly the time it had spent when it was killed: nothing is left, so the
+    # resumed run stops at once, without asking the model a third time.
+    saved.meta["config"]["timeout_s"] = saved.wall_ms / 1000
+    save(saved, tmp_path / "runs")
     resumed = json.loads(run_harness("resume", run_id, "--json", url=slow_url, cwd=tmp_path).stdout)
     assert resumed["status"] == "interrupted" and resumed["interruption"]["type"] == "timeout"
     assert resumed["turns"] == 2
