@@ -12,6 +12,7 @@ import jsonschema
 import openai
 import pytest
 
+from evals.tasks import load_tasks
 from harness.loop import SYSTEM_PROMPT
 from harness.tools import default_tools
 from serve_local.backends.llama import LlamaBackend
@@ -22,16 +23,8 @@ from tests.models_fixtures import model_server
 
 TOOLS = [t.spec() for t in default_tools()]
 SCHEMAS = {t.name: t.parameters for t in default_tools()}
-# The questions of the eval's task set (evals/tasks/files6.json); the server never sees them
-# as anything but user text.
-SIX = [
-    "Which file mentions a timeout?",
-    "How many files are there?",
-    "What does notes.txt say?",
-    "List the files and read each one.",
-    "Which file is the largest?",
-    "Is there a file about rotating logs?",
-]
+# The questions of the eval's task set; the server never sees them as anything but user text.
+SIX = [task.question for task in load_tasks().tasks]
 
 
 @pytest.fixture(scope="module")
