@@ -12,7 +12,7 @@ from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, resumed_settings, run_eval
-from evals.sweep import SweepSettings, run_sweep
+from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
 from evals.view import write_report
 from harness.client import base_url_from_env
@@ -51,7 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_policy_flags(run)
     sweep = commands.add_parser("sweep", help="the task set under each policy; results/sweep.*")
-    sweep.add_argument("--policies", required=True, help="preset names, comma-separated")
+    sweep.add_argument("--policies", help="preset names, comma-separated")
+    sweep.add_argument(
+        "--from-runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_FILE",
+        help="run nothing: write the sweep's report from these run files",
+    )
     sweep.add_argument(
         "--models",
         help="comma-separated; served here one at a time (serve_local, --backend) unless "
@@ -156,6 +163,12 @@ def _echo(line: str) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    if args.from_runs:
+        written = rewrite(args.from_runs, args.out)
+        print("wrote " + ", ".join(map(str, written)))
+        return 0
+    if not args.policies:
+        raise SystemExit("evals sweep: name the policies (--policies A,B) or --from-runs")
     models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [None]
     settings = SweepSettings(
         policies=[p for p in args.policies.split(",") if p],

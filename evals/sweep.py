@@ -100,10 +100,20 @@ async def _sweep_model(
             task_timeout_s=settings.task_timeout_s,
             out=default_out(label, settings.out / "runs"),
         )
-        path = await run_eval(eval_settings, echo=echo)
-        summary = summarize(read_records(path))
-        rows.append({"policy": name, "run_file": str(path), **summary})
+        rows.append(row(await run_eval(eval_settings, echo=echo)))
     return rows
+
+
+def row(run_file: Path) -> dict[str, Any]:
+    """One line of the sweep: a run file's summary, named by its model and policy."""
+    summary = summarize(read_records(run_file))
+    policy = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
+    return {
+        **summary,
+        "policy": policy["name"],
+        "policy_settings": policy["settings"],
+        "run_file": str(run_file),
+    }
 
 
 async def run_sweep(settings: SweepSettings, echo: Callable[[str], None] = print) -> list[Path]:
@@ -119,6 +129,11 @@ async def run_sweep(settings: SweepSettings, echo: Callable[[str], None] = print
         with served(model, settings, echo) as url:
             rows += await _sweep_model(model, url, settings, echo)
     return write(rows, settings.out)
+
+
+def rewrite(run_files: list[Path], out: Path) -> list[Path]:
+    """The sweep's report from run files already written (by an earlier sweep or evals run)."""
+    return write([row(path) for path in run_files], out)
 
 
 def _fmt(value: Any, spec: str) -> str:

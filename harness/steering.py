@@ -176,8 +176,9 @@ def nudge_if_empty(state: RunState, config: LoopConfig) -> None:
     run. A reply cut at the length limit is left to the loop's own request to finish.
     """
     last = last_reply(state)
-    if last is None or last[0] != len(state.messages) - 1 or not state.turn_records:
-        return
+    newest = last is not None and last[0] == len(state.messages) - 1
+    if not newest or not state.turn_records or state.concluding is not None:
+        return  # a reply to the last call after a limit ends the run, empty or not
     message = state.messages[-1]
     if (
         message.get("tool_calls")

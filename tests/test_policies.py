@@ -249,3 +249,24 @@ def test_harness_cli_takes_a_policy_and_records_it(scripted_url: str, tmp_path: 
         "run", "--scenario", "plan", "--policy", "nope", url=scripted_url, cwd=tmp_path
     )
     assert wrong.returncode != 0 and "no policy 'nope'" in wrong.stderr
+
+
+@pytest.mark.parametrize(("guard", "tools_on_turn_3"), [("note", True), ("answer", False)])
+async def test_the_answer_guard_asks_for_the_answer_after_a_repeat(
+    workspace: Workspace, guard: str, tools_on_turn_3: bool
+) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        config = LoopConfig(repeat_guard=guard)  # type: ignore[arg-type]
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert (state.status, state.answer, state.tool_runs) == ("completed", "ok", 1)
+    assert ["tools" in body for body in seen] == [True, True, tools_on_turn_3]
+
+
+async def test_a_named_first_call(workspace: Workspace) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        config = LoopConfig(tool_choice="list_files")
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    named = {"type": "function", "function": {"name": "list_files"}}
+    assert [b.get("tool_choice") for b in seen] == [named, None, None]
