@@ -35,8 +35,9 @@ class LoopConfig:
     submit: bool = False  # offer a submit(answer) tool; the run completes on it
     nudges: int = 0  # how many times an empty reply is met with a request to go on
     # A read-only call identical to an earlier one gets the earlier result and a note
-    # ("note"), and with "answer" the next turn is asked without tools, for the answer.
-    repeat_guard: Literal["off", "note", "answer"] = "off"
+    # ("note"); then "answer" asks the next turn without tools, for the answer, and "submit"
+    # asks it to call submit (when offered).
+    repeat_guard: Literal["off", "note", "answer", "submit"] = "off"
     max_tokens_per_turn: int | None = None
     repetition_penalty: float | None = None
     frequency_penalty: float | None = None

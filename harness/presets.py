@@ -83,9 +83,9 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--nudges", type=int, help="times an empty reply is met with 'go on'")
     g.add_argument(
         "--repeat-guard",
-        choices=["off", "note", "answer"],
+        choices=["off", "note", "answer", "submit"],
         help="a repeated read-only call gets its earlier result and a note; answer: the next "
-        "turn is asked without tools",
+        "turn is asked without tools; submit: the next turn must call submit",
     )
     g.add_argument(
         "--dedupe",

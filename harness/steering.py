@@ -12,7 +12,8 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
   (``nudge_if_empty``);
 * ``repeat_guard``: a call identical to an earlier one is answered from the earlier result,
   with a note that it was already made (``repeated_result``, used by ``harness.execute``);
-  under ``answer`` the turn after a repeated call is asked without tools (``tool_specs``);
+  under ``answer`` the turn after a repeated call is asked without tools (``tool_specs``),
+  under ``submit`` it must call ``submit`` (``turn_options``);
 * ``example``: one worked example in the system prompt (``system_prompt``).
 
 No text here is taken from any task set: the worked example is about another folder and
@@ -120,7 +121,9 @@ def offered_tools(tools: list[Tool], config: LoopConfig, declared: list[str] | N
 def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
     """What this turn's request asks of the server beyond the messages and tools."""
     choice: str | dict[str, Any] | None = None
-    if config.tool_choice == "always" or (config.tool_choice == "required" and state.turns == 0):
+    if config.repeat_guard == "submit" and config.submit and just_repeated(state):
+        choice = {"type": "function", "function": {"name": SUBMIT}}
+    elif config.tool_choice == "always" or (config.tool_choice == "required" and state.turns == 0):
         choice = "required"
     elif config.tool_choice not in ("auto", "required") and state.turns == 0:
         choice = {"type": "function", "function": {"name": config.tool_choice}}
@@ -136,19 +139,23 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
     )
 
 
+def just_repeated(state: RunState) -> bool:
+    """The newest tool results include one the repeated-call guard answered."""
+    last = last_reply(state)
+    after = state.messages[last[0] + 1 :] if last else []
+    return any(
+        m["role"] == "tool" and str(m.get("content", "")).endswith(REPEAT_END) for m in after
+    )
+
+
 def tool_specs(
     state: RunState, config: LoopConfig, specs: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The tools this turn's request offers: none right after a repeated call, under the
+    """The tools this turn's request offers: none right after a repeated call under the
     ``answer`` guard, so the model answers from what it has instead of asking again."""
-    if config.repeat_guard != "answer" or state.turn_records == []:
-        return specs
-    last = last_reply(state)
-    after = state.messages[last[0] + 1 :] if last else []
-    repeated = any(
-        m["role"] == "tool" and str(m.get("content", "")).endswith(REPEAT_END) for m in after
-    )
-    return [] if repeated else specs
+    if config.repeat_guard == "answer" and just_repeated(state):
+        return []
+    return specs
 
 
 def submitted(state: RunState, config: LoopConfig) -> str | None:

@@ -270,3 +270,13 @@ async def test_a_named_first_call(workspace: Workspace) -> None:
         await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     named = {"type": "function", "function": {"name": "list_files"}}
     assert [b.get("tool_choice") for b in seen] == [named, None, None]
+
+
+async def test_the_submit_guard_asks_for_submit_after_a_repeat(workspace: Workspace) -> None:
+    seen, client = recording([*THREE_TURNS[:2], calls(("c", "submit", '{"answer": "3 files"}'))])
+    async with client:
+        config = LoopConfig(repeat_guard="submit", submit=True)
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert (state.status, state.answer) == ("completed", "3 files")
+    forced = {"type": "function", "function": {"name": "submit"}}
+    assert [b.get("tool_choice") for b in seen] == [None, None, forced]
