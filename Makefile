@@ -89,7 +89,7 @@ run: serve-scripted
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
 # The loop policy (harness/presets.json) the sweep found best for the default model on files6.
-POLICY ?= no-helpers
+POLICY ?= penalized
 RUNS := results/runs
 LOCAL := results/local
 # One make invocation, no recursion: options given to make (such as -o) hold for every step.

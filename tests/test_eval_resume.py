@@ -52,7 +52,7 @@ def test_a_killed_eval_keeps_its_finished_tasks_and_resume_runs_the_rest(
         "--model",
         "scripted:oracle",
         "--policy",
-        "sequential",
+        "focused",
         "--out",
         str(out),
         url=scripted_url,
@@ -75,7 +75,7 @@ def test_a_killed_eval_keeps_its_finished_tasks_and_resume_runs_the_rest(
     assert [r["task_id"] for r in records] == TASK_IDS
     assert records[:3] == kept  # the finished tasks as they were, not run again
     assert all(r["correct"] for r in records)
-    assert {r["policy"]["name"] for r in records} == {"sequential"}
+    assert {r["policy"]["name"] for r in records} == {"focused"}
     assert not partial.exists()
     # Every task's state file is there, the resumed ones under the same eval id.
     states = sorted(p.name for p in (tmp_path / "oracle.runs").glob("*-e1.json"))
