@@ -29,7 +29,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted stop eval compare report experiments bench run test check lint clean
+.PHONY: setup models serve-local serve-scripted stop eval sweep compare report experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -88,6 +88,8 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
+# The loop policy (harness/presets.json) the sweep found best for the default model on files6.
+POLICY ?= penalized
 RUNS := results/runs
 LOCAL := results/local
 # One make invocation, no recursion: options given to make (such as -o) hold for every step.
@@ -96,7 +98,7 @@ compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1
 report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(RUNS) --out $(1)/report.html
 
 eval: $(STAMP_DEV)
-	$(PY) -m evals run $(EVAL_ARGS)
+	$(PY) -m evals run --policy $(POLICY) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 
@@ -106,6 +108,16 @@ compare: $(STAMP_DEV)
 # One self-contained HTML file: the comparison, each cell linking to its transcript.
 report: $(STAMP_DEV)
 	@$(call report_into,results)
+
+# The task set under each loop policy, for each model; the sweep serves every model itself (one
+# llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
+# each run's records under results/runs/. make sweep SWEEP_MODELS=smollm2-135m-instruct
+SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,example,submit-forced,submit-note
+SWEEP_MODELS ?= qwen2.5-coder-0.5b-instruct,smollm2-135m-instruct
+SWEEP_ARGS ?= --max-turns 8
+sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
+	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
+		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --out results
 
 # Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

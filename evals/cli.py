@@ -1,4 +1,4 @@
-"""``python -m evals``: run, compare, view, experiment(s), bench."""
+"""``python -m evals``: run, sweep, compare, view, experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
-from evals.runner import RESULTS, EvalError, EvalSettings, run_eval
+from evals.runner import RESULTS, EvalError, EvalSettings, resumed_settings, run_eval
+from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
 from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies import TOOL_ERROR_POLICIES
+from harness.presets import UnknownPolicy, add_policy_flags, policy_from_args
 from harness.providers import APIS, base_url_for
 
 RUNS = RESULTS / "runs"
@@ -46,6 +48,38 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
     run.add_argument("--label", help="name of this run in comparisons")
+    run.add_argument("--task-timeout", type=float, metavar="S", help="wall seconds per task run")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_FILE",
+        help="go on with an interrupted eval (its run file or .partial): run only what is "
+        "missing, with its settings; only --base-url may change",
+    )
+    add_policy_flags(run)
+    sweep = commands.add_parser("sweep", help="the task set under each policy; results/sweep.*")
+    sweep.add_argument("--policies", help="preset names, comma-separated")
+    sweep.add_argument(
+        "--from-runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_FILE",
+        help="run nothing: write the sweep's report from these run files",
+    )
+    sweep.add_argument(
+        "--models",
+        help="comma-separated; served here one at a time (serve_local, --backend) unless "
+        "--base-url names a server that serves them",
+    )
+    sweep.add_argument("--base-url", help="ask every model of this server instead")
+    sweep.add_argument("--epochs", type=int, default=1)
+    sweep.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
+    sweep.add_argument("--max-turns", type=int, default=10)
+    sweep.add_argument("--task-timeout", type=float, metavar="S")
+    sweep.add_argument("--backend", default="llama", help="for the servers the sweep starts")
+    sweep.add_argument("--threads", type=int)
+    sweep.add_argument("--tool-grammar", default="lazy")
+    sweep.add_argument("--out", type=Path, default=Path("results"))
     one = commands.add_parser("experiment", help="run one of the chapter's experiments")
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
@@ -95,22 +129,68 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.epochs < 1:
         raise SystemExit("evals: --epochs must be at least 1")
-    settings = EvalSettings(
-        base_url=base_url_for(args.api, args.base_url or base_url_from_env()),
-        api=args.api,
-        model=args.model,
-        tasks=args.tasks,
-        epochs=args.epochs,
-        max_turns=args.max_turns,
-        budget_usd=args.budget,
-        tool_errors=args.tool_errors,
-        label=args.label,
-        out=args.out,
-        approvals=args.approvals,
-    )
+    echo = _echo
     try:
-        asyncio.run(run_eval(settings, echo=lambda line: print(line, flush=True)))
-    except (EvalError, TaskFileError) as exc:
+        if args.command == "sweep":
+            return _sweep(args)
+        base_url = base_url_for(args.api, args.base_url or base_url_from_env())
+        if args.resume:
+            settings = resumed_settings(args.resume, base_url)
+        else:
+            settings = EvalSettings(
+                base_url=base_url,
+                api=args.api,
+                model=args.model,
+                tasks=args.tasks,
+                epochs=args.epochs,
+                max_turns=args.max_turns,
+                budget_usd=args.budget,
+                tool_errors=args.tool_errors,
+                label=args.label,
+                out=args.out,
+                approvals=args.approvals,
+                policy=policy_from_args(args),
+                task_timeout_s=args.task_timeout,
+            )
+        asyncio.run(run_eval(settings, echo=echo))
+    except (EvalError, TaskFileError, UnknownPolicy) as exc:
         print(f"evals: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(
+            "evals: interrupted; every finished task is kept in the .partial file. Go on with "
+            "`python -m evals run --resume RUN_FILE.partial`.",
+            file=sys.stderr,
+        )
+        return 130
+    return 0
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    if args.from_runs:
+        written = rewrite(args.from_runs, args.out)
+        print("wrote " + ", ".join(map(str, written)))
+        return 0
+    if not args.policies:
+        raise SystemExit("evals sweep: name the policies (--policies A,B) or --from-runs")
+    models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [None]
+    settings = SweepSettings(
+        policies=[p for p in args.policies.split(",") if p],
+        models=models,
+        base_url=args.base_url.rstrip("/") if args.base_url else None,
+        epochs=args.epochs,
+        tasks=args.tasks,
+        max_turns=args.max_turns,
+        task_timeout_s=args.task_timeout,
+        backend=args.backend,
+        threads=args.threads,
+        tool_grammar=args.tool_grammar,
+        out=args.out,
+    )
+    written = asyncio.run(run_sweep(settings, echo=_echo))
+    print("wrote " + ", ".join(map(str, written)))
     return 0

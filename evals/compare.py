@@ -10,6 +10,7 @@ from typing import Any
 
 from evals.markdown import table as markdown_table
 from evals.records import read_records, summarize
+from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
 
@@ -57,6 +58,20 @@ def _cell(records: list[dict[str, Any]]) -> str:
     return f"{mark} {turns:g}t {ms}"
 
 
+def policy_name(policy: dict[str, Any] | None) -> str:
+    """A run written before loop policies were recorded ran the plain loop."""
+    return str(policy["name"]) if policy else "no-helpers (unrecorded)"
+
+
+def policy_settings(policy: dict[str, Any] | None) -> str:
+    """The settings that differ from the plain loop's, so the cell stays readable."""
+    if not policy:
+        return "–"
+    plain = plain_settings()
+    changed = {k: v for k, v in policy["settings"].items() if plain.get(k) != v}
+    return ", ".join(f"{k}={v}" for k, v in changed.items()) or "(plain loop)"
+
+
 def _fmt(value: Any, spec: str = ",.0f") -> str:
     return "–" if value is None else format(value, spec)
 
@@ -97,6 +112,8 @@ def table(runs: list[Run]) -> str:
         ["backend", *(str(r.summary["backend"]) for r in runs)],
         ["tool grammar", *(str(r.summary.get("tool_grammar") or "–") for r in runs)],
         ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],
+        ["policy", *(policy_name(r.summary.get("policy")) for r in runs)],
+        ["policy settings", *(policy_settings(r.summary.get("policy")) for r in runs)],
         [
             "loop",
             *(", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs),

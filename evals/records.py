@@ -228,6 +228,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "backend": first.get("backend"),
         "tool_grammar": first.get("tool_grammar"),
         "loop": first.get("loop"),
+        "policy": first.get("policy"),
         "tasks": len(by_task),
         "epochs": epochs,
         "runs": len(records),
@@ -276,7 +277,8 @@ def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str,
         f"# {name}",
         "",
         f"Model `{summary['model']}` (sha256 `{summary['model_sha256']}`), backend "
-        f"`{summary['backend']}`, loop `{json.dumps(summary['loop'])}`.",
+        f"`{summary['backend']}`, loop `{json.dumps(summary['loop'])}`, policy "
+        f"`{json.dumps(summary.get('policy'))}`.",
         "",
         table([*head, "answer"], rows),
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "

@@ -79,6 +79,9 @@ class Task(BaseModel):
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
     checks: list[Check] = Field(min_length=1)
+    # The tools this task needs, offered under the ``task`` tools policy. A task that declares
+    # none is read-only, and that policy offers it the read-only tools.
+    tools: list[str] | None = None
 
 
 class TaskSet(BaseModel):

@@ -16,13 +16,15 @@ from harness.approvals import NotPending, approve, reject
 from harness.cancel import CancelToken
 from harness.client import base_url_from_env
 from harness.config import LoopConfig
-from harness.loop import SYSTEM_PROMPT, run_loop
+from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
 from harness.policies import TOOL_ERROR_POLICIES
+from harness.presets import Policy, UnknownPolicy, add_policy_flags, apply, policy_from_args
 from harness.prices import Prices
 from harness.providers import APIS, base_url_for, provider
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
+from harness.steering import system_prompt
 from harness.subagent import research_tool
 from harness.tools import Tool, default_tools
 from harness.trace import Recorder
@@ -47,13 +49,7 @@ def _loop_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop when a tool fails in a way no retry can fix",
     )
-    p.add_argument("--dedupe", action="store_true", help="reuse identical read-only calls")
-    p.add_argument("--dedupe-all", action="store_true", help="... of every tool (unsafe)")
-    p.add_argument(
-        "--conclude-on-limit",
-        action="store_true",
-        help="when a limit hits, ask once more for an answer without tools",
-    )
+    p.add_argument("--dedupe-all", action="store_true", help="dedupe every tool (unsafe)")
     p.add_argument("--price-in", type=float, default=2.00, help="USD per million input tokens")
     p.add_argument("--price-out", type=float, default=12.00, help="USD per million output tokens")
 
@@ -82,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workspace", type=Path, help="default: STATE_DIR/RUN_ID/workspace")
     _loop_flags(run)
+    add_policy_flags(run)
     resume = commands.add_parser("resume", help="go on with a saved run")
     resume.add_argument("run_id")
     decision = resume.add_mutually_exclusive_group()
@@ -98,19 +95,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config(args: argparse.Namespace) -> LoopConfig:
-    return LoopConfig(
-        max_turns=args.max_turns,
-        max_budget_usd=args.budget,
-        max_total_tokens=args.max_tokens,
-        timeout_s=args.timeout,
-        tool_errors=args.tool_errors,
-        stop_on_permanent_error=args.stop_on_permanent_error,
-        dedupe=args.dedupe or args.dedupe_all,
-        dedupe_all=args.dedupe_all,
-        conclude_on_limit=args.conclude_on_limit,
-        prices=Prices(args.price_in, args.price_out),
+def _config(args: argparse.Namespace, policy: Policy) -> LoopConfig:
+    config = apply(
+        LoopConfig(
+            max_turns=args.max_turns,
+            max_budget_usd=args.budget,
+            max_total_tokens=args.max_tokens,
+            timeout_s=args.timeout,
+            tool_errors=args.tool_errors,
+            stop_on_permanent_error=args.stop_on_permanent_error,
+            prices=Prices(args.price_in, args.price_out),
+        ),
+        policy,
     )
+    if args.dedupe_all:
+        config.dedupe = config.dedupe_all = True
+    return config
 
 
 def _config_from(meta: dict[str, Any]) -> LoopConfig:
@@ -181,11 +181,16 @@ def _start(args: argparse.Namespace) -> RunState:
     if model is None:
         raise SystemExit("harness: --task needs --model (the name the provider serves)")
     task = SCENARIO_TASKS[args.scenario] if args.scenario else args.task
-    state = new_run(model, task, system=SYSTEM_PROMPT)
+    try:
+        policy = policy_from_args(args)
+    except UnknownPolicy as exc:
+        raise SystemExit(f"harness: {exc}") from exc
+    config = _config(args, policy)
+    state = new_run(model, task, system=system_prompt(config))
     folder = args.workspace or args.state_dir / state.run_id / "workspace"
-    config = _config(args)
     state.meta = {
         "scenario": args.scenario,
+        "policy": policy.record(),
         "workspace": str(create_workspace(folder).root),
         "base_url": base_url_for(args.api, args.base_url or base_url_from_env()),
         "api": args.api,

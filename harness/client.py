@@ -46,6 +46,26 @@ class ModelReply:
 
 
 @dataclass(frozen=True)
+class TurnOptions:
+    """What one request asks of the server besides messages and tools; None: not sent."""
+
+    tool_choice: str | dict[str, Any] | None = None  # "required", or one named function
+    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    repetition_penalty: float | None = None  # vLLM's name; serve_local also reads it
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+
+    def payload(self, with_tools: bool) -> dict[str, Any]:
+        """The request fields; the tool fields only when tools are offered (else invalid)."""
+        fields = {k: v for k, v in vars(self).items() if v is not None}
+        if not with_tools:
+            fields.pop("tool_choice", None)
+            fields.pop("parallel_tool_calls", None)
+        return fields
+
+
+@dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 4
     base_delay_s: float = 0.5
@@ -108,13 +128,15 @@ class ProviderClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         cancel: CancelToken | None = None,
+        options: TurnOptions | None = None,
     ) -> ModelReply:
         """One completion, retried on transient errors; raises Cancelled if the token fires."""
         cancel = cancel or CancelToken()
+        options = options or TurnOptions()
         attempt = 0
         while True:
             try:
-                reply = await _until_cancelled(self._once(model, messages, tools), cancel)
+                reply = await _until_cancelled(self._once(model, messages, tools, options), cancel)
                 reply.retries = attempt
                 return reply
             except ProviderError as exc:
@@ -128,9 +150,13 @@ class ProviderClient:
                 attempt += 1
 
     async def _once(
-        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: TurnOptions,
     ) -> ModelReply:
-        path, payload = self.request(model, messages, tools)
+        path, payload = self.request(model, messages, tools, options)
         start = time.perf_counter()
         try:
             response = await self._http.post(path, json=payload)
@@ -153,13 +179,18 @@ class ProviderClient:
         return self.parse(response, latency_ms)
 
     def request(
-        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: TurnOptions | None = None,
     ) -> tuple[str, dict[str, Any]]:
         """The path and body of one request for ``messages`` in this wire shape."""
         sent = [{k: v for k, v in m.items() if k != "is_error"} for m in messages]
         payload: dict[str, Any] = {"model": model, "messages": sent, "temperature": 0}
         if tools:
             payload["tools"] = tools
+        payload.update((options or TurnOptions()).payload(bool(tools)))
         return "/chat/completions", payload
 
     def parse(self, response: httpx.Response, latency_ms: float) -> ModelReply:

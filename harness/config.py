@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from harness.policies import ToolErrorPolicy
 from harness.prices import Prices
@@ -25,3 +26,38 @@ class LoopConfig:
     cancel_grace_s: float = 1.0  # how long a cancelled tool gets to stop by itself
     cancel_reaches_tools: bool = True  # False: only the provider call sees the token
     prices: Prices = field(default_factory=Prices)
+    # Loop policies (harness.steering); the defaults are the plain loop.
+    tools: Literal["all", "read_only", "task"] = "all"  # which tools a run is offered
+    # auto; required: the first reply must call a tool; always: every reply must; a tool's
+    # name: the first reply must call that tool.
+    tool_choice: str = "auto"
+    parallel_tool_calls: bool = True
+    submit: bool = False  # offer a submit(answer) tool; the run completes on it
+    nudges: int = 0  # how many times an empty reply is met with a request to go on
+    # A read-only call identical to an earlier one gets the earlier result and a note
+    # ("note"); then "answer" asks the next turn without tools, for the answer, and "submit"
+    # asks it to call submit (when offered).
+    repeat_guard: Literal["off", "note", "answer", "submit"] = "off"
+    max_tokens_per_turn: int | None = None
+    repetition_penalty: float | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    example: bool = False  # one worked example (another folder) in the system prompt
+
+
+# The fields above that make up a loop policy; presets (harness.presets) set only these.
+POLICY_FIELDS = (
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "submit",
+    "nudges",
+    "repeat_guard",
+    "dedupe",
+    "max_tokens_per_turn",
+    "repetition_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+    "example",
+    "conclude_on_limit",
+)

@@ -8,7 +8,6 @@ message per call.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from harness.errors import InvalidArguments, ToolBug, ToolError
 from harness.faults import crash_point
 from harness.policies import error_text, rejection_text
 from harness.state import Call, Message, RunState, Status, ToolRun, last_reply, pending
+from harness.steering import repeated_result, signature
 from harness.toolrun import ToolOutcome, run_call, tool_message
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
@@ -33,14 +33,6 @@ class Stop:
     status: Status
     interruption: dict[str, Any] | None = None
     error: str | None = None
-
-
-def signature(name: str, arguments: str) -> str:
-    try:
-        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
-    except json.JSONDecodeError:
-        canonical = arguments
-    return f"{name}:{canonical}"
 
 
 def cached_result(
@@ -231,6 +223,10 @@ async def answer_pending(
             waiting.append(call)
         elif (hit := cached_result(state, tools, call.name, call.arguments, config)) is not None:
             record(state, ToolOutcome(call, hit, False, cached=True), hit, recorder)
+        elif (
+            again := repeated_result(state, tools, call.name, call.arguments, config)
+        ) is not None:
+            record(state, ToolOutcome(call, again, False, cached=True), again, recorder)
         else:
             ctx = ToolContext(
                 workspace=workspace,

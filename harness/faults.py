@@ -3,8 +3,9 @@
 ``LOOPBENCH_CRASH_AFTER_TOOL=<tool>``: SIGKILL after that tool's effect, before its result is
 saved (the window an idempotency key covers). ``LOOPBENCH_CRASH_AFTER_TURN=<n>``: SIGKILL right
 after turn n is saved. ``LOOPBENCH_CRASH_AFTER_EVENT=<n>``: SIGKILL right after this process
-wrote its nth trace line (every trace boundary is a kill point). Unset (the default), they do
-nothing.
+wrote its nth trace line (every trace boundary is a kill point).
+``LOOPBENCH_CRASH_AFTER_TASK=<n>``: SIGKILL right after an eval saved its nth task's record.
+Unset (the default), they do nothing.
 """
 
 from __future__ import annotations

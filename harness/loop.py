@@ -2,7 +2,7 @@
 
 Exits, each recorded as data on the run state (``status`` and ``interruption``):
 
-* ``completed``: the model answered without asking for a tool;
+* ``completed``: the model answered without asking for a tool, or called ``submit``;
 * ``failed``: the provider failed for good (after bounded retries, or at once for 4xx), the
   model refused, or a tool failed under the ``fatal`` policy (or permanently, if asked);
 * ``max_turns_exceeded`` / ``budget_exceeded``: a turn, dollar or token limit was reached.
@@ -15,6 +15,9 @@ Every iteration first reads what the last saved reply means (``settle``) and ans
 ``pending()`` calls (asked for, not yet answered), so resuming a saved run and going on after an
 approval are the normal path: a turn already paid for is never asked again, a saved final reply
 completes the run, and a tool whose result is saved never runs again.
+
+Loop policies (which tools, tool choice, submit, nudges, the repeated-call guard, the worked
+example) are fields of ``LoopConfig`` and helpers in ``harness.steering``.
 """
 
 from __future__ import annotations
@@ -29,16 +32,21 @@ from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
 from harness.replies import record_turn, settle
 from harness.state import RunState, Status
+from harness.steering import (
+    BASE_PROMPT,
+    nudge_if_empty,
+    offered_tools,
+    submitted,
+    tool_specs,
+    turn_options,
+)
 from harness.tools import Tool
 from harness.trace import Recorder
 from harness.workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
 
-SYSTEM_PROMPT = (
-    "You are a careful assistant working in a folder of files. Use the tools to look at the "
-    "files before you answer. When you know the answer, reply in one or two sentences."
-)
+SYSTEM_PROMPT = BASE_PROMPT  # the plain loop's; harness.steering.system_prompt for a policy
 CONCLUDE = (
     "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
     "well as you can from what you already know, and say what you could not check."
@@ -119,6 +127,7 @@ async def run_loop(
 ) -> RunState:
     """Drive ``state`` until it stops; the state records why it stopped."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
+    tools = offered_tools(tools, config, state.meta.get("task_tools"))
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
     token = CancelToken()
     if cancel is not None:
@@ -128,6 +137,10 @@ async def run_loop(
     recorder.start_clock()
     try:
         while True:
+            nudge_if_empty(state, config)
+            if (answer := submitted(state, config)) is not None:
+                state.answer = answer
+                return stop(state, recorder, "completed")
             if outcome := settle(state):
                 return _stopped_by(state, recorder, outcome, token)
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
@@ -137,7 +150,8 @@ async def run_loop(
                     await conclude(state, client, config, recorder, limit, token)
                     continue  # settle ends the run under the limit
                 return stop(state, recorder, *limit)
-            reply = await client.chat(state.model, state.messages, specs, token)
+            offered, options = tool_specs(state, config, specs), turn_options(state, config)
+            reply = await client.chat(state.model, state.messages, offered, token, options)
             record_turn(state, reply, config.prices, recorder)
     except Cancelled as exc:
         cancelled = {"type": "cancelled", "reason": exc.reason}

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from harness.client import ModelReply, ProviderClient, RetryPolicy, clean_text
+from harness.client import ModelReply, ProviderClient, RetryPolicy, TurnOptions, clean_text
 from harness.errors import ProviderError
 
 # The same ceiling the local server applies to a chat request that names none; the Messages
@@ -44,12 +44,17 @@ class MessagesClient(ProviderClient):
         self._http.base_url = httpx.URL(api_root(self.base_url))
 
     def request(
-        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        options: TurnOptions | None = None,
     ) -> tuple[str, dict[str, Any]]:
         system = [str(m.get("content") or "") for m in messages if m["role"] == "system"]
+        options = options or TurnOptions()
         payload: dict[str, Any] = {
             "model": model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": options.max_tokens or self.max_tokens,
             "messages": messages_param(messages),
             "temperature": 0,
         }
@@ -57,6 +62,10 @@ class MessagesClient(ProviderClient):
             payload["system"] = "\n\n".join(system)
         if tools:
             payload["tools"] = [tool_param(t) for t in tools]
+            choice = tool_choice_param(options)
+            if choice is not None:
+                payload["tool_choice"] = choice
+        # The Messages shape has no repetition, frequency or presence penalty: not sent.
         return "/v1/messages", payload
 
     def parse(self, response: httpx.Response, latency_ms: float) -> ModelReply:
@@ -81,6 +90,20 @@ class MessagesClient(ProviderClient):
                 f"the model server sent a reply that is not a Messages response: "
                 f"{response.text[:300]!r}"
             ) from exc
+
+
+def tool_choice_param(options: TurnOptions) -> dict[str, Any] | None:
+    """The chat shape's tool_choice and parallel_tool_calls in the Messages shape's words."""
+    choice = options.tool_choice
+    if choice is None and options.parallel_tool_calls is not False:
+        return None
+    if isinstance(choice, dict):
+        out: dict[str, Any] = {"type": "tool", "name": choice["function"]["name"]}
+    else:
+        out = {"type": {"required": "any", "none": "none"}.get(str(choice), "auto")}
+    if options.parallel_tool_calls is False and out["type"] != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
 
 
 def tool_param(spec: dict[str, Any]) -> dict[str, Any]:

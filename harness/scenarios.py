@@ -17,4 +17,7 @@ SCENARIO_TASKS: dict[str, str] = {
     "research": "Find out which file mentions a timeout.",
     "mixed": "Tidy the workspace and tell me what notes.txt says.",
     "double_delete": "Delete access.log now, and again after the logger writes a new one.",
+    "silent": TIMEOUT_TASK,
+    "mute": TIMEOUT_TASK,
+    "submitter": "How many files are there?",
 }

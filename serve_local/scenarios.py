@@ -189,6 +189,25 @@ def research(t: Transcript) -> Reply:
     return text(f"Research result: {t.results.get('c1', '').strip()}")
 
 
+def silent(t: Transcript) -> Reply:
+    """Replies with nothing at all the first time, then answers."""
+    if t.turn == 0:
+        return text("")
+    return text(PLAN_ANSWER)
+
+
+def mute(_: Transcript) -> Reply:
+    """Never says anything."""
+    return text("")
+
+
+def submitter(t: Transcript) -> Reply:
+    """Looks once, then gives its answer as the argument of a ``submit`` call."""
+    if t.turn == 0:
+        return call("c1", "list_files")
+    return call(f"c{t.turn + 1}", "submit", answer="There are 3 files.")
+
+
 Scenario = Callable[[Transcript], Reply]
 
 SCENARIOS: dict[str, Scenario] = {
@@ -204,4 +223,7 @@ SCENARIOS: dict[str, Scenario] = {
     "research": research,
     "mixed": mixed,
     "double_delete": double_delete,
+    "silent": silent,
+    "mute": mute,
+    "submitter": submitter,
 }

@@ -64,6 +64,11 @@ class ChatRequest(_Wire):
     max_completion_tokens: int | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    # Not OpenAI's: vLLM's name and llama.cpp's for the multiplicative penalty (1.0 = none).
+    repetition_penalty: float | None = Field(default=None, gt=0.0, le=10.0)
+    repeat_penalty: float | None = Field(default=None, gt=0.0, le=10.0)
     seed: int | None = None
     stop: str | list[str] | None = None
     stream: bool = False

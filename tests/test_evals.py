@@ -316,3 +316,50 @@ def test_calls_left_as_text_are_counted() -> None:
         {"role": "assistant", "content": "There are three files."},
     ]
     assert call_shaped_text(state) == 2
+
+
+def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evals",
+            "run",
+            "--base-url",
+            scripted_url,
+            "--model",
+            "scripted:oracle",
+            "--policy",
+            "focused",
+            "--parallel-tool-calls",
+            "on",
+            "--tool-choice",
+            "auto",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    records = read_records(out)
+    assert len(records) == 6
+    for record in records:
+        policy = record["policy"]
+        assert policy["name"] == "focused+tool_choice,parallel_tool_calls"
+        assert policy["settings"]["tools"] == "task"
+        assert (policy["settings"]["tool_choice"], policy["settings"]["parallel_tool_calls"]) == (
+            "auto",
+            True,
+        )
+    table = compare([out])
+    assert "focused+tool_choice,parallel_tool_calls" in table and "tools=task" in table
+    unknown = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--base-url", scripted_url, "--policy", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unknown.returncode == 1 and "no policy 'x'" in unknown.stderr

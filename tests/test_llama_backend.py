@@ -289,3 +289,18 @@ def test_qwen_history_with_tool_calls_is_accepted(qwen: str) -> None:
     ]
     response = post(qwen, {"model": "m", "messages": messages, "tools": TOOLS, "max_tokens": 40})
     assert response.status_code == 200, response.text
+
+
+def test_penalties_reach_the_sampler(smol: str) -> None:
+    prompt = "Write the word log twenty times, separated by spaces."
+    plain = ask(smol, prompt, max_tokens=24)["choices"][0]["message"]["content"]
+    for penalty in (
+        {"repetition_penalty": 1.8},
+        {"repeat_penalty": 1.8},
+        {"frequency_penalty": 1.5},
+        {"presence_penalty": 1.5},
+    ):
+        penalized = ask(smol, prompt, max_tokens=24, **penalty)["choices"][0]["message"]
+        assert penalized["content"] != plain, penalty
+    again = ask(smol, prompt, max_tokens=24, repetition_penalty=1.0)["choices"][0]["message"]
+    assert again["content"] == plain  # 1.0 is no penalty

@@ -286,6 +286,18 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         "temperature",
     ),
     (
+        "frequency_penalty out of range",
+        {"model": "scripted:plan", "messages": [user("q")], "frequency_penalty": 3},
+        400,
+        "frequency_penalty",
+    ),
+    (
+        "repetition_penalty of zero",
+        {"model": "scripted:plan", "messages": [user("q")], "repetition_penalty": 0},
+        400,
+        "repetition_penalty",
+    ),
+    (
         "messages not a list",
         {"model": "scripted:plan", "messages": "hello"},
         400,

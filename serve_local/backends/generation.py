@@ -32,6 +32,9 @@ class Sampling:
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    repetition_penalty: float = 1.0  # divides the logits of tokens already in the context
+    frequency_penalty: float = 0.0  # subtracted once per earlier occurrence (llama only)
+    presence_penalty: float = 0.0  # subtracted once if the token occurred (llama only)
 
     @classmethod
     def of(cls, request: ChatRequest) -> Sampling:
@@ -41,6 +44,9 @@ class Sampling:
             top_p=request.top_p if request.top_p is not None else 1.0,
             seed=request.seed,
             stop=tuple(s for s in stop if s),
+            repetition_penalty=request.repetition_penalty or request.repeat_penalty or 1.0,
+            frequency_penalty=request.frequency_penalty or 0.0,
+            presence_penalty=request.presence_penalty or 0.0,
         )
 
 

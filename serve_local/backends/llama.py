@@ -144,7 +144,9 @@ class LlamaBackend(LocalBackend):
             top_p=sampling.top_p,
             top_k=0 if sampling.temperature > 0 else 1,
             min_p=0.0,
-            repeat_penalty=1.0,
+            repeat_penalty=sampling.repetition_penalty,
+            frequency_penalty=sampling.frequency_penalty,
+            presence_penalty=sampling.presence_penalty,
             logits_processor=None if constraint is None else [_masker(constraint)],
         ):
             first = first or time.perf_counter()

@@ -175,6 +175,7 @@ class TransformersBackend(LocalBackend):
                 temperature=sampling.temperature if sample else None,
                 top_p=sampling.top_p if sample else None,
                 top_k=None,
+                repetition_penalty=sampling.repetition_penalty,
                 eos_token_id=sorted(self._eog),
                 pad_token_id=self._tokenizer.pad_token_id or min(self._eog),
                 stopping_criteria=StoppingCriteriaList([_Watch()]),

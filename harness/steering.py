@@ -1,0 +1,222 @@
+"""Loop policies for small models: what each turn offers and asks, and how thin replies are met.
+
+Each policy is a field of :class:`~harness.config.LoopConfig` and one helper here that the loop
+calls; with the defaults every helper leaves the run as the plain loop would have it.
+
+* ``tools``: which tools a run is offered (``offered_tools``);
+* ``tool_choice`` (``required`` or a tool's name on the first turn, or ``always``),
+  ``parallel_tool_calls``, ``max_tokens_per_turn`` and the penalties: what a
+  request asks of the server (``turn_options``);
+* ``submit``: a tool whose argument is the answer; the run completes on it (``submitted``);
+* ``nudges``: a reply with neither a call nor text is answered with a request to go on
+  (``nudge_if_empty``);
+* ``repeat_guard``: a call identical to an earlier one is answered from the earlier result,
+  with a note that it was already made (``repeated_result``, used by ``harness.execute``);
+  under ``answer`` the turn after a repeated call is asked without tools (``tool_specs``),
+  under ``submit`` it must call ``submit`` (``turn_options``);
+* ``example``: one worked example in the system prompt (``system_prompt``).
+
+No text here is taken from any task set: the worked example is about another folder and
+another question (a test checks this against the task files).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.client import TurnOptions
+from harness.config import LoopConfig
+from harness.state import RunState, asked_calls, last_reply
+from harness.tools import Tool, ToolContext
+
+SUBMIT = "submit"
+
+BASE_PROMPT = (
+    "You are a careful assistant working in a folder of files. Use the tools to look at the "
+    "files before you answer. When you know the answer, reply in one or two sentences."
+)
+SUBMIT_PROMPT = (
+    "You are a careful assistant working in a folder of files. Use the tools to look at the "
+    "files before you answer. When you know the answer, call submit with it, in one or two "
+    "sentences."
+)
+# A different folder (recipes) and a different question; the calls are written as the model
+# would send them.
+EXAMPLE = (
+    '\n\nAn example from another folder. Asked "Which recipe needs basil?", you call '
+    "list_files {{}} and see soup.md, pasta.md and cake.md; you call read_file "
+    '{{"path": "pasta.md"}} and read that it uses fresh basil; then you {finish}. '
+    "Never guess a file name you have not seen, and never answer before you have read what "
+    "the answer depends on."
+)
+EXAMPLE_ANSWER = "answer: pasta.md needs basil"
+EXAMPLE_SUBMIT = 'call submit {"answer": "pasta.md needs basil."}'
+
+NUDGE = (
+    "Your last reply was empty. Call a tool to find out what you still need, or give your "
+    "answer now."
+)
+NUDGE_SUBMIT = (
+    "Your last reply was empty. Call a tool to find out what you still need, or call submit "
+    "with your answer now."
+)
+REPEAT_END = "this is its earlier result. Use it, or do something else.]"
+REPEAT_NOTE = "\n\n[You already made this exact call (turn {turn}); " + REPEAT_END
+
+
+def signature(name: str, arguments: str) -> str:
+    """A call's identity: its tool and its arguments, whatever their spacing or key order."""
+    try:
+        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except json.JSONDecodeError:
+        canonical = arguments
+    return f"{name}:{canonical}"
+
+
+def system_prompt(config: LoopConfig) -> str:
+    prompt = SUBMIT_PROMPT if config.submit else BASE_PROMPT
+    if config.example:
+        finish = EXAMPLE_SUBMIT if config.submit else EXAMPLE_ANSWER
+        prompt += EXAMPLE.format(finish=finish)
+    return prompt
+
+
+async def _submit(args: dict[str, Any], _: ToolContext) -> str:
+    # Never reached for a valid call (``submitted`` ends the run first); kept so the tool has
+    # a body like every other.
+    return str(args.get("answer", ""))
+
+
+def submit_tool() -> Tool:
+    return Tool(
+        SUBMIT,
+        "Give your final answer to the user. Call it once, when you know the answer.",
+        {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "The final answer"}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+        _submit,
+        read_only=True,
+    )
+
+
+def offered_tools(tools: list[Tool], config: LoopConfig, declared: list[str] | None) -> list[Tool]:
+    """The tools this run is offered.
+
+    ``all``: every tool given; ``read_only``: those that change nothing; ``task``: the ones the
+    task declares, and for a task that declares none (a read-only task) the read-only ones.
+    """
+    if config.tools == "task" and declared is not None:
+        chosen = [t for t in tools if t.name in declared]
+    elif config.tools in ("task", "read_only"):
+        chosen = [t for t in tools if t.read_only]
+    else:
+        chosen = list(tools)
+    return [*chosen, submit_tool()] if config.submit else chosen
+
+
+def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
+    """What this turn's request asks of the server beyond the messages and tools."""
+    choice: str | dict[str, Any] | None = None
+    if config.repeat_guard == "submit" and config.submit and just_repeated(state):
+        choice = {"type": "function", "function": {"name": SUBMIT}}
+    elif config.tool_choice == "always" or (config.tool_choice == "required" and state.turns == 0):
+        choice = "required"
+    elif config.tool_choice not in ("auto", "required") and state.turns == 0:
+        choice = {"type": "function", "function": {"name": config.tool_choice}}
+    return TurnOptions(
+        tool_choice=choice,
+        # On is every server's default; sent only when off, so the plain loop's requests stay
+        # as they were.
+        parallel_tool_calls=None if config.parallel_tool_calls else False,
+        max_tokens=config.max_tokens_per_turn,
+        repetition_penalty=config.repetition_penalty,
+        frequency_penalty=config.frequency_penalty,
+        presence_penalty=config.presence_penalty,
+    )
+
+
+def just_repeated(state: RunState) -> bool:
+    """The newest tool results include one the repeated-call guard answered."""
+    last = last_reply(state)
+    after = state.messages[last[0] + 1 :] if last else []
+    return any(
+        m["role"] == "tool" and str(m.get("content", "")).endswith(REPEAT_END) for m in after
+    )
+
+
+def tool_specs(
+    state: RunState, config: LoopConfig, specs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The tools this turn's request offers: none right after a repeated call under the
+    ``answer`` guard, so the model answers from what it has instead of asking again."""
+    if config.repeat_guard == "answer" and just_repeated(state):
+        return []
+    return specs
+
+
+def submitted(state: RunState, config: LoopConfig) -> str | None:
+    """The answer, when the newest reply called ``submit`` with a text argument."""
+    last = last_reply(state)
+    if not config.submit or last is None:
+        return None
+    for call in state.messages[last[0]].get("tool_calls") or []:
+        function = call.get("function") or {}
+        if function.get("name") != SUBMIT:
+            continue
+        try:
+            answer = json.loads(function.get("arguments") or "{}").get("answer")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(answer, str):
+            return answer
+    return None
+
+
+def nudge_if_empty(state: RunState, config: LoopConfig) -> None:
+    """Ask the model to go on when its newest reply holds neither a call nor any text.
+
+    The request joins the transcript, so a resumed run sees it; at most ``config.nudges`` per
+    run. A reply cut at the length limit is left to the loop's own request to finish.
+    """
+    last = last_reply(state)
+    newest = last is not None and last[0] == len(state.messages) - 1
+    if not newest or not state.turn_records or state.concluding is not None:
+        return  # a reply to the last call after a limit ends the run, empty or not
+    message = state.messages[-1]
+    if (
+        message.get("tool_calls")
+        or message.get("refusal")
+        or (message.get("content") or "").strip()
+    ):
+        return
+    if state.turn_records[-1].finish_reason == "length":
+        return
+    text = NUDGE_SUBMIT if config.submit else NUDGE
+    if (
+        sum(m.get("content") == text for m in state.messages if m["role"] == "user")
+        >= config.nudges
+    ):
+        return
+    state.messages.append({"role": "user", "content": text})
+
+
+def repeated_result(
+    state: RunState, tools: dict[str, Tool], name: str, arguments: str, config: LoopConfig
+) -> str | None:
+    """The earlier result of an identical read-only call, with a note; None if there is none."""
+    tool = tools.get(name)
+    if config.repeat_guard == "off" or tool is None or not tool.read_only:
+        return None
+    wanted = signature(name, arguments)
+    turns = {c.id: c.turn for c in asked_calls(state)}
+    for run in state.tool_log:
+        if run.name == name and signature(run.name, run.arguments) == wanted:
+            for message in state.messages:
+                if message.get("tool_call_id") == run.call_id:
+                    earlier = str(message.get("content", ""))
+                    return earlier + REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
+    return None

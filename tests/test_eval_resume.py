@@ -1,0 +1,144 @@
+"""An interrupted eval keeps every finished task, and ``--resume`` runs only what is missing;
+``--task-timeout`` stops one task and the eval goes on. Real processes, really killed."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evals.records import read_records
+from evals.runner import EvalSettings, run_eval
+from evals.tasks import load_tasks
+from serve_local.app import create_app
+from serve_local.backends.scripted import ScriptedBackend
+from serve_local.inprocess import running_server
+from tests.helpers import ROOT
+
+TASK_IDS = [t.id for t in load_tasks().tasks]
+
+
+def evals(
+    *args: str, url: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "evals", "run", "--base-url", url, *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def slow_url() -> Iterator[str]:
+    with running_server(create_app(ScriptedBackend(latency_ms=150))) as url:
+        yield url
+
+
+def test_a_killed_eval_keeps_its_finished_tasks_and_resume_runs_the_rest(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "oracle.jsonl"
+    killed = evals(
+        "--model",
+        "scripted:oracle",
+        "--policy",
+        "focused",
+        "--out",
+        str(out),
+        url=scripted_url,
+        cwd=tmp_path,
+        env={"LOOPBENCH_CRASH_AFTER_TASK": "3"},
+    )
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    partial = out.with_name(out.name + ".partial")
+    kept = read_records(partial)
+    assert [r["task_id"] for r in kept] == TASK_IDS[:3] and not out.exists()
+
+    resumed = evals("--resume", str(partial), url=scripted_url, cwd=tmp_path)
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    assert "3 of 6 kept" in stdout
+    ran = [line.split()[0] for line in stdout.splitlines() if line.startswith("[")]
+    assert ran == ["[4/6]", "[5/6]", "[6/6]"]
+    records = read_records(out)
+    assert [r["task_id"] for r in records] == TASK_IDS
+    assert records[:3] == kept  # the finished tasks as they were, not run again
+    assert all(r["correct"] for r in records)
+    assert {r["policy"]["name"] for r in records} == {"focused"}
+    assert not partial.exists()
+    # Every task's state file is there, the resumed ones under the same eval id.
+    states = sorted(p.name for p in (tmp_path / "oracle.runs").glob("*-e1.json"))
+    assert len(states) == 6 and len({name.split("-")[0] for name in states}) == 1
+
+
+def _finished_tasks(partial: Path) -> int:
+    """Complete records in the partial file (one may be half written as we look)."""
+    if not partial.exists():
+        return 0
+    return partial.read_text(encoding="utf-8").count("\n")
+
+
+def test_ctrl_c_keeps_the_finished_tasks(slow_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    partial = out.with_name(out.name + ".partial")
+    proc = evals("--model", "scripted:oracle", "--out", str(out), url=slow_url, cwd=tmp_path)
+    # Wait until the first task's record is on disk, then press Ctrl-C.
+    while not _finished_tasks(partial):
+        assert proc.poll() is None, proc.communicate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    kept = read_records(partial)
+    assert 1 <= len(kept) < 6 and [r["task_id"] for r in kept] == TASK_IDS[: len(kept)]
+    resumed = evals("--resume", str(partial), url=slow_url, cwd=tmp_path)
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    assert [r["task_id"] for r in read_records(out)] == TASK_IDS
+    assert sum(line.startswith("[") for line in stdout.splitlines()) == 6 - len(kept)
+
+
+async def test_task_timeout_stops_one_task_and_the_eval_goes_on(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "two.json"
+    check = [{"kind": "status", "value": "completed"}]
+    tasks.write_text(
+        json.dumps(
+            {
+                "name": "two",
+                "tasks": [
+                    {"id": "scan", "question": "Scan the archive.", "checks": check},
+                    {"id": "again", "question": "Scan it again.", "checks": check},
+                ],
+            }
+        )
+    )
+    out = await run_eval(
+        EvalSettings(
+            base_url=scripted_url,
+            model="scripted:slow",
+            tasks=tasks,
+            out=tmp_path / "slow.jsonl",
+            task_timeout_s=0.3,
+        ),
+        echo=lambda _: None,
+    )
+    records = read_records(out)
+    assert [r["status"] for r in records] == ["interrupted", "interrupted"]
+    assert all(r["interruption"]["type"] == "timeout" for r in records)
+    assert all(r["wall_ms"] < 3000 for r in records)  # the 3 s scan never finished
+    assert records[0]["loop"]["task_timeout_s"] == 0.3

@@ -1,0 +1,282 @@
+"""Loop policies: each one changes what the model is offered or asked, or how its reply is met,
+checked against the scripted provider over real HTTP (and a recording transport for requests)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.tasks import DEFAULT_TASKS, load_tasks
+from harness.client import ProviderClient
+from harness.config import POLICY_FIELDS, LoopConfig
+from harness.loop import CONCLUDE, run_loop
+from harness.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
+from harness.replies import FINISH_BRIEFLY
+from harness.scenarios import SCENARIO_TASKS
+from harness.state import RunState, new_run
+from harness.steering import (
+    NUDGE,
+    NUDGE_SUBMIT,
+    REPEAT_NOTE,
+    submit_tool,
+    system_prompt,
+)
+from harness.tools import default_tools
+from harness.workspace import Workspace
+from tests.fake_provider import answer, by_turn, calls, fake_client
+from tests.helpers import run_harness
+
+
+async def run(url: str, scenario: str, ws: Workspace, **settings: Any) -> RunState:
+    config = LoopConfig(**settings)
+    state = new_run(f"scripted:{scenario}", SCENARIO_TASKS[scenario], system_prompt(config))
+    async with ProviderClient(url) as client:
+        return await run_loop(state, client, default_tools(), ws, config)
+
+
+def recording(answers: list[Any]) -> tuple[list[dict[str, Any]], ProviderClient]:
+    """A provider answering by turn that keeps every request body it was sent."""
+    seen: list[dict[str, Any]] = []
+    handle = by_turn([(200, a) for a in answers])
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return handle(request)
+
+    return seen, fake_client(record)
+
+
+THREE_TURNS = [calls(("a", "list_files", "{}")), calls(("b", "list_files", "{}")), answer("ok")]
+
+
+async def test_the_plain_loop_sends_no_policy_fields(workspace: Workspace) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, LoopConfig())
+    extra = {"tool_choice", "parallel_tool_calls", "max_tokens", "repetition_penalty"}
+    assert all(not extra & set(body) for body in seen)
+    assert [t["function"]["name"] for t in seen[0]["tools"]] == [t.name for t in default_tools()]
+
+
+async def test_required_is_asked_on_the_first_turn_only(workspace: Workspace) -> None:
+    seen, client = recording(THREE_TURNS)
+    config = LoopConfig(
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens_per_turn=64,
+        repetition_penalty=1.1,
+        frequency_penalty=0.5,
+    )
+    async with client:
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert [b.get("tool_choice") for b in seen] == ["required", None, None]
+    assert all(b["parallel_tool_calls"] is False for b in seen)
+    assert all(
+        (b["max_tokens"], b["repetition_penalty"], b["frequency_penalty"]) == (64, 1.1, 0.5)
+        for b in seen
+    )
+
+
+async def test_always_asks_for_a_call_on_every_turn(workspace: Workspace) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        config = LoopConfig(tool_choice="always")
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert [b.get("tool_choice") for b in seen] == ["required"] * 3
+
+
+@pytest.mark.parametrize(
+    ("tools", "declared", "offered"),
+    [
+        ("all", None, ["list_files", "read_file", "delete_file", "scan_archive"]),
+        ("read_only", ["delete_file"], ["list_files", "read_file", "scan_archive"]),
+        ("task", None, ["list_files", "read_file", "scan_archive"]),
+        ("task", ["read_file", "list_files"], ["list_files", "read_file"]),
+    ],
+)
+async def test_offered_tools(
+    workspace: Workspace, tools: str, declared: list[str] | None, offered: list[str]
+) -> None:
+    seen, client = recording([answer("ok")])
+    state = new_run("m", "q")
+    state.meta["task_tools"] = declared
+    async with client:
+        await run_loop(state, client, default_tools(), workspace, LoopConfig(tools=tools))  # type: ignore[arg-type]
+    assert [t["function"]["name"] for t in seen[0]["tools"]] == offered
+
+
+async def test_submit_completes_the_run_with_its_argument(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    state = await run(scripted_url, "submitter", workspace, submit=True)
+    assert (state.status, state.answer) == ("completed", "There are 3 files.")
+    assert (state.turns, state.tool_runs) == (2, 1)
+    assert "submit" in state.messages[0]["content"]
+    # Without the policy there is no submit tool: the call is an error the model reads.
+    plain = await run(scripted_url, "submitter", workspace, max_turns=4)
+    assert plain.status == "max_turns_exceeded"
+    assert any("no tool named" in (r.error or "") for r in plain.tool_log)
+
+
+async def test_submit_with_arguments_that_do_not_fit_is_an_invalid_call(
+    workspace: Workspace,
+) -> None:
+    _, client = recording([calls(("a", "submit", '{"text": "x"}')), answer("fine, 3 files")])
+    async with client:
+        state = await run_loop(
+            new_run("m", "q"), client, default_tools(), workspace, LoopConfig(submit=True)
+        )
+    assert (state.status, state.answer) == ("completed", "fine, 3 files")
+    assert [r.invalid for r in state.tool_log] == [True]
+
+
+async def test_an_empty_reply_is_nudged(scripted_url: str, workspace: Workspace) -> None:
+    nudged = await run(scripted_url, "silent", workspace, nudges=1)
+    assert (nudged.status, nudged.turns) == ("completed", 2)
+    assert nudged.answer and "errors.log" in nudged.answer
+    assert [m["content"] for m in nudged.messages if m["role"] == "user"][-1] == NUDGE
+    plain = await run(scripted_url, "silent", workspace)
+    assert (plain.status, plain.turns, plain.answer) == ("completed", 1, "")
+
+
+async def test_nudges_are_bounded(scripted_url: str, workspace: Workspace) -> None:
+    state = await run(scripted_url, "mute", workspace, nudges=2, submit=True)
+    assert (state.status, state.turns, state.answer) == ("completed", 3, "")
+    assert sum(m["content"] == NUDGE_SUBMIT for m in state.messages) == 2
+
+
+async def test_a_repeated_call_is_answered_from_the_earlier_result(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    guarded = await run(scripted_url, "duplicate", workspace, repeat_guard="note")
+    plain = await run(scripted_url, "duplicate", workspace)
+    assert (plain.tool_runs, guarded.tool_runs) == (3, 2)
+    assert guarded.turns == plain.turns == 4
+    results = [m["content"] for m in guarded.messages if m["role"] == "tool"]
+    assert results[2] == results[1] + REPEAT_NOTE.format(turn=2)
+    assert "already made" not in results[1]
+
+
+async def test_conclude_on_limit_comes_from_the_preset(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    config = apply(LoopConfig(max_turns=2), preset("guarded"))
+    assert config.conclude_on_limit and config.max_turns == 2
+    state = new_run("scripted:runaway", "q", system_prompt(config))
+    async with ProviderClient(scripted_url) as client:
+        state = await run_loop(state, client, default_tools(), workspace, config)
+    assert state.status == "max_turns_exceeded" and state.answer
+
+
+def test_every_preset_names_only_policy_fields_and_the_plain_one_is_the_default() -> None:
+    for name in presets():
+        assert set(preset(name).settings) == set(POLICY_FIELDS)
+    assert preset(PLAIN) == Policy(PLAIN, {f: getattr(LoopConfig(), f) for f in POLICY_FIELDS})
+    assert len(presets()) >= 6
+    with pytest.raises(UnknownPolicy, match="no-helpers"):
+        preset("nonsense")
+
+
+def _policy_texts() -> list[str]:
+    """Every text a policy can put before the model."""
+    prompts = [system_prompt(apply(LoopConfig(), preset(n))) for n in presets()]
+    return [
+        *prompts,
+        NUDGE,
+        NUDGE_SUBMIT,
+        REPEAT_NOTE,
+        CONCLUDE,
+        FINISH_BRIEFLY,
+        submit_tool().description,
+        json.dumps(submit_tool().parameters),
+        json.dumps(presets()),
+    ]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9.]+", text.lower())
+
+
+def test_no_policy_contains_text_from_the_task_questions() -> None:
+    texts = [" ".join(_words(t)) for t in _policy_texts()]
+    for path in sorted(Path(DEFAULT_TASKS).parent.glob("*.json")):
+        for task in load_tasks(path).tasks:
+            words = _words(task.question)
+            grams = {" ".join(words[i : i + 3]) for i in range(len(words) - 2)} or {" ".join(words)}
+            values = {
+                v.lower()
+                for check in task.checks
+                for key in ("value", "values", "files")
+                for v in (lambda x: x if isinstance(x, list) else [x])(getattr(check, key, []))
+                if isinstance(v, str) and len(v) > 3
+            }
+            for text in texts:
+                assert not [g for g in grams if g in text], (task.id, text)
+                assert not [v for v in values if v in text], (task.id, text)
+
+
+def test_the_worked_example_is_in_the_prompt_only_when_asked() -> None:
+    assert "pasta.md" in system_prompt(LoopConfig(example=True))
+    assert "pasta.md" not in system_prompt(LoopConfig())
+    assert 'submit {"answer"' in system_prompt(LoopConfig(example=True, submit=True))
+
+
+def test_harness_cli_takes_a_policy_and_records_it(scripted_url: str, tmp_path: Path) -> None:
+    ran = run_harness(
+        "run",
+        "--scenario",
+        "submitter",
+        "--policy",
+        "submit",
+        "--tool-choice",
+        "auto",
+        "--json",
+        url=scripted_url,
+        cwd=tmp_path,
+    )
+    out = json.loads(ran.stdout)
+    assert (out["status"], out["answer"]) == ("completed", "There are 3 files.")
+    saved = json.loads((tmp_path / "runs" / f"{out['run_id']}.json").read_text())
+    assert saved["meta"]["policy"]["name"] == "submit+tool_choice"
+    assert saved["meta"]["policy"]["settings"]["tool_choice"] == "auto"
+    assert saved["meta"]["config"]["submit"] is True
+    wrong = run_harness(
+        "run", "--scenario", "plan", "--policy", "nope", url=scripted_url, cwd=tmp_path
+    )
+    assert wrong.returncode != 0 and "no policy 'nope'" in wrong.stderr
+
+
+@pytest.mark.parametrize(("guard", "tools_on_turn_3"), [("note", True), ("answer", False)])
+async def test_the_answer_guard_asks_for_the_answer_after_a_repeat(
+    workspace: Workspace, guard: str, tools_on_turn_3: bool
+) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        config = LoopConfig(repeat_guard=guard)  # type: ignore[arg-type]
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert (state.status, state.answer, state.tool_runs) == ("completed", "ok", 1)
+    assert ["tools" in body for body in seen] == [True, True, tools_on_turn_3]
+
+
+async def test_a_named_first_call(workspace: Workspace) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        config = LoopConfig(tool_choice="list_files")
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    named = {"type": "function", "function": {"name": "list_files"}}
+    assert [b.get("tool_choice") for b in seen] == [named, None, None]
+
+
+async def test_the_submit_guard_asks_for_submit_after_a_repeat(workspace: Workspace) -> None:
+    seen, client = recording([*THREE_TURNS[:2], calls(("c", "submit", '{"answer": "3 files"}'))])
+    async with client:
+        config = LoopConfig(repeat_guard="submit", submit=True)
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert (state.status, state.answer) == ("completed", "3 files")
+    forced = {"type": "function", "function": {"name": "submit"}}
+    assert [b.get("tool_choice") for b in seen] == [None, None, forced]

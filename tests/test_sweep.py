@@ -1,0 +1,75 @@
+"""``python -m evals sweep``: the task set under each policy, for each model, and its report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evals.compare import compare
+from evals.records import read_records
+from evals.sweep import SweepSettings, best, rewrite, run_sweep
+
+
+async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
+    written = await run_sweep(
+        SweepSettings(
+            policies=["no-helpers", "guarded"],
+            models=["scripted:oracle", "scripted:duplicate"],
+            base_url=scripted_url,
+            out=tmp_path,
+        ),
+        echo=lambda _: None,
+    )
+    assert [p.name for p in written] == ["sweep.md", "sweep.json", "sweep.png"]
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    rows = data["runs"]
+    assert [(r["model"], r["policy"]) for r in rows] == [
+        ("scripted:oracle", "no-helpers"),
+        ("scripted:oracle", "guarded"),
+        ("scripted:duplicate", "no-helpers"),
+        ("scripted:duplicate", "guarded"),
+    ]
+    for row in rows:
+        run_file = Path(row["run_file"])
+        assert run_file.parent == tmp_path / "runs"
+        assert (run_file.with_name(run_file.stem + ".runs") / "eval.json").exists()
+        records = read_records(run_file)
+        assert {r["policy"]["name"] for r in records} == {row["policy"]}
+    duplicate = {r["policy"]: r for r in rows if r["model"] == "scripted:duplicate"}
+    # The guard answers the repeated read from the earlier result: one tool run less per task.
+    assert (duplicate["no-helpers"]["tool_runs"], duplicate["guarded"]["tool_runs"]) == (18, 12)
+    assert data["best"]["scripted:oracle"] in ("no-helpers", "guarded")
+    table = (tmp_path / "sweep.md").read_text()
+    for label in ("accuracy", "pass^k", "p95 turn ms", "invalid calls", "guarded", "no-helpers"):
+        assert label in table
+    assert "**" + data["best"]["scripted:duplicate"] + "**" in table
+    # The comparison of the sweep's runs names each run's policy.
+    text = compare([tmp_path / "runs"])
+    assert "| policy |" in text and "guarded" in text and "repeat_guard=answer" in text
+
+
+def test_best_is_the_most_accurate_then_the_fastest() -> None:
+    rows = [
+        {"policy": "fast-wrong", "accuracy": 0.5, "wall_ms": 10.0},
+        {"policy": "slow-right", "accuracy": 0.83, "wall_ms": 900.0},
+        {"policy": "quick-right", "accuracy": 0.83, "wall_ms": 400.0},
+    ]
+    assert best(rows)["policy"] == "quick-right"
+
+
+async def test_the_report_can_be_written_again_from_the_run_files(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    await run_sweep(
+        SweepSettings(
+            policies=["no-helpers", "focused"],
+            models=["scripted:duplicate"],
+            base_url=scripted_url,
+            out=tmp_path / "first",
+        ),
+        echo=lambda _: None,
+    )
+    first = json.loads((tmp_path / "first" / "sweep.json").read_text())
+    rewrite([Path(r["run_file"]) for r in first["runs"]], tmp_path / "again")
+    again = json.loads((tmp_path / "again" / "sweep.json").read_text())
+    assert again == first
