@@ -95,7 +95,9 @@ def test_gzipped_state_files_are_read_back(
     run_file = _eval(scripted_url, tmp_path, "scripted:plan")
     record = read_records(run_file)[0]
     assert record["trace_path"].endswith(".trace.jsonl.gz")
-    assert not list(records.task_folder(run_file).glob("*.json"))
+    folder = records.task_folder(run_file)
+    assert (folder / f"{record['run_id']}.json.gz").exists()
+    assert not (folder / f"{record['run_id']}.json").exists()
     html = render([run_file])
     assert "list_files" in html and f"{record['run_id']}.json.gz" in html
 
