@@ -12,7 +12,7 @@ import pytest
 
 from harness.tools import default_tools
 from serve_local.backends.generation import call_policy
-from serve_local.messages_api import parse_messages, to_chat
+from serve_local.messages_request import parse_messages, to_chat
 from serve_local.scenarios import PLAN_ANSWER
 
 QUESTION = "Which file mentions a timeout?"
