@@ -17,13 +17,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
 
 from serve_local.backends.base import Backend, Completion
 from serve_local.callstream import CallDelta
 from serve_local.errors import APIError
 from serve_local.messages_api import add_messages_route
 from serve_local.schema import ChatRequest
+from serve_local.serving import complete_while_connected, live_stream, request_body
 from serve_local.validation import parse_body
 
 
@@ -141,11 +141,6 @@ async def _sse(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[str]:
 log = logging.getLogger("serve_local")
 
 
-def backend_streams_calls(backend: Backend) -> bool:
-    """The backend constrains calls, so it can tell a call from text as it generates."""
-    return bool(getattr(backend, "streams_calls", False))
-
-
 async def _load(backend: Backend, on_failure: Callable[[], None]) -> None:
     try:
         await asyncio.to_thread(backend.load)
@@ -154,18 +149,6 @@ async def _load(backend: Backend, on_failure: Callable[[], None]) -> None:
         log.error("serve_local: cannot load the model: %s", backend.load_error)
         print(f"serve_local: cannot load the model: {backend.load_error}", flush=True)
         on_failure()
-
-
-async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
-    while not cancel.is_set():
-        try:
-            gone = await request.is_disconnected()
-        except ClientDisconnect:
-            gone = True
-        if gone:
-            cancel.set()
-            return
-        await asyncio.sleep(0.1)
 
 
 def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: None) -> FastAPI:
@@ -207,19 +190,15 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
-        if not backend.ready:
-            raise APIError("The model is still loading; retry shortly.", status_code=503)
-        try:
-            raw = await request.body()
-        except ClientDisconnect:
+        raw = await request_body(backend, request)
+        if raw is None:
             return JSONResponse({}, status_code=499)  # nobody is left to read it
         chat: ChatRequest = parse_body(raw)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         created = int(time.time())
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-        live = getattr(backend, "stream", None)
-        no_calls = not chat.tools or chat.tool_choice == "none"
-        if chat.stream and live is not None and (no_calls or backend_streams_calls(backend)):
+        live = live_stream(backend, chat)
+        if chat.stream and live is not None:
             # Text goes out as it is generated, and constrained calls as each one closes; a
             # reply that may hold unconstrained calls is parsed whole first.
             served = str(backend.models()[0]["id"])
@@ -229,17 +208,11 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
                 _live_sse(first, pieces, completion_id, created, include_usage, served),
                 media_type="text/event-stream",
             )
-        cancel = threading.Event()
-        watcher = asyncio.create_task(_watch_disconnect(request, cancel))
-        try:
-            completion = await backend.complete(chat, cancel)
-        finally:
-            cancel.set()
-            watcher.cancel()
+        completion = await complete_while_connected(backend, chat, request)
         if chat.stream:
             chunks = stream_chunks(completion, completion_id, created, include_usage)
             return StreamingResponse(_sse(chunks), media_type="text/event-stream")
         return JSONResponse(completion_body(completion, completion_id, created))
 
-    add_messages_route(app, backend, _watch_disconnect, backend_streams_calls)
+    add_messages_route(app, backend)
     return app

@@ -16,21 +16,20 @@ stop reason:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from starlette.requests import ClientDisconnect
 
 from serve_local.backends.base import Backend, Completion
 from serve_local.callstream import CallDelta
 from serve_local.errors import APIError
 from serve_local.messages_request import parse_messages, to_chat
+from serve_local.serving import complete_while_connected, live_stream, request_body
 
 # Anthropic's error type for each HTTP status this server answers with.
 ERROR_TYPES = {
@@ -190,15 +189,7 @@ async def stream_events(
     yield _sse("message_stop", {})
 
 
-WatchDisconnect = Callable[[Request, threading.Event], Coroutine[Any, Any, None]]
-
-
-def add_messages_route(
-    app: FastAPI,
-    backend: Backend,
-    watch_disconnect: WatchDisconnect,
-    streams_calls: Callable[[Backend], bool],
-) -> None:
+def add_messages_route(app: FastAPI, backend: Backend) -> None:
     """Serve ``POST /v1/messages`` from ``backend`` on ``app``."""
 
     @app.post("/v1/messages", response_model=None)
@@ -209,18 +200,14 @@ def add_messages_route(
             return error_response(exc)
 
     async def _answer(request: Request) -> JSONResponse | StreamingResponse:
-        if not backend.ready:
-            raise APIError("The model is still loading; retry shortly.", status_code=503)
-        try:
-            raw = await request.body()
-        except ClientDisconnect:
+        raw = await request_body(backend, request)
+        if raw is None:
             return JSONResponse({}, status_code=499)  # nobody is left to read it
         asked = parse_messages(raw)
         chat = to_chat(asked)
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
-        live = getattr(backend, "stream", None)
-        no_calls = not chat.tools or chat.tool_choice == "none"
-        if asked.stream and live is not None and (no_calls or streams_calls(backend)):
+        live = live_stream(backend, chat)
+        if asked.stream and live is not None:
             served = str(backend.models()[0]["id"])
             counter = getattr(backend, "prompt_tokens", None)
             input_tokens = len(counter(chat)) if counter is not None else 0
@@ -234,13 +221,7 @@ def add_messages_route(
 
             events = stream_events(items(), message_id, served, input_tokens)
             return StreamingResponse(events, media_type="text/event-stream")
-        cancel = threading.Event()
-        watcher = asyncio.create_task(watch_disconnect(request, cancel))
-        try:
-            completion = await backend.complete(chat, cancel)
-        finally:
-            cancel.set()
-            watcher.cancel()
+        completion = await complete_while_connected(backend, chat, request)
         if asked.stream:
             events = stream_events(
                 _replayed(completion), message_id, completion.model, completion.prompt_tokens
