@@ -31,7 +31,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -150,12 +149,6 @@ def _tokenizer_mod() -> Any:
     return llguidance
 
 
-@lru_cache(maxsize=64)
-def _grammar_text(policy_key: str, tag_is_token: bool) -> str:
-    tools, choice, parallel = json.loads(policy_key)
-    return lark_grammar(CallPolicy(tools, choice, parallel), tag_is_token)
-
-
 class GrammarError(ValueError):
     """The offered tools cannot be compiled into a grammar (the message says why)."""
 
@@ -172,15 +165,12 @@ class CallGrammar:
         self._matcher = llguidance.LLMatcher
 
     def matcher(self, policy: CallPolicy) -> Any:
-        key = json.dumps(
-            [{k: dict(v) for k, v in policy.tools.items()}, policy.choice, policy.parallel],
-            sort_keys=True,
-        )
-        grammar = self._matcher.grammar_from_lark(_grammar_text(key, self.tag_is_token))
-        problem = self._matcher.validate_grammar(grammar, self.tokenizer)
-        if problem:
-            raise GrammarError(problem)
-        return self._matcher(self.tokenizer, grammar, log_level=0)
+        grammar = self._matcher.grammar_from_lark(lark_grammar(policy, self.tag_is_token))
+        # The matcher never raises: a grammar it cannot compile leaves it in an error state.
+        matcher = self._matcher(self.tokenizer, grammar, log_level=0)
+        if matcher.is_error():
+            raise GrammarError(matcher.get_error())
+        return matcher
 
     def constraint(self, policy: CallPolicy) -> CallConstraint:
         return CallConstraint(self, policy)

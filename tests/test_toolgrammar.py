@@ -14,12 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.tools import default_tools
+from serve_local.backends.llama import llama_vocabulary
 from serve_local.models import QWEN_CODER, resolve
 from serve_local.toolcalls import parse_tool_calls
 from serve_local.toolgrammar import (
     CallConstraint,
     CallGrammar,
     CallPolicy,
+    GrammarError,
     may_start_call,
     trigger_at,
 )
@@ -30,12 +32,9 @@ REAL = {t.name: t.parameters for t in default_tools()}
 @pytest.fixture(scope="module")
 def grammar() -> Iterator[CallGrammar]:
     import llama_cpp
-    from llguidance.llamacpp import lltokenizer_from_vocab
 
     llm = llama_cpp.Llama(str(resolve(QWEN_CODER).path), vocab_only=True, verbose=False)
-    vocab = llm._model.vocab
-    eog = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
-    yield CallGrammar(lltokenizer_from_vocab(vocab, eos_token=eog))
+    yield CallGrammar(llama_vocabulary(llm))
 
 
 def feed(constraint: CallConstraint, grammar: CallGrammar, text: str) -> tuple[bool, str]:
@@ -116,6 +115,14 @@ def test_required_forbids_ending_before_a_call(grammar: CallGrammar) -> None:
     (tag,) = grammar.tokenizer.tokenize_str("<tool_call>", parse_special=True)
     assert mask[tag]
     assert not allowed_text(constraint, grammar, ["The", "I", "Sure"])
+
+
+def test_a_schema_the_grammar_cannot_compile_is_an_error_that_says_why(
+    grammar: CallGrammar,
+) -> None:
+    tools = {"broken": {"type": "object", "properties": {"a": {"$ref": "#/nope"}}}}
+    with pytest.raises(GrammarError, match="/nope"):
+        grammar.constraint(CallPolicy(tools, "auto", True))
 
 
 def test_a_named_choice_allows_that_tool_only(grammar: CallGrammar) -> None:

@@ -73,13 +73,12 @@ def _serving(questions: list[str], echo: Echo) -> dict[str, Any]:
 def _mask_cost(questions: list[str]) -> dict[str, Any]:
     """The grammar's own work per token (mask plus advance), replaying constrained replies."""
     import llama_cpp
-    from llguidance.llamacpp import lltokenizer_from_vocab
 
+    from serve_local.backends.llama import llama_vocabulary
     from serve_local.toolgrammar import CallGrammar
 
     llm = llama_cpp.Llama(str(resolve(QWEN_CODER).path), vocab_only=True, verbose=False)
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    grammar = CallGrammar(lltokenizer_from_vocab(vocab))
+    grammar = CallGrammar(llama_vocabulary(llm))
     tools = {t.name: t.parameters for t in default_tools()}
     build_ms, step_us = [], []
     for question in questions:

@@ -280,7 +280,7 @@ class LocalBackend:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
         if self._queue is None:
             self._queue = GenerationQueue()  # created on the server's event loop
-        tokens = self._tokens(self._template.render(request))
+        tokens = self.prompt_tokens(request)
         return self._queue, tokens, self.limits.max_new_tokens(request, len(tokens))
 
     async def complete(
@@ -305,11 +305,10 @@ class LocalBackend:
         them), then the finished completion."""
         queue, tokens, max_new = self._prepare(request)
         constraint = self._constraint(request)
-        policy = call_policy(request)
         calls = (
-            CallStreamer(ToolSchemas(policy.allowed()), policy.parallel)
-            if policy is not None and constraint is not None
-            else None
+            None
+            if constraint is None
+            else CallStreamer(ToolSchemas(constraint.policy.allowed()), constraint.policy.parallel)
         )
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue[str] = asyncio.Queue()

@@ -38,6 +38,17 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
+def llama_vocabulary(llm: Any) -> Any:
+    """A loaded llama.cpp model's vocabulary as an ``llguidance.LLTokenizer``, every
+    end-of-generation token counted as its end (a call grammar allows them once it accepts)."""
+    llama_cpp = _import_llama()
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    eog = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+    return lltokenizer_from_vocab(vocab, eos_token=eog)
+
+
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -101,11 +112,7 @@ class LlamaBackend(LocalBackend):
         return bool(self._vocab_is_eog(self._llm._model.vocab, token))
 
     def _vocabulary(self) -> Any:
-        from llguidance.llamacpp import lltokenizer_from_vocab
-
-        vocab = self._llm._model.vocab
-        eog = [t for t in range(self._llm.n_vocab()) if self._is_eog(t)]
-        return lltokenizer_from_vocab(vocab, eos_token=eog)
+        return llama_vocabulary(self._llm)
 
     def _tokens(self, prompt: str) -> list[int]:
         tokens: list[int] = self._llm.tokenize(
