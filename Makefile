@@ -29,7 +29,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted stop eval sweep compare report experiments bench run test check lint clean
+.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -70,6 +70,19 @@ serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) \
 		--tool-grammar $(TOOL_GRAMMAR)
+
+# llama.cpp's C++ server as a peer, built from the llama.cpp sources inside the llama-cpp-python
+# sdist of the installed version (about 10 minutes on 2 cores the first time; cached under
+# ~/.cache/loopbench/llama-server/). make serve-llama-server SLOTS=4 serves the same GGUF as
+# make serve-local, with --jinja, on LLAMA_SERVER_PORT.
+LLAMA_SERVER_PORT ?= 8080
+SLOTS ?= 1
+peer-llama-server: $(STAMP_LLAMA)
+	$(PY) -m serve_local.llama_server build
+
+serve-llama-server: peer-llama-server $(STAMP_MODELS)
+	$(PY) -m serve_local.llama_server serve --port $(LLAMA_SERVER_PORT) --slots $(SLOTS) \
+		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS))
 
 serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
-from evals.runner import RESULTS, EvalError, EvalSettings, resumed_settings, run_eval
+from evals.runner import RESULTS, EvalError, EvalSettings, resumed_settings, run_evals
 from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
 from evals.view import write_report
@@ -27,7 +28,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m evals")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a task set against the server at LLM_BASE_URL")
-    run.add_argument("--base-url", help="default: $LLM_BASE_URL or http://127.0.0.1:8000/v1")
+    run.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="a server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1); repeat it to "
+        "spread requests over several servers, each request going to one serving its model",
+    )
     run.add_argument(
         "--api",
         choices=APIS,
@@ -35,6 +42,26 @@ def _parser() -> argparse.ArgumentParser:
         help="wire shape: chat completions (openai) or Messages (anthropic)",
     )
     run.add_argument("--model", help="model name to ask for (default: the server's first)")
+    run.add_argument(
+        "--models",
+        metavar="A,B,C",
+        help="several served models in one command: one run file per model, one comparison",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="task runs in flight, across every model (default 1: one after another)",
+    )
+    run.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="M",
+        help="requests in flight per server (default: --concurrency spread over the servers "
+        "of each model)",
+    )
+    run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
     run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
     run.add_argument("--epochs", type=int, default=1)
     run.add_argument("--max-turns", type=int, default=10)
@@ -129,30 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.epochs < 1:
         raise SystemExit("evals: --epochs must be at least 1")
-    echo = _echo
     try:
         if args.command == "sweep":
             return _sweep(args)
-        base_url = base_url_for(args.api, args.base_url or base_url_from_env())
-        if args.resume:
-            settings = resumed_settings(args.resume, base_url)
-        else:
-            settings = EvalSettings(
-                base_url=base_url,
-                api=args.api,
-                model=args.model,
-                tasks=args.tasks,
-                epochs=args.epochs,
-                max_turns=args.max_turns,
-                budget_usd=args.budget,
-                tool_errors=args.tool_errors,
-                label=args.label,
-                out=args.out,
-                approvals=args.approvals,
-                policy=policy_from_args(args),
-                task_timeout_s=args.task_timeout,
-            )
-        asyncio.run(run_eval(settings, echo=echo))
+        _run(args)
     except (EvalError, TaskFileError, UnknownPolicy) as exc:
         print(f"evals: {exc}", file=sys.stderr)
         return 1
@@ -164,6 +171,49 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 130
     return 0
+
+
+def _run(args: argparse.Namespace) -> None:
+    urls = [base_url_for(args.api, u) for u in (args.base_url or [base_url_from_env()])]
+    if args.model and args.models:
+        raise EvalError("give --model or --models, not both")
+    models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [args.model]
+    if len(models) > 1 and (args.out or args.resume):
+        raise EvalError("--out and --resume name one run file; use them with one model")
+    if args.max_connections is not None and args.max_connections < 1:
+        raise EvalError("--max-connections must be at least 1")
+    spread = {
+        "more_base_urls": tuple(urls[1:]),
+        "concurrency": args.concurrency,
+        "per_server": args.max_connections,
+    }
+    if args.resume:
+        evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
+    else:
+        evals = [
+            EvalSettings(
+                base_url=urls[0],
+                api=args.api,
+                model=model,
+                tasks=args.tasks,
+                epochs=args.epochs,
+                max_turns=args.max_turns,
+                budget_usd=args.budget,
+                tool_errors=args.tool_errors,
+                label=f"{args.label}-{model}" if args.label and len(models) > 1 else args.label,
+                out=args.out,
+                approvals=args.approvals,
+                policy=policy_from_args(args),
+                task_timeout_s=args.task_timeout,
+                **spread,
+            )
+            for model in models
+        ]
+    outs = asyncio.run(run_evals(evals, echo=_echo, bar=sys.stderr.isatty()))
+    if len(outs) > 1 or args.compare:
+        print(compare(outs, args.compare))
+        if args.compare:
+            print(f"wrote {args.compare}")
 
 
 def _echo(line: str) -> None:

@@ -1,9 +1,10 @@
-"""The eval runner: every task of a task set through the real loop, one at a time."""
+"""The eval runner: every task of a task set through the real loop, for one model or several,
+``concurrency`` task runs in flight, their requests spread over the servers of each model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -11,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-import httpx
-
+from evals.progress import Progress
 from evals.records import (
     NOT_RUN,
     code_version,
@@ -22,31 +22,38 @@ from evals.records import (
     machine,
     not_run_record,
     read_records,
-    summarize,
-    summary_markdown,
     task_folder,
 )
 from evals.records import task_record as make_record
+from evals.runfiles import durable_append, finish, start_partial, write_summaries
 from evals.scoring import score
-from evals.tasks import DEFAULT_TASKS, Task, load_tasks
+from evals.servers import (
+    EvalError,
+    PooledClient,
+    Server,
+    ServerPool,
+    discover,
+    fetch_models,
+    servers_for,
+    share,
+)
+from evals.tasks import DEFAULT_TASKS, Task, TaskSet, load_tasks
 from harness.approvals import reject
+from harness.client import ChatClient
 from harness.faults import crash_point
 from harness.loop import LoopConfig, run_loop
 from harness.persist import state_path
 from harness.policies import ToolErrorPolicy
 from harness.presets import PLAIN, Policy, apply, preset
-from harness.providers import provider
 from harness.state import RunState, new_run
 from harness.steering import system_prompt
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
 
+__all__ = ["EvalError", "EvalSettings", "fetch_models", "run_eval", "run_evals"]
+
 RESULTS = Path("results")
-
-
-class EvalError(RuntimeError):
-    """The eval cannot start (no server, bad task file); nothing was written."""
 
 
 @dataclass
@@ -67,9 +74,18 @@ class EvalSettings:
     policy: Policy = field(default_factory=lambda: preset(PLAIN))
     task_timeout_s: float | None = None  # wall clock per task run; the run is then interrupted
     resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
+    # More servers beside base_url: each request goes to one serving the model.
+    more_base_urls: tuple[str, ...] = ()
+    concurrency: int = 1  # task runs in flight (across every model of one command)
+    per_server: int | None = None  # requests in flight per server (default: spread evenly)
+
+    @property
+    def base_urls(self) -> list[str]:
+        return [self.base_url, *self.more_base_urls]
 
 
-# What a resumed eval takes from the one it continues (everything but where the server is).
+# What a resumed eval takes from the one it continues (not where the servers are, nor how
+# many task runs are in flight: neither changes a record).
 RESUMED = (
     "model",
     "tasks",
@@ -85,22 +101,6 @@ RESUMED = (
 
 
 EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
-
-
-def fetch_models(base_url: str) -> list[dict[str, Any]]:
-    try:
-        response = httpx.get(f"{base_url}/models", timeout=10)
-        response.raise_for_status()
-        data: list[dict[str, Any]] = response.json()["data"]
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        raise EvalError(
-            f"no model server answers at {base_url} ({exc.__class__.__name__}). Start one with "
-            "`make serve-local` (or `make serve-scripted`), or point LLM_BASE_URL / --base-url "
-            "at a running server."
-        ) from exc
-    if not data:
-        raise EvalError(f"{base_url}/models lists no model")
-    return data
 
 
 def served_model(base_url: str, requested: str | None) -> dict[str, Any]:
@@ -131,7 +131,13 @@ def loop_config(settings: EvalSettings) -> LoopConfig:
 
 
 async def run_task(
-    task: Task, settings: EvalSettings, model: str, run_id: str, scratch: Path, keep: Path
+    task: Task,
+    settings: EvalSettings,
+    model: str,
+    run_id: str,
+    scratch: Path,
+    keep: Path,
+    client: ChatClient,
 ) -> RunState:
     """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
     config = loop_config(settings)
@@ -139,15 +145,14 @@ async def run_task(
     state.meta["task_tools"] = task.tools
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     workspace = create_workspace(scratch / run_id / "workspace")
-    async with provider(settings.api, settings.base_url) as client:
+    await run_loop(state, client, default_tools(), workspace, config, recorder)
+    while (
+        settings.approvals == "reject"
+        and state.interruption
+        and state.interruption.get("type") == "approval"
+    ):
+        reject(state, state.interruption["call_id"], EVAL_REJECTION)
         await run_loop(state, client, default_tools(), workspace, config, recorder)
-        while (
-            settings.approvals == "reject"
-            and state.interruption
-            and state.interruption.get("type") == "approval"
-        ):
-            reject(state, state.interruption["call_id"], EVAL_REJECTION)
-            await run_loop(state, client, default_tools(), workspace, config, recorder)
     return state
 
 
@@ -171,15 +176,6 @@ def total_line(summary: dict[str, Any]) -> str:
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
         f"correct={summary['correct']}/{summary['runs']}"
     )
-
-
-def write_summaries(path: Path) -> dict[str, Any]:
-    records = read_records(path)
-    summary = summarize(records)
-    stem = path.with_suffix("")
-    Path(f"{stem}.summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    Path(f"{stem}.summary.md").write_text(summary_markdown(path.name, summary, records))
-    return summary
 
 
 def _settings_file(keep: Path) -> Path:
@@ -211,39 +207,75 @@ def _kept_records(settings: EvalSettings, out: Path) -> list[dict[str, Any]]:
     return [r for r in read_records(source) if r["status"] != NOT_RUN]
 
 
-def _durable_append(f: Any, record: dict[str, Any]) -> None:
-    """One record on disk before the next task starts: a kill loses only the task in flight."""
-    f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
+def _model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
+    """The model's /v1/models entry; servers that disagree on its weights are an error."""
+    entries = [s.entry(requested) for s in servers]
+    weights = {e.get("sha256") for e in entries} - {None}
+    if len(weights) > 1:
+        pairs = zip(servers, entries, strict=True)
+        listed = ", ".join(f"{s.base_url}: {e.get('sha256')}" for s, e in pairs)
+        raise EvalError(f"the servers of {entries[0]['id']!r} serve different weights ({listed})")
+    return entries[0]
 
 
-async def run_eval(
-    settings: EvalSettings,
-    echo: Callable[[str], None] = print,
-    after_task: Callable[[dict[str, Any]], None] | None = None,
-) -> Path:
-    """Run every task, writing one JSONL record per task run; returns the run file.
+@dataclass
+class _Eval:
+    """One model's eval in progress: its settings, files, and the servers that serve it."""
 
-    Records go to ``RUN_FILE.partial`` as each task finishes (fsynced); the run file appears
-    only when every task has a record. ``settings.resume`` keeps the finished records of an
-    interrupted eval and runs only the missing ones.
-    """
-    taskset = load_tasks(settings.tasks)  # a bad task file fails before any model call
-    info = served_model(settings.base_url, settings.model)
+    settings: EvalSettings
+    servers: list[Server]
+    model: str
+    context: dict[str, Any]
+    out: Path
+    keep: Path
+    eval_id: str
+    order: list[tuple[str, int]]
+    kept: dict[tuple[str, int], dict[str, Any]]
+    tasks: list[Task]
+    written: int = 0
+    server_gone: str | None = None
+    file: IO[str] | None = None
+
+    @property
+    def partial(self) -> Path:
+        return self.out.with_name(self.out.name + ".partial")
+
+    def todo(self) -> list[tuple[int, Task, int]]:
+        """(position in the task set, task, epoch) of each task run still to do."""
+        return [
+            (i, t, e)
+            for e in range(1, self.settings.epochs + 1)
+            for i, t in enumerate(self.tasks)
+            if (t.id, e) not in self.kept
+        ]
+
+    def append(self, record: dict[str, Any]) -> None:
+        assert self.file is not None
+        durable_append(self.file, record)
+        self.written += 1
+        crash_point("LOOPBENCH_CRASH_AFTER_TASK", str(len(self.kept) + self.written))
+
+
+def _prepare(
+    settings: EvalSettings, taskset: TaskSet, servers: list[Server], echo: Callable[[str], None]
+) -> _Eval:
+    chosen = servers_for(servers, settings.model)
+    info = _model_entry(chosen, settings.model)
     model = str(info["id"])
+    backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
     shape = "" if settings.api == "openai" else f"/{settings.api}"
-    label = settings.label or f"{model}@{info.get('backend', 'unknown')}{shape}"
+    label = settings.label or f"{model}@{backend}{shape}"
     loop_keys = ("max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s")
     loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
     context = {
         "label": label,
         "model": model,
         "model_sha256": info.get("sha256"),
-        "backend": info.get("backend"),
+        "backend": backend,
         # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
         "tool_grammar": info.get("tool_grammar"),
-        "base_url": settings.base_url,
+        "base_url": chosen[0].base_url,
+        "servers": [{"base_url": s.base_url, "software": s.software} for s in chosen],
         "api": settings.api,
         "loop": loop,
         "policy": settings.policy.record(),
@@ -253,61 +285,132 @@ async def run_eval(
     }
     out = settings.out or default_out(label)
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
     keep = task_folder(out)  # each task's state file (transcript) and trace
     kept = {(r["task_id"], r["epoch"]): r for r in _kept_records(settings, out)}
-    eval_id = _eval_id(keep, settings)
     order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
-    total = len(order)
-    scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
+    ev = _Eval(
+        settings, chosen, model, context, out, keep, _eval_id(keep, settings), order, kept,
+        taskset.tasks,
+    )  # fmt: skip
+    software = ", ".join(sorted({s.software for s in chosen}))
     echo(
         f"eval {taskset.name}: {len(taskset.tasks)} tasks x {settings.epochs} epoch(s), "
-        f"model {model} ({info.get('backend')}), policy {settings.policy.name}, "
-        f"{settings.base_url}, {settings.api} shape"
-        + (f"; resuming {out.name}: {len(kept)} of {total} kept" if settings.resume else "")
+        f"model {model} ({backend}), policy {settings.policy.name}, "
+        f"{settings.api} shape, {len(chosen)} server(s) ({software}): "
+        + ", ".join(s.base_url for s in chosen)
+        + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )
-    server_gone: str | None = None
+    return ev
+
+
+async def _one(
+    ev: _Eval,
+    task: Task,
+    epoch: int,
+    pool: ServerPool,
+    scratch: Path,
+    progress: Progress,
+    after_task: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    if ev.server_gone:
+        why = f"not run: {ev.server_gone}"
+        record = not_run_record(ev.context, task.id, task.question, epoch, why)
+    else:
+        run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
+        client = PooledClient(pool, ev.servers)
+        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client)
+        keep_compact(state_path(ev.keep, run_id))
+        trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
+        record = make_record(
+            context=ev.context,
+            task_id=task.id,
+            question=task.question,
+            epoch=epoch,
+            state=state,
+            checks=score(task, state),
+            trace_path=str(trace),
+        )
+        answered = list(dict.fromkeys(client.answered))
+        software = {s.base_url: s.software for s in ev.servers}
+        record["answered_by"] = answered
+        record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
+        if state.status == "failed" and not any(_reachable(s.base_url) for s in ev.servers):
+            ev.server_gone = f"the model server stopped answering ({state.error})"
+    ev.append(record)
+    prefix = f"{ev.context['label']} " if progress.total > len(ev.order) else ""
+    progress.finished(f"{prefix}{task.id} e{epoch}: {result_line(record)}")
+    if after_task:
+        after_task(record)
+
+
+async def run_evals(
+    evals: list[EvalSettings],
+    echo: Callable[[str], None] = print,
+    bar: bool = False,
+    after_task: Callable[[dict[str, Any]], None] | None = None,
+) -> list[Path]:
+    """Run the task set for each settings (one model each), every task run of every model in
+    one queue, ``evals[0].concurrency`` in flight. One run file per settings.
+
+    Records go to ``RUN_FILE.partial`` as each task finishes (fsynced); the run file appears
+    only when every task has a record. ``resume`` keeps the finished records of an interrupted
+    eval and runs only the missing ones.
+    """
+    first = evals[0]
+    if first.concurrency < 1:
+        raise EvalError("--concurrency must be at least 1")
+    tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
+    servers = discover(first.base_urls)
+    runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
+    for ev in runs:
+        for server in ev.servers:
+            wanted = share(first.concurrency, len(ev.servers), first.per_server)
+            server.limit = max(server.limit, wanted)
+    # Epoch by epoch, task by task, the models side by side: every server has work early.
+    todo = sorted(
+        ((e, i, n, ev, t) for n, ev in enumerate(runs) for i, t, e in ev.todo()),
+        key=lambda item: item[:3],
+    )
+    pool = ServerPool(servers, first.api)
+    scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
+    slots = asyncio.Semaphore(first.concurrency)
+
+    async def bounded(n: int, ev: _Eval, task: Task, epoch: int) -> None:
+        async with slots:  # each eval its own scratch: run ids repeat across models
+            await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+
     try:
-        _start_partial(partial, list(kept.values()))
-        with open(partial, "a", encoding="utf-8") as f:
-            done = 0
-            for epoch in range(1, settings.epochs + 1):
-                for task in taskset.tasks:
-                    done += 1
-                    if (task.id, epoch) in kept:
-                        continue
-                    if server_gone:
-                        record = not_run_record(
-                            context, task.id, task.question, epoch, f"not run: {server_gone}"
-                        )
-                    else:
-                        echo(f"[{done}/{total}] {task.id}: {task.question}")
-                        run_id = f"{eval_id}-{slug(task.id)}-e{epoch}"
-                        state = await run_task(task, settings, model, run_id, scratch, keep)
-                        keep_compact(state_path(keep, run_id))
-                        trace = keep_compact(keep / f"{run_id}.trace.jsonl")
-                        record = make_record(
-                            context=context,
-                            task_id=task.id,
-                            question=task.question,
-                            epoch=epoch,
-                            state=state,
-                            checks=score(task, state),
-                            trace_path=str(trace),
-                        )
-                        if state.status == "failed" and not _reachable(settings.base_url):
-                            server_gone = f"the model server stopped answering ({state.error})"
-                    _durable_append(f, record)
-                    crash_point("LOOPBENCH_CRASH_AFTER_TASK", str(done))
-                    echo("   " + result_line(record))
-                    if after_task:
-                        after_task(record)
-        _finish(partial, out, order)
+        for ev in runs:
+            start_partial(ev.partial, list(ev.kept.values()))
+            ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+        total = sum(len(ev.order) for ev in runs)
+        with Progress(total, echo, bar, already=total - len(todo)) as progress:
+            await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+        for ev in runs:
+            assert ev.file is not None
+            ev.file.close()
+            finish(ev.partial, ev.out, ev.order)
     finally:
+        for ev in runs:
+            if ev.file is not None:
+                ev.file.close()
+        await pool.aclose()
         shutil.rmtree(scratch, ignore_errors=True)
-    summary = write_summaries(out)
-    echo(total_line(summary))
-    echo(f"wrote {out}")
+    for ev in runs:
+        summary = write_summaries(ev.out)
+        echo((f"{ev.context['label']}: " if len(runs) > 1 else "") + total_line(summary))
+        echo(f"wrote {ev.out}")
+    return [ev.out for ev in runs]
+
+
+async def run_eval(
+    settings: EvalSettings,
+    echo: Callable[[str], None] = print,
+    bar: bool = False,
+    after_task: Callable[[dict[str, Any]], None] | None = None,
+) -> Path:
+    """One model's eval; returns its run file."""
+    (out,) = await run_evals([settings], echo, bar, after_task)
     return out
 
 
@@ -323,25 +426,6 @@ def _eval_id(keep: Path, settings: EvalSettings) -> str:
     fields.update(eval_id=eval_id, policy=settings.policy.record())
     saved.write_text(json.dumps(fields, indent=2) + "\n", encoding="utf-8")
     return eval_id
-
-
-def _start_partial(partial: Path, records: list[dict[str, Any]]) -> None:
-    """The partial file holding just ``records``, replaced in one step."""
-    tmp = partial.with_name(partial.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, partial)
-
-
-def _finish(partial: Path, out: Path, order: list[tuple[str, int]]) -> None:
-    """The run file: the partial's records in task order, kept and new alike."""
-    rank = {key: i for i, key in enumerate(order)}
-    records = sorted(read_records(partial), key=lambda r: rank[(r["task_id"], r["epoch"])])
-    _start_partial(partial, records)
-    os.replace(partial, out)
 
 
 def _reachable(base_url: str) -> bool:

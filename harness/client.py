@@ -17,7 +17,7 @@ import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -95,6 +95,19 @@ def _retry_after(response: httpx.Response) -> float | None:
             except ValueError:
                 continue
     return None
+
+
+class ChatClient(Protocol):
+    """What the loop talks to: one provider, or a pool of servers answering turn by turn."""
+
+    async def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        cancel: CancelToken | None = None,
+        options: TurnOptions | None = None,
+    ) -> ModelReply: ...
 
 
 class ProviderClient:

@@ -26,7 +26,7 @@ import asyncio
 from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
-from harness.client import ProviderClient
+from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
@@ -89,7 +89,7 @@ def limit_reached(state: RunState, config: LoopConfig) -> tuple[Status, dict[str
 
 async def conclude(
     state: RunState,
-    client: ProviderClient,
+    client: ChatClient,
     config: LoopConfig,
     recorder: Recorder,
     limit: tuple[Status, dict[str, Any]],
@@ -118,7 +118,7 @@ def _deadline(
 
 async def run_loop(
     state: RunState,
-    client: ProviderClient,
+    client: ChatClient,
     tools: list[Tool],
     workspace: Workspace,
     config: LoopConfig | None = None,

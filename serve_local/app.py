@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from serve_local import __version__
 from serve_local.backends.base import Backend, Completion
 from serve_local.callstream import CallDelta
 from serve_local.errors import APIError
@@ -25,6 +26,8 @@ from serve_local.messages_api import add_messages_route
 from serve_local.schema import ChatRequest
 from serve_local.serving import complete_while_connected, live_stream, request_body
 from serve_local.validation import parse_body
+
+SERVER = f"loopbench serve_local {__version__}"
 
 
 def _error(status: int, message: str, error_type: str, code: str | None = None) -> JSONResponse:
@@ -185,7 +188,11 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        data = [{"object": "model", "owned_by": "local", **m} for m in backend.models()]
+        # "server" names the software that answers, so an eval's records can say so
+        data = [
+            {"object": "model", "owned_by": "local", "server": SERVER, **m}
+            for m in backend.models()
+        ]
         return {"object": "list", "data": data}
 
     @app.post("/v1/chat/completions", response_model=None)

@@ -1,6 +1,7 @@
 """Start, wait for and stop a background server by pid file (used by the Makefile).
 
 python -m serve_local.daemon start NAME PORT -- ARGS...   start unless already up
+python -m serve_local.daemon start NAME PORT --exec -- COMMAND...   another server (llama-server)
 python -m serve_local.daemon stop [NAME...]                stop what was started
 """
 
@@ -61,6 +62,8 @@ def describe_model(port: int) -> str:
     except (urllib.error.URLError, OSError, ValueError, KeyError):
         return "model: unknown (/v1/models did not answer)"
     first = models[0]
+    if "backend" not in first:
+        return f"model: {first.get('id')}  served by: {first.get('owned_by', 'unknown')}"
     if first.get("backend") == "scripted":
         return f"models: {len(models)} scripted scenarios (model=scripted:<name>)"
     return f"model: {first['id']}  backend: {first.get('backend')}  sha256: {first.get('sha256')}"
@@ -73,7 +76,11 @@ def _tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
-def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int:
+def start(
+    name: str, port: int, server_args: list[str], timeout_s: float, command: bool = False
+) -> int:
+    """Start ``python -m serve_local --port PORT ARGS`` (or, with ``command``, ARGS as they
+    are) in the background, and wait until its /health answers 200."""
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     log = RUN_DIR / f"{name}.log"
     current = running(name)
@@ -90,7 +97,11 @@ def start(name: str, port: int, server_args: list[str], timeout_s: float) -> int
     if health(port) is not None:
         print(f"{name}: port {port} is already taken by another process; pick another PORT=")
         return 1
-    cmd = [sys.executable, "-m", "serve_local", "--port", str(port), *server_args]
+    cmd = (
+        server_args
+        if command
+        else [sys.executable, "-m", "serve_local", "--port", str(port), *server_args]
+    )
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd,
@@ -145,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     start_cmd.add_argument("name")
     start_cmd.add_argument("port", type=int)
     start_cmd.add_argument("--timeout", type=float, default=600.0)
+    start_cmd.add_argument(
+        "--exec", action="store_true", help="what follows -- is the whole command to run"
+    )
     stop_cmd = commands.add_parser("stop")
     stop_cmd.add_argument("names", nargs="*")
     argv = sys.argv[1:] if argv is None else argv
@@ -152,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
     if args.command == "start":
-        return start(args.name, args.port, argv[split + 1 :], args.timeout)
+        return start(args.name, args.port, argv[split + 1 :], args.timeout, args.exec)
     names = args.names or [p.stem for p in RUN_DIR.glob("*.pid")]
     stopped = [n for n in names if stop(n)]
     if not stopped:

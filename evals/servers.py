@@ -1,0 +1,194 @@
+"""The servers an eval talks to: what each serves, what software it is, and a pool that
+spreads requests over the servers of one model, each bounded to its own concurrency.
+
+Batching and scheduling are the serving engine's job (llama-server's slots, vLLM); the pool
+only decides which server gets the next request and how many each has in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from harness.cancel import CancelToken
+from harness.client import ModelReply, ProviderClient, TurnOptions
+from harness.providers import provider
+
+
+class EvalError(RuntimeError):
+    """The eval cannot start (no server, bad task file); nothing was written."""
+
+
+def fetch_models(base_url: str) -> list[dict[str, Any]]:
+    try:
+        response = httpx.get(f"{base_url}/models", timeout=10)
+        response.raise_for_status()
+        data: list[dict[str, Any]] = response.json()["data"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise EvalError(
+            f"no model server answers at {base_url} ({exc.__class__.__name__}). Start one with "
+            "`make serve-local` (or `make serve-scripted`), or point LLM_BASE_URL / --base-url "
+            "at a running server."
+        ) from exc
+    if not data:
+        raise EvalError(f"{base_url}/models lists no model")
+    return data
+
+
+def _get_json(url: str) -> dict[str, Any] | None:
+    try:
+        response = httpx.get(url, timeout=5)
+        body = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def server_software(base_url: str, entry: dict[str, Any]) -> str:
+    """Which server answers at ``base_url``: ours says so in /v1/models; llama.cpp's
+    llama-server gives its build in /props; vLLM its version in /version."""
+    if entry.get("server"):
+        return str(entry["server"])
+    root = base_url.removesuffix("/v1")
+    owner = str(entry.get("owned_by") or "")
+    if owner == "llamacpp" or "meta" in entry:
+        props = _get_json(f"{root}/props") or {}
+        build = props.get("build_info")
+        return f"llama.cpp llama-server {build}" if build else "llama.cpp llama-server"
+    if owner == "vllm":
+        version = (_get_json(f"{root}/version") or {}).get("version")
+        return f"vllm {version}" if version else "vllm"
+    return owner or "unknown"
+
+
+@dataclass
+class Server:
+    """One OpenAI-shaped server as the eval sees it."""
+
+    base_url: str
+    entries: list[dict[str, Any]]  # its /v1/models
+    software: str
+    limit: int = 1  # requests in flight at most
+    busy: int = 0
+    requests: int = 0
+
+    @property
+    def kind(self) -> str:
+        """A short name for labels: llama-server, vllm, or what the software says."""
+        if self.software.startswith("llama.cpp llama-server"):
+            return "llama-server"
+        return self.software.split()[0] if self.software else "unknown"
+
+    def serves(self, model: str) -> bool:
+        return any(e.get("id") == model for e in self.entries)
+
+    def entry(self, model: str | None) -> dict[str, Any]:
+        if model is None:
+            return self.entries[0]
+        return next((e for e in self.entries if e.get("id") == model), {"id": model})
+
+
+def discover(base_urls: Sequence[str]) -> list[Server]:
+    """Each server's models and software; a server that does not answer is an EvalError."""
+    servers = []
+    for url in dict.fromkeys(u.rstrip("/") for u in base_urls):
+        entries = fetch_models(url)
+        servers.append(Server(url, entries, server_software(url, entries[0])))
+    return servers
+
+
+def servers_for(servers: list[Server], model: str | None) -> list[Server]:
+    """The servers that serve ``model`` (the first server's first model when None)."""
+    if model is None:
+        model = str(servers[0].entries[0]["id"])
+    chosen = [s for s in servers if s.serves(model)]
+    if not chosen and len(servers) == 1:
+        return servers  # a server that takes any model name (the scripted one lists scenarios)
+    if not chosen:
+        offered = sorted({str(e.get("id")) for s in servers for e in s.entries})
+        raise EvalError(f"no server serves {model!r}; they serve: {', '.join(offered)}")
+    return chosen
+
+
+def share(concurrency: int, servers: int, per_server: int | None) -> int:
+    """Requests in flight per server: as given, else the eval's concurrency spread evenly."""
+    return per_server if per_server else max(1, math.ceil(concurrency / max(1, servers)))
+
+
+@dataclass
+class ServerPool:
+    """Every server of one command. A request goes to the least busy server with room among
+    those serving its model, preferring the one that answered the task's previous turn (its
+    prompt cache holds the prefix)."""
+
+    servers: list[Server]
+    api: str = "openai"
+    _clients: dict[str, ProviderClient] = field(default_factory=dict)
+    _room: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._room is None:
+            self._room = asyncio.Condition()
+        return self._room
+
+    def client(self, server: Server) -> ProviderClient:
+        if server.base_url not in self._clients:
+            self._clients[server.base_url] = provider(self.api, server.base_url)
+        return self._clients[server.base_url]
+
+    @asynccontextmanager
+    async def slot(
+        self, candidates: Sequence[Server], prefer: Server | None = None
+    ) -> AsyncIterator[Server]:
+        room = self._condition()
+        async with room:
+            while not (free := [s for s in candidates if s.busy < s.limit]):
+                await room.wait()
+            chosen = prefer if prefer in free else min(free, key=lambda s: (s.busy, s.requests))
+            chosen.busy += 1
+            chosen.requests += 1
+        try:
+            yield chosen
+        finally:
+            async with room:
+                chosen.busy -= 1
+                room.notify_all()
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+
+class PooledClient:
+    """What one task's loop talks to: each turn goes to a server of the pool."""
+
+    def __init__(self, pool: ServerPool, servers: Sequence[Server]) -> None:
+        self.pool = pool
+        self.servers = servers
+        self.last: Server | None = None
+        self.answered: list[str] = []  # the base URL that answered each turn
+
+    @property
+    def api(self) -> str:
+        return self.pool.api
+
+    async def chat(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        cancel: CancelToken | None = None,
+        options: TurnOptions | None = None,
+    ) -> ModelReply:
+        async with self.pool.slot(self.servers, self.last) as server:
+            reply = await self.pool.client(server).chat(model, messages, tools, cancel, options)
+        self.last = server
+        self.answered.append(server.base_url)
+        return reply
