@@ -41,16 +41,18 @@ def fetch_models(base_url: str) -> list[dict[str, Any]]:
     return data
 
 
-def _get_json(url: str) -> dict[str, Any] | None:
+def _get_json(url: str, client: httpx.Client | None = None) -> dict[str, Any] | None:
     try:
-        response = httpx.get(url, timeout=5)
+        response = (client or httpx).get(url, timeout=5)
         body = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
     return body if isinstance(body, dict) else None
 
 
-def server_software(base_url: str, entry: dict[str, Any]) -> str:
+def server_software(
+    base_url: str, entry: dict[str, Any], client: httpx.Client | None = None
+) -> str:
     """Which server answers at ``base_url``: ours says so in /v1/models; llama.cpp's
     llama-server gives its build in /props; vLLM its version in /version."""
     if entry.get("server"):
@@ -58,11 +60,11 @@ def server_software(base_url: str, entry: dict[str, Any]) -> str:
     root = base_url.removesuffix("/v1")
     owner = str(entry.get("owned_by") or "")
     if owner == "llamacpp" or "meta" in entry:
-        props = _get_json(f"{root}/props") or {}
+        props = _get_json(f"{root}/props", client) or {}
         build = props.get("build_info")
         return f"llama.cpp llama-server {build}" if build else "llama.cpp llama-server"
     if owner == "vllm":
-        version = (_get_json(f"{root}/version") or {}).get("version")
+        version = (_get_json(f"{root}/version", client) or {}).get("version")
         return f"vllm {version}" if version else "vllm"
     return owner or "unknown"
 

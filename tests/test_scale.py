@@ -1,0 +1,270 @@
+"""Evals at scale: task runs in flight at once, requests spread over several servers each
+bounded to its own concurrency, several models in one command; the same records as one task
+run at a time. Real uvicorn servers; concurrency observed on the server side, not timed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.records import read_records
+from evals.runner import EvalError, EvalSettings, run_eval, run_evals
+from evals.servers import Server, ServerPool, server_software, servers_for
+from evals.tasks import load_tasks
+from serve_local.app import SERVER, create_app
+from serve_local.backends.base import Completion
+from serve_local.backends.scripted import ScriptedBackend
+from serve_local.inprocess import running_server
+from serve_local.schema import ChatRequest
+from tests.test_eval_resume import evals
+
+TASK_IDS = [t.id for t in load_tasks().tasks]
+# What a record says about the model's work; the rest (times, ids, paths) may differ.
+SAME = ("task_id", "epoch", "status", "turns", "tool_runs", "prompt_tokens",
+        "completion_tokens", "cost_usd", "answer", "correct", "tools_called", "stop_reason",
+        "turn_finish_reasons", "checks", "model", "policy")  # fmt: skip
+
+
+def work(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: r[k] for k in SAME} for r in records]
+
+
+class Gate(ScriptedBackend):
+    """A scripted backend that holds each request until ``expect`` are in flight together
+    (or ``patience_s`` passes: a client that never gets there is then seen as ``peak``)."""
+
+    def __init__(self, expect: int, latency_ms: float = 20, patience_s: float = 5) -> None:
+        super().__init__(latency_ms=latency_ms)
+        self.expect = expect
+        self.patience_s = patience_s
+        self.in_flight = self.peak = self.requests = 0
+        self._full: asyncio.Event | None = None
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        self._full = self._full or asyncio.Event()
+        self.in_flight += 1
+        self.requests += 1
+        self.peak = max(self.peak, self.in_flight)
+        if self.in_flight >= self.expect:
+            self._full.set()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._full.wait(), self.patience_s)
+            return await super().complete(request, cancel)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.fixture
+def slow_url() -> Iterator[str]:
+    with running_server(create_app(ScriptedBackend(latency_ms=100))) as url:
+        yield url
+
+
+def oracle(url: str, out: Path, **extra: Any) -> EvalSettings:
+    return EvalSettings(base_url=url, model="scripted:oracle", out=out, **extra)
+
+
+async def test_concurrent_eval_gives_the_records_of_a_serial_one(
+    slow_url: str, tmp_path: Path
+) -> None:
+    serial = await run_eval(oracle(slow_url, tmp_path / "c1.jsonl", epochs=2), echo=print)
+    lines: list[str] = []
+    concurrent = await run_eval(
+        oracle(slow_url, tmp_path / "c6.jsonl", epochs=2, concurrency=6), echo=lines.append
+    )
+    assert work(read_records(concurrent)) == work(read_records(serial))
+    assert [r["task_id"] for r in read_records(concurrent)] == TASK_IDS * 2  # task order
+    finished = [line for line in lines if line.startswith("[")]
+    assert [line.split()[0] for line in finished] == [f"[{i}/12]" for i in range(1, 13)]
+    assert all("elapsed, eta " in line for line in finished)
+
+
+async def test_task_runs_are_in_flight_together_up_to_the_concurrency(tmp_path: Path) -> None:
+    backend = Gate(expect=4)
+    with running_server(create_app(backend)) as url:
+        out = await run_eval(oracle(url, tmp_path / "c4.jsonl", concurrency=4), echo=print)
+    assert backend.peak == 4  # never more than asked, and really that many
+    assert all(r["correct"] for r in read_records(out))
+
+
+async def test_one_at_a_time_by_default(tmp_path: Path) -> None:
+    backend = Gate(expect=2, patience_s=0.05)
+    with running_server(create_app(backend)) as url:
+        await run_eval(oracle(url, tmp_path / "c1.jsonl"), echo=print)
+    assert backend.peak == 1
+
+
+async def test_requests_spread_over_servers_each_bounded(tmp_path: Path) -> None:
+    first, second = Gate(expect=2), Gate(expect=2)
+    with running_server(create_app(first)) as a, running_server(create_app(second)) as b:
+        settings = oracle(a, tmp_path / "two.jsonl", more_base_urls=(b,), concurrency=4)
+        records = read_records(await run_eval(settings, echo=print))
+    assert (first.peak, second.peak) == (2, 2)  # 4 in flight, 2 per server
+    assert first.requests and second.requests
+    assert {u for r in records for u in r["answered_by"]} == {a, b}
+    assert all(r["server_software"] == SERVER for r in records)
+    assert {s["base_url"] for s in records[0]["servers"]} == {a, b}
+    assert all(r["correct"] for r in records)
+
+
+async def test_max_connections_bounds_each_server(tmp_path: Path) -> None:
+    backend = Gate(expect=2, patience_s=0.05)
+    with running_server(create_app(backend)) as url:
+        settings = oracle(url, tmp_path / "m.jsonl", concurrency=6, per_server=1)
+        await run_eval(settings, echo=print)
+    assert backend.peak == 1
+
+
+async def test_several_models_one_queue_one_run_file_each(slow_url: str, tmp_path: Path) -> None:
+    models = ("scripted:oracle", "scripted:plan")
+    settings = [
+        EvalSettings(base_url=slow_url, model=m, out=tmp_path / f"{m}.jsonl", concurrency=4)
+        for m in models
+    ]
+    lines: list[str] = []
+    outs = await run_evals(settings, echo=lines.append)
+    assert [read_records(o)[0]["model"] for o in outs] == list(models)
+    assert [len(read_records(o)) for o in outs] == [6, 6]
+    assert sum(line.startswith("[") for line in lines) == 12
+    # Each model's records are its own eval's, the same as run alone.
+    alone = await run_eval(oracle(slow_url, tmp_path / "alone.jsonl"), echo=print)
+    assert work(read_records(outs[0])) == work(read_records(alone))
+
+
+def test_cli_models_writes_one_run_file_each_and_one_comparison(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    proc = evals(
+        "--models",
+        "scripted:oracle,scripted:runaway",
+        "--concurrency",
+        "4",
+        "--max-turns",
+        "3",
+        "--compare",
+        str(tmp_path / "cmp.md"),
+        url=scripted_url,
+        cwd=tmp_path,
+    )
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    runs = sorted((tmp_path / "results" / "runs").glob("*.jsonl"))
+    assert [read_records(r)[0]["model"] for r in runs] == ["scripted:oracle", "scripted:runaway"]
+    table = (tmp_path / "cmp.md").read_text()
+    assert "scripted:oracle@scripted" in table and "scripted:runaway@scripted" in table
+    assert "scripted:runaway@scripted" in stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "a", "--models", "a,b"], "--model or --models, not both"),
+        (["--models", "a,b", "--out", "x.jsonl"], "use them with one model"),
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--max-connections", "0"], "--max-connections must be at least 1"),
+    ],
+)
+def test_cli_refuses_what_cannot_run(
+    scripted_url: str, tmp_path: Path, args: list[str], message: str
+) -> None:
+    proc = evals(*args, url=scripted_url, cwd=tmp_path)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and message in stderr
+    assert not (tmp_path / "results").exists()  # nothing written
+
+
+def test_a_model_no_server_serves_is_an_error_naming_what_they_serve() -> None:
+    servers = [
+        Server("http://a/v1", [{"id": "qwen"}], "x"),
+        Server("http://b/v1", [{"id": "smol"}], "x"),
+    ]
+    assert servers_for(servers, "smol") == [servers[1]]
+    with pytest.raises(EvalError, match="no server serves 'llama'; they serve: qwen, smol"):
+        servers_for(servers, "llama")
+
+
+async def test_servers_that_disagree_on_weights_are_refused(tmp_path: Path) -> None:
+    class Weights(ScriptedBackend):
+        def __init__(self, sha: str) -> None:
+            super().__init__()
+            self.sha = sha
+
+        def models(self) -> list[dict[str, Any]]:
+            return [{**m, "sha256": self.sha} for m in super().models()]
+
+    with (
+        running_server(create_app(Weights("aa"))) as a,
+        running_server(create_app(Weights("bb"))) as b,
+    ):
+        settings = oracle(a, tmp_path / "w.jsonl", more_base_urls=(b,))
+        with pytest.raises(EvalError, match="serve different weights"):
+            await run_eval(settings, echo=print)
+    assert not (tmp_path / "w.jsonl").exists()
+
+
+def test_a_killed_concurrent_eval_resumes_to_the_serial_records(
+    slow_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "killed.jsonl"
+    killed = evals(
+        "--model", "scripted:oracle", "--concurrency", "3", "--out", str(out),
+        url=slow_url, cwd=tmp_path, env={"LOOPBENCH_CRASH_AFTER_TASK": "3"},
+    )  # fmt: skip
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    partial = out.with_name(out.name + ".partial")
+    assert len(read_records(partial)) == 3 and not out.exists()  # only what was in flight lost
+    resumed = evals("--resume", str(partial), "--concurrency", "3", url=slow_url, cwd=tmp_path)
+    _, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    serial = asyncio.run(run_eval(oracle(slow_url, tmp_path / "serial.jsonl"), echo=print))
+    assert work(read_records(out)) == work(read_records(serial))
+
+
+def test_server_software_is_named_from_what_the_server_says() -> None:
+    def app(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/props":
+            return httpx.Response(200, json={"build_info": "b1-abc"})
+        if request.url.path == "/version":
+            return httpx.Response(200, json={"version": "0.11.0"})
+        return httpx.Response(404)
+
+    transport = httpx.MockTransport(app)
+    with httpx.Client(transport=transport) as client:
+        assert server_software("http://h/v1", {"server": SERVER}, client) == SERVER
+        llama = {"id": "m", "owned_by": "llamacpp"}
+        assert server_software("http://h/v1", llama, client) == "llama.cpp llama-server b1-abc"
+        vllm = {"id": "m", "owned_by": "vllm"}
+        assert server_software("http://h/v1", vllm, client) == "vllm 0.11.0"
+        assert server_software("http://h/v1", {"id": "m"}, client) == "unknown"
+
+
+async def test_the_pool_prefers_the_server_of_the_previous_turn() -> None:
+    a, b = Server("a", [], "x", limit=2), Server("b", [], "x", limit=2)
+    pool = ServerPool([a, b])
+    async with (
+        pool.slot([a, b], prefer=b) as first,
+        pool.slot([a, b], prefer=b) as second,
+        pool.slot([a, b]) as third,
+    ):
+        assert (first, second, third) == (b, b, a)  # b full: the least busy
+    assert (a.busy, b.busy) == (0, 0)
+
+
+def test_records_carry_server_fields_in_json(scripted_url: str, tmp_path: Path) -> None:
+    out = asyncio.run(run_eval(oracle(scripted_url, tmp_path / "o.jsonl"), echo=print))
+    record = json.loads(out.read_text().splitlines()[0])
+    assert record["answered_by"] == [scripted_url]
+    assert record["servers"] == [{"base_url": scripted_url, "software": SERVER}]
