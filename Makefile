@@ -142,7 +142,8 @@ bench: $(STAMP_BENCH) $(STAMP_MODELS)
 experiments: $(STAMP_DEV)
 	$(PY) -m evals experiments --out results
 
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS)
+# The peer tests need llama-server: built once (about 10 minutes), then cached.
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) peer-llama-server
 	$(PY) -m pytest -q
 
 lint: $(STAMP_DEV)

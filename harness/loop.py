@@ -101,7 +101,10 @@ async def conclude(
     reply's checkpoint is enough for a resume to end the run the same way.
     """
     request = {"role": "user", "content": CONCLUDE.format(limit=limit[1]["type"])}
-    reply = await client.chat(state.model, [*state.messages, request], [], cancel)
+    # The turn's token cap and penalties hold here too (the tool fields go unsent: no tools);
+    # a server with no default cap would otherwise write until its context is full.
+    options = turn_options(state, config)
+    reply = await client.chat(state.model, [*state.messages, request], [], cancel, options)
     state.messages.append(request)
     state.concluding = {"status": limit[0], "interruption": limit[1]}
     record_turn(state, reply, config.prices, recorder)

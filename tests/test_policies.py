@@ -82,6 +82,26 @@ async def test_required_is_asked_on_the_first_turn_only(workspace: Workspace) ->
     )
 
 
+async def test_the_concluding_turn_keeps_the_token_cap_and_sends_no_tool_fields(
+    workspace: Workspace,
+) -> None:
+    seen, client = recording([calls(("a", "list_files", "{}")), answer("what I know")])
+    config = LoopConfig(
+        max_turns=1,
+        conclude_on_limit=True,
+        tool_choice="always",
+        parallel_tool_calls=False,
+        max_tokens_per_turn=64,
+        repetition_penalty=1.1,
+    )
+    async with client:
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert state.answer == "what I know" and len(seen) == 2
+    last = seen[-1]
+    assert (last["max_tokens"], last["repetition_penalty"]) == (64, 1.1)
+    assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(last)
+
+
 async def test_always_asks_for_a_call_on_every_turn(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
