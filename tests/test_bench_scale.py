@@ -15,6 +15,7 @@ from evals.bench.common import server_process
 ROW_KEYS = {
     "concurrency", "wall_s", "task_runs", "runs_per_s", "speedup", "turns", "mean_turn_ms",
     "correct", "not_run", "same_records", "differing", "server_software", "load_before",
+    "tool_runs", "length_turns",
 }  # fmt: skip
 
 
@@ -78,8 +79,11 @@ def test_the_real_model_section_renders_figures_from_the_runner(
     assert "(b) The real model `scripted:oracle`" in section
     assert "at most 4 turns" in section
     assert "never re-implements batching" in section
-    assert "| one | 1 | loopbench serve_local" in section
-    assert "6/6 / 6/6 | yes | " in section
+    assert "one (1 slot): loopbench serve_local" in section
+    assert "four (4 slots): loopbench serve_local" in section
+    assert "|  | one c1 | one c4 | four c1 | four c4 |" in section
+    assert "| correct | 6/6 | 6/6 | 6/6 | 6/6 |" in section
+    assert "| same records as c1 | yes | yes | yes | yes |" in section
 
 
 def _record(**changes: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from evals.records import read_records, summarize
 from evals.runner import EvalSettings, run_eval
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.presets import PLAIN, preset
+from serve_local.backends.generation import DEFAULT_MAX_TOKENS
 from serve_local.models import QWEN_CODER
 
 ORACLE = "scripted:oracle"
@@ -98,6 +99,10 @@ def over_levels(
                 "runs_per_s": round(len(records) / wall_s, 3),
                 "speedup": round(rows[0]["wall_s"] / wall_s, 2) if rows else 1.0,
                 "turns": summary["turns"],
+                "tool_runs": summary["tool_runs"],
+                "length_turns": sum(
+                    (r.get("turn_finish_reasons") or []).count("length") for r in records
+                ),
                 "mean_turn_ms": summary["mean_turn_ms"] and round(summary["mean_turn_ms"], 1),
                 "correct": summary["correct"],
                 "not_run": summary["not_run"],
@@ -151,11 +156,12 @@ def scripted(
 
 
 def real(echo: Echo, peer_args: list[str]) -> Figures:
-    """The six tasks once on the real model, c1 then c4: our server, then llama-server."""
-    servers = (
-        ("ours", ours_args(), 1),
-        ("llama-server", peer_args, REAL_SLOTS),
-    )
+    """The six tasks once on the real model, c1 then c4: our server, then llama-server. The
+    loop's concluding turn sends no max_tokens: ours caps such a request at its default, and
+    llama-server is given the same default (``--n-predict``) instead of its own, which is to
+    generate until the slot's context is full."""
+    capped = [*peer_args, "--n-predict", str(DEFAULT_MAX_TOKENS)]
+    servers = (("ours", ours_args(), 1), ("llama-server", capped, REAL_SLOTS))
     found = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as folder:
         for name, cmd, slots in servers:
@@ -166,7 +172,7 @@ def real(echo: Echo, peer_args: list[str]) -> Figures:
                     max_turns=REAL_MAX_TURNS, policy=REAL_POLICY,
                 )  # fmt: skip
             found.append({**figures, "slots": slots})
-    return {"servers": found}
+    return {"servers": found, "default_max_tokens": DEFAULT_MAX_TOKENS}
 
 
 def run(echo: Echo) -> Figures:
@@ -176,6 +182,10 @@ def run(echo: Echo) -> Figures:
 
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def _num(value: float | None, spec: str = ",.0f") -> str:
+    return "–" if value is None else format(value, spec)
 
 
 def _same(row: dict[str, Any], first: int) -> str:
@@ -195,7 +205,7 @@ def render_scripted(s: Figures) -> list[str]:
             f"{r['speedup']:.2f}×",
             r["correct"],
             _same(r, first),
-            r.get("load_before", "–"),
+            _num(r.get("load_before"), ".2f"),
         ]
         for r in s["rows"]
     ]
@@ -219,38 +229,39 @@ def render_scripted(s: Figures) -> list[str]:
 
 
 def render_real(r: Figures) -> list[str]:
-    rows = []
-    for server in r["servers"]:
-        c1, top = server["rows"][0], server["rows"][-1]
-        rows.append(
-            [
-                server["name"],
-                server["slots"],
-                ", ".join(server["server_software"]),
-                f"{c1['wall_s']:.1f}",
-                f"{top['wall_s']:.1f}",
-                f"{server['speedup']:.2f}×",
-                f"{c1['mean_turn_ms']} / {top['mean_turn_ms']}",
-                f"{c1['turns']} / {top['turns']}",
-                f"{c1['correct']}/{c1['task_runs']} / {top['correct']}/{top['task_runs']}",
-                _same(top, c1["concurrency"]),
-                f"{c1.get('load_before', '–')} / {top.get('load_before', '–')}",
-            ]
-        )
-    first = r["servers"][0]
-    c1, top = first["rows"][0]["concurrency"], first["rows"][-1]["concurrency"]
-    head = [
-        "server", "slots", "server software (records)", f"wall s c{c1}", f"wall s c{top}",
-        "speedup", f"mean turn ms c{c1} / c{top}", f"turns c{c1} / c{top}",
-        f"correct c{c1} / c{top}", f"same records c{top} as c{c1}",
-        f"load average before c{c1} / c{top}",
-    ]  # fmt: skip
+    servers = r["servers"]
+    columns = [(s, row) for s in servers for row in s["rows"]]
+
+    def line(label: str, value: Any) -> list[Any]:
+        return [label, *(value(s, row) for s, row in columns)]
+
+    first = servers[0]["rows"][0]["concurrency"]
+    rows = [
+        line("wall s", lambda s, row: f"{row['wall_s']:.1f}"),
+        line(f"speedup over c{first}", lambda s, row: f"{row['speedup']:.2f}×"),
+        line("mean turn ms", lambda s, row: _num(row["mean_turn_ms"])),
+        line("turns", lambda s, row: row["turns"]),
+        line("turns cut at max_tokens", lambda s, row: row.get("length_turns", "–")),
+        line("tool runs", lambda s, row: row.get("tool_runs", "–")),
+        line("correct", lambda s, row: f"{row['correct']}/{row['task_runs']}"),
+        line(f"same records as c{first}", lambda s, row: _same(row, first)),
+        line("load average before", lambda s, row: _num(row.get("load_before"), ".2f")),
+    ]
+    head = ["", *(f"{s['name']} c{row['concurrency']}" for s, row in columns)]
+    software = "; ".join(
+        f"{s['name']} ({s['slots']} slot{'s' if s['slots'] > 1 else ''}): "
+        + ", ".join(s["server_software"])
+        for s in servers
+    )
+    top = servers[0]["rows"][-1]["concurrency"]
     return [
-        f"(b) The real model `{first['model']}`, the six tasks once (policy "
-        f"`{first['policy']}`, at most {first['max_turns']} turns), at concurrency {c1} then "
-        f"{top}: our server (one process, `--threads 2`) and llama.cpp's llama-server (one "
-        f"process, `--threads 2`, {r['servers'][-1]['slots']} slots: up to that many requests "
-        "decoded together). No target.",
+        f"(b) The real model `{servers[0]['model']}`, the six tasks once (policy "
+        f"`{servers[0]['policy']}`, at most {servers[0]['max_turns']} turns), at concurrency "
+        f"{first} then {top}, each server in one process with `--threads 2`. Server software as "
+        f"the records name it: {software}. The loop's concluding turn sends no max_tokens; ours "
+        f"caps such a request at {r.get('default_max_tokens', '–')} tokens, and llama-server is "
+        "started with the same default (`--n-predict`), without which it generates until the "
+        "slot's context is full. No target.",
         "",
         table(head, rows),
         "The project never re-implements batching: the eval only keeps requests in flight. A "
