@@ -134,8 +134,8 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 
 # Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
-BENCH_PARTS ?= harness throughput prefix grammar serving backends
-bench: $(STAMP_BENCH) $(STAMP_MODELS)
+BENCH_PARTS ?= harness throughput prefix grammar serving peer backends scale
+bench: $(STAMP_BENCH) $(STAMP_MODELS) peer-llama-server
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 
 # The chapter's measurements against scripted servers this command starts and stops itself.

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evals.bench import engines, grammar, overhead, prefix, serving, throughput
+from evals.bench import engines, grammar, overhead, peer, prefix, scale, serving, throughput
 from evals.bench.common import Echo, Part
 from evals.records import code_version, machine
 from serve_local.models import QWEN_CODER, resolve
@@ -23,11 +23,13 @@ PARTS: dict[str, Part] = {
         prefix.PART,
         grammar.PART,
         serving.PART,
+        peer.PART,
         engines.PART,
+        scale.PART,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
-SHOWN = ("serving", "grammar", "backends", "prefix", "harness", "throughput")
+SHOWN = ("serving", "peer", "grammar", "backends", "prefix", "harness", "throughput", "scale")
 
 
 def versions() -> dict[str, str | None]:
