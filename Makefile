@@ -132,7 +132,7 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
 		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --out results
 
-# Benchmarks side by side in one run (about 20-30 minutes on 2 cores): results/bench.md, .json
+# Benchmarks side by side in one run (about 30-40 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
 BENCH_PARTS ?= harness throughput prefix grammar serving peer backends scale
 bench: $(STAMP_BENCH) $(STAMP_MODELS) peer-llama-server
