@@ -156,10 +156,10 @@ def scripted(
 
 
 def real(echo: Echo, peer_args: list[str]) -> Figures:
-    """The six tasks once on the real model, c1 then c4: our server, then llama-server. The
-    loop's concluding turn sends no max_tokens: ours caps such a request at its default, and
-    llama-server is given the same default (``--n-predict``) instead of its own, which is to
-    generate until the slot's context is full."""
+    """The six tasks once on the real model, c1 then c4: our server, then llama-server. A
+    request without max_tokens gets ours's default cap on both: llama-server is given it
+    (``--n-predict``) instead of its own, which is to generate until the slot's context is
+    full. (The loop sends the policy's cap on every turn; this holds for any other request.)"""
     capped = [*peer_args, "--n-predict", str(DEFAULT_MAX_TOKENS)]
     servers = (("ours", ours_args(), 1), ("llama-server", capped, REAL_SLOTS))
     found = []
@@ -258,10 +258,11 @@ def render_real(r: Figures) -> list[str]:
         f"(b) The real model `{servers[0]['model']}`, the six tasks once (policy "
         f"`{servers[0]['policy']}`, at most {servers[0]['max_turns']} turns), at concurrency "
         f"{first} then {top}, each server in one process with `--threads 2`. Server software as "
-        f"the records name it: {software}. The loop's concluding turn sends no max_tokens; ours "
-        f"caps such a request at {r.get('default_max_tokens', '–')} tokens, and llama-server is "
-        "started with the same default (`--n-predict`), without which it generates until the "
-        "slot's context is full. No target.",
+        f"the records name it: {software}. A request without max_tokens gets "
+        f"{r.get('default_max_tokens', '–')} tokens at most on both: llama-server is started "
+        "with our server's default (`--n-predict`), without which it generates until the "
+        "slot's context is full. llama-server does not read `repetition_penalty` (it reads "
+        "`repeat_penalty`), so there the policy runs without its penalty. No target.",
         "",
         table(head, rows),
         "The project never re-implements batching: the eval only keeps requests in flight. A "
