@@ -12,7 +12,8 @@ from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
-from evals.runner import RESULTS, EvalError, EvalSettings, resumed_settings, run_evals
+from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
+from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
 from evals.view import write_report

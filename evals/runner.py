@@ -4,24 +4,21 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from evals.progress import Progress
 from evals.records import (
-    NOT_RUN,
     code_version,
     keep_compact,
     machine,
     not_run_record,
-    read_records,
     task_folder,
 )
 from evals.records import task_record as make_record
@@ -37,14 +34,14 @@ from evals.servers import (
     servers_for,
     share,
 )
-from evals.tasks import DEFAULT_TASKS, Task, TaskSet, load_tasks
+from evals.settings import EvalSettings, eval_id, kept_records
+from evals.tasks import Task, TaskSet, load_tasks
 from harness.approvals import reject
 from harness.client import ChatClient
 from harness.faults import crash_point
 from harness.loop import LoopConfig, run_loop
 from harness.persist import state_path
-from harness.policies import ToolErrorPolicy
-from harness.presets import PLAIN, Policy, apply, preset
+from harness.presets import apply
 from harness.state import RunState, new_run
 from harness.steering import system_prompt
 from harness.tools import default_tools
@@ -56,59 +53,7 @@ __all__ = ["EvalError", "EvalSettings", "fetch_models", "run_eval", "run_evals"]
 RESULTS = Path("results")
 
 
-@dataclass
-class EvalSettings:
-    base_url: str
-    model: str | None = None
-    tasks: Path = DEFAULT_TASKS
-    epochs: int = 1
-    max_turns: int | None = 10
-    budget_usd: float | None = None
-    tool_errors: ToolErrorPolicy = "descriptive"
-    label: str | None = None
-    out: Path | None = None
-    # A call that needs approval: "reject" declines it with a reason the model reads and goes
-    # on (the task set is read-only); "stop" records the run as interrupted.
-    approvals: str = "reject"
-    api: str = "openai"  # the wire shape: openai (chat completions) or anthropic (Messages)
-    policy: Policy = field(default_factory=lambda: preset(PLAIN))
-    task_timeout_s: float | None = None  # wall clock per task run; the run is then interrupted
-    resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
-    # More servers beside base_url: each request goes to one serving the model.
-    more_base_urls: tuple[str, ...] = ()
-    concurrency: int = 1  # task runs in flight (across every model of one command)
-    per_server: int | None = None  # requests in flight per server (default: spread evenly)
-
-    @property
-    def base_urls(self) -> list[str]:
-        return [self.base_url, *self.more_base_urls]
-
-
-# What a resumed eval takes from the one it continues (not where the servers are, nor how
-# many task runs are in flight: neither changes a record).
-RESUMED = (
-    "model",
-    "tasks",
-    "epochs",
-    "max_turns",
-    "budget_usd",
-    "tool_errors",
-    "label",
-    "approvals",
-    "task_timeout_s",
-    "api",
-)
-
-
 EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
-
-
-def served_model(base_url: str, requested: str | None) -> dict[str, Any]:
-    """The /v1/models entry of the model the eval will ask for."""
-    entries = fetch_models(base_url)
-    if requested is None:
-        return entries[0]
-    return next((e for e in entries if e["id"] == requested), {"id": requested})
 
 
 def slug(text: str) -> str:
@@ -176,35 +121,6 @@ def total_line(summary: dict[str, Any]) -> str:
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
         f"correct={summary['correct']}/{summary['runs']}"
     )
-
-
-def _settings_file(keep: Path) -> Path:
-    return keep / "eval.json"
-
-
-def resumed_settings(run_file: Path, base_url: str) -> EvalSettings:
-    """The settings of the eval ``run_file`` (or its ``.partial``) belongs to, to go on with."""
-    out = run_file.with_name(run_file.name.removesuffix(".partial"))
-    saved_path = _settings_file(task_folder(out))
-    try:
-        saved = json.loads(saved_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise EvalError(f"cannot resume {run_file}: {saved_path} is missing or unreadable") from exc
-    kept = {k: saved[k] for k in RESUMED}
-    kept["tasks"] = Path(kept["tasks"])
-    policy = Policy(saved["policy"]["name"], saved["policy"]["settings"])
-    return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)
-
-
-def _kept_records(settings: EvalSettings, out: Path) -> list[dict[str, Any]]:
-    """Finished task runs of the eval being resumed (a not-run record is not finished)."""
-    if settings.resume is None:
-        return []
-    partial = out.with_name(out.name + ".partial")
-    source = next((p for p in (partial, out) if p.exists()), None)
-    if source is None:
-        raise EvalError(f"cannot resume: neither {out} nor {partial} exists")
-    return [r for r in read_records(source) if r["status"] != NOT_RUN]
 
 
 def _model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
@@ -286,10 +202,10 @@ def _prepare(
     out = settings.out or default_out(label)
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = task_folder(out)  # each task's state file (transcript) and trace
-    kept = {(r["task_id"], r["epoch"]): r for r in _kept_records(settings, out)}
+    kept = {(r["task_id"], r["epoch"]): r for r in kept_records(settings, out)}
     order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
     ev = _Eval(
-        settings, chosen, model, context, out, keep, _eval_id(keep, settings), order, kept,
+        settings, chosen, model, context, out, keep, eval_id(keep, settings), order, kept,
         taskset.tasks,
     )  # fmt: skip
     software = ", ".join(sorted({s.software for s in chosen}))
@@ -412,20 +328,6 @@ async def run_eval(
     """One model's eval; returns its run file."""
     (out,) = await run_evals([settings], echo, bar, after_task)
     return out
-
-
-def _eval_id(keep: Path, settings: EvalSettings) -> str:
-    """The prefix of this eval's run ids, kept with its settings so a resume reuses both."""
-    saved = _settings_file(keep)
-    if settings.resume is not None and saved.exists():
-        return str(json.loads(saved.read_text(encoding="utf-8"))["eval_id"])
-    eval_id = datetime.now().strftime("%H%M%S")
-    keep.mkdir(parents=True, exist_ok=True)
-    fields = {k: v for k, v in asdict(settings).items() if k in RESUMED}
-    fields["tasks"] = str(settings.tasks)
-    fields.update(eval_id=eval_id, policy=settings.policy.record())
-    saved.write_text(json.dumps(fields, indent=2) + "\n", encoding="utf-8")
-    return eval_id
 
 
 def _reachable(base_url: str) -> bool:
