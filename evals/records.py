@@ -284,7 +284,8 @@ def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str,
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={summary['correct']}/{summary['runs']}  cost=${summary['cost_usd']:.6f}",
+        f"correct={summary['correct']}/{summary['runs']}  cost=${summary['cost_usd']:.6f}"
+        + (f"  elapsed={summary['elapsed_ms']:,.0f}ms" if "elapsed_ms" in summary else ""),
         "",
     ]
     return "\n".join(lines)

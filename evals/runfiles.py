@@ -38,9 +38,13 @@ def finish(partial: Path, out: Path, order: list[tuple[str, int]]) -> None:
     os.replace(partial, out)
 
 
-def write_summaries(path: Path) -> dict[str, Any]:
+def write_summaries(path: Path, elapsed_ms: float | None = None) -> dict[str, Any]:
+    """``RUN.summary.json`` and ``RUN.summary.md`` from the run file; ``elapsed_ms``: the wall
+    clock of the command that finished the eval (a resume's own part only)."""
     records = read_records(path)
     summary = summarize(records)
+    if elapsed_ms is not None:
+        summary["elapsed_ms"] = elapsed_ms
     stem = path.with_suffix("")
     Path(f"{stem}.summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     Path(f"{stem}.summary.md").write_text(summary_markdown(path.name, summary, records))

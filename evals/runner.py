@@ -7,6 +7,7 @@ import asyncio
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -120,6 +121,7 @@ def total_line(summary: dict[str, Any]) -> str:
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
         f"correct={summary['correct']}/{summary['runs']}"
+        + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
     )
 
 
@@ -151,6 +153,7 @@ class _Eval:
     written: int = 0
     server_gone: str | None = None
     file: IO[str] | None = None
+    finished_at: float | None = None  # monotonic time of its last record
 
     @property
     def partial(self) -> Path:
@@ -253,6 +256,7 @@ async def _one(
         if state.status == "failed" and not any(_reachable(s.base_url) for s in ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
     ev.append(record)
+    ev.finished_at = time.monotonic()
     prefix = f"{ev.context['label']} " if progress.total > len(ev.order) else ""
     progress.finished(f"{prefix}{task.id} e{epoch}: {result_line(record)}")
     if after_task:
@@ -300,6 +304,7 @@ async def run_evals(
             start_partial(ev.partial, list(ev.kept.values()))
             ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
         total = sum(len(ev.order) for ev in runs)
+        started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
             await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
         for ev in runs:
@@ -313,7 +318,10 @@ async def run_evals(
         await pool.aclose()
         shutil.rmtree(scratch, ignore_errors=True)
     for ev in runs:
-        summary = write_summaries(ev.out)
+        # The eval's own wall clock, from the queue's start to its last record: at concurrency
+        # above 1 it is less than the task runs' wall times added up.
+        elapsed = (ev.finished_at or started) - started
+        summary = write_summaries(ev.out, elapsed_ms=round(elapsed * 1000, 1))
         echo((f"{ev.context['label']}: " if len(runs) > 1 else "") + total_line(summary))
         echo(f"wrote {ev.out}")
     return [ev.out for ev in runs]

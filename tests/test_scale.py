@@ -89,6 +89,8 @@ async def test_concurrent_eval_gives_the_records_of_a_serial_one(
     finished = [line for line in lines if line.startswith("[")]
     assert [line.split()[0] for line in finished] == [f"[{i}/12]" for i in range(1, 13)]
     assert all("elapsed, eta " in line for line in finished)
+    summary = json.loads((tmp_path / "c6.summary.json").read_text())
+    assert summary["elapsed_ms"] > 0 and "elapsed=" in lines[-2]
 
 
 async def test_task_runs_are_in_flight_together_up_to_the_concurrency(tmp_path: Path) -> None:
