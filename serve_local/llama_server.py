@@ -110,9 +110,13 @@ def build(jobs: int | None = None) -> Path:
     return target
 
 
+class NotBuilt(RuntimeError):
+    """llama-server is not built here; the message says how to build it."""
+
+
 def command(
     model: str | None,
-    port: int,
+    port: int | None,
     *,
     threads: int | None = None,
     slots: int = 1,
@@ -121,10 +125,14 @@ def command(
 ) -> list[str]:
     """The command line that serves ``model`` (a SPEC, as for serve_local) the way ours does:
     the GGUF's own chat template through Jinja, greedy unless a request says otherwise,
-    ``slots`` requests decoded together, each with ``ctx_size`` tokens of context."""
+    ``slots`` requests decoded together, each with ``ctx_size`` tokens of context. With no
+    ``port``, the caller adds ``--port``."""
     exe = binary()
     if not exe.exists():
-        raise SystemExit(f"{exe} is not built; run `make peer-llama-server` first")
+        raise NotBuilt(
+            f"llama.cpp's llama-server is not built ({exe}); run `make peer-llama-server` "
+            "first (about 10 minutes on 2 cores, then cached)"
+        )
     resolved = resolve(model)
     if resolved.kind != "gguf":
         raise SystemExit(f"llama-server serves GGUF files; {resolved.path} is not one")
@@ -136,8 +144,7 @@ def command(
         resolved.name,
         "--host",
         host,
-        "--port",
-        str(port),
+        *(["--port", str(port)] if port is not None else []),
         "--jinja",
         "--parallel",
         str(slots),
@@ -188,7 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         exe = binary()
         print(exe)
         return 0 if exe.exists() else 1
-    cmd = command(args.model, args.port, threads=args.threads, slots=args.slots)
+    try:
+        cmd = command(args.model, args.port, threads=args.threads, slots=args.slots)
+    except NotBuilt as exc:
+        print(exc, file=sys.stderr)
+        return 1
     if args.command == "args":
         print(shlex.join(cmd))
         return 0

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from evals.bench.common import Echo, Figures, Part, free_port, median, server_process, verdict
+from evals.bench.common import Echo, Figures, Part, median, server_process, verdict
 from evals.markdown import table
 from serve_local import llama_server
 from serve_local.models import QWEN_CODER
@@ -50,15 +50,8 @@ def ours_args(threads: int = THREADS) -> list[str]:
 
 def llama_server_args(slots: int = 1, threads: int = THREADS) -> list[str]:
     """llama-server's command line for the packaged model, without ``--port`` (server_process
-    adds one); a clear error when the binary is not built."""
-    if not llama_server.binary().exists():
-        raise RuntimeError(
-            f"llama.cpp's llama-server is not built ({llama_server.binary()}); "
-            "run `make peer-llama-server` first (about 10 minutes on 2 cores, then cached)"
-        )
-    argv = llama_server.command(QWEN_CODER, free_port(), threads=threads, slots=slots)
-    at = argv.index("--port")
-    return argv[:at] + argv[at + 2 :]
+    adds one); ``llama_server.NotBuilt`` says how to build it when it is not built."""
+    return llama_server.command(QWEN_CODER, None, threads=threads, slots=slots)
 
 
 def load_average() -> float:
