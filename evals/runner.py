@@ -291,7 +291,7 @@ async def run_evals(
         ((e, i, n, ev, t) for n, ev in enumerate(runs) for i, t, e in ev.todo()),
         key=lambda item: item[:3],
     )
-    pool = ServerPool(servers, first.api)
+    pool = ServerPool(first.api)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
     slots = asyncio.Semaphore(first.concurrency)
 

@@ -125,19 +125,13 @@ def share(concurrency: int, servers: int, per_server: int | None) -> int:
 
 @dataclass
 class ServerPool:
-    """Every server of one command. A request goes to the least busy server with room among
-    those serving its model, preferring the one that answered the task's previous turn (its
+    """The requests of one command and a client per server. A request goes to the least busy
+    server with room among those serving its model, preferring the one that answered the task's previous turn (its
     prompt cache holds the prefix)."""
 
-    servers: list[Server]
     api: str = "openai"
     _clients: dict[str, ProviderClient] = field(default_factory=dict)
-    _room: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._room is None:
-            self._room = asyncio.Condition()
-        return self._room
+    _room: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     def client(self, server: Server) -> ProviderClient:
         if server.base_url not in self._clients:
@@ -148,7 +142,7 @@ class ServerPool:
     async def slot(
         self, candidates: Sequence[Server], prefer: Server | None = None
     ) -> AsyncIterator[Server]:
-        room = self._condition()
+        room = self._room
         async with room:
             while not (free := [s for s in candidates if s.busy < s.limit]):
                 await room.wait()

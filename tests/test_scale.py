@@ -255,7 +255,7 @@ def test_server_software_is_named_from_what_the_server_says() -> None:
 
 async def test_the_pool_prefers_the_server_of_the_previous_turn() -> None:
     a, b = Server("a", [], "x", limit=2), Server("b", [], "x", limit=2)
-    pool = ServerPool([a, b])
+    pool = ServerPool()
     async with (
         pool.slot([a, b], prefer=b) as first,
         pool.slot([a, b], prefer=b) as second,
