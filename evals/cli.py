@@ -1,4 +1,4 @@
-"""``python -m evals``: run, sweep, compare, view, experiment(s), bench."""
+"""``python -m evals``: run, sweep, rescore, compare, view, experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
+from evals.scoring.rescore import RescoreError, rescore
 from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
@@ -122,6 +123,13 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
     cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    again = commands.add_parser(
+        "rescore", help="apply today's checks to recorded runs; rewrite their verdicts"
+    )
+    again.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    again.add_argument(
+        "--tasks", type=Path, help="the task file to score with (default: the one each run names)"
+    )
     view = commands.add_parser("view", help="write one self-contained HTML report of run files")
     view.add_argument(
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
@@ -138,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
         return 0
+    if args.command == "rescore":
+        return _rescore(args)
     if args.command == "bench" and args.render_only:
         rerender(args.out)
         print(f"wrote {args.out / 'bench.md'} from {args.out / 'bench.json'}")
@@ -215,6 +225,25 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    try:
+        results = rescore(args.files, args.tasks)
+    except (RescoreError, TaskFileError, ValueError) as exc:
+        print(f"evals rescore: {exc}", file=sys.stderr)
+        return 1
+    for result in results:
+        print(result.line())
+    before = sum(r.before for r in results)
+    after = sum(r.after for r in results)
+    runs = sum(r.runs for r in results)
+    missing = sum(len(r.missing) for r in results)
+    print(
+        f"rescored {len(results)} run file(s): {before}/{runs} correct before, {after}/{runs} "
+        f"after; {missing} record(s) without a state file kept their verdict"
+    )
+    return 0
 
 
 def _echo(line: str) -> None:

@@ -126,8 +126,8 @@ def share(concurrency: int, servers: int, per_server: int | None) -> int:
 @dataclass
 class ServerPool:
     """The requests of one command and a client per server. A request goes to the least busy
-    server with room among those serving its model, preferring the one that answered the task's previous turn (its
-    prompt cache holds the prefix)."""
+    server with room among those serving its model, preferring the one that answered the
+    task's previous turn (its prompt cache holds the prefix)."""
 
     api: str = "openai"
     _clients: dict[str, ProviderClient] = field(default_factory=dict)

@@ -9,7 +9,8 @@ next model starts, so two models never share the cores.
 Each (model, policy) is one ordinary eval: its run file, state files and traces land under
 ``results/runs/`` like ``make eval``'s. The sweep writes ``sweep.md``, ``sweep.json`` and
 ``plots/sweep.png`` from their summaries; the best policy per model is the most accurate, then
-the fastest.
+the one with the fewest turns, then the fewest tokens (never the fastest: wall time moves with
+the machine's load).
 """
 
 from __future__ import annotations
@@ -79,8 +80,13 @@ def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> 
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy first, then wall time."""
-    return min(rows, key=lambda r: (-r["accuracy"], r["wall_ms"]))
+    """The most accurate, then the fewest turns, then the fewest tokens: figures a rerun on the
+    same machine repeats. Wall time moves with the machine's load and is never the tie-breaker;
+    a tie left after the tokens goes to the earlier row (the order policies were named)."""
+    return min(
+        rows,
+        key=lambda r: (-r["accuracy"], r["turns"], r["prompt_tokens"] + r["completion_tokens"]),
+    )
 
 
 async def _sweep_model(
@@ -179,7 +185,8 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         "# Loop policy sweep",
         "",
         "The task set under each loop policy (presets in `harness/presets.json`); the best "
-        "policy per model, in bold, is the most accurate, then the fastest. Cost is at the "
+        "policy per model, in bold, is the most accurate, then the one with the fewest turns, then "
+        "the fewest tokens; wall time is shown, never used to choose. Cost is at the "
         "harness's list price. Each row's run file is in `sweep.json`.",
         "",
         f"Machine: {machine.get('cores')} cores, {machine.get('cpu')}.",

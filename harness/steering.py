@@ -206,8 +206,9 @@ def nudge_if_empty(state: RunState, config: LoopConfig) -> None:
 
 def repeated_result(
     state: RunState, tools: dict[str, Tool], name: str, arguments: str, config: LoopConfig
-) -> str | None:
-    """The earlier result of an identical read-only call, with a note; None if there is none."""
+) -> tuple[str, str | None] | None:
+    """The earlier result of an identical read-only call, with a note, and that call's error
+    when it failed (a copy of a failure stays a failure); None if there is none."""
     tool = tools.get(name)
     if config.repeat_guard == "off" or tool is None or not tool.read_only:
         return None
@@ -218,5 +219,6 @@ def repeated_result(
             for message in state.messages:
                 if message.get("tool_call_id") == run.call_id:
                     earlier = str(message.get("content", ""))
-                    return earlier + REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
+                    note = REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
+                    return earlier + note, None if run.ok else (run.error or "failed")
     return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from evals.compare import compare
 from evals.records import read_records
@@ -38,7 +39,12 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
     duplicate = {r["policy"]: r for r in rows if r["model"] == "scripted:duplicate"}
     # The guard answers the repeated read from the earlier result: one tool run less per task.
     assert (duplicate["no-helpers"]["tool_runs"], duplicate["guarded"]["tool_runs"]) == (18, 12)
-    assert data["best"]["scripted:oracle"] in ("no-helpers", "guarded")
+    # Both solve every task in the same turns; guarded offers only the task's two tools, so
+    # its requests are shorter.
+    oracle = {r["policy"]: r for r in rows if r["model"] == "scripted:oracle"}
+    assert oracle["no-helpers"]["turns"] == oracle["guarded"]["turns"]
+    assert oracle["guarded"]["prompt_tokens"] < oracle["no-helpers"]["prompt_tokens"]
+    assert data["best"]["scripted:oracle"] == "guarded"
     table = (tmp_path / "sweep.md").read_text()
     for label in ("accuracy", "pass^k", "p95 turn ms", "invalid calls", "guarded", "no-helpers"):
         assert label in table
@@ -48,13 +54,33 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
     assert "| policy |" in text and "guarded" in text and "repeat_guard=answer" in text
 
 
-def test_best_is_the_most_accurate_then_the_fastest() -> None:
+def row(policy: str, accuracy: float, turns: int, tokens: int, wall_ms: float) -> dict[str, Any]:
+    return {
+        "policy": policy,
+        "accuracy": accuracy,
+        "turns": turns,
+        "prompt_tokens": tokens,
+        "completion_tokens": 0,
+        "wall_ms": wall_ms,
+    }
+
+
+def test_best_is_the_most_accurate_then_fewest_turns_then_fewest_tokens() -> None:
     rows = [
-        {"policy": "fast-wrong", "accuracy": 0.5, "wall_ms": 10.0},
-        {"policy": "slow-right", "accuracy": 0.83, "wall_ms": 900.0},
-        {"policy": "quick-right", "accuracy": 0.83, "wall_ms": 400.0},
+        row("fast-wrong", 0.5, 6, 100, 10.0),
+        row("right-many-turns", 0.83, 14, 500, 100.0),
+        row("right-few-turns-many-tokens", 0.83, 12, 900, 900.0),
+        row("right-few-turns-few-tokens", 0.83, 12, 800, 950.0),
     ]
-    assert best(rows)["policy"] == "quick-right"
+    assert best(rows)["policy"] == "right-few-turns-few-tokens"
+
+
+def test_wall_time_never_decides() -> None:
+    """Two runs equal in every deterministic figure: the earlier row wins, whichever was faster
+    on a shared machine."""
+    first, second = row("named-first", 0.0, 8, 300, 900.0), row("faster", 0.0, 8, 300, 10.0)
+    assert best([first, second])["policy"] == "named-first"
+    assert best([second, first])["policy"] == "faster"
 
 
 async def test_the_report_can_be_written_again_from_the_run_files(
