@@ -29,7 +29,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report experiments bench run test check lint clean
+.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -101,7 +101,8 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
-# The loop policy (harness/presets.json) the sweep found best for the default model on files6.
+# The loop policy (harness/presets.json) the sweep found best for the default model on files6:
+# the most accurate, then the fewest turns, then the fewest tokens (results/sweep.md).
 POLICY ?= penalized
 RUNS := results/runs
 LOCAL := results/local
@@ -121,6 +122,18 @@ compare: $(STAMP_DEV)
 # One self-contained HTML file: the comparison, each cell linking to its transcript.
 report: $(STAMP_DEV)
 	@$(call report_into,results)
+
+# Today's checks applied again to every committed run (records and summaries rewritten; each
+# record keeps its first verdict), then the comparison, the sweep's report and the HTML report.
+rescore: $(STAMP_DEV)
+	$(PY) -m evals rescore $(RUNS) --report results/rescore.md
+	$(PY) -m evals sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
+	@$(call compare_into,results)
+	@$(call report_into,results)
+
+# The scorer adversaries and the oracle under every preset: results/adversaries-files6.md, .json
+adversaries: $(STAMP_DEV)
+	$(PY) -m evals adversaries --out results
 
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and

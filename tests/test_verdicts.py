@@ -17,6 +17,7 @@ import pytest
 from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
 from evals.scoring import files_read, received, score, stated
+from evals.scoring.adversaries import run_adversaries, weak, write
 from evals.scoring.rescore import rescore
 from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
 from harness.approvals import reject
@@ -41,25 +42,36 @@ async def run_files6(url: str, model: str, policy: str, out: Path) -> list[dict[
     return read_records(await run_eval(settings, echo=lambda _: None))
 
 
-@pytest.mark.parametrize("adversary", sorted(ADVERSARIES))
-async def test_every_adversary_scores_zero_under_every_preset(
-    scripted_url: str, tmp_path: Path, adversary: str
-) -> None:
-    for policy in presets():
-        out = tmp_path / f"{policy}.jsonl"
-        records = await run_files6(scripted_url, f"scripted:{adversary}", policy, out)
-        assert len(records) == 6
-        credited = [r["task_id"] for r in records if r["correct"]]
-        assert credited == [], f"{adversary} under {policy} was credited with {credited}"
-
-
-async def test_the_oracle_scores_six_of_six_under_every_preset(
+async def test_every_adversary_scores_zero_and_the_oracle_all_under_every_preset(
     scripted_url: str, tmp_path: Path
 ) -> None:
-    for policy in presets():
-        records = await run_files6(scripted_url, "scripted:oracle", policy, tmp_path / policy)
-        missed = [(r["task_id"], r["answer"]) for r in records if not r["correct"]]
-        assert missed == [], f"the oracle under {policy} missed {missed}"
+    cells = await run_adversaries(DEFAULT_TASKS, scripted_url, echo=lambda _: None)
+    assert {c.scenario for c in cells} == {"oracle", *ADVERSARIES}
+    assert {c.policy for c in cells} == set(presets())
+    assert all(c.runs == 6 for c in cells)
+    credited = {(c.scenario, c.policy): c.credited for c in cells if c.scenario != "oracle"}
+    assert {k: v for k, v in credited.items() if v} == {}
+    missed = {c.policy: c.correct for c in cells if c.scenario == "oracle" and c.correct < 6}
+    assert missed == {}
+    md, _ = write(cells, DEFAULT_TASKS, tmp_path)
+    assert md.name == "adversaries-files6.md"
+    assert "No adversary is credited with any task" in md.read_text()
+
+
+async def test_a_weak_check_shows_up_as_a_credited_adversary(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """files6 as it was scored before grounding: answer checks alone."""
+    data = json.loads(DEFAULT_TASKS.read_text())
+    for task in data["tasks"]:
+        task["checks"] = [c for c in task["checks"] if c["kind"] not in ("observed", "files_read")]
+    weak_tasks = tmp_path / "weak.json"
+    weak_tasks.write_text(json.dumps({**data, "name": "weak"}))
+    cells = await run_adversaries(weak_tasks, scripted_url, echo=lambda _: None)
+    found = weak(cells)
+    assert "adversary-shotgun" in found["count"] and "adversary-guess" in found["timeout"]
+    md, _ = write(cells, weak_tasks, tmp_path)
+    assert "Weak checks: " in md.read_text()
 
 
 def shotgun(task: Task) -> str:
@@ -202,7 +214,8 @@ async def test_rescore_applies_todays_checks_and_reports_before_and_after(
     missing = tmp_path / "run.runs" / f"{records[0]['run_id']}.json"
     missing.unlink()  # the first task (timeout) can no longer be rescored
     proc = subprocess.run(
-        [sys.executable, "-m", "evals", "rescore", "run.jsonl", "--tasks", str(stricter(tmp_path))],
+        [sys.executable, "-m", "evals", "rescore", "run.jsonl", "--tasks", str(stricter(tmp_path))]
+        + ["--report", "rescore.md"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -216,6 +229,8 @@ async def test_rescore_applies_todays_checks_and_reports_before_and_after(
     summary = json.loads((tmp_path / "run.summary.json").read_text())
     assert summary["correct"] == 5
     assert "correct=5/6" in (tmp_path / "run.summary.md").read_text()
+    report = (tmp_path / "rescore.md").read_text()
+    assert "| `run.jsonl` | 6/6 | 5/6 | count e1: ✓ -> ✗ | timeout |" in report
 
 
 async def test_rescoring_twice_keeps_the_first_verdict(scripted_url: str, tmp_path: Path) -> None:

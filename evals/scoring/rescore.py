@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table
 from evals.records import NOT_RUN, code_version, kept_file, read_records, read_text
 from evals.runfiles import write_summaries
 from evals.scoring.checks import score
@@ -34,8 +35,10 @@ class Rescored:
     runs: int
     before: int  # correct records before
     after: int  # correct records after
+    first: int = 0  # correct records as first recorded, before any rescoring
     missing: list[str] = field(default_factory=list)  # task ids whose state file is missing
-    changed: list[str] = field(default_factory=list)  # "task_id e1: ✓ -> ✗"
+    # Verdicts that differ from the first recorded: "task_id e1: ✓ -> ✗"
+    changed: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         text = f"{self.run_file.name}: {self.before}/{self.runs} -> {self.after}/{self.runs}"
@@ -108,11 +111,13 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             first = record.get("rescored", {}).get("first_verdict", before)
             record["rescored"] = {**stamp, "first_verdict": first}
         after = bool(record["correct"])
+        first = bool(record.get("rescored", {}).get("first_verdict", after))
         result.after += after
-        if after != before:
+        result.first += first
+        if after != first:
             mark = {True: "✓", False: "✗"}
             result.changed.append(
-                f"{record['task_id']} e{record['epoch']}: {mark[before]} -> {mark[after]}"
+                f"{record['task_id']} e{record['epoch']}: {mark[first]} -> {mark[after]}"
             )
     _rewrite(run_file, records)
     return result
@@ -133,6 +138,42 @@ def _rewrite(run_file: Path, records: list[dict[str, Any]]) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, run_file)
     write_summaries(run_file, elapsed_ms=elapsed)
+
+
+def markdown(results: list[Rescored]) -> str:
+    """Each run file's score as first recorded and under today's checks."""
+    rows = [
+        [
+            f"`{r.run_file.name}`",
+            f"{r.first}/{r.runs}",
+            f"{r.after}/{r.runs}",
+            "; ".join(r.changed) or "–",
+            ", ".join(r.missing) or "–",
+        ]
+        for r in results
+    ]
+    head = [
+        "run file",
+        "first recorded",
+        "today's checks",
+        "tasks whose verdict changed",
+        "no state file",
+    ]
+    first, after = sum(r.first for r in results), sum(r.after for r in results)
+    runs = sum(r.runs for r in results)
+    return "\n".join(
+        [
+            "# Rescored runs",
+            "",
+            "Every run file's verdicts under the task file's checks as they are today "
+            "(`python -m evals rescore`), beside the verdicts first recorded.",
+            "",
+            table(head, rows),
+            f"Total: {first}/{runs} correct as first recorded, {after}/{runs} under today's "
+            "checks.",
+            "",
+        ]
+    )
 
 
 def rescore(paths: list[Path], tasks: Path | None = None) -> list[Rescored]:
