@@ -8,7 +8,7 @@ from typing import Any
 
 from evals.compare import compare
 from evals.records import read_records
-from evals.sweep import SweepSettings, best, rewrite, run_sweep
+from evals.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
 
 
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
@@ -21,7 +21,8 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
         ),
         echo=lambda _: None,
     )
-    assert [p.name for p in written] == ["sweep.md", "sweep.json", "sweep.png"]
+    assert [p.name for p in written] == ["sweep.md", "sweep.json", "sweep.png", "sweep_pareto.png"]
+    assert (tmp_path / "plots" / "sweep_pareto.png").read_bytes()[:4] == b"\x89PNG"
     data = json.loads((tmp_path / "sweep.json").read_text())
     rows = data["runs"]
     assert [(r["model"], r["policy"]) for r in rows] == [
@@ -73,6 +74,18 @@ def test_best_is_the_most_accurate_then_fewest_turns_then_fewest_tokens() -> Non
         row("right-few-turns-few-tokens", 0.83, 12, 800, 950.0),
     ]
     assert best(rows)["policy"] == "right-few-turns-few-tokens"
+
+
+def test_the_pareto_front_keeps_only_rows_nothing_beats_on_both() -> None:
+    rows = [
+        {"model": "a", "policy": "slow-right", "accuracy": 0.8, "mean_turn_ms": 900.0},
+        {"model": "a", "policy": "fast-wrong", "accuracy": 0.2, "mean_turn_ms": 100.0},
+        {"model": "b", "policy": "beaten", "accuracy": 0.5, "mean_turn_ms": 950.0},
+        {"model": "b", "policy": "middle", "accuracy": 0.5, "mean_turn_ms": 400.0},
+        {"model": "b", "policy": "untimed", "accuracy": 1.0, "mean_turn_ms": None},
+    ]
+    front = [r["policy"] for r in pareto_front(rows)]
+    assert front == ["fast-wrong", "middle", "slow-right"]
 
 
 def test_wall_time_never_decides() -> None:

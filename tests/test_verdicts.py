@@ -213,9 +213,9 @@ async def test_rescore_applies_todays_checks_and_reports_before_and_after(
     assert sum(r["correct"] for r in records) == 6
     missing = tmp_path / "run.runs" / f"{records[0]['run_id']}.json"
     missing.unlink()  # the first task (timeout) can no longer be rescored
+    command = [sys.executable, "-m", "evals", "rescore", "run.jsonl"]
     proc = subprocess.run(
-        [sys.executable, "-m", "evals", "rescore", "run.jsonl", "--tasks", str(stricter(tmp_path))]
-        + ["--report", "rescore.md"],
+        [*command, "--tasks", str(stricter(tmp_path)), "--report", "rescore.md"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
