@@ -237,7 +237,9 @@ async def test_rescoring_twice_keeps_the_first_verdict(scripted_url: str, tmp_pa
     await run_files6(scripted_url, "scripted:oracle", PLAIN, tmp_path / "run.jsonl")
     strict = stricter(tmp_path)
     (first,) = rescore([tmp_path / "run.jsonl"], strict)
+    once = (tmp_path / "run.jsonl").read_bytes()
     (second,) = rescore([tmp_path / "run.jsonl"], strict)
+    assert (tmp_path / "run.jsonl").read_bytes() == once  # nothing changed, nothing rewritten
     assert (first.before, first.after, second.before, second.after) == (6, 5, 5, 5)
     count = next(r for r in read_records(tmp_path / "run.jsonl") if r["task_id"] == "count")
     assert count["rescored"]["first_verdict"] is True

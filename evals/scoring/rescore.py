@@ -104,10 +104,12 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             raise RescoreError(f"{run_file}: task {record['task_id']!r} is not in {taskset.name}")
         if record["status"] != NOT_RUN and state is None:
             result.missing.append(record["task_id"])
-        if state is not None:
-            record["checks"] = score(task, state)
-            record["correct"] = all(c["passed"] for c in record["checks"])
-            # The first verdict a record had stays named, however often it is rescored.
+        checks = None if state is None else score(task, state)
+        if checks is not None and checks != record["checks"]:
+            record["checks"] = checks
+            record["correct"] = all(c["passed"] for c in checks)
+            # The first verdict a record had stays named, however often it is rescored; a
+            # record whose checks come out the same is left as it is.
             first = record.get("rescored", {}).get("first_verdict", before)
             record["rescored"] = {**stamp, "first_verdict": first}
         after = bool(record["correct"])
