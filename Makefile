@@ -107,7 +107,7 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
-# The loop policy (harness/presets.json) the sweep found best for the default model on files6.
+# The loop policy (harness/presets.json) the sweep found best for Qwen2.5-Coder-0.5B on files6.
 POLICY ?= penalized
 RUNS := results/runs
 LOCAL := results/local
