@@ -236,6 +236,8 @@ async def answer_pending(
                 cancel=cancel if config.cancel_reaches_tools else CancelToken(),
                 progress=_reporter(recorder, state, call.name),
                 idempotency_key=idempotency_key(state, call),
+                listing=config.listing,
+                name_files_on_miss=config.name_files_on_miss,
             )
             recorder.event(
                 state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments

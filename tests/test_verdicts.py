@@ -67,7 +67,7 @@ async def test_a_weak_check_shows_up_as_a_credited_adversary(
         task["checks"] = [c for c in task["checks"] if c["kind"] not in ("observed", "files_read")]
     weak_tasks = tmp_path / "weak.json"
     weak_tasks.write_text(json.dumps({**data, "name": "weak"}))
-    cells = await run_adversaries(weak_tasks, scripted_url, echo=lambda _: None)
+    cells = await run_adversaries(weak_tasks, scripted_url, lambda _: None, [PLAIN])
     found = weak(cells)
     assert "adversary-shotgun" in found["count"] and "adversary-guess" in found["timeout"]
     md, _ = write(cells, weak_tasks, tmp_path)

@@ -75,12 +75,14 @@ async def run_adversaries(
     tasks: Path = DEFAULT_TASKS,
     base_url: str | None = None,
     echo: Callable[[str], None] = print,
+    policies: list[str] | None = None,
 ) -> list[Cell]:
+    """Every adversary and the oracle under each policy (default: every preset)."""
     load_tasks(tasks)  # a bad task file fails before any run
     cells = []
     with scripted_server(base_url) as url, tempfile.TemporaryDirectory() as scratch:
         for scenario in [ORACLE, *adversary_names()]:
-            for policy in presets():
+            for policy in policies or list(presets()):
                 cell = await _cell(url, scenario, policy, tasks, Path(scratch))
                 cells.append(cell)
             row = [c for c in cells if c.scenario == scenario]
