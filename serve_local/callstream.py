@@ -16,8 +16,9 @@ import json
 import uuid
 from dataclasses import dataclass
 
+from serve_local.callshape import TAG_OPEN
 from serve_local.toolcalls import CallScanner, ToolSchemas
-from serve_local.toolgrammar import TAG_OPEN, may_start_call, trigger_at
+from serve_local.toolgrammar import may_start_call, trigger_at
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 Small models emit calls in many shapes: Qwen's ``<tool_call>{...}</tool_call>`` blocks (one or
 several), a bare JSON object, a list of objects, several objects one per line, JSON inside a
-fenced code block, ``parameters`` instead of ``arguments``, arguments given as a JSON string
-(sometimes encoded twice), an object a closing brace or two short at the very end.
+fenced code block, extra braces around the call, ``parameters`` instead of ``arguments``,
+arguments given as a JSON string (sometimes encoded twice), an object a closing brace or two
+short at the very end. Where those shapes sit in a text is :mod:`serve_local.callshape`'s to say;
+this module judges each.
 
 What is never a call, whatever its shape: a name the request did not offer, JSON that does not
 parse, a tool *definition* copied back (it carries ``description`` or a schema as
@@ -23,12 +25,7 @@ from typing import Any
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-_TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-# A block left open at the very end counts too: a reply may end at a call (a repeat, or
-# parallel_tool_calls: false) before its closing tag or fence.
-_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(?P<body>.*?)\s*(?:```|\Z)", re.DOTALL)
-_DECODER = json.JSONDecoder()
-_SEPARATORS = " \t\r\n,;"
+from serve_local.callshape import CallScan, scan_calls
 
 # Keys that make an object a JSON Schema rather than a tool's arguments, unless the tool
 # itself declares a property of that name.
@@ -121,9 +118,8 @@ def _is_definition(value: dict[str, Any]) -> bool:
     return isinstance(params, dict) and ("properties" in params or params.get("type") == "object")
 
 
-def _as_call(value: Any, tools: ToolSchemas) -> Call | None:
-    if not isinstance(value, dict):
-        return None
+def _as_call(value: dict[str, Any], tools: ToolSchemas) -> Call | None:
+    """The call a call-shaped object makes, if it is one of the offered tools' valid calls."""
     if isinstance(value.get("function"), dict):  # OpenAI's own shape, echoed back
         if _is_definition(value["function"]) or "parameters" in value["function"]:
             return None
@@ -138,94 +134,24 @@ def _as_call(value: Any, tools: ToolSchemas) -> Call | None:
     return name, args
 
 
-def _calls_in_value(value: Any, tools: ToolSchemas) -> list[Call] | None:
-    items = value if isinstance(value, list) else [value]
-    calls = [_as_call(item, tools) for item in items]
-    if not calls or any(c is None for c in calls):
-        return None
-    return [c for c in calls if c is not None]
+def take_calls(scan: CallScan, text: str, tools: ToolSchemas, parallel: bool = True) -> Parsed:
+    """The calls of ``scan``'s groups whose every call is valid, and the text around them.
 
-
-def _decode_unclosed(text: str) -> Any:
-    """A JSON object that runs to the end of ``text`` but lacks up to three closing braces.
-
-    Small models often stop one ``}`` short of a call; anything else still fails to decode.
+    A group (a tag block, a fence, one bare value) is judged whole: one bad call in it leaves
+    all of it as text. Only the text up to ``scan.settled`` is read.
     """
-    candidate = text.rstrip()
-    for missing in range(1, 4):
-        try:
-            return json.loads(candidate + "}" * missing)
-        except json.JSONDecodeError:
-            continue
-    raise json.JSONDecodeError("unbalanced", text, 0)
-
-
-def _decode_all(body: str) -> list[Any] | None:
-    """Every JSON value in ``body`` separated only by whitespace or commas, else None."""
-    values: list[Any] = []
-    i = 0
-    while True:
-        while i < len(body) and body[i] in _SEPARATORS:
-            i += 1
-        if i == len(body):
-            return values or None
-        try:
-            value, i = _DECODER.raw_decode(body, i)
-        except json.JSONDecodeError:
-            try:
-                value, i = _decode_unclosed(body[i:]), len(body)
-            except json.JSONDecodeError:
-                return None
-        values.append(value)
-
-
-def _calls_in_block(body: str, tools: ToolSchemas) -> list[Call] | None:
-    values = _decode_all(body)
-    if values is None:
-        return None
     calls: list[Call] = []
-    for value in values:
-        found = _calls_in_value(value, tools)
-        if found is None:
-            return None
-        calls.extend(found)
-    return calls
-
-
-def _take_blocks(pattern: re.Pattern[str], text: str, tools: ToolSchemas, calls: list[Call]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        found = _calls_in_block(match.group("body"), tools)
-        if found is None:
-            return match.group(0)
-        calls.extend(found)
-        return ""
-
-    return pattern.sub(replace, text)
-
-
-def _take_bare_json(text: str, tools: ToolSchemas, calls: list[Call]) -> str:
     kept: list[str] = []
-    i = start = 0
-    while i < len(text):
-        if text[i] not in "{[":
-            i += 1
-            continue
-        try:
-            value, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError:
-            try:
-                value, end = _decode_unclosed(text[i:]), len(text)
-            except json.JSONDecodeError:
-                i += 1
-                continue
-        found = _calls_in_value(value, tools)
-        if found is not None:
-            kept.append(text[start:i])
-            calls.extend(found)
-            start = end
-        i = end
-    kept.append(text[start:])
-    return "".join(kept)
+    at = 0
+    for group in scan.groups:
+        made = [_as_call(span.value, tools) for span in group.calls]
+        if all(call is not None for call in made):
+            calls += [call for call in made if call is not None]
+            kept.append(text[at : group.start])
+            at = group.end
+    kept.append(text[at : scan.settled])
+    calls = distinct(calls)
+    return Parsed("".join(kept).strip() or None, calls if parallel else calls[:1])
 
 
 _CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')
@@ -302,11 +228,4 @@ def parse_tool_calls(
     offered = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
     if not offered:
         return Parsed(text.strip() or None)
-    calls: list[Call] = []
-    rest = _take_blocks(_TAGGED, text, offered, calls)
-    rest = _take_blocks(_FENCED, rest, offered, calls)
-    rest = _take_bare_json(rest, offered, calls)
-    if not calls:
-        return Parsed(text.strip() or None)
-    calls = distinct(calls)
-    return Parsed(rest.strip() or None, calls if parallel else calls[:1])
+    return take_calls(scan_calls(text), text, offered, parallel)

@@ -36,14 +36,12 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from serve_local.callshape import CALL_HEAD, CALL_HEAD_SO_FAR, TAG_CLOSE, TAG_OPEN
 from serve_local.toolcalls import CallScanner
 
-TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
-# A call at the start of a reply: an object whose first key is "name", bare or fenced.
-_BARE_CALL = re.compile(r'(?:```(?:json)?[ \t]*\n?[ \t]*)?\{\s*"name"')
-# Text that may still grow into that: a fence in progress, then a prefix of '{"name"'.
+# A call at the start of a reply, bare or fenced (the fence may be still in progress).
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n?[ \t]*")
 _FENCE_SO_FAR = re.compile(r"`{1,3}(?:j(?:s(?:o(?:n)?)?)?)?[ \t]*\n?[ \t]*")
-_HEAD_SO_FAR = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?')
 # Whitespace is bounded so a constrained model cannot spin on blanks forever.
 _JSON_OPTIONS = {
     "whitespace_flexible": False,
@@ -118,7 +116,8 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
 def trigger_at(text: str) -> int | None:
     """Where a call starts in ``text`` under ``tool_choice: "auto"``, if it has started."""
     stripped = text.lstrip()
-    if _BARE_CALL.match(stripped):
+    fence = _FENCE.match(stripped)
+    if CALL_HEAD.match(stripped, fence.end() if fence else 0):
         return len(text) - len(stripped)
     tag = text.find(TAG_OPEN)
     return tag if tag >= 0 else None
@@ -135,7 +134,7 @@ def may_start_call(text: str) -> bool:
         if not rest.startswith("```"):
             return False
         rest = rest[fence.end() :]
-    return not rest or _HEAD_SO_FAR.fullmatch(rest) is not None
+    return not rest or CALL_HEAD_SO_FAR.fullmatch(rest) is not None
 
 
 def _tokenizer_mod() -> Any:
