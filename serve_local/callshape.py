@@ -28,12 +28,12 @@ TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
 
 # The start of a bare call as it is being written: wrapper braces, then an object whose first
 # key is "name". Prefix forms, for text that may still grow into one.
-CALL_HEAD = re.compile(r'\{\s*"name"')
-CALL_HEAD_SO_FAR = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?')
+CALL_HEAD = re.compile(r'(?:\{\s*){1,4}"name"')
+CALL_HEAD_SO_FAR = re.compile(r'(?:\{\s*){1,4}(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?')
 
 _SEPARATORS = " \t\r\n,;"
 _WRAPPER = re.compile(r"\{\s*(?=\{)")  # one extra brace opening a call
-_MAX_WRAPPERS = 0
+_MAX_WRAPPERS = 3
 _CLOSER = re.compile(r"\s*\}")
 _FENCE_OPEN = re.compile(r"```[a-zA-Z]*\s*\n?")
 _CANDIDATE = re.compile(r"[<`{\[]")

@@ -8,8 +8,9 @@ or a fenced ``json`` block. The grammar is a Lark grammar embedding each tool's 
 When it applies (``tool_choice``):
 
 - ``"auto"``: lazily. The model writes freely until its reply starts a call: the tag anywhere,
-  or, at the very start of the reply, a JSON object (bare or in a json fence) whose first key
-  is ``"name"``, the shape this family's calls take. An object that starts otherwise (an
+  or, at the very start of the reply, a JSON object (bare or in a json fence, possibly inside
+  extra braces) whose first key is ``"name"``, the shape this family's calls take
+  (:data:`serve_local.callshape.CALL_HEAD`). An object that starts otherwise (an
   answer given as JSON) is left alone. From the trigger on, the text written so far is fed to
   the matcher and every further token is masked, so the call it started can only end as a
   valid call.
@@ -100,7 +101,10 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
     more = "(SEP {})*" if policy.parallel else ""
     return "\n".join(
         [
-            "start: WS? (tagged_calls | fenced_calls | bare_calls)",
+            "start: WS? (tagged_calls | fenced_calls | bare_calls | wrapped_calls)",
+            # Extra braces around the calls, as Qwen-Coder often writes them: they belong to
+            # the call, so the grammar takes one pair instead of giving up on the reply.
+            'wrapped_calls: "{" WS? bare_calls WS? "}"',
             f"tagged_calls: tagged {more.format('tagged')}",
             f"tagged: {tag_open} NL? call NL? {tag_close}",
             f'fenced_calls: "```" "json"? NL call {more.format("call")} NL? "```"',
