@@ -154,7 +154,9 @@ def to_completion(
         finish = "tool_calls"
     return Completion(
         model=model_name,
-        content=parsed.content if calls else generated.text,
+        # With tools offered, the content is the text around the calls, trimmed, whether or not
+        # it holds any: what a streamed reply can send before it knows.
+        content=parsed.content if policy is not None else generated.text,
         tool_calls=calls,
         finish_reason=finish,
         prompt_tokens=generated.prompt_n + generated.cache_n,
