@@ -127,6 +127,8 @@ def task_record(
         "tool_bugs": [f"{r.name}: {r.error}" for r in state.tool_log if r.bug],
         # Calls whose arguments failed the tool's JSON Schema (the harness checks them again).
         "invalid_calls": sum(r.invalid for r in state.tool_log),
+        # Calls the server refused to make (arguments its schema rejects, a schema echoed...).
+        "refused_calls": sum(len(t.refused_calls or []) for t in state.turn_records),
         "tools_called": [r.name for r in state.tool_log],
         "call_shaped_text": call_shaped_text(state),
         "answer": state.answer,
@@ -237,6 +239,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         # None for records written before the harness checked arguments against the schema.
         "invalid_calls": sum(r["invalid_calls"] for r in records)
         if all("invalid_calls" in r for r in records)
+        else None,
+        "refused_calls": sum(r["refused_calls"] for r in records)
+        if all("refused_calls" in r for r in records)
         else None,
         "call_shaped_text": sum(r["call_shaped_text"] for r in records)
         if all("call_shaped_text" in r for r in records)

@@ -11,7 +11,9 @@ What is never a call, whatever its shape: a name the request did not offer, JSON
 parse, a tool *definition* copied back (it carries ``description`` or a schema as
 ``parameters``), arguments that are a JSON Schema or hold schema keywords the tool does not
 declare, and arguments that fail the tool's own schema (checked with ``jsonschema``). Such text
-is left as text: a bogus call is worse than an honest answer the harness can score.
+is left as text: a bogus call is worse than an honest answer the harness can score. A call of an
+offered tool refused so is reported (:class:`Refused`, with the reason), so that what the model
+got wrong stays countable.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jsonschema import validators
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, best_match
 
 from serve_local.callshape import CallScan, scan_calls
 
@@ -56,10 +58,20 @@ SCHEMA_KEYWORDS = frozenset(
 Call = tuple[str, dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A call of an offered tool the parser would not make, and why (its text stays content)."""
+
+    name: str
+    arguments: str  # as the model wrote them, as JSON text
+    reason: str
+
+
 @dataclass
 class Parsed:
     content: str | None
     calls: list[Call] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
 
 
 class ToolSchemas:
@@ -88,10 +100,18 @@ class ToolSchemas:
 
     def accepts(self, name: str, args: dict[str, Any]) -> bool:
         """True when ``args`` are arguments ``name`` takes, not a schema echoed back."""
+        return self.problem(name, args) is None
+
+    def problem(self, name: str, args: dict[str, Any]) -> str | None:
+        """Why ``args`` are not arguments ``name`` takes, or None when they are."""
         declared = self.schemas[name].get("properties") or {}
-        if any(key in SCHEMA_KEYWORDS and key not in declared for key in args):
-            return False
-        return bool(self._validators[name].is_valid(args))
+        keywords = sorted(key for key in args if key in SCHEMA_KEYWORDS and key not in declared)
+        if keywords:
+            return f"the arguments hold JSON Schema keywords the tool does not take: {keywords}"
+        error = best_match(self._validators[name].iter_errors(args))
+        if error is None:
+            return None
+        return f"the tool's schema refuses the arguments: {error.message}"
 
 
 def _arguments(value: Any) -> dict[str, Any] | None:
@@ -118,20 +138,26 @@ def _is_definition(value: dict[str, Any]) -> bool:
     return isinstance(params, dict) and ("properties" in params or params.get("type") == "object")
 
 
-def _as_call(value: dict[str, Any], tools: ToolSchemas) -> Call | None:
-    """The call a call-shaped object makes, if it is one of the offered tools' valid calls."""
+def _verdict(value: dict[str, Any], tools: ToolSchemas) -> Call | Refused | None:
+    """The call a call-shaped object makes, why an offered tool's call is refused, or None when
+    the object names no offered tool."""
     if isinstance(value.get("function"), dict):  # OpenAI's own shape, echoed back
-        if _is_definition(value["function"]) or "parameters" in value["function"]:
-            return None
+        definition = _is_definition(value["function"]) or "parameters" in value["function"]
         value = value["function"]
+    else:
+        definition = _is_definition(value)
     name = value.get("name")
-    if not isinstance(name, str) or name not in tools or _is_definition(value):
+    if not isinstance(name, str) or name not in tools:
         return None
     raw = value["arguments"] if "arguments" in value else value.get("parameters")
+    written = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    if definition:
+        return Refused(name, written, "a tool definition, not a call")
     args = _arguments(raw)
-    if args is None or not tools.accepts(name, args):
-        return None
-    return name, args
+    if args is None:
+        return Refused(name, written, "the arguments are not a JSON object")
+    problem = tools.problem(name, args)
+    return (name, args) if problem is None else Refused(name, written, problem)
 
 
 def take_calls(scan: CallScan, text: str, tools: ToolSchemas, parallel: bool = True) -> Parsed:
@@ -141,17 +167,21 @@ def take_calls(scan: CallScan, text: str, tools: ToolSchemas, parallel: bool = T
     all of it as text. Only the text up to ``scan.settled`` is read.
     """
     calls: list[Call] = []
+    refused: list[Refused] = []
     kept: list[str] = []
     at = 0
     for group in scan.groups:
-        made = [_as_call(span.value, tools) for span in group.calls]
-        if all(call is not None for call in made):
-            calls += [call for call in made if call is not None]
+        verdicts = [_verdict(span.value, tools) for span in group.calls]
+        made = [v for v in verdicts if isinstance(v, tuple)]
+        if len(made) == len(verdicts):
+            calls += made
             kept.append(text[at : group.start])
             at = group.end
+        else:
+            refused += [v for v in verdicts if isinstance(v, Refused)]
     kept.append(text[at : scan.settled])
     calls = distinct(calls)
-    return Parsed("".join(kept).strip() or None, calls if parallel else calls[:1])
+    return Parsed("".join(kept).strip() or None, calls if parallel else calls[:1], refused)
 
 
 _CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')

@@ -207,3 +207,27 @@ def test_extra_braces_around_a_call_belong_to_the_call(text: str) -> None:
     assert parsed.content is None
     before = parse_tool_calls(f"Let me read it.\n{text}", REAL)
     assert before.calls == parsed.calls and before.content == "Let me read it."
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"name": "read_file", "arguments": {"path": 7}}', "7 is not of type 'string'"),
+        ('{"name": "read_file", "arguments": {}}', "'path' is a required property"),
+        ('{"name": "read_file", "arguments": ["a.txt"]}', "not a JSON object"),
+        (SCHEMA_ECHOES["arguments that are the tool's schema"], "JSON Schema keywords"),
+        (SCHEMA_ECHOES["a copied definition without the wrapper"], "a tool definition"),
+    ],
+)
+def test_a_refused_call_is_reported_with_its_reason(text: str, reason: str) -> None:
+    parsed = parse_tool_calls(f"Let me see. {text}", REAL)
+    assert parsed.calls == [] and parsed.content == f"Let me see. {text}"
+    (refused,) = parsed.refused
+    assert refused.name in REAL and reason in refused.reason
+    raw = json.loads(text)
+    assert json.loads(refused.arguments) == raw.get("arguments", raw.get("parameters"))
+
+
+def test_text_that_names_no_offered_tool_is_not_a_refused_call() -> None:
+    parsed = parse_tool_calls('{"name": "rm_rf", "arguments": {}} and {"name": "Alice"}', REAL)
+    assert parsed.calls == [] and parsed.refused == []

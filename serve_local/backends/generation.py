@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from serve_local.backends.base import Completion
@@ -163,6 +163,7 @@ def to_completion(
         completion_tokens=generated.predicted_n,
         stop_reason="stop_sequence" if generated.stop_sequence is not None else None,
         stop_sequence=generated.stop_sequence,
+        refused_calls=[asdict(refused) for refused in parsed.refused],
         timings=Timings(
             prompt_n=generated.prompt_n,
             cache_n=generated.cache_n,
