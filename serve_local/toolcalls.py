@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError, best_match
@@ -85,12 +86,20 @@ class ToolSchemas:
 
     @staticmethod
     def check(schema: Mapping[str, Any]) -> str | None:
-        """Why ``schema`` is not a usable JSON Schema, or None when it is."""
+        """Why ``schema`` cannot be a tool's arguments schema, or None when it can: it is a
+        valid JSON Schema of type object (or empty: no parameters), and every ``$ref`` in it
+        resolves inside it without looping back on the same arguments (which would recurse
+        forever when a call is checked). Both routes check their tools with this."""
         try:
             validators.validator_for(schema).check_schema(dict(schema))
         except SchemaError as exc:
-            return str(exc.message)
-        return None
+            return f"not a valid JSON Schema: {exc.message}"
+        if schema and schema.get("type") != "object":
+            return (
+                f"not an object schema (type {schema.get('type')!r}); a tool's arguments are "
+                'a JSON object, so its schema needs "type": "object"'
+            )
+        return _reference_problem(schema)
 
     def __contains__(self, name: object) -> bool:
         return name in self.schemas
@@ -112,6 +121,82 @@ class ToolSchemas:
         if error is None:
             return None
         return f"the tool's schema refuses the arguments: {error.message}"
+
+
+# Keywords whose subschemas apply to the same value as the schema holding them: a $ref loop
+# through these alone never reaches a smaller part of the arguments.
+_SAME_VALUE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+
+
+def _resolve(schema: Any, ref: str) -> tuple[str, ...] | None:
+    """The JSON pointer path ``ref`` (``#/...``) names in ``schema``, if it names something."""
+    if ref == "#":
+        return ()
+    if not ref.startswith("#/"):
+        return None
+    path = tuple(unquote(p).replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/"))
+    node = schema
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return path
+
+
+def _reference_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why the ``$ref``s of ``schema`` cannot be followed safely, or None."""
+    nodes: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    def collect(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            nodes[path] = node
+            for key, value in node.items():
+                collect(value, (*path, str(key)))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                collect(value, (*path, str(i)))
+
+    collect(dict(schema), ())
+    edges: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for path, node in nodes.items():
+        ref = node.get("$ref")
+        if isinstance(ref, str) and path[-1:] != ("properties",):
+            target = _resolve(schema, ref)
+            if target is None:
+                where = "/".join(path) or "the top level"
+                if not ref.startswith("#"):
+                    return f"not usable: $ref {ref!r} (at {where}) points outside the schema"
+                return f"not usable: $ref {ref!r} (at {where}) names nothing in the schema"
+            edges.setdefault(path, []).append(target)
+        for key in _SAME_VALUE:
+            sub = node.get(key)
+            if isinstance(sub, dict) and key == "dependentSchemas":
+                edges.setdefault(path, []).extend((*path, key, name) for name in sub)
+            elif isinstance(sub, list):
+                edges.setdefault(path, []).extend((*path, key, str(i)) for i in range(len(sub)))
+            elif isinstance(sub, dict):
+                edges.setdefault(path, []).append((*path, key))
+    state: dict[tuple[str, ...], int] = {}  # 1: on the current path, 2: done
+
+    def loops(path: tuple[str, ...]) -> bool:
+        state[path] = 1
+        for target in edges.get(path, []):
+            if state.get(target) == 1 or (target not in state and loops(target)):
+                return True
+        state[path] = 2
+        return False
+
+    for path in nodes:
+        if path not in state and loops(path):
+            where = "/".join(path) or "the top level"
+            return (
+                f"not usable: its $ref at {where} leads back to itself without descending into "
+                "the arguments, so checking a call would recurse forever"
+            )
+    return None
 
 
 def _arguments(value: Any) -> dict[str, Any] | None:
