@@ -269,7 +269,7 @@ def take_calls(scan: CallScan, text: str, tools: ToolSchemas, parallel: bool = T
     return Parsed("".join(kept).strip() or None, calls if parallel else calls[:1], refused)
 
 
-_CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')
+_CALL_HEAD = re.compile(r'\{\s*"name"\s*:\s*"(?P<name>[^"\\]+)"\s*,\s*"arguments"\s*:\s*')
 
 
 def _object_end(text: str, start: int) -> int | None:
@@ -298,9 +298,9 @@ def _object_end(text: str, start: int) -> int | None:
 class CallScanner:
     """The calls of a constrained reply as each one closes, read from its growing text.
 
-    Under the call grammar a call is ``{"name": "<tool>", "arguments": {...}}`` with fixed
-    separators, so a call is complete the moment its arguments object closes, whatever token
-    boundaries fall there.
+    Under the call grammar a call is ``{"name": "<tool>", "arguments": {...}}`` (keys in that
+    order, any whitespace between tokens), so a call is complete the moment its arguments
+    object closes, whatever token boundaries fall there.
     """
 
     def __init__(self, start: int = 0) -> None:

@@ -43,11 +43,14 @@ from serve_local.toolcalls import CallScanner
 # A call at the start of a reply, bare or fenced (the fence may be still in progress).
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n?[ \t]*")
 _FENCE_SO_FAR = re.compile(r"`{1,3}(?:j(?:s(?:o(?:n)?)?)?)?[ \t]*\n?[ \t]*")
-# Whitespace is bounded so a constrained model cannot spin on blanks forever.
+# Whitespace between tokens is free (a model may pretty-print its call over several indented
+# lines, which the trigger already accepts) but bounded, so a constrained model cannot spin on
+# blanks forever.
 _JSON_OPTIONS = {
-    "whitespace_flexible": False,
-    "item_separator": ", ",
-    "key_separator": ": ",
+    "whitespace_flexible": True,
+    "whitespace_pattern": r"[\x20\x0A\x0D\x09]{1,24}",
+    "item_separator": ",",
+    "key_separator": ":",
     "lenient": True,
 }
 

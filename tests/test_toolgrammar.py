@@ -191,6 +191,45 @@ def feed_more(constraint: CallConstraint, grammar: CallGrammar, so_far: str, tex
         constraint.observe(token, so_far)
 
 
+PRETTY_CALL = {"name": "read_file", "arguments": {"path": "logs/errors.log"}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(PRETTY_CALL, indent=2),
+        json.dumps(PRETTY_CALL, indent=4),
+        json.dumps(PRETTY_CALL, indent="\t"),
+        "```json\n" + json.dumps(PRETTY_CALL, indent=2) + "\n```",
+        "<tool_call>\n" + json.dumps(PRETTY_CALL, indent=2) + "\n</tool_call>",
+        '{ "name" : "read_file" , "arguments" : { "path" : "logs/errors.log" } }',
+    ],
+)
+def test_a_pretty_printed_call_stays_under_the_grammar(grammar: CallGrammar, text: str) -> None:
+    """A call written over several indented lines starts the grammar and stays in it to the
+    end: the constraint is never abandoned, and the reply ends with the call."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", False))
+    stop, fed = feed(constraint, grammar, text)
+    assert constraint.active and not constraint.abandoned
+    mask = constraint.allowed()
+    assert stop or (mask is not None and any(mask[t] for t in grammar.tokenizer.eos_tokens))
+    assert parse_tool_calls(fed, REAL).calls == [("read_file", {"path": "logs/errors.log"})]
+
+
+def test_whitespace_inside_a_call_is_bounded(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "required", True))
+    _, fed = feed(constraint, grammar, '{\n  "name": "list_files",')
+    assert not constraint.abandoned
+    fed_blanks = 0
+    (space,) = grammar.tokenizer.tokenize_str(" ", parse_special=True)
+    while constraint.allowed() is not None and constraint.allowed()[space]:  # type: ignore[index]
+        fed += " "
+        constraint.observe(space, fed)
+        fed_blanks += 1
+        assert fed_blanks < 100, "the grammar allows blanks without end"
+    assert fed_blanks > 1
+
+
 def test_an_answer_given_as_json_is_not_constrained(grammar: CallGrammar) -> None:
     constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
     stop, _ = feed(constraint, grammar, '{"answer": "errors.log mentions a timeout"}')
