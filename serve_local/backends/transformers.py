@@ -131,20 +131,26 @@ class TransformersBackend(LocalBackend):
         )
 
         first: list[float] = []
-        ended: list[bool] = []  # the call grammar ended the reply
+        ended: list[bool] = []  # the call grammar or a stop sequence ended the reply
         tokenizer, prompt_len = self._tokenizer, len(tokens)
 
         class _Watch(StoppingCriteria):
             """Notes when the first token exists; feeds the call grammar; stops when the client
-            has gone or a constrained call has ended the reply."""
+            has gone, a constrained call has ended the reply or a stop sequence appeared (so no
+            token past it is generated, counted or waited for)."""
 
             def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
                 if not first:
                     first.append(time.perf_counter())
-                if constraint is not None and not ended:
+                if (constraint is not None or sampling.stop) and not ended:
                     new = input_ids[0, prompt_len:].tolist()
                     text = tokenizer.decode(new, skip_special_tokens=False)
-                    if new[-1] not in self_eog and constraint.observe(new[-1], text):
+                    stopped = cut_at_stop(text, sampling.stop)[1] is not None
+                    if stopped or (
+                        constraint is not None
+                        and new[-1] not in self_eog
+                        and constraint.observe(new[-1], text)
+                    ):
                         ended.append(True)
                 done = cancel.is_set() or bool(ended)
                 return torch.full((input_ids.shape[0],), done, dtype=torch.bool)
