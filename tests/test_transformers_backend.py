@@ -12,7 +12,7 @@ from serve_local.backends.llama import LlamaBackend
 from serve_local.backends.transformers import TransformersBackend
 from serve_local.models import SMOLLM2, resolve
 from tests.helpers import post
-from tests.models_fixtures import model_server
+from tests.models_fixtures import assert_tool_text_stays_text, model_server
 
 TOOLS = [
     {
@@ -84,3 +84,9 @@ def test_a_stop_sequence_ends_generation_where_it_appears(hf: str) -> None:
     before = post(hf, body(prompt, max_tokens=used - 1)).json()["choices"][0]["message"]
     upto = post(hf, body(prompt, max_tokens=used)).json()["choices"][0]["message"]
     assert stop not in before["content"] and stop in upto["content"]
+
+
+def test_a_tool_result_cannot_open_a_turn_of_its_own() -> None:
+    backend = TransformersBackend(resolve(SMOLLM2), n_ctx=1024)
+    with model_server(backend) as url:
+        assert_tool_text_stays_text(backend, url)

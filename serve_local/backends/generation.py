@@ -191,6 +191,9 @@ class LocalBackend:
         self.load_error: str | None = None
         self.load_seconds: float | None = None
         self._template: ChatTemplate | None = None
+        # The text of the vocabulary's control tokens: markup when the template writes them,
+        # plain text when a message does (set at load).
+        self._markers: tuple[str, ...] = ()
         self._sha256: str | None = None
         self._queue: GenerationQueue | None = None
 
@@ -229,7 +232,12 @@ class LocalBackend:
         """The tokens the model sees for ``request``: its chat template rendered, tokenized."""
         if self._template is None:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
-        return self._tokens(self._template.render(request))
+        parts = self._template.render_parts(request, self._markers)
+        return [
+            token
+            for i, (text, markup) in enumerate(parts)
+            for token in self._tokens(text, markup=markup, first=i == 0)
+        ]
 
     def generate(
         self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
@@ -238,7 +246,9 @@ class LocalBackend:
         tool-call parsing: the runtime's floor that the serving benchmark measures against."""
         return self._generate(tokens, max_new, sampling, cancel)
 
-    def _tokens(self, prompt: str) -> list[int]:
+    def _tokens(self, text: str, markup: bool = True, first: bool = True) -> list[int]:
+        """``text`` as tokens; control tokens are read as such only in ``markup``, and a BOS
+        the model wants goes before the ``first`` piece of a prompt."""
         raise NotImplementedError
 
     def _vocabulary(self) -> Any:

@@ -94,6 +94,7 @@ class TransformersBackend(LocalBackend):
             bos_token=tokenizer.bos_token or "",
             eos_token=tokenizer.eos_token or "",
         )
+        self._markers = tuple(t.content for t in tokenizer.added_tokens_decoder.values())
         self._tokenizer = tokenizer
         self._model = model
         self._load_call_grammar()
@@ -108,8 +109,10 @@ class TransformersBackend(LocalBackend):
         n_vocab = self._model.get_output_embeddings().weight.shape[0]
         return from_tokenizer(self._tokenizer, n_vocab=n_vocab, eos_token=sorted(self._eog))
 
-    def _tokens(self, prompt: str) -> list[int]:
-        tokens: list[int] = self._tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    def _tokens(self, text: str, markup: bool = True, first: bool = True) -> list[int]:
+        tokens: list[int] = self._tokenizer(
+            text, add_special_tokens=False, split_special_tokens=not markup
+        )["input_ids"]
         return tokens
 
     def _generate(
