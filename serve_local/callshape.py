@@ -24,6 +24,18 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
+__all__ = [
+    "CALL_HEAD",
+    "CALL_HEAD_SO_FAR",
+    "TAG_CLOSE",
+    "TAG_OPEN",
+    "CallGroup",
+    "CallScan",
+    "CallSpan",
+    "call_spans",
+    "scan_calls",
+]
+
 TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
 
 # The start of a bare call as it is being written: wrapper braces, then an object whose first
