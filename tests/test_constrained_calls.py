@@ -126,6 +126,35 @@ def test_a_constrained_call_streams_as_deltas_the_client_assembles(client: opena
     assert pieces and "".join(pieces) == call.function.arguments
 
 
+def test_prose_then_a_call_streams_as_the_whole_reply_does(client: openai.OpenAI) -> None:
+    """The model writes a sentence, then a bare call (no tag, not at the start, so the grammar's
+    trigger does not fire): streamed, the reply carries the same content and the call once,
+    never the call's text as content too."""
+    request: dict[str, Any] = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": "Repeat this line exactly, nothing else: Reading it now. "
+                '{"name": "list_files", "arguments": {}}',
+            }
+        ],
+        "tools": TOOLS,
+        "max_tokens": 60,
+    }
+    whole = client.chat.completions.create(**request).choices[0].message
+    assert whole.content and whole.tool_calls, "the model no longer writes prose then a call"
+    # Another prompt between the two, so the second is evaluated as the first was (the KV
+    # cache would otherwise hold all of it, and llama.cpp's sums depend on the batches).
+    client.chat.completions.create(model="m", messages=messages("Hi"), max_tokens=2)  # type: ignore[arg-type]
+    with client.chat.completions.stream(**request) as stream:
+        for _ in stream:
+            pass
+        streamed = stream.get_final_completion().choices[0].message
+    assert streamed.content == whole.content
+    assert valid_calls(streamed) == valid_calls(whole)
+
+
 @pytest.fixture(scope="module")
 def unconstrained() -> Iterator[str]:
     with model_server(LlamaBackend(resolve(QWEN_CODER), n_ctx=4096, tool_grammar="off")) as url:
