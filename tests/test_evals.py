@@ -337,9 +337,11 @@ def test_calls_left_as_text_are_counted() -> None:
         {"role": "assistant", "content": '{"name": "list_files", "arguments": {"type": "object"}}'},
         {"role": "assistant", "content": None, "tool_calls": []},
         {"role": "assistant", "content": 'Done. {"name": "rm_rf"} {"name": "read_file"}'},
+        # submit is offered to a run too; a call written with its name second is still one
+        {"role": "assistant", "content": '{"arguments": {"answer": "3"}, "name": "submit"}'},
         {"role": "assistant", "content": "There are three files."},
     ]
-    assert call_shaped_text(state) == 2
+    assert call_shaped_text(state) == 3
 
 
 def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_path: Path) -> None:

@@ -72,10 +72,25 @@ def test_the_triggers_of_auto() -> None:
     assert trigger_at("Let me look.\n<tool_call>") == len("Let me look.\n")
     assert trigger_at("The answer is {x}") is None  # a brace later in prose is not a call
     assert trigger_at('{"answer": "errors.log"}') is None  # an answer given as JSON
+    assert trigger_at('{{"name"') == 0  # extra braces around a call belong to it
+    assert trigger_at(' { {\n"name"') == 1
 
 
 def test_what_may_still_become_a_call() -> None:
-    for text in ["", " \n", "`", "``", "```", "```js", "```json\n", "{", '{"', '{"na', '{ "name']:
+    for text in [
+        "",
+        " \n",
+        "`",
+        "``",
+        "```",
+        "```js",
+        "```json\n",
+        "{",
+        '{"',
+        '{"na',
+        '{ "name',
+        "{{",
+    ]:
         assert may_start_call(text), text
     for text in ["I", '{"answer', "```python", "`x", "{}", '```json\n{"a']:
         assert not may_start_call(text), text
@@ -151,6 +166,68 @@ def test_parallel_true_ends_the_reply_at_a_repeated_call(grammar: CallGrammar) -
         ("read_file", {"path": "a"}),
         ("read_file", {"path": "b"}),
     ]
+
+
+def test_a_call_inside_extra_braces_stays_constrained(grammar: CallGrammar) -> None:
+    """Qwen-Coder's ``{{"name": ...}}}}``: the trigger fires on the outer brace, the grammar
+    takes the wrapper, and the call must close it (balanced) before the reply may end."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    call = '{{"name": "read_file", "arguments": {"path": "notes.txt"}}'
+    stop, fed = feed(constraint, grammar, call)
+    assert constraint.active and not constraint.abandoned and not stop
+    mask = constraint.allowed()
+    assert mask is not None and not any(mask[t] for t in grammar.tokenizer.eos_tokens)
+    assert "}" in allowed_text(constraint, grammar, ["}", "The"])
+    feed_more(constraint, grammar, fed, "}")
+    assert not constraint.abandoned
+    mask = constraint.allowed()
+    assert mask is not None and any(mask[t] for t in grammar.tokenizer.eos_tokens)
+    assert parse_tool_calls(fed + "}", REAL).calls == [("read_file", {"path": "notes.txt"})]
+
+
+def feed_more(constraint: CallConstraint, grammar: CallGrammar, so_far: str, text: str) -> None:
+    for token in grammar.tokenizer.tokenize_str(text, parse_special=True):
+        so_far += grammar.tokenizer.decode_str([token])
+        constraint.observe(token, so_far)
+
+
+PRETTY_CALL = {"name": "read_file", "arguments": {"path": "logs/errors.log"}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(PRETTY_CALL, indent=2),
+        json.dumps(PRETTY_CALL, indent=4),
+        json.dumps(PRETTY_CALL, indent="\t"),
+        "```json\n" + json.dumps(PRETTY_CALL, indent=2) + "\n```",
+        "<tool_call>\n" + json.dumps(PRETTY_CALL, indent=2) + "\n</tool_call>",
+        '{ "name" : "read_file" , "arguments" : { "path" : "logs/errors.log" } }',
+    ],
+)
+def test_a_pretty_printed_call_stays_under_the_grammar(grammar: CallGrammar, text: str) -> None:
+    """A call written over several indented lines starts the grammar and stays in it to the
+    end: the constraint is never abandoned, and the reply ends with the call."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", False))
+    stop, fed = feed(constraint, grammar, text)
+    assert constraint.active and not constraint.abandoned
+    mask = constraint.allowed()
+    assert stop or (mask is not None and any(mask[t] for t in grammar.tokenizer.eos_tokens))
+    assert parse_tool_calls(fed, REAL).calls == [("read_file", {"path": "logs/errors.log"})]
+
+
+def test_whitespace_inside_a_call_is_bounded(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "required", True))
+    _, fed = feed(constraint, grammar, '{\n  "name": "list_files",')
+    assert not constraint.abandoned
+    fed_blanks = 0
+    (space,) = grammar.tokenizer.tokenize_str(" ", parse_special=True)
+    while constraint.allowed() is not None and constraint.allowed()[space]:  # type: ignore[index]
+        fed += " "
+        constraint.observe(space, fed)
+        fed_blanks += 1
+        assert fed_blanks < 100, "the grammar allows blanks without end"
+    assert fed_blanks > 1
 
 
 def test_an_answer_given_as_json_is_not_constrained(grammar: CallGrammar) -> None:
