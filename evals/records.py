@@ -76,11 +76,16 @@ def mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def offerable_tools() -> set[str]:
+    """Every tool a run can be offered, submit included: what a call written as text names."""
+    return {t.name for t in default_tools()} | {submit_tool().name}
+
+
 def call_shaped_text(state: RunState) -> int:
     """Calls of a tool a run can be offered (submit included) left in the assistant's text,
     never run as calls: what a server refused (a schema echo, arguments its schema rejects) or
     never parsed."""
-    names = {t.name for t in default_tools()} | {submit_tool().name}
+    names = offerable_tools()
     return sum(
         len(call_spans(m["content"], names))
         for m in state.messages

@@ -43,8 +43,8 @@ class LoopConfig:
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
     example: bool = False  # one worked example (another folder) in the system prompt
-    # How list_files reports the folder: "plain" (by name) or "by_size" (a count, then the
-    # files sorted by size, biggest first, as ``ls -S`` does).
+    # How list_files reports the folder: "plain" (by name) or "by_size" (sorted by size,
+    # biggest first, as ``ls -S`` does).
     listing: Literal["plain", "by_size"] = "plain"
     # A read of a file that does not exist is answered with the names of the files that do.
     name_files_on_miss: bool = False

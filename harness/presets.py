@@ -116,7 +116,7 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--listing",
         choices=["plain", "by_size"],
-        help="list_files by name, or a count and the files by size, biggest first",
+        help="list_files by name, or by size, biggest first",
     )
     g.add_argument(
         "--name-files-on-miss",

@@ -18,7 +18,7 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
 * ``grounding``: the system prompt asks for every file an answer depends on to be opened, and
   for the answer to say only what the tool results say (``system_prompt``);
 * ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
-  by size with a count; a missing file's error naming the files that exist), passed to the
+  by size, biggest first; a missing file's error naming the files that exist), passed to the
   tools through their context by ``harness.execute``.
 
 No text here is taken from any task set: the worked example is about another folder and

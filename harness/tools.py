@@ -79,7 +79,9 @@ async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
         return "The workspace is empty."
     if ctx.listing == "by_size":
         ordered = sorted(files, key=lambda p: (-p.stat().st_size, p.name))
-        head = f"{len(files)} file{'s' if len(files) != 1 else ''}, sorted by size, biggest first:"
+        # No count in the header: a listing that states how many files there are would be an
+        # answer an echo of the tool result passes for.
+        head = "Files sorted by size, biggest first:"
         return "\n".join([head, *(f"{p.name}  {p.stat().st_size} bytes" for p in ordered)])
     return "\n".join(f"{p.name}  {p.stat().st_size} bytes" for p in files)
 

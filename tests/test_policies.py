@@ -322,14 +322,12 @@ def _tool_texts(state: RunState) -> list[str]:
     return [str(m["content"]) for m in state.messages if m["role"] == "tool"]
 
 
-async def test_listing_by_size_gives_a_count_and_the_biggest_first(
-    scripted_url: str, tmp_path: Path
-) -> None:
+async def test_listing_by_size_gives_the_biggest_first(scripted_url: str, tmp_path: Path) -> None:
     plain = _tool_texts(await _read_back(scripted_url, "plan", tmp_path / "a"))[0]
     sized = _tool_texts(await _read_back(scripted_url, "plan", tmp_path / "b", listing="by_size"))
     assert plain.splitlines()[0].startswith("access.log")
     lines = sized[0].splitlines()
-    assert lines[0] == "3 files, sorted by size, biggest first:"
+    assert lines[0] == "Files sorted by size, biggest first:"
     sizes = [int(line.split()[1]) for line in lines[1:]]
     assert sizes == sorted(sizes, reverse=True) and lines[1].startswith("errors.log")
 

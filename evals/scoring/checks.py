@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from evals.records import offerable_tools
 from evals.tasks import (
     Check,
     Contains,
@@ -33,37 +34,20 @@ from evals.tasks import (
 )
 from harness.state import RunState, ToolRun
 from harness.steering import signature
+from serve_local.callshape import call_spans
 
-_DECODER = json.JSONDecoder()
-_CALL_START = re.compile(r'\{\s*"name"\s*:\s*"')
 # What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
 _WRAPPING = re.compile(r"</?tool_call>|```(?:json)?|^[\s{}\[\],]+$", re.MULTILINE)
 
 
-def _is_call(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and isinstance(value.get("name"), str)
-        and ("arguments" in value or "parameters" in value)
-    )
-
-
 def stated(answer: str | None) -> str:
-    """The answer without the tool calls written into it as text."""
+    """The answer without the tool calls written into it as text (``serve_local.callshape``'s
+    definition, over every tool a run can be offered)."""
     text = answer or ""
     kept, position = [], 0
-    for start in _CALL_START.finditer(text):
-        if start.start() < position:
-            continue
-        try:
-            value, end = _DECODER.raw_decode(text, start.start())
-        except json.JSONDecodeError:
-            value, end = None, len(text)  # a call cut off mid-object runs to the end
-            if '"arguments"' not in text[start.start() :]:
-                continue
-        if value is None or _is_call(value):
-            kept.append(text[position : start.start()])
-            position = end
+    for span in call_spans(text, offerable_tools()):
+        kept.append(text[position : span.start])
+        position = max(position, span.end)
     kept.append(text[position:])
     return _WRAPPING.sub("", "".join(kept)).strip()
 
