@@ -153,7 +153,7 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 
 # Benchmarks side by side in one run (about 30-40 minutes on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
-BENCH_PARTS ?= harness throughput prefix grammar serving peer backends scale
+BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder backends scale
 bench: $(STAMP_BENCH) $(STAMP_MODELS) peer-llama-server
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 

@@ -9,7 +9,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evals.bench import engines, grammar, overhead, peer, prefix, scale, serving, throughput
+from evals.bench import (
+    engines,
+    grammar,
+    ladder,
+    overhead,
+    peer,
+    prefix,
+    scale,
+    serving,
+    throughput,
+)
 from evals.bench.common import Echo, Part
 from evals.records import code_version, machine
 from serve_local.models import QWEN_CODER, resolve
@@ -26,10 +36,21 @@ PARTS: dict[str, Part] = {
         peer.PART,
         engines.PART,
         scale.PART,
+        ladder.PART,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
-SHOWN = ("serving", "peer", "grammar", "backends", "prefix", "harness", "throughput", "scale")
+SHOWN = (
+    "serving",
+    "peer",
+    "ladder",
+    "grammar",
+    "backends",
+    "prefix",
+    "harness",
+    "throughput",
+    "scale",
+)
 
 
 def versions() -> dict[str, str | None]:
