@@ -10,12 +10,13 @@ from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
-from evals.compare import compare
+from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
 from evals.scoring import adversaries
 from evals.scoring.rescore import RescoreError, rescore
 from evals.scoring.rescore import markdown as rescore_markdown
+from evals.scoring.stats import PairingError
 from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
@@ -125,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
     cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    cmp.add_argument(
+        "--paired",
+        action="store_true",
+        help="two run files over the same tasks: the difference with a paired bootstrap "
+        "interval, McNemar's exact test, and the tasks each got that the other missed",
+    )
     again = commands.add_parser(
         "rescore", help="apply today's checks to recorded runs; rewrite their verdicts"
     )
@@ -153,6 +160,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "compare" and args.paired:
+        return _paired(args)
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
         return 0
@@ -240,6 +249,23 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+
+
+def _paired(args: argparse.Namespace) -> int:
+    if len(args.files) != 2:
+        print("evals compare --paired: name two run files, A then B", file=sys.stderr)
+        return 2
+    try:
+        text = paired_table(*args.files)
+    except (PairingError, ValueError) as exc:
+        print(f"evals compare --paired: {exc}", file=sys.stderr)
+        return 1
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
 
 
 def _rescore(args: argparse.Namespace) -> int:
