@@ -1,4 +1,5 @@
-"""Task sets as data: a JSON file of tasks, each a question and the checks that score it."""
+"""Where a task enters: the task model (a question, the checks that score it, and the workspace
+it runs on) and the task files beside this module (files6.json, generated sets)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-DEFAULT_TASKS = Path(__file__).parent / "tasks" / "files6.json"
+DEFAULT_TASKS = Path(__file__).parent / "files6.json"
 
 
 class TaskFileError(ValueError):
