@@ -1,4 +1,5 @@
-"""``python -m evals``: run, sweep, rescore, adversaries, compare, view, experiment(s), bench."""
+"""``python -m evals``: run, sweep, rescore, adversaries, compare, generate, view, experiment(s),
+bench."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from evals.scoring.rescore import markdown as rescore_markdown
 from evals.scoring.stats import PairingError
 from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
-from evals.tasks import DEFAULT_TASKS, TaskFileError
+from evals.tasks import DEFAULT_TASKS, TaskFileError, generate
 from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies import TOOL_ERROR_POLICIES
@@ -150,6 +151,19 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     adv.add_argument("--base-url", help="a running scripted server (default: one in-process)")
     adv.add_argument("--out", type=Path, default=Path("results"))
+    gen = commands.add_parser(
+        "generate",
+        help="write a generated task set (each task over its own workspace) that --tasks reads",
+    )
+    gen.add_argument(
+        "--split",
+        choices=sorted(generate.SPLITS),
+        help="dev: seeds 0-99, to tune on; test: seeds 1000-1099, to report on (picks the "
+        "split's first seed when --seed is not given; recorded in the task set's name)",
+    )
+    gen.add_argument("--seed", type=int, help="default: the split's first seed, else 0")
+    gen.add_argument("--n", type=int, default=60, help="how many tasks (default 60)")
+    gen.add_argument("--out", type=Path, required=True, help="the task file to write (JSON)")
     view = commands.add_parser("view", help="write one self-contained HTML report of run files")
     view.add_argument(
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
@@ -165,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
         return 0
+    if args.command == "generate":
+        return _generate(args)
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
         return 0
@@ -249,6 +265,16 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+
+
+def _generate(args: argparse.Namespace) -> int:
+    seed = args.seed if args.seed is not None else generate.default_seed(args.split or "dev")
+    if args.n < 1:
+        print("evals generate: --n must be at least 1", file=sys.stderr)
+        return 2
+    out = generate.write(seed, args.n, args.out, args.split)
+    print(f"wrote {out}: {generate.set_name(seed, args.n, args.split)}, {args.n} tasks")
+    return 0
 
 
 def _paired(args: argparse.Namespace) -> int:

@@ -91,7 +91,7 @@ async def run_task(
     state = new_run(model, task.question, system=system_prompt(config), run_id=run_id)
     state.meta["task_tools"] = task.tools
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
-    workspace = create_workspace(scratch / run_id / "workspace")
+    workspace = create_workspace(scratch / run_id / "workspace", files=task.workspace)
     await run_loop(state, client, default_tools(), workspace, config, recorder)
     while (
         settings.approvals == "reject"

@@ -103,6 +103,18 @@ class Task(BaseModel):
     # The tools this task needs, offered under the ``task`` tools policy. A task that declares
     # none is read-only, and that policy offers it the read-only tools.
     tools: list[str] | None = None
+    # The files this task's workspace holds (name -> content); none: the three default files.
+    workspace: dict[str, str] | None = None
+    # The family a generated task belongs to (count, largest, ...): how results are grouped.
+    kind: str | None = None
+
+    @field_validator("workspace")
+    @classmethod
+    def _plain_names(cls, files: dict[str, str] | None) -> dict[str, str] | None:
+        for name in files or {}:
+            if not name or "/" in name or "\\" in name or name.startswith("."):
+                raise ValueError(f"workspace file {name!r} is not a plain file name")
+        return files
 
     @property
     def grounded(self) -> bool:
