@@ -70,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
     run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
     run.add_argument("--epochs", type=int, default=1)
+    run.add_argument(
+        "--temperature",
+        type=float,
+        metavar="T",
+        help="sample at this temperature on every request (default: greedy, so epochs repeat)",
+    )
+    run.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="sampling seed: epoch e of each task asks for S + e - 1 (recorded in each record)",
+    )
     run.add_argument("--max-turns", type=int, default=10)
     run.add_argument("--budget", type=float, default=None, help="USD per task run")
     run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
@@ -238,6 +250,12 @@ def _run(args: argparse.Namespace) -> None:
         "concurrency": args.concurrency,
         "per_server": args.max_connections,
     }
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        raise EvalError("--temperature must be between 0 and 2")
+    if args.api != "openai" and (args.temperature is not None or args.seed is not None):
+        raise EvalError(
+            f"--temperature and --seed are sent in the openai shape only, not {args.api}"
+        )
     if args.resume:
         evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
     else:
@@ -256,6 +274,8 @@ def _run(args: argparse.Namespace) -> None:
                 approvals=args.approvals,
                 policy=policy_from_args(args),
                 task_timeout_s=args.task_timeout,
+                temperature=args.temperature,
+                seed=args.seed,
                 **spread,
             )
             for model in models

@@ -67,12 +67,14 @@ def default_out(label: str, folder: Path = RESULTS / "runs") -> Path:
     return folder / f"{stamp}-{slug(label)}.jsonl"
 
 
-def loop_config(settings: EvalSettings) -> LoopConfig:
+def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
     base = LoopConfig(
         max_turns=settings.max_turns,
         max_budget_usd=settings.budget_usd,
         tool_errors=settings.tool_errors,
         timeout_s=settings.task_timeout_s,
+        temperature=settings.temperature,
+        seed=settings.epoch_seed(epoch),
     )
     return apply(base, settings.policy)
 
@@ -85,9 +87,10 @@ async def run_task(
     scratch: Path,
     keep: Path,
     client: ChatClient,
+    epoch: int = 1,
 ) -> RunState:
     """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
-    config = loop_config(settings)
+    config = loop_config(settings, epoch)
     state = new_run(model, task.question, system=system_prompt(config), run_id=run_id)
     state.meta["task_tools"] = task.tools
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
@@ -185,7 +188,10 @@ def _prepare(
     backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
     shape = "" if settings.api == "openai" else f"/{settings.api}"
     label = settings.label or f"{model}@{backend}{shape}"
-    loop_keys = ("max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s")
+    loop_keys = (
+        "max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s", "temperature",
+        "seed",
+    )  # fmt: skip
     loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
     context = {
         "label": label,
@@ -220,6 +226,11 @@ def _prepare(
         + ", ".join(s.base_url for s in chosen)
         + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )
+    if settings.epochs > 1 and not settings.temperature:
+        echo(
+            f"warning: {settings.epochs} greedy epochs (temperature 0) repeat one transcript; "
+            "pass^k and per-task variance say nothing until --temperature T --seed S"
+        )
     ungrounded = [t.id for t in taskset.tasks if not t.grounded]
     if ungrounded:
         echo(
@@ -245,7 +256,7 @@ async def _one(
     else:
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
-        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client)
+        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client, epoch)
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
         record = make_record(
@@ -259,6 +270,8 @@ async def _one(
         )
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
+        record["temperature"] = ev.settings.temperature
+        record["seed"] = ev.settings.epoch_seed(epoch)
         record["answered_by"] = answered
         record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
         if state.status == "failed" and not any(_reachable(s.base_url) for s in ev.servers):

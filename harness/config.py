@@ -43,6 +43,9 @@ class LoopConfig:
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
     example: bool = False  # one worked example (another folder) in the system prompt
+    # Sampling asked of the server on every request of the run; None: greedy, no seed sent.
+    temperature: float | None = None
+    seed: int | None = None
 
 
 # The fields above that make up a loop policy; presets (harness.presets) set only these.
