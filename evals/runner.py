@@ -270,6 +270,7 @@ async def _one(
         )
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
+        record["kind"] = task.kind  # the family a generated task belongs to
         record["temperature"] = ev.settings.temperature
         record["seed"] = ev.settings.epoch_seed(epoch)
         record["answered_by"] = answered
