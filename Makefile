@@ -107,6 +107,9 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
+# The task set: files6, or a generated one (python -m evals generate --split test --n 60 ...):
+# make eval TASKS=evals/tasks/gen-test-s1000-n60.json
+TASKS ?= evals/tasks/files6.json
 # The loop policy (harness/presets.json) the sweep found best on files6: the most accurate, then
 # the fewest turns, then the fewest tokens (results/sweep.md).
 POLICY ?= penalized
@@ -118,7 +121,7 @@ compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1
 report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(RUNS) --out $(1)/report.html
 
 eval: $(STAMP_DEV)
-	$(PY) -m evals run --policy $(POLICY) $(EVAL_ARGS)
+	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 
@@ -137,9 +140,9 @@ rescore: $(STAMP_DEV)
 	@$(call compare_into,results)
 	@$(call report_into,results)
 
-# The scorer adversaries and the oracle under every preset: results/adversaries-files6.md, .json
+# The scorer adversaries and the oracle under every preset: results/adversaries-TASKSET.md, .json
 adversaries: $(STAMP_DEV)
-	$(PY) -m evals adversaries --out results
+	$(PY) -m evals adversaries --tasks $(TASKS) --out results
 
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and

@@ -1,4 +1,5 @@
-"""``python -m evals``: run, sweep, rescore, adversaries, compare, view, experiment(s), bench."""
+"""``python -m evals``: run, sweep, rescore, adversaries, compare, generate, view, experiment(s),
+bench."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
-from evals.compare import compare
+from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
 from evals.scoring import adversaries
 from evals.scoring.rescore import RescoreError, rescore
 from evals.scoring.rescore import markdown as rescore_markdown
+from evals.scoring.stats import PairingError
 from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
-from evals.tasks import DEFAULT_TASKS, TaskFileError
+from evals.tasks import DEFAULT_TASKS, TaskFileError, generate
 from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies import TOOL_ERROR_POLICIES
@@ -68,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
     run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
     run.add_argument("--epochs", type=int, default=1)
+    run.add_argument(
+        "--temperature",
+        type=float,
+        metavar="T",
+        help="sample at this temperature on every request (default: greedy, so epochs repeat)",
+    )
+    run.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="sampling seed: epoch e of each task asks for S + e - 1 (recorded in each record)",
+    )
     run.add_argument("--max-turns", type=int, default=10)
     run.add_argument("--budget", type=float, default=None, help="USD per task run")
     run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
@@ -125,6 +139,12 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
     cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    cmp.add_argument(
+        "--paired",
+        action="store_true",
+        help="two run files over the same tasks: the difference with a paired bootstrap "
+        "interval, McNemar's exact test, and the tasks each got that the other missed",
+    )
     again = commands.add_parser(
         "rescore", help="apply today's checks to recorded runs; rewrite their verdicts"
     )
@@ -143,6 +163,19 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     adv.add_argument("--base-url", help="a running scripted server (default: one in-process)")
     adv.add_argument("--out", type=Path, default=Path("results"))
+    gen = commands.add_parser(
+        "generate",
+        help="write a generated task set (each task over its own workspace) that --tasks reads",
+    )
+    gen.add_argument(
+        "--split",
+        choices=sorted(generate.SPLITS),
+        help="dev: seeds 0-99, to tune on; test: seeds 1000-1099, to report on (picks the "
+        "split's first seed when --seed is not given; recorded in the task set's name)",
+    )
+    gen.add_argument("--seed", type=int, help="default: the split's first seed, else 0")
+    gen.add_argument("--n", type=int, default=60, help="how many tasks (default 60)")
+    gen.add_argument("--out", type=Path, required=True, help="the task file to write (JSON)")
     view = commands.add_parser("view", help="write one self-contained HTML report of run files")
     view.add_argument(
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
@@ -153,9 +186,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "compare" and args.paired:
+        return _paired(args)
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
         return 0
+    if args.command == "generate":
+        return _generate(args)
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
         return 0
@@ -213,6 +250,12 @@ def _run(args: argparse.Namespace) -> None:
         "concurrency": args.concurrency,
         "per_server": args.max_connections,
     }
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        raise EvalError("--temperature must be between 0 and 2")
+    if args.api != "openai" and (args.temperature is not None or args.seed is not None):
+        raise EvalError(
+            f"--temperature and --seed are sent in the openai shape only, not {args.api}"
+        )
     if args.resume:
         evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
     else:
@@ -231,6 +274,8 @@ def _run(args: argparse.Namespace) -> None:
                 approvals=args.approvals,
                 policy=policy_from_args(args),
                 task_timeout_s=args.task_timeout,
+                temperature=args.temperature,
+                seed=args.seed,
                 **spread,
             )
             for model in models
@@ -240,6 +285,33 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+
+
+def _generate(args: argparse.Namespace) -> int:
+    seed = args.seed if args.seed is not None else generate.default_seed(args.split or "dev")
+    if args.n < 1:
+        print("evals generate: --n must be at least 1", file=sys.stderr)
+        return 2
+    out = generate.write(seed, args.n, args.out, args.split)
+    print(f"wrote {out}: {generate.set_name(seed, args.n, args.split)}, {args.n} tasks")
+    return 0
+
+
+def _paired(args: argparse.Namespace) -> int:
+    if len(args.files) != 2:
+        print("evals compare --paired: name two run files, A then B", file=sys.stderr)
+        return 2
+    try:
+        text = paired_table(*args.files)
+    except (PairingError, ValueError) as exc:
+        print(f"evals compare --paired: {exc}", file=sys.stderr)
+        return 1
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
 
 
 def _rescore(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.markdown import table
+from evals.scoring.stats import wilson
 from harness.state import RunState
 from harness.steering import submit_tool
 from harness.tools import default_tools
@@ -290,7 +291,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str,
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={summary['correct']}/{summary['runs']}  cost=${summary['cost_usd']:.6f}"
+        f"correct={wilson(summary['correct'], summary['runs'])}  cost=${summary['cost_usd']:.6f}"
         + (f"  elapsed={summary['elapsed_ms']:,.0f}ms" if "elapsed_ms" in summary else ""),
         "",
     ]

@@ -51,6 +51,9 @@ class LoopConfig:
     # The system prompt asks for every file an answer depends on to be read, and for the answer
     # to say only what the tool results say.
     grounding: bool = False
+    # Sampling asked of the server on every request of the run; None: greedy, no seed sent.
+    temperature: float | None = None
+    seed: int | None = None
 
 
 # The fields above that make up a loop policy; presets (harness.presets) set only these.

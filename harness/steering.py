@@ -150,6 +150,8 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         repetition_penalty=config.repetition_penalty,
         frequency_penalty=config.frequency_penalty,
         presence_penalty=config.presence_penalty,
+        temperature=config.temperature,
+        seed=config.seed,
     )
 
 
