@@ -12,7 +12,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from evals.bfcl.report import write_comparison, write_summaries
 from evals.progress import Progress
 from evals.records import code_version, machine, read_records
 from evals.runfiles import durable_append, start_partial
-from evals.runner import RESULTS, default_out
+from evals.runner import RESULTS, default_out, model_entry
 from evals.servers import EvalError, PooledClient, Server, ServerPool, discover, servers_for, share
 from harness.client import ModelReply, TurnOptions
 from harness.errors import ProviderError
@@ -52,7 +52,6 @@ class BfclSettings:
     out: Path | None = None
     label: str | None = None
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
-    extra: dict[str, Any] = field(default_factory=dict)  # more context for every record
 
     def check(self) -> None:
         unknown = [c for c in self.categories if c not in CATEGORIES]
@@ -72,10 +71,7 @@ class BfclSettings:
 def _context(
     settings: BfclSettings, servers: list[Server], loaded: dict[str, Any]
 ) -> dict[str, Any]:
-    info = servers[0].entry(settings.model)
-    weights = {s.entry(settings.model).get("sha256") for s in servers} - {None}
-    if len(weights) > 1:
-        raise EvalError(f"the servers of {info['id']!r} serve different weights ({weights})")
+    info = model_entry(servers, settings.model)
     backend = info.get("backend") or servers[0].kind
     return {
         "label": settings.label or f"{info['id']}@{backend}",
@@ -91,7 +87,6 @@ def _context(
         "limit": settings.limit,
         "machine": machine(),
         "code_version": code_version(),
-        **settings.extra,
     }
 
 
