@@ -10,6 +10,12 @@ STAMP_LLAMA := $(VENV)/.installed-llama
 STAMP_MODELS := $(VENV)/.installed-models
 STAMP_BENCH := $(VENV)/.installed-bench
 STAMP_TF := $(VENV)/.installed-transformers
+# BFCL's data and checker (bfcl-eval) in a virtualenv of their own: bfcl-eval pins old numpy and
+# filelock and imports a dozen API clients on the way to its checker, none of which belong in
+# the project's environment. python -m evals bfcl talks to it through a pipe.
+BFCL_VENV := .venv-bfcl
+BFCL_EVAL_VERSION := 2026.3.23
+STAMP_BFCL := $(BFCL_VENV)/.installed-bfcl
 
 # make serve-local BACKEND=transformers MODEL=smollm2-135m-instruct PORT=8000 THREADS=2
 # NAME tells servers apart: make serve-local NAME=smol PORT=8002 runs beside the default one.
@@ -29,7 +35,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -66,6 +72,17 @@ $(STAMP_MODELS): $(STAMP_DEV)
 # which packages it came from, its licence and where the licence file is.
 models: $(STAMP_MODELS)
 	@$(PY) -m serve_local.models list
+
+# bfcl-eval without its dependencies (they pull sentence-transformers, so torch, which the AST
+# checker never uses), then what its checker's imports need (about 500 MB).
+$(STAMP_BFCL): evals/bfcl/requirements.txt
+	test -x $(BFCL_VENV)/bin/python || $(PYTHON) -m venv $(BFCL_VENV)
+	$(BFCL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r evals/bfcl/requirements.txt
+	$(BFCL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		bfcl-eval==$(BFCL_EVAL_VERSION)
+	touch $@
+
+bfcl-venv: $(STAMP_BFCL)
 
 # The peer server for the serving benchmark (llama-cpp-python's own) and psutil.
 $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
@@ -160,12 +177,19 @@ BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder backends sc
 bench: $(STAMP_BENCH) $(STAMP_MODELS) peer-llama-server
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 
+# BFCL's function-calling items against the server at LLM_BASE_URL, judged by BFCL's own AST
+# checker: results/bfcl/STAMP-LABEL.jsonl, its summaries, and results/bfcl/summary.md.
+# make bfcl BFCL_ARGS="--limit 20 --seed 1 --categories simple_python,irrelevance"
+BFCL_ARGS ?=
+bfcl: $(STAMP_DEV) $(STAMP_BFCL)
+	$(PY) -m evals bfcl $(BFCL_ARGS)
+
 # The chapter's measurements against scripted servers this command starts and stops itself.
 experiments: $(STAMP_DEV)
 	$(PY) -m evals experiments --out results
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached.
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) peer-llama-server
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
 	$(PY) -m pytest -q
 
 lint: $(STAMP_DEV)
@@ -176,4 +200,4 @@ lint: $(STAMP_DEV)
 check: lint test
 
 clean:
-	rm -rf $(VENV) .run runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BFCL_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,5 +1,5 @@
-"""``python -m evals``: run, sweep, rescore, adversaries, compare, generate, view, experiment(s),
-bench."""
+"""``python -m evals``: run, sweep, bfcl, rescore, adversaries, compare, generate, view,
+experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
+from evals.bfcl import CATEGORIES as BFCL_CATEGORIES
+from evals.bfcl import DEFAULT_CATEGORIES as BFCL_DEFAULTS
+from evals.bfcl import BfclSettings, run_bfcl
 from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
@@ -125,6 +128,39 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--threads", type=int)
     sweep.add_argument("--tool-grammar", default="lazy")
     sweep.add_argument("--out", type=Path, default=Path("results"))
+    bfcl = commands.add_parser(
+        "bfcl",
+        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
+        "results/bfcl/",
+    )
+    bfcl.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="a server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1); repeat it to "
+        "spread requests over several servers",
+    )
+    bfcl.add_argument("--model", help="model name to ask for (default: the server's first)")
+    bfcl.add_argument(
+        "--categories",
+        default=",".join(BFCL_DEFAULTS),
+        metavar="A,B",
+        help=f"comma-separated, from {', '.join(BFCL_CATEGORIES)} (default: "
+        f"{', '.join(BFCL_DEFAULTS)})",
+    )
+    bfcl.add_argument("--limit", type=int, metavar="N", help="N items per category (default: all)")
+    bfcl.add_argument("--seed", type=int, default=0, help="which items --limit draws (default 0)")
+    bfcl.add_argument(
+        "--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)"
+    )
+    bfcl.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="M",
+        help="requests in flight per server (default: --concurrency spread over the servers)",
+    )
+    bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
+    bfcl.add_argument("--label", help="name of this run in the comparison")
     one = commands.add_parser("experiment", help="run one of the chapter's experiments")
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
@@ -208,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         run_bench(args.parts, args.out, echo=lambda line: print(line, flush=True))
         print(f"wrote {args.out / 'bench.md'} and {args.out / 'bench.json'}")
         return 0
+    if args.command == "bfcl":
+        return _bfcl(args)
     if args.command == "experiment":
         (result,) = asyncio.run(run_experiments([args.name]))
         print(result.markdown())
@@ -334,6 +372,28 @@ def _rescore(args: argparse.Namespace) -> int:
         f"rescored {len(results)} run file(s): {before}/{runs} correct before, {after}/{runs} "
         f"after; {missing} record(s) without a state file kept their verdict"
     )
+    return 0
+
+
+def _bfcl(args: argparse.Namespace) -> int:
+    urls = [u.rstrip("/") for u in (args.base_url or [base_url_from_env()])]
+    settings = BfclSettings(
+        base_url=urls[0],
+        more_base_urls=tuple(urls[1:]),
+        model=args.model,
+        categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
+        limit=args.limit,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        per_server=args.max_connections,
+        out=args.out,
+        label=args.label,
+    )
+    try:
+        asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
+    except EvalError as exc:
+        print(f"evals bfcl: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -129,7 +129,7 @@ def total_line(summary: dict[str, Any]) -> str:
     )
 
 
-def _model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
+def model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
     """The model's /v1/models entry; servers that disagree on its weights are an error."""
     entries = [s.entry(requested) for s in servers]
     weights = {e.get("sha256") for e in entries} - {None}
@@ -183,7 +183,7 @@ def _prepare(
     settings: EvalSettings, taskset: TaskSet, servers: list[Server], echo: Callable[[str], None]
 ) -> _Eval:
     chosen = servers_for(servers, settings.model)
-    info = _model_entry(chosen, settings.model)
+    info = model_entry(chosen, settings.model)
     model = str(info["id"])
     backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
     shape = "" if settings.api == "openai" else f"/{settings.api}"
