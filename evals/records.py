@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.markdown import table
+from evals.scoring.checks import offerable_tools
 from evals.scoring.stats import wilson
 from harness.state import RunState
-from harness.steering import submit_tool
-from harness.tools import default_tools
 from serve_local.callshape import call_spans
 
 NOT_RUN = "not_run"
@@ -75,11 +74,6 @@ def p95(values: list[float]) -> float | None:
 
 def mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
-
-
-def offerable_tools() -> set[str]:
-    """Every tool a run can be offered, submit included: what a call written as text names."""
-    return {t.name for t in default_tools()} | {submit_tool().name}
 
 
 def call_shaped_text(state: RunState) -> int:
