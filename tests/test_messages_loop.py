@@ -14,10 +14,12 @@ from evals.runner import EvalSettings, run_eval
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
-from harness.messages_client import MessagesClient, messages_param
+from harness.messages_client import NO_CONTENT, MessagesClient, messages_param
+from harness.presets import preset
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
+from harness.steering import NUDGE
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
@@ -118,6 +120,30 @@ async def test_every_scenario_runs_the_same_in_both_shapes(
     assert {k: getattr(messages, k) for k in same} == {k: getattr(chat, k) for k in same}
     if scenario != "malformed":  # its unparseable arguments cannot travel as an input object
         assert messages.cost_usd == chat.cost_usd
+
+
+def _said(state: RunState) -> list[tuple[str, str]]:
+    return [(m["role"], m.get("content") or "") for m in state.messages]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "turns", "answer"), [("silent", 2, PLAN_ANSWER), ("mute", 3, "")]
+)
+async def test_an_empty_reply_and_its_nudges_go_on_as_in_the_chat_shape(
+    scripted_url: str, tmp_path: Path, scenario: str, turns: int, answer: str
+) -> None:
+    # The penalized preset nudges twice at most; an empty reply is then not the last turn.
+    policy = preset("penalized").settings
+    chat = await drive(scripted_url, f"scripted:{scenario}", "openai", tmp_path, **policy)
+    messages = await drive(scripted_url, f"scripted:{scenario}", "anthropic", tmp_path, **policy)
+    assert (messages.status, messages.turns, messages.answer) == ("completed", turns, answer)
+    assert messages.error is None
+    assert sum(m["content"] == NUDGE for m in messages.messages) == turns - 1
+    # The run state keeps each empty reply as it came; only the wire says it had no content.
+    assert messages.messages[2] == {"role": "assistant", "content": None}
+    assert NO_CONTENT not in json.dumps(messages.messages)
+    assert _said(messages) == _said(chat)
+    assert (chat.status, chat.turns, chat.answer) == ("completed", turns, answer)
 
 
 def test_failed_results_go_out_with_is_error() -> None:
