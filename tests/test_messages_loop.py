@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
@@ -23,6 +24,9 @@ from harness.steering import NUDGE
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
+from serve_local.app import create_app
+from serve_local.backends.scripted import ScriptedBackend
+from serve_local.inprocess import running_server
 from serve_local.scenarios import PLAN_ANSWER
 from tests.helpers import run_harness
 
@@ -192,6 +196,46 @@ def test_cli_plan_over_messages_takes_three_turns(scripted_url: str, tmp_path: P
         ("anthropic", "tool_use"),
         ("anthropic", "end_turn"),
     ]
+
+
+class Tap:
+    """ASGI middleware that notes the path and model of every request the server gets."""
+
+    def __init__(self, app: ASGIApp, seen: list[tuple[str, str]]) -> None:
+        self.app, self.seen = app, seen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+
+        async def tapped() -> Message:
+            message = await receive()
+            body.extend(message.get("body", b""))
+            if not message.get("more_body"):
+                self.seen.append((scope["path"], json.loads(body)["model"]))
+            return message
+
+        await self.app(scope, tapped, send)
+
+
+def test_a_research_child_speaks_the_parents_shape(tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    app = create_app(ScriptedBackend())
+    app.add_middleware(Tap, seen=seen)
+    with running_server(app) as url:
+        done = run_harness(
+            "run", "--scenario", "research", "--api", "anthropic", "--base-url", url,
+            "--json", "--state-dir", str(tmp_path), url="http://127.0.0.1:9/v1", cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["status"], summary["turns"]) == ("completed", 2)
+    assert "max_turns_exceeded after 5 turns" in summary["answer"]
+    child = [path for path, model in seen if model == "scripted:runaway"]
+    assert len(child) == 5  # the child's cap, each turn asked once
+    assert {path for path, _ in seen} == {"/v1/messages"}
 
 
 async def test_oracle_eval_gives_the_same_records_in_both_shapes(
