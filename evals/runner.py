@@ -248,12 +248,13 @@ async def _one(
             state=state,
             checks=score(task, state),
             trace_path=str(trace),
+            queue_ms=client.queue_ms,
         )
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
         record["answered_by"] = answered
         record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
-        if state.status == "failed" and not any(_reachable(s.base_url) for s in ev.servers):
+        if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
     ev.append(record)
     ev.finished_at = time.monotonic()
@@ -306,7 +307,15 @@ async def run_evals(
         total = sum(len(ev.order) for ev in runs)
         started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
-            await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+            # Every task run ends before the files, clients and scratch folder close: one that
+            # raises leaves the others' records whole, then the eval raises its error.
+            ended = await asyncio.gather(
+                *(bounded(n, ev, t, e) for e, _, n, ev, t in todo), return_exceptions=True
+            )
+        if errors := [e for e in ended if isinstance(e, BaseException)]:
+            kept = ", ".join(str(ev.partial) for ev in runs)
+            echo(f"{len(errors)} task run(s) raised; the other records are kept in {kept}")
+            raise errors[0]
         for ev in runs:
             assert ev.file is not None
             ev.file.close()
@@ -338,9 +347,12 @@ async def run_eval(
     return out
 
 
-def _reachable(base_url: str) -> bool:
-    try:
-        fetch_models(base_url)
-    except EvalError:
-        return False
-    return True
+async def _any_reachable(servers: list[Server]) -> bool:
+    """Whether a server still answers; asked in a thread, so the other task runs go on."""
+    for server in servers:
+        try:
+            await asyncio.to_thread(fetch_models, server.base_url)
+        except EvalError:
+            continue
+        return True
+    return False
