@@ -79,16 +79,19 @@ def mean(values: list[float]) -> float | None:
 _CALL_AS_TEXT = re.compile(r'\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
 
 
+def calls_in_text(text: str) -> list[str]:
+    """The tool names of the call-shaped objects in ``text`` that name one of the tools."""
+    names = {t.name for t in default_tools()}
+    return [found["name"] for found in _CALL_AS_TEXT.finditer(text) if found["name"] in names]
+
+
 def call_shaped_text(state: RunState) -> int:
     """Objects naming an offered tool left in the assistant's text, never run as calls: what
     a server refused (a schema echo, arguments its schema rejects) or never parsed."""
-    names = {t.name for t in default_tools()}
     return sum(
-        1
+        len(calls_in_text(m["content"]))
         for m in state.messages
         if m["role"] == "assistant" and isinstance(m.get("content"), str)
-        for found in _CALL_AS_TEXT.finditer(m["content"])
-        if found["name"] in names
     )
 
 
