@@ -295,10 +295,16 @@ async def run_evals(
     pool = ServerPool(first.api)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
     slots = asyncio.Semaphore(first.concurrency)
+    raised: list[Exception] = []
 
     async def bounded(n: int, ev: _Eval, task: Task, epoch: int) -> None:
-        async with slots:  # each eval its own scratch: run ids repeat across models
-            await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+        async with slots:
+            if raised:
+                return  # the eval stops: what is not started stays for --resume
+            try:  # each eval its own scratch: run ids repeat across models
+                await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+            except Exception as exc:
+                raised.append(exc)
 
     try:
         for ev in runs:
@@ -307,15 +313,14 @@ async def run_evals(
         total = sum(len(ev.order) for ev in runs)
         started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
-            # Every task run ends before the files, clients and scratch folder close: one that
-            # raises leaves the others' records whole, then the eval raises its error.
-            ended = await asyncio.gather(
-                *(bounded(n, ev, t, e) for e, _, n, ev, t in todo), return_exceptions=True
-            )
-        if errors := [e for e in ended if isinstance(e, BaseException)]:
+            # A task run that raises stops the eval, but only once the runs in flight have
+            # ended: the files, clients and scratch folder close after the last of them, so
+            # their records are kept whole.
+            await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+        if raised:
             kept = ", ".join(str(ev.partial) for ev in runs)
-            echo(f"{len(errors)} task run(s) raised; the other records are kept in {kept}")
-            raise errors[0]
+            echo(f"a task run raised; the records of the others are kept in {kept}")
+            raise raised[0]
         for ev in runs:
             assert ev.file is not None
             ev.file.close()

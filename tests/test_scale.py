@@ -9,7 +9,7 @@ import contextlib
 import json
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,15 +278,42 @@ def test_records_carry_server_fields_in_json(scripted_url: str, tmp_path: Path) 
 # A task run that fails or waits must not cost the others theirs --------------------------------
 
 
+class Held(ScriptedBackend):
+    """The scripted provider, holding each request ``holds`` picks until ``release`` is set
+    (or ``patience_s`` passes: a run that never gets there is then seen in ``released_by``)."""
+
+    def __init__(self, holds: Callable[[ChatRequest], bool], patience_s: float = 20) -> None:
+        super().__init__()
+        self.holds, self.patience_s = holds, patience_s
+        self.release = threading.Event()
+        self.released_by: list[str] = []
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        if self.holds(request):
+            released = await asyncio.to_thread(self.release.wait, self.patience_s)
+            self.released_by.append("release" if released else "patience")
+        return await super().complete(request, cancel)
+
+
+def asks(request: ChatRequest, question: str) -> bool:
+    return any(m.role == "user" and m.text() == question for m in request.messages)
+
+
 class Boom(RuntimeError):
     pass
 
 
 async def test_a_task_run_that_raises_leaves_every_other_record_whole(tmp_path: Path) -> None:
-    backend = Gate(expect=4)  # the first four task runs are in flight together
+    # Four task runs in flight; the first one's is the only request answered until its record
+    # is written, and the hook after that record raises, so the other three are in flight.
+    first = TASK_IDS[0]
+    backend = Held(lambda r: not asks(r, load_tasks().tasks[0].question))
 
     def fail_first(record: dict[str, Any]) -> None:
-        if record["task_id"] == TASK_IDS[0]:
+        if record["task_id"] == first:
+            backend.release.set()
             raise Boom("the hook after the first task failed")
 
     out = tmp_path / "boom.jsonl"
@@ -294,16 +321,17 @@ async def test_a_task_run_that_raises_leaves_every_other_record_whole(tmp_path: 
         with pytest.raises(Boom):
             await run_eval(oracle(url, out, concurrency=4), echo=print, after_task=fail_first)
         partial = out.with_name(out.name + ".partial")
-        records = read_records(partial)
-        assert sorted(r["task_id"] for r in records) == sorted(TASK_IDS)
-        assert all(r["correct"] for r in records)
-        assert not out.exists()  # the eval did not finish: its run file is not written
-        asked = backend.requests
+        kept = {r["task_id"]: r for r in read_records(partial)}
+        # The three in flight finished and were recorded; the two not started never were.
+        assert set(kept) == set(TASK_IDS[:4]) and all(r["correct"] for r in kept.values())
+        assert not out.exists()  # the eval stopped: no run file looks complete
         resumed = await run_eval(oracle(url, out, concurrency=4, resume=partial), echo=print)
-    assert backend.requests == asked  # nothing ran again
-    assert work(read_records(resumed)) == work(
-        sorted(records, key=lambda r: TASK_IDS.index(r["task_id"]))
-    )
+        alone = await run_eval(oracle(url, tmp_path / "alone.jsonl"), echo=print)
+    assert set(backend.released_by) == {"release"}
+    records = read_records(resumed)
+    resumed_ids = {r["task_id"]: r["run_id"] for r in records}
+    assert {t: resumed_ids[t] for t in kept} == {t: r["run_id"] for t, r in kept.items()}
+    assert work(records) == work(read_records(alone))
 
 
 class Refuse(ScriptedBackend):
@@ -322,7 +350,7 @@ class Refuse(ScriptedBackend):
 
 
 @dataclass
-class Hold:
+class ModelsHold:
     """What the server saw: requests for a turn, a refusal, and how each held GET ended."""
 
     posts: int  # turns that release a held GET of /v1/models
@@ -337,7 +365,7 @@ class HoldModels:
     """ASGI middleware: once a request was refused, each GET of /v1/models waits until
     ``hold.posts`` requests for a turn have arrived after it (or ``patience_s`` passes)."""
 
-    def __init__(self, app: ASGIApp, hold: Hold) -> None:
+    def __init__(self, app: ASGIApp, hold: ModelsHold) -> None:
         self.app, self.hold = app, hold
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -381,7 +409,7 @@ async def test_asking_whether_the_server_lives_does_not_stop_the_other_runs(
     # its models. That request is held until four turns of other runs have arrived: more than
     # the three other runs can have had in flight before it, so only runs going on while the
     # question is open release it.
-    hold = Hold(posts=4, patience_s=12)
+    hold = ModelsHold(posts=4, patience_s=12)
     app = create_app(Refuse(load_tasks().tasks[0].question))
     app.add_middleware(HoldModels, hold=hold)
     with running_server(app) as url:
@@ -392,33 +420,13 @@ async def test_asking_whether_the_server_lives_does_not_stop_the_other_runs(
     assert all(r["correct"] for r in records[1:])
 
 
-class HoldFirst(ScriptedBackend):
-    """The scripted provider, holding the first request for ``model`` until ``release`` is set
-    (or ``patience_s`` passes); ``released_by`` says which."""
-
-    def __init__(self, model: str, patience_s: float) -> None:
-        super().__init__()
-        self.model, self.patience_s = model, patience_s
-        self.release = threading.Event()
-        self.released_by: str | None = None
-
-    async def complete(
-        self, request: ChatRequest, cancel: threading.Event | None = None
-    ) -> Completion:
-        if request.model == self.model and self.released_by is None:
-            self.released_by = "pending"
-            set_ = await asyncio.to_thread(self.release.wait, self.patience_s)
-            self.released_by = "release" if set_ else "patience"
-        return await super().complete(request, cancel)
-
-
 async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_time(
     tmp_path: Path,
 ) -> None:
     # One server taking one request at a time; the plan eval's first request holds it until
     # an oracle task run, which has a timeout, has been recorded: that run can only end by
     # its timeout while it waits for the server.
-    backend = HoldFirst("scripted:plan", patience_s=20)
+    backend = Held(lambda r: r.model == "scripted:plan")
     first_oracle: list[dict[str, Any]] = []
 
     def after(record: dict[str, Any]) -> None:
@@ -436,7 +444,7 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
             ),
         ]  # fmt: skip
         await run_evals(settings, echo=print, after_task=after)
-    assert backend.released_by == "release"
+    assert set(backend.released_by) == {"release"}
     (waited,) = first_oracle
     assert (waited["status"], waited["interruption"]) == ("interrupted", {"type": "timeout"})
     assert waited["queue_ms"] > 0
