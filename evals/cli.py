@@ -1,4 +1,4 @@
-"""``python -m evals``: run, sweep, compare, view, experiment(s), bench."""
+"""``python -m evals``: run, sweep, rescore, adversaries, compare, view, experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from evals.bench import rerender, run_bench
 from evals.compare import compare
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
+from evals.scoring import adversaries
+from evals.scoring.rescore import RescoreError, rescore
+from evals.scoring.rescore import markdown as rescore_markdown
 from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError
@@ -122,6 +125,24 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
     cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    again = commands.add_parser(
+        "rescore", help="apply today's checks to recorded runs; rewrite their verdicts"
+    )
+    again.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    again.add_argument(
+        "--tasks", type=Path, help="the task file to score with (default: the one each run names)"
+    )
+    again.add_argument(
+        "--report", type=Path, help="also write each run's first and current score here (.md)"
+    )
+    adv = commands.add_parser(
+        "adversaries",
+        help="run the scorer adversaries and the oracle under every preset; "
+        "results/adversaries-TASKSET.*",
+    )
+    adv.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
+    adv.add_argument("--base-url", help="a running scripted server (default: one in-process)")
+    adv.add_argument("--out", type=Path, default=Path("results"))
     view = commands.add_parser("view", help="write one self-contained HTML report of run files")
     view.add_argument(
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
@@ -138,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
         return 0
+    if args.command == "rescore":
+        return _rescore(args)
+    if args.command == "adversaries":
+        return adversaries.main(args.tasks, args.base_url, args.out)
     if args.command == "bench" and args.render_only:
         rerender(args.out)
         print(f"wrote {args.out / 'bench.md'} from {args.out / 'bench.json'}")
@@ -215,6 +240,29 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    try:
+        results = rescore(args.files, args.tasks)
+    except (RescoreError, TaskFileError, ValueError) as exc:
+        print(f"evals rescore: {exc}", file=sys.stderr)
+        return 1
+    for result in results:
+        print(result.line())
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(rescore_markdown(results), encoding="utf-8")
+        print(f"wrote {args.report}")
+    before = sum(r.before for r in results)
+    after = sum(r.after for r in results)
+    runs = sum(r.runs for r in results)
+    missing = sum(len(r.missing) for r in results)
+    print(
+        f"rescored {len(results)} run file(s): {before}/{runs} correct before, {after}/{runs} "
+        f"after; {missing} record(s) without a state file kept their verdict"
+    )
+    return 0
 
 
 def _echo(line: str) -> None:

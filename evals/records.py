@@ -6,7 +6,6 @@ import gzip
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 from datetime import UTC, datetime
@@ -15,7 +14,9 @@ from typing import Any
 
 from evals.markdown import table
 from harness.state import RunState
+from harness.steering import submit_tool
 from harness.tools import default_tools
+from serve_local.callshape import call_spans
 
 NOT_RUN = "not_run"
 
@@ -75,21 +76,13 @@ def mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-# A call written as text: an object naming a tool, the way this family writes calls.
-_CALL_AS_TEXT = re.compile(r'\{\s*"name"\s*:\s*"(?P<name>[^"]+)"')
-
-
-def calls_in_text(text: str) -> list[str]:
-    """The tool names of the call-shaped objects in ``text`` that name one of the tools."""
-    names = {t.name for t in default_tools()}
-    return [found["name"] for found in _CALL_AS_TEXT.finditer(text) if found["name"] in names]
-
-
 def call_shaped_text(state: RunState) -> int:
-    """Objects naming an offered tool left in the assistant's text, never run as calls: what
-    a server refused (a schema echo, arguments its schema rejects) or never parsed."""
+    """Calls of a tool a run can be offered (submit included) left in the assistant's text,
+    never run as calls: what a server refused (a schema echo, arguments its schema rejects) or
+    never parsed."""
+    names = {t.name for t in default_tools()} | {submit_tool().name}
     return sum(
-        len(calls_in_text(m["content"]))
+        len(call_spans(m["content"], names))
         for m in state.messages
         if m["role"] == "assistant" and isinstance(m.get("content"), str)
     )
@@ -138,6 +131,8 @@ def task_record(
         "tool_bugs": [f"{r.name}: {r.error}" for r in state.tool_log if r.bug],
         # Calls whose arguments failed the tool's JSON Schema (the harness checks them again).
         "invalid_calls": sum(r.invalid for r in state.tool_log),
+        # Calls the server refused to make (arguments its schema rejects, a schema echoed...).
+        "refused_calls": sum(len(t.refused_calls or []) for t in state.turn_records),
         "tools_called": [r.name for r in state.tool_log],
         "call_shaped_text": call_shaped_text(state),
         "answer": state.answer,
@@ -249,6 +244,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         # None for records written before the harness checked arguments against the schema.
         "invalid_calls": sum(r["invalid_calls"] for r in records)
         if all("invalid_calls" in r for r in records)
+        else None,
+        "refused_calls": sum(r["refused_calls"] for r in records)
+        if all("refused_calls" in r for r in records)
         else None,
         "call_shaped_text": sum(r["call_shaped_text"] for r in records)
         if all("call_shaped_text" in r for r in records)

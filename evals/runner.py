@@ -219,6 +219,13 @@ def _prepare(
         + ", ".join(s.base_url for s in chosen)
         + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )
+    ungrounded = [t.id for t in taskset.tasks if not t.grounded]
+    if ungrounded:
+        echo(
+            f"warning: {len(ungrounded)} task(s) of {taskset.name} ({', '.join(ungrounded)}) "
+            "lack an answer check or an evidence check (observed, files_read): a pass there "
+            "does not show that the answer came from a tool result"
+        )
     return ev
 
 

@@ -9,7 +9,8 @@ next model starts, so two models never share the cores.
 Each (model, policy) is one ordinary eval: its run file, state files and traces land under
 ``results/runs/`` like ``make eval``'s. The sweep writes ``sweep.md``, ``sweep.json`` and
 ``plots/sweep.png`` from their summaries; the best policy per model is the most accurate, then
-the fastest.
+the one with the fewest turns, then the fewest tokens (never the fastest: wall time moves with
+the machine's load).
 """
 
 from __future__ import annotations
@@ -79,8 +80,13 @@ def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> 
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy first, then wall time."""
-    return min(rows, key=lambda r: (-r["accuracy"], r["wall_ms"]))
+    """The most accurate, then the fewest turns, then the fewest tokens: figures a rerun on the
+    same machine repeats. Wall time moves with the machine's load and is never the tie-breaker;
+    a tie left after the tokens goes to the earlier row (the order policies were named)."""
+    return min(
+        rows,
+        key=lambda r: (-r["accuracy"], r["turns"], r["prompt_tokens"] + r["completion_tokens"]),
+    )
 
 
 async def _sweep_model(
@@ -179,7 +185,8 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         "# Loop policy sweep",
         "",
         "The task set under each loop policy (presets in `harness/presets.json`); the best "
-        "policy per model, in bold, is the most accurate, then the fastest. Cost is at the "
+        "policy per model, in bold, is the most accurate, then the one with the fewest turns, then "
+        "the fewest tokens; wall time is shown, never used to choose. Cost is at the "
         "harness's list price. Each row's run file is in `sweep.json`.",
         "",
         f"Machine: {machine.get('cores')} cores, {machine.get('cpu')}.",
@@ -187,7 +194,17 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         table(head, body),
     ]
     lines += [f"Best for {m}: `{p}`." for m, p in winners.items()]
-    lines += ["", "![sweep](plots/sweep.png)", ""]
+    front = ", ".join(f"{r['model']} {r['policy']}" for r in pareto_front(rows))
+    lines += [
+        "",
+        f"Pareto front (accuracy against mean turn latency; latency is shown, never used to "
+        f"choose): {front or 'none'}.",
+        "",
+        "![sweep](plots/sweep.png)",
+        "",
+        "![accuracy against latency](plots/sweep_pareto.png)",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -223,6 +240,63 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows no other row beats on both accuracy and mean turn latency, fastest first."""
+    timed = [r for r in rows if r.get("mean_turn_ms") is not None]
+
+    def beaten(r: dict[str, Any]) -> bool:
+        return any(
+            o["accuracy"] >= r["accuracy"]
+            and o["mean_turn_ms"] <= r["mean_turn_ms"]
+            and (o["accuracy"], o["mean_turn_ms"]) != (r["accuracy"], r["mean_turn_ms"])
+            for o in timed
+        )
+
+    return sorted((r for r in timed if not beaten(r)), key=lambda r: r["mean_turn_ms"])
+
+
+def pareto_plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Accuracy against mean turn latency, one point per (model, policy), the front joined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = "osD^v<>P*X"
+    for i, model in enumerate(dict.fromkeys(r["model"] for r in rows)):
+        mine = [r for r in rows if r["model"] == model and r.get("mean_turn_ms") is not None]
+        ax.scatter(
+            [r["mean_turn_ms"] for r in mine],
+            [r["accuracy"] for r in mine],
+            marker=markers[i % len(markers)],
+            label=model,
+            alpha=0.8,
+        )
+        for r in mine:
+            ax.annotate(r["policy"], (r["mean_turn_ms"], r["accuracy"]), fontsize=6, alpha=0.7)
+    front = pareto_front(rows)
+    if front:
+        ax.plot(
+            [r["mean_turn_ms"] for r in front],
+            [r["accuracy"] for r in front],
+            "k--",
+            linewidth=1,
+            label="Pareto front",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("mean turn latency (ms, log scale; moves with the machine's load)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("accuracy against latency per turn, one point per model and policy")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     winners = {
         model: best([r for r in rows if r["model"] == model])["policy"]
@@ -233,4 +307,6 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     json_path, md_path = out / "sweep.json", out / "sweep.md"
     json_path.write_text(json.dumps(data, indent=2) + "\n")
     md_path.write_text(markdown(rows, winners))
-    return [md_path, json_path, plot(rows, out / "plots" / "sweep.png")]
+    plots = [plot(rows, out / "plots" / "sweep.png")]
+    plots.append(pareto_plot(rows, out / "plots" / "sweep_pareto.png"))
+    return [md_path, json_path, *plots]

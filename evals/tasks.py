@@ -58,9 +58,25 @@ class FilesRead(_Check):
 
 
 class ToolCalled(_Check):
+    """A call of this tool was answered, whatever its outcome: a record of behaviour, never
+    evidence (use ``observed`` for what the run learned)."""
+
     kind: Literal["tool_called"]
     name: str
     arguments: dict[str, Any] | None = None
+
+
+class Observed(_Check):
+    """The run received this tool's result: a call of ``tool`` that succeeded (not refused,
+    failed, declined, nor a copy of a failure) whose arguments include ``arguments`` (paths
+    compared as paths: ``./notes.txt`` is ``notes.txt``) and whose result holds every string
+    of ``result_contains``. This is what grounds an answer: the fact it states came from a tool
+    result the model read."""
+
+    kind: Literal["observed"]
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] | None = None
+    result_contains: list[str] = Field(default_factory=list)
 
 
 class StatusIs(_Check):
@@ -69,9 +85,13 @@ class StatusIs(_Check):
 
 
 Check = Annotated[
-    Contains | ContainsAny | NotContains | Regex | FilesRead | ToolCalled | StatusIs,
+    Contains | ContainsAny | NotContains | Regex | FilesRead | ToolCalled | Observed | StatusIs,
     Field(discriminator="kind"),
 ]
+
+# Checks on the answer's text, and checks that the run saw the fact the answer states.
+ANSWER_KINDS = frozenset({"contains", "contains_any", "regex"})
+EVIDENCE_KINDS = frozenset({"observed", "files_read"})
 
 
 class Task(BaseModel):
@@ -82,6 +102,12 @@ class Task(BaseModel):
     # The tools this task needs, offered under the ``task`` tools policy. A task that declares
     # none is read-only, and that policy offers it the read-only tools.
     tools: list[str] | None = None
+
+    @property
+    def grounded(self) -> bool:
+        """Its checks ask for an answer and for the tool result that answer must come from."""
+        kinds = {c.kind for c in self.checks}
+        return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
 
 
 class TaskSet(BaseModel):
@@ -108,6 +134,7 @@ _CHECK_KINDS = {
     "regex",
     "files_read",
     "tool_called",
+    "observed",
     "status",
 }
 

@@ -43,6 +43,8 @@ class ModelReply:
     retries: int = 0
     api: str = "openai"  # the wire shape; finish_reason is in its vocabulary
     stop_sequence: str | None = None
+    # Calls the server refused to make (name, arguments, reason), where it says (serve_local).
+    refused_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -236,11 +238,24 @@ def parse_reply(response: httpx.Response, latency_ms: float) -> ModelReply:
             latency_ms=latency_ms,
             model=clean_text(str(body.get("model", ""))),
             timings=body.get("timings") if isinstance(body.get("timings"), dict) else None,
+            refused_calls=refused_calls(body),
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as exc:
         raise ProviderError(
             f"the model server sent a reply that is not a chat completion: {response.text[:300]!r}"
         ) from exc
+
+
+def refused_calls(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The calls a server says it refused to make, each as text fields; None when it says none."""
+    sent = body.get("refused_calls")
+    if not isinstance(sent, list):
+        return None
+    return [
+        {key: _as_text(item.get(key, "")) for key in ("name", "arguments", "reason")}
+        for item in sent
+        if isinstance(item, dict)
+    ] or None
 
 
 def assistant_message(raw: dict[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,14 @@ class LoopConfig:
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
     example: bool = False  # one worked example (another folder) in the system prompt
+    # How list_files reports the folder: "plain" (by name) or "by_size" (a count, then the
+    # files sorted by size, biggest first, as ``ls -S`` does).
+    listing: Literal["plain", "by_size"] = "plain"
+    # A read of a file that does not exist is answered with the names of the files that do.
+    name_files_on_miss: bool = False
+    # The system prompt asks for every file an answer depends on to be read, and for the answer
+    # to say only what the tool results say.
+    grounding: bool = False
 
 
 # The fields above that make up a loop policy; presets (harness.presets) set only these.
@@ -60,4 +68,7 @@ POLICY_FIELDS = (
     "presence_penalty",
     "example",
     "conclude_on_limit",
+    "listing",
+    "name_files_on_miss",
+    "grounding",
 )

@@ -4,6 +4,8 @@ HarnessError
 ├── ToolError        a tool failed; its text goes back to the model as the tool result
 │   ├── PathRefused  a path outside the workspace or unusable; permanent, no retry can fix it
 │   ├── InvalidArguments  arguments the tool's JSON Schema refuses; permanent, the tool never ran
+│   ├── Declined     a person declined the call; permanent, the tool never ran
+│   ├── Repeated     a repeat of a call that failed, answered with that failure
 │   └── ToolBug      a tool raised something else: a bug in the tool, still read by the model
 ├── ProviderError    the model server failed or answered with an error status
 ├── NotPending       approve/reject named a call that is not waiting (harness.approvals)
@@ -37,6 +39,17 @@ class InvalidArguments(ToolError):
     others. Permanent: the same arguments will always be refused."""
 
     permanent = True
+
+
+class Declined(ToolError):
+    """A person declined the call; the model reads their decision, and the call never ran."""
+
+    permanent = True
+
+
+class Repeated(ToolError):
+    """A call identical to an earlier one that failed, answered with that failure again: a
+    copy of a failure is still a failure."""
 
 
 class ToolBug(ToolError):

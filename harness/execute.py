@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
-from harness.errors import InvalidArguments, ToolBug, ToolError
+from harness.errors import Declined, InvalidArguments, Repeated, ToolBug, ToolError
 from harness.faults import crash_point
 from harness.policies import error_text, rejection_text
 from harness.state import Call, Message, RunState, Status, ToolRun, last_reply, pending
@@ -217,8 +217,8 @@ async def answer_pending(
     for call in pending(state):
         tool = tools.get(call.name)
         if call.key in state.rejected:
-            outcome = ToolOutcome(call, "", ran=False)
-            record(state, outcome, rejection_text(state.rejected[call.key]), recorder)
+            text = rejection_text(state.rejected[call.key])
+            record(state, ToolOutcome(call, "", False, error=Declined(text)), text, recorder)
         elif tool is not None and tool.needs_approval and call.key not in state.approved:
             waiting.append(call)
         elif (hit := cached_result(state, tools, call.name, call.arguments, config)) is not None:
@@ -226,13 +226,18 @@ async def answer_pending(
         elif (
             again := repeated_result(state, tools, call.name, call.arguments, config)
         ) is not None:
-            record(state, ToolOutcome(call, again, False, cached=True), again, recorder)
+            text, failure = again
+            error = None if failure is None else Repeated(failure)
+            outcome = ToolOutcome(call, "" if error else text, False, cached=True, error=error)
+            record(state, outcome, text, recorder)
         else:
             ctx = ToolContext(
                 workspace=workspace,
                 cancel=cancel if config.cancel_reaches_tools else CancelToken(),
                 progress=_reporter(recorder, state, call.name),
                 idempotency_key=idempotency_key(state, call),
+                listing=config.listing,
+                name_files_on_miss=config.name_files_on_miss,
             )
             recorder.event(
                 state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments

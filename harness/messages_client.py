@@ -15,7 +15,14 @@ from typing import Any
 
 import httpx
 
-from harness.client import ModelReply, ProviderClient, RetryPolicy, TurnOptions, clean_text
+from harness.client import (
+    ModelReply,
+    ProviderClient,
+    RetryPolicy,
+    TurnOptions,
+    clean_text,
+    refused_calls,
+)
 from harness.errors import ProviderError
 
 # The same ceiling the local server applies to a chat request that names none; the Messages
@@ -84,6 +91,7 @@ class MessagesClient(ProviderClient):
                 latency_ms=latency_ms,
                 model=clean_text(str(body.get("model", ""))),
                 timings=body.get("timings") if isinstance(body.get("timings"), dict) else None,
+                refused_calls=refused_calls(body),
                 api=self.api,
                 stop_sequence=body.get("stop_sequence")
                 if isinstance(body.get("stop_sequence"), str)

@@ -113,6 +113,28 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         metavar="on|off",
         help="when a limit hits, ask once more for an answer without tools",
     )
+    g.add_argument(
+        "--listing",
+        choices=["plain", "by_size"],
+        help="list_files by name, or a count and the files by size, biggest first",
+    )
+    g.add_argument(
+        "--name-files-on-miss",
+        type=_on_off,
+        nargs="?",
+        const=True,
+        metavar="on|off",
+        help="a read of a missing file is answered with the names of the files that exist",
+    )
+    g.add_argument(
+        "--grounding",
+        type=_on_off,
+        nargs="?",
+        const=True,
+        metavar="on|off",
+        help="the system prompt asks to open every file the answer depends on and to answer "
+        "only from tool results",
+    )
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:

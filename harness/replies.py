@@ -77,6 +77,7 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
         renamed_call_ids=renamed or None,
         api=reply.api,
         stop_sequence=reply.stop_sequence,
+        refused_calls=reply.refused_calls,
     )
     state.stop_reason = reply.finish_reason
     state.turn_records.append(turn)

@@ -27,6 +27,9 @@ class TurnRecord:
     renamed_call_ids: dict[str, str] | None = None  # harness id -> the id the provider sent
     api: str = "openai"  # the wire shape the reply came in: openai | anthropic
     stop_sequence: str | None = None  # the stop sequence that ended the reply, when one did
+    # Calls the server refused to make (name, arguments, reason); None in states saved before
+    # servers said so, and when it refused none.
+    refused_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass

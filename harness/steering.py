@@ -14,7 +14,12 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
   with a note that it was already made (``repeated_result``, used by ``harness.execute``);
   under ``answer`` the turn after a repeated call is asked without tools (``tool_specs``),
   under ``submit`` it must call ``submit`` (``turn_options``);
-* ``example``: one worked example in the system prompt (``system_prompt``).
+* ``example``: one worked example in the system prompt (``system_prompt``);
+* ``grounding``: the system prompt asks for every file an answer depends on to be opened, and
+  for the answer to say only what the tool results say (``system_prompt``);
+* ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
+  by size with a count; a missing file's error naming the files that exist), passed to the
+  tools through their context by ``harness.execute``.
 
 No text here is taken from any task set: the worked example is about another folder and
 another question (a test checks this against the task files).
@@ -53,6 +58,13 @@ EXAMPLE = (
 EXAMPLE_ANSWER = "answer: pasta.md needs basil"
 EXAMPLE_SUBMIT = 'call submit {"answer": "pasta.md needs basil."}'
 
+GROUNDING = (
+    " Before you answer, open every file your answer depends on; if the question concerns "
+    "several files, open each of them, one call per file. Answer only with what the tool "
+    "results say, and name the file each fact came from. Never guess a file name: use the "
+    "names list_files gives."
+)
+
 NUDGE = (
     "Your last reply was empty. Call a tool to find out what you still need, or give your "
     "answer now."
@@ -76,6 +88,8 @@ def signature(name: str, arguments: str) -> str:
 
 def system_prompt(config: LoopConfig) -> str:
     prompt = SUBMIT_PROMPT if config.submit else BASE_PROMPT
+    if config.grounding:
+        prompt += GROUNDING
     if config.example:
         finish = EXAMPLE_SUBMIT if config.submit else EXAMPLE_ANSWER
         prompt += EXAMPLE.format(finish=finish)
@@ -206,8 +220,9 @@ def nudge_if_empty(state: RunState, config: LoopConfig) -> None:
 
 def repeated_result(
     state: RunState, tools: dict[str, Tool], name: str, arguments: str, config: LoopConfig
-) -> str | None:
-    """The earlier result of an identical read-only call, with a note; None if there is none."""
+) -> tuple[str, str | None] | None:
+    """The earlier result of an identical read-only call, with a note, and that call's error
+    when it failed (a copy of a failure stays a failure); None if there is none."""
     tool = tools.get(name)
     if config.repeat_guard == "off" or tool is None or not tool.read_only:
         return None
@@ -218,5 +233,6 @@ def repeated_result(
             for message in state.messages:
                 if message.get("tool_call_id") == run.call_id:
                     earlier = str(message.get("content", ""))
-                    return earlier + REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
+                    note = REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
+                    return earlier + note, None if run.ok else (run.error or "failed")
     return None

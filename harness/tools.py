@@ -33,6 +33,8 @@ class ToolContext:
     idempotency_key: str | None = None
     # What subagent runs started by this call spent; the parent records it apart from its own.
     child_costs: list[float] = field(default_factory=list)
+    listing: str = "plain"  # list_files's format: plain | by_size
+    name_files_on_miss: bool = False  # a missing file's error names the files that exist
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -75,11 +77,15 @@ async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
     files = ctx.workspace.files()
     if not files:
         return "The workspace is empty."
+    if ctx.listing == "by_size":
+        ordered = sorted(files, key=lambda p: (-p.stat().st_size, p.name))
+        head = f"{len(files)} file{'s' if len(files) != 1 else ''}, sorted by size, biggest first:"
+        return "\n".join([head, *(f"{p.name}  {p.stat().st_size} bytes" for p in ordered)])
     return "\n".join(f"{p.name}  {p.stat().st_size} bytes" for p in files)
 
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = ctx.workspace.existing(args.get("path", ""))
+    path = ctx.workspace.existing(args.get("path", ""), name_files=ctx.name_files_on_miss)
     return path.read_text(encoding="utf-8", errors="replace")
 
 

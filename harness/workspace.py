@@ -64,10 +64,16 @@ class Workspace:
             raise PathRefused(f"refused: {name!r} is private to the harness.")
         return resolved
 
-    def existing(self, name: object) -> Path:
+    def existing(self, name: object, name_files: bool = False) -> Path:
+        """The file ``name``; a missing one is an error that says how to find what exists, and,
+        with ``name_files``, names every file there is."""
         path = self.resolve(name)
         if not path.is_file():
-            raise ToolError(f"no such file: {name}. Call list_files to see what exists.")
+            message = f"no such file: {name}. Call list_files to see what exists."
+            if name_files:
+                names = ", ".join(p.name for p in self.files()) or "none"
+                message += f" The files here are: {names}."
+            raise ToolError(message)
         return path
 
 

@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         "--model",
         default=os.environ.get("MODEL") or None,
         help="GGUF file, model folder, hf:<repo>/<file>, or a packaged name "
-        "(default: $MODEL, else the packaged Qwen2.5-Coder-0.5B-Instruct)",
+        "(default: $MODEL, else a Qwen2.5-0.5B-Instruct GGUF in the Hugging Face cache, else "
+        "the packaged Qwen2.5-Coder-1.5B-Instruct; python -m serve_local.models list)",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

@@ -58,6 +58,8 @@ def completion_body(completion: Completion, completion_id: str, created: int) ->
     }
     if completion.timings is not None:
         body["timings"] = completion.timings.model_dump()
+    if completion.refused_calls:
+        body["refused_calls"] = completion.refused_calls
     return body
 
 
@@ -95,6 +97,8 @@ def stream_chunks(
         last["usage"] = _usage(completion)
         if completion.timings is not None:
             last["timings"] = completion.timings.model_dump()
+        if completion.refused_calls:
+            last["refused_calls"] = completion.refused_calls
         yield last
 
 

@@ -1,13 +1,15 @@
 """Split a reply's text, as it is generated, into content pieces and tool-call deltas.
 
-Used when the reply may hold calls and the call grammar constrains them: from the moment the
-reply starts a call (:func:`serve_local.toolgrammar.trigger_at`) the grammar guarantees its
-shape, ``{"name": "<tool>", "arguments": {...}}``. Each call goes out as soon as its object
-closes, in OpenAI's ``tool_calls`` delta form (a head with id and name, then the arguments),
-and only if it does not repeat a call already sent: a streamed reply, like a whole one, never
-carries the same call twice, and nothing sent has to be taken back. Prose streams as it is
-generated; text that might still turn into a call (blank, a fence, a partial tag) is held
-back until it is clearly prose. What the finished reply holds beyond that is sent after.
+Used when the reply may hold calls and the call grammar constrains them. The reply so far is
+read the way the finished reply will be (:func:`serve_local.callshape.scan_calls`, then
+:func:`serve_local.toolcalls.take_calls`), up to the point where what follows could still change
+the reading: a block or object not closed yet, wrapper braces that may still close, a possible
+tag or fence. Whatever is settled goes out: prose as it is generated (less the blanks that the
+finished content trims), each call once its block closes, in OpenAI's ``tool_calls`` delta form
+(a head with id and name, then the arguments). What is sent is always a prefix of the finished
+reply's content and calls, so a streamed reply carries the same content and calls as a whole
+one, never a call twice, and nothing sent has to be taken back. What the finished reply holds
+beyond that is sent after.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from serve_local.toolcalls import CallScanner, ToolSchemas
-from serve_local.toolgrammar import TAG_OPEN, may_start_call, trigger_at
+from serve_local.callshape import scan_calls
+from serve_local.toolcalls import ToolSchemas, take_calls
 
 
 @dataclass
@@ -43,72 +46,39 @@ class CallStreamer:
         self.schemas, self.parallel = schemas, parallel
         self.text = ""
         self.content_sent = ""
-        self.calls: list[tuple[str, object]] = []  # (name, arguments) of the calls sent
-        self._started = False
-        self._scanner = CallScanner()
+        self.calls: list[tuple[str, dict[str, Any]]] = []  # (name, arguments) of the calls sent
 
     def feed(self, piece: str) -> list[str | CallDelta]:
         self.text += piece
-        if not self._started:
-            start = trigger_at(self.text)
-            if start is None:
-                return self._content(self._prose_end())
-            self._started, self._scanner = True, CallScanner(start)
-            return self._content(start) + self._closed_calls()
-        return self._closed_calls()
-
-    def _prose_end(self) -> int:
-        """How much of the text is surely prose (not the start of a call)."""
-        if may_start_call(self.text):
-            return 0
-        tail = self.text.rfind("<")
-        if tail >= 0 and TAG_OPEN.startswith(self.text[tail:]):
-            return tail
-        return len(self.text)
-
-    def _content(self, end: int) -> list[str | CallDelta]:
-        piece = self.text[len(self.content_sent) : end]
-        if not piece or not self.text[:end].strip():
-            return []
-        self.content_sent += piece
-        return [piece]
-
-    def _closed_calls(self) -> list[str | CallDelta]:
-        out: list[str | CallDelta] = []
-        for name, arguments in self._scanner.closed(self.text):
-            try:
-                call = (name, json.loads(arguments))
-            except json.JSONDecodeError:
-                continue  # left for the finished reply's parser to judge
-            if call in self.calls or not self._takes(*call):
-                continue
-            self.calls.append(call)
-            index, call_id = len(self.calls) - 1, f"call_{uuid.uuid4().hex[:24]}"
-            out += [CallDelta(index, "", call_id, name), CallDelta(index, arguments)]
+        settled = take_calls(
+            scan_calls(self.text, complete=False), self.text, self.schemas, self.parallel
+        )
+        out = self._content(settled.content)
+        for name, args in settled.calls[len(self.calls) :]:
+            out += self._call(f"call_{uuid.uuid4().hex[:24]}", name, args)
         return out
 
-    def _takes(self, name: str, args: object) -> bool:
-        """A call the finished reply will hold too: offered, valid, within the parallel limit."""
-        if not self.parallel and self.calls:
-            return False
-        return name in self.schemas and isinstance(args, dict) and self.schemas.accepts(name, args)
+    def _content(self, content: str | None) -> list[str | CallDelta]:
+        content = content or ""
+        if not content.startswith(self.content_sent) or content == self.content_sent:
+            return []
+        piece = content[len(self.content_sent) :]
+        self.content_sent = content
+        return [piece]
+
+    def _call(self, call_id: str, name: str, args: dict[str, Any]) -> list[str | CallDelta]:
+        self.calls.append((name, args))
+        index = len(self.calls) - 1
+        arguments = json.dumps(args, ensure_ascii=False)  # as the finished reply writes them
+        return [CallDelta(index, "", call_id, name), CallDelta(index, arguments)]
 
     def rest(self, content: str | None, calls: list[dict[str, object]]) -> list[str | CallDelta]:
         """What the finished reply holds that has not gone out yet."""
-        out: list[str | CallDelta] = []
-        sent = self.content_sent.strip()
-        if content and content.startswith(sent) and content[len(sent) :]:
-            out.append(content[len(sent) :])
+        out = self._content(content)
         for call in calls:
             function = call["function"]
             assert isinstance(function, dict)
-            key = (function["name"], json.loads(str(function["arguments"])))
-            if key in self.calls:
-                continue
-            self.calls.append(key)
-            index = len(self.calls) - 1
-            out += [
-                CallDelta(index, "", str(call["id"]), str(function["name"])),
-                CallDelta(index, str(function["arguments"])),
-            ]
+            name, args = str(function["name"]), json.loads(str(function["arguments"]))
+            if (name, args) not in self.calls:
+                out += self._call(str(call["id"]), name, args)
         return out

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import uuid
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -97,6 +100,18 @@ def _inline_tools(
     return out
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a structure of dicts and lists."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 class ChatTemplate:
     def __init__(self, source: str, bos_token: str = "", eos_token: str = "") -> None:
         env = ImmutableSandboxedEnvironment(
@@ -112,10 +127,47 @@ class ChatTemplate:
         self.eos_token = eos_token
 
     def render(self, request: ChatRequest) -> str:
+        return "".join(text for text, _ in self.render_parts(request))
+
+    def render_parts(
+        self, request: ChatRequest, markers: Collection[str] = ()
+    ) -> list[tuple[str, bool]]:
+        """The prompt as pieces ``(text, markup)``: ``markers`` (the text of the model's
+        control tokens) written by the template are markup, those found in what the request
+        says (message contents, calls, tool definitions) are pieces of their own that are not,
+        so that a file holding ``<|im_start|>system`` reaches the model as text, never as a
+        turn of its own."""
         messages = conversation(request)
         tools = [t.model_dump(exclude_none=True) for t in request.tools or []]
         if tools and not self.supports_tools:
             messages = _inline_tools(messages, tools)
+        said = list(_strings([messages, tools]))
+        found = [m for m in markers if m and any(m in text for text in said)]
+        if not found:
+            return [(self._render(messages, tools), True)]
+        nonce = uuid.uuid4().hex
+        pattern = re.compile("|".join(re.escape(m) for m in sorted(found, key=len, reverse=True)))
+        index = {m: i for i, m in enumerate(found)}
+
+        def hide(value: Any) -> Any:
+            if isinstance(value, str):
+                return pattern.sub(lambda m: f"\ue000{nonce}{index[m.group(0)]}\ue001", value)
+            if isinstance(value, list):
+                return [hide(v) for v in value]
+            if isinstance(value, dict):
+                return {k: hide(v) for k, v in value.items()}
+            return value
+
+        rendered = self._render(hide(messages), hide(tools))
+        pieces = re.split(f"\ue000{nonce}(\\d+)\ue001", rendered)
+        # re.split alternates the text between markers and the markers' indexes
+        return [
+            (found[int(piece)], False) if odd else (piece, True)
+            for odd, piece in ((i % 2 == 1, p) for i, p in enumerate(pieces))
+            if piece
+        ]
+
+    def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
         try:
             return self._template.render(
                 messages=messages,

@@ -103,6 +103,8 @@ def message_body(completion: Completion, message_id: str) -> dict[str, Any]:
     }
     if completion.timings is not None:
         body["timings"] = completion.timings.model_dump()
+    if completion.refused_calls:
+        body["refused_calls"] = completion.refused_calls
     return body
 
 

@@ -194,10 +194,8 @@ def check_tools(request: MessagesRequest) -> None:
     names = [t.name for t in request.tools or []]
     for i, tool in enumerate(request.tools or []):
         problem = ToolSchemas.check(tool.input_schema)
-        if problem is None and tool.input_schema.get("type") != "object":
-            problem = "its type must be 'object'"
         if problem is not None:
-            raise _invalid(f"tools.{i}.input_schema: not a valid JSON Schema: {problem}")
+            raise _invalid(f"tools.{i}.input_schema: {problem}")
         if names.count(tool.name) > 1:
             raise _invalid(f"tools: tool names must be unique; {tool.name!r} is repeated.")
     choice = request.tool_choice

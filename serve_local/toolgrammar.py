@@ -8,8 +8,9 @@ or a fenced ``json`` block. The grammar is a Lark grammar embedding each tool's 
 When it applies (``tool_choice``):
 
 - ``"auto"``: lazily. The model writes freely until its reply starts a call: the tag anywhere,
-  or, at the very start of the reply, a JSON object (bare or in a json fence) whose first key
-  is ``"name"``, the shape this family's calls take. An object that starts otherwise (an
+  or, at the very start of the reply, a JSON object (bare or in a json fence, possibly inside
+  extra braces) whose first key is ``"name"``, the shape this family's calls take
+  (:data:`serve_local.callshape.CALL_HEAD`). An object that starts otherwise (an
   answer given as JSON) is left alone. From the trigger on, the text written so far is fed to
   the matcher and every further token is masked, so the call it started can only end as a
   valid call.
@@ -36,19 +37,20 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from serve_local.callshape import CALL_HEAD, CALL_HEAD_SO_FAR, TAG_CLOSE, TAG_OPEN
 from serve_local.toolcalls import CallScanner
 
-TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
-# A call at the start of a reply: an object whose first key is "name", bare or fenced.
-_BARE_CALL = re.compile(r'(?:```(?:json)?[ \t]*\n?[ \t]*)?\{\s*"name"')
-# Text that may still grow into that: a fence in progress, then a prefix of '{"name"'.
+# A call at the start of a reply, bare or fenced (the fence may be still in progress).
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n?[ \t]*")
 _FENCE_SO_FAR = re.compile(r"`{1,3}(?:j(?:s(?:o(?:n)?)?)?)?[ \t]*\n?[ \t]*")
-_HEAD_SO_FAR = re.compile(r'\{\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?')
-# Whitespace is bounded so a constrained model cannot spin on blanks forever.
+# Whitespace between tokens is free (a model may pretty-print its call over several indented
+# lines, which the trigger already accepts) but bounded, so a constrained model cannot spin on
+# blanks forever.
 _JSON_OPTIONS = {
-    "whitespace_flexible": False,
-    "item_separator": ", ",
-    "key_separator": ": ",
+    "whitespace_flexible": True,
+    "whitespace_pattern": r"[\x20\x0A\x0D\x09]{1,24}",
+    "item_separator": ",",
+    "key_separator": ":",
     "lenient": True,
 }
 
@@ -102,7 +104,10 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
     more = "(SEP {})*" if policy.parallel else ""
     return "\n".join(
         [
-            "start: WS? (tagged_calls | fenced_calls | bare_calls)",
+            "start: WS? (tagged_calls | fenced_calls | bare_calls | wrapped_calls)",
+            # Extra braces around the calls, as Qwen-Coder often writes them: they belong to
+            # the call, so the grammar takes one pair instead of giving up on the reply.
+            'wrapped_calls: "{" WS? bare_calls WS? "}"',
             f"tagged_calls: tagged {more.format('tagged')}",
             f"tagged: {tag_open} NL? call NL? {tag_close}",
             f'fenced_calls: "```" "json"? NL call {more.format("call")} NL? "```"',
@@ -118,7 +123,8 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
 def trigger_at(text: str) -> int | None:
     """Where a call starts in ``text`` under ``tool_choice: "auto"``, if it has started."""
     stripped = text.lstrip()
-    if _BARE_CALL.match(stripped):
+    fence = _FENCE.match(stripped)
+    if CALL_HEAD.match(stripped, fence.end() if fence else 0):
         return len(text) - len(stripped)
     tag = text.find(TAG_OPEN)
     return tag if tag >= 0 else None
@@ -135,7 +141,7 @@ def may_start_call(text: str) -> bool:
         if not rest.startswith("```"):
             return False
         rest = rest[fence.end() :]
-    return not rest or _HEAD_SO_FAR.fullmatch(rest) is not None
+    return not rest or CALL_HEAD_SO_FAR.fullmatch(rest) is not None
 
 
 def _tokenizer_mod() -> Any:

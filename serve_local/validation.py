@@ -145,7 +145,7 @@ def check_tools(request: ChatRequest) -> None:
         problem = ToolSchemas.check(tool.function.parameters)
         if problem is not None:
             raise InvalidRequest(
-                f"tools[{i}].function.parameters is not a valid JSON Schema: {problem}",
+                f"tools[{i}].function.parameters is {problem}",
                 param=f"tools.{i}.function.parameters",
                 code="invalid_value",
             )

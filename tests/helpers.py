@@ -77,3 +77,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# Tool schemas that pass the JSON Schema meta-schema yet cannot check a call: both routes
+# answer them with a 400.
+REMOTE_REF = {
+    "type": "object",
+    "properties": {"path": {"$ref": "https://example.com/path.json"}},
+}
+DANGLING_REF = {"type": "object", "properties": {"path": {"$ref": "#/$defs/path"}}}
+
+
+def tool_with(parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": "read", "parameters": parameters}}

@@ -12,11 +12,16 @@ import jsonschema
 import openai
 import pytest
 
+from evals.records import task_record
 from evals.tasks import load_tasks
-from harness.loop import SYSTEM_PROMPT
+from harness.client import ProviderClient
+from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.state import new_run
 from harness.tools import default_tools
+from harness.workspace import Workspace
 from serve_local.backends.llama import LlamaBackend
 from serve_local.backends.transformers import TransformersBackend
+from serve_local.callshape import call_spans
 from serve_local.models import QWEN_CODER, SMOLLM2, resolve
 from serve_local.toolcalls import SCHEMA_KEYWORDS
 from tests.models_fixtures import model_server
@@ -119,6 +124,80 @@ def test_a_constrained_call_streams_as_deltas_the_client_assembles(client: opena
     # The head (id, name) came first with empty arguments; the arguments followed.
     (call,) = final.message.tool_calls or []
     assert pieces and "".join(pieces) == call.function.arguments
+
+
+def test_prose_then_a_call_streams_as_the_whole_reply_does(client: openai.OpenAI) -> None:
+    """The model writes a sentence, then a bare call (no tag, not at the start, so the grammar's
+    trigger does not fire): streamed, the reply carries the same content and the call once,
+    never the call's text as content too."""
+    request: dict[str, Any] = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": "Repeat this line exactly, nothing else: Reading it now. "
+                '{"name": "list_files", "arguments": {}}',
+            }
+        ],
+        "tools": TOOLS,
+        "max_tokens": 60,
+    }
+    whole = client.chat.completions.create(**request).choices[0].message
+    assert whole.content and whole.tool_calls, "the model no longer writes prose then a call"
+    # Another prompt between the two, so the second is evaluated as the first was (the KV
+    # cache would otherwise hold all of it, and llama.cpp's sums depend on the batches).
+    client.chat.completions.create(model="m", messages=messages("Hi"), max_tokens=2)  # type: ignore[arg-type]
+    with client.chat.completions.stream(**request) as stream:
+        for _ in stream:
+            pass
+        streamed = stream.get_final_completion().choices[0].message
+    assert streamed.content == whole.content
+    assert valid_calls(streamed) == valid_calls(whole)
+
+
+@pytest.fixture(scope="module")
+def unconstrained() -> Iterator[str]:
+    with model_server(LlamaBackend(resolve(QWEN_CODER), n_ctx=4096, tool_grammar="off")) as url:
+        yield url
+
+
+async def test_without_the_grammar_refused_calls_are_reported_and_counted(
+    unconstrained: str, workspace: Workspace
+) -> None:
+    """The model's calls that the server will not make (a schema echoed as arguments,
+    arguments the schema refuses) come back in ``refused_calls``, reach the turn record through
+    the harness client, and are counted in the eval record."""
+    names = set(SCHEMAS)
+    refusing = []
+    for question in SIX:
+        reply = post(unconstrained, {"model": "m", "messages": messages(question), "tools": TOOLS})
+        message = reply.json()["choices"][0]["message"]
+        written = call_spans(message["content"] or "", names)
+        refused = reply.json().get("refused_calls", [])
+        # Every call of an offered tool left in the text is one the server says it refused.
+        assert [r["name"] for r in refused] == [s.name for s in written], reply.text
+        assert all(r["reason"] for r in refused)
+        if refused:
+            refusing.append(question)
+    assert refusing, "expected the unconstrained model to write at least one refused call"
+    counted = 0
+    for question in refusing:
+        state = new_run(QWEN_CODER, question, system=SYSTEM_PROMPT)
+        async with ProviderClient(unconstrained) as client:
+            await run_loop(state, client, default_tools(), workspace, LoopConfig(max_turns=1))
+        record = task_record(
+            context={},
+            task_id="t",
+            question=question,
+            epoch=1,
+            state=state,
+            checks=[],
+            trace_path=None,
+        )
+        turn_refused = [r for t in state.turn_records for r in t.refused_calls or []]
+        assert record["refused_calls"] == len(turn_refused)
+        counted += record["refused_calls"]
+    assert counted >= 1
 
 
 def test_without_the_grammar_an_echoed_schema_is_not_a_call() -> None:

@@ -169,30 +169,54 @@ async def test_server_dying_between_tasks_marks_the_rest_not_run(tmp_path: Path)
     assert not (tmp_path / "scripted:oracle.jsonl.partial").exists()
 
 
-def _state(answer: str, reads: list[str] | None = None) -> RunState:
+LISTING = "access.log  93 bytes\nerrors.log  150 bytes\nnotes.txt  30 bytes"
+
+
+def _state(answer: str, results: list[tuple[str, dict[str, str], str]] | None = None) -> RunState:
+    """A finished run whose calls (tool, arguments, result text) all succeeded."""
     state = new_run("m", "q")
     state.status, state.answer = "completed", answer
-    for i, path in enumerate(reads or []):
-        state.tool_log.append(
-            ToolRun(1, f"c{i}", "read_file", json.dumps({"path": path}), ok=True, ran=True)
-        )
+    for i, (name, args, content) in enumerate(results or []):
+        call = {"id": f"c{i}", "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(args)}
+        state.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        state.messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": content})
+        state.tool_log.append(ToolRun(i + 1, f"c{i}", name, json.dumps(args), ok=True, ran=True))
     return state
 
 
 def test_an_answer_naming_two_files_for_largest_is_wrong() -> None:
     largest = next(t for t in load_tasks().tasks if t.id == "largest")
-    results = score(largest, _state("errors.log and access.log are the largest."))
+    listed = [("list_files", {}, LISTING)]
+    results = score(largest, _state("errors.log and access.log are the largest.", listed))
     assert not all(r["passed"] for r in results)
-    assert all(r["passed"] for r in score(largest, _state("errors.log is the largest.")))
+    assert all(r["passed"] for r in score(largest, _state("errors.log is the largest.", listed)))
+    # The same answer from a run that never listed the files is a guess.
+    assert not all(r["passed"] for r in score(largest, _state("errors.log is the largest.")))
 
 
 def test_files_read_counts_only_successful_reads() -> None:
     read_all = next(t for t in load_tasks().tasks if t.id == "read_all")
-    state = _state("done", ["errors.log", "access.log", "notes.txt"])
-    state.tool_log.append(ToolRun(1, "cl", "list_files", "{}", ok=True, ran=True))
+    answer = "errors.log: worker 7 timed out; access.log: GET /health; notes.txt: rotate logs."
+    reads = [
+        ("list_files", {}, LISTING),
+        ("read_file", {"path": "errors.log"}, "ERROR worker 7 timed out after 30000 ms"),
+        ("read_file", {"path": "access.log"}, "10.0.0.4 GET /health 200"),
+        ("read_file", {"path": "./notes.txt"}, "Remember to rotate your logs."),
+    ]
+    state = _state(answer, reads)
     assert all(r["passed"] for r in score(read_all, state))
     state.tool_log[2].ok = False
     assert not all(r["passed"] for r in score(read_all, state))
+
+
+def test_read_all_needs_an_answer_that_reports_each_file() -> None:
+    read_all = next(t for t in load_tasks().tasks if t.id == "read_all")
+    reads = [("list_files", {}, LISTING)] + [
+        ("read_file", {"path": name}, "text") for name in ("errors.log", "access.log", "notes.txt")
+    ]
+    assert not all(r["passed"] for r in score(read_all, _state("", reads)))
+    assert not all(r["passed"] for r in score(read_all, _state("I read all three.", reads)))
 
 
 def test_unknown_check_kind_fails_with_its_line(tmp_path: Path) -> None:
@@ -313,9 +337,11 @@ def test_calls_left_as_text_are_counted() -> None:
         {"role": "assistant", "content": '{"name": "list_files", "arguments": {"type": "object"}}'},
         {"role": "assistant", "content": None, "tool_calls": []},
         {"role": "assistant", "content": 'Done. {"name": "rm_rf"} {"name": "read_file"}'},
+        # submit is offered to a run too; a call written with its name second is still one
+        {"role": "assistant", "content": '{"arguments": {"answer": "3"}, "name": "submit"}'},
         {"role": "assistant", "content": "There are three files."},
     ]
-    assert call_shaped_text(state) == 2
+    assert call_shaped_text(state) == 3
 
 
 def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from harness.workspace import Workspace
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import QWEN_CODER, SMOLLM2, resolve
 from tests.helpers import post
-from tests.models_fixtures import model_server
+from tests.models_fixtures import assert_tool_text_stays_text, model_server
 
 TOOLS = [t.spec() for t in default_tools()]
 SIX_TASKS = [
@@ -304,3 +304,9 @@ def test_penalties_reach_the_sampler(smol: str) -> None:
         assert penalized["content"] != plain, penalty
     again = ask(smol, prompt, max_tokens=24, repetition_penalty=1.0)["choices"][0]["message"]
     assert again["content"] == plain  # 1.0 is no penalty
+
+
+def test_a_tool_result_cannot_open_a_turn_of_its_own() -> None:
+    backend = LlamaBackend(resolve(SMOLLM2), n_ctx=1024)
+    with model_server(backend) as url:
+        assert_tool_text_stays_text(backend, url)

@@ -14,6 +14,7 @@ from harness.tools import default_tools
 from serve_local.backends.generation import call_policy
 from serve_local.messages_request import parse_messages, to_chat
 from serve_local.scenarios import PLAN_ANSWER
+from tests.helpers import DANGLING_REF, REMOTE_REF
 
 QUESTION = "Which file mentions a timeout?"
 
@@ -241,6 +242,22 @@ def _error(response: httpx.Response) -> tuple[int, str, str]:
         ({"messages": [{"role": "system", "content": "x"}]}, "top-level 'system'"),
         ({"tools": [{"name": "t", "input_schema": {"type": 7}}]}, "input_schema"),
         ({"tools": [{"name": "t"}]}, "tools.0.input_schema: Field required"),
+        (
+            {"tools": [{"name": "t", "input_schema": {"type": "object", "$ref": "#"}}]},
+            "recurse forever",
+        ),
+        (
+            {"tools": [{"name": "t", "input_schema": REMOTE_REF}]},
+            "'https://example.com/path.json' (at properties/path) points outside the schema",
+        ),
+        (
+            {"tools": [{"name": "t", "input_schema": DANGLING_REF}]},
+            "names nothing in the schema",
+        ),
+        (
+            {"tools": [{"name": "t", "input_schema": {"type": "array"}}]},
+            "tools.0.input_schema: not an object schema",
+        ),
         (
             {"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
             "messages.0.content",

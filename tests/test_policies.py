@@ -20,6 +20,7 @@ from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
 from harness.steering import (
+    GROUNDING,
     NUDGE,
     NUDGE_SUBMIT,
     REPEAT_NOTE,
@@ -27,7 +28,8 @@ from harness.steering import (
     system_prompt,
 )
 from harness.tools import default_tools
-from harness.workspace import Workspace
+from harness.trace import Recorder
+from harness.workspace import Workspace, create_workspace
 from tests.fake_provider import answer, by_turn, calls, fake_client
 from tests.helpers import run_harness
 
@@ -300,3 +302,51 @@ async def test_the_submit_guard_asks_for_submit_after_a_repeat(workspace: Worksp
     assert (state.status, state.answer) == ("completed", "3 files")
     forced = {"type": "function", "function": {"name": "submit"}}
     assert [b.get("tool_choice") for b in seen] == [None, None, forced]
+
+
+async def _read_back(url: str, scenario: str, tmp_path: Path, **settings: Any) -> RunState:
+    state = new_run(f"scripted:{scenario}", "q")
+    async with ProviderClient(url) as client:
+        await run_loop(
+            state,
+            client,
+            default_tools(),
+            create_workspace(tmp_path / "ws"),
+            LoopConfig(**settings),
+            Recorder(),
+        )
+    return state
+
+
+def _tool_texts(state: RunState) -> list[str]:
+    return [str(m["content"]) for m in state.messages if m["role"] == "tool"]
+
+
+async def test_listing_by_size_gives_a_count_and_the_biggest_first(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    plain = _tool_texts(await _read_back(scripted_url, "plan", tmp_path / "a"))[0]
+    sized = _tool_texts(await _read_back(scripted_url, "plan", tmp_path / "b", listing="by_size"))
+    assert plain.splitlines()[0].startswith("access.log")
+    lines = sized[0].splitlines()
+    assert lines[0] == "3 files, sorted by size, biggest first:"
+    sizes = [int(line.split()[1]) for line in lines[1:]]
+    assert sizes == sorted(sizes, reverse=True) and lines[1].startswith("errors.log")
+
+
+async def test_a_missing_file_is_answered_with_the_files_that_exist_only_when_asked(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    plain = _tool_texts(await _read_back(scripted_url, "recover", tmp_path / "a"))[0]
+    named = await _read_back(scripted_url, "recover", tmp_path / "b", name_files_on_miss=True)
+    assert "no such file: timeout.log" in plain and "The files here are" not in plain
+    first = _tool_texts(named)[0]
+    assert first.endswith("The files here are: access.log, errors.log, notes.txt.")
+    # The error is still an error: the run's evidence does not count it.
+    assert not named.tool_log[0].ok
+
+
+def test_grounding_is_in_the_prompt_only_when_asked() -> None:
+    assert GROUNDING.strip() in system_prompt(LoopConfig(grounding=True))
+    assert GROUNDING.strip() not in system_prompt(LoopConfig())
+    assert preset("all-helps").settings["tool_choice"] == "list_files"

@@ -10,7 +10,7 @@ import pytest
 
 from harness.tools import default_tools
 from serve_local import tokens
-from tests.helpers import post, user
+from tests.helpers import DANGLING_REF, REMOTE_REF, post, tool_with, user
 
 TOOLS = [t.spec() for t in default_tools()]
 
@@ -272,6 +272,36 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         ),
         400,
         "tools[0].function.parameters is not a valid JSON Schema",
+    ),
+    (
+        "tool parameters that refer to themselves",
+        plan_request(tools=[tool_with({"type": "object", "$ref": "#"})]),
+        400,
+        "recurse forever",
+    ),
+    (
+        "tool parameters looping through allOf",
+        plan_request(tools=[tool_with({"type": "object", "allOf": [{"$ref": "#"}]})]),
+        400,
+        "recurse forever",
+    ),
+    (
+        "tool parameters referring to another document",
+        plan_request(tools=[tool_with(REMOTE_REF)]),
+        400,
+        "'https://example.com/path.json' (at properties/path) points outside the schema",
+    ),
+    (
+        "tool parameters referring to nothing",
+        plan_request(tools=[tool_with(DANGLING_REF)]),
+        400,
+        "'#/$defs/path' (at properties/path) names nothing in the schema",
+    ),
+    (
+        "tool parameters that are not an object schema",
+        plan_request(tools=[tool_with({"type": "string"})]),
+        400,
+        "tools[0].function.parameters is not an object schema",
     ),
     (
         "two tools with one name",

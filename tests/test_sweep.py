@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from evals.compare import compare
 from evals.records import read_records
-from evals.sweep import SweepSettings, best, rewrite, run_sweep
+from evals.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
 
 
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
@@ -20,7 +21,8 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
         ),
         echo=lambda _: None,
     )
-    assert [p.name for p in written] == ["sweep.md", "sweep.json", "sweep.png"]
+    assert [p.name for p in written] == ["sweep.md", "sweep.json", "sweep.png", "sweep_pareto.png"]
+    assert (tmp_path / "plots" / "sweep_pareto.png").read_bytes()[:4] == b"\x89PNG"
     data = json.loads((tmp_path / "sweep.json").read_text())
     rows = data["runs"]
     assert [(r["model"], r["policy"]) for r in rows] == [
@@ -38,7 +40,12 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
     duplicate = {r["policy"]: r for r in rows if r["model"] == "scripted:duplicate"}
     # The guard answers the repeated read from the earlier result: one tool run less per task.
     assert (duplicate["no-helpers"]["tool_runs"], duplicate["guarded"]["tool_runs"]) == (18, 12)
-    assert data["best"]["scripted:oracle"] in ("no-helpers", "guarded")
+    # Both solve every task in the same turns; guarded offers only the task's two tools, so
+    # its requests are shorter.
+    oracle = {r["policy"]: r for r in rows if r["model"] == "scripted:oracle"}
+    assert oracle["no-helpers"]["turns"] == oracle["guarded"]["turns"]
+    assert oracle["guarded"]["prompt_tokens"] < oracle["no-helpers"]["prompt_tokens"]
+    assert data["best"]["scripted:oracle"] == "guarded"
     table = (tmp_path / "sweep.md").read_text()
     for label in ("accuracy", "pass^k", "p95 turn ms", "invalid calls", "guarded", "no-helpers"):
         assert label in table
@@ -48,13 +55,45 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
     assert "| policy |" in text and "guarded" in text and "repeat_guard=answer" in text
 
 
-def test_best_is_the_most_accurate_then_the_fastest() -> None:
+def row(policy: str, accuracy: float, turns: int, tokens: int, wall_ms: float) -> dict[str, Any]:
+    return {
+        "policy": policy,
+        "accuracy": accuracy,
+        "turns": turns,
+        "prompt_tokens": tokens,
+        "completion_tokens": 0,
+        "wall_ms": wall_ms,
+    }
+
+
+def test_best_is_the_most_accurate_then_fewest_turns_then_fewest_tokens() -> None:
     rows = [
-        {"policy": "fast-wrong", "accuracy": 0.5, "wall_ms": 10.0},
-        {"policy": "slow-right", "accuracy": 0.83, "wall_ms": 900.0},
-        {"policy": "quick-right", "accuracy": 0.83, "wall_ms": 400.0},
+        row("fast-wrong", 0.5, 6, 100, 10.0),
+        row("right-many-turns", 0.83, 14, 500, 100.0),
+        row("right-few-turns-many-tokens", 0.83, 12, 900, 900.0),
+        row("right-few-turns-few-tokens", 0.83, 12, 800, 950.0),
     ]
-    assert best(rows)["policy"] == "quick-right"
+    assert best(rows)["policy"] == "right-few-turns-few-tokens"
+
+
+def test_the_pareto_front_keeps_only_rows_nothing_beats_on_both() -> None:
+    rows = [
+        {"model": "a", "policy": "slow-right", "accuracy": 0.8, "mean_turn_ms": 900.0},
+        {"model": "a", "policy": "fast-wrong", "accuracy": 0.2, "mean_turn_ms": 100.0},
+        {"model": "b", "policy": "beaten", "accuracy": 0.5, "mean_turn_ms": 950.0},
+        {"model": "b", "policy": "middle", "accuracy": 0.5, "mean_turn_ms": 400.0},
+        {"model": "b", "policy": "untimed", "accuracy": 1.0, "mean_turn_ms": None},
+    ]
+    front = [r["policy"] for r in pareto_front(rows)]
+    assert front == ["fast-wrong", "middle", "slow-right"]
+
+
+def test_wall_time_never_decides() -> None:
+    """Two runs equal in every deterministic figure: the earlier row wins, whichever was faster
+    on a shared machine."""
+    first, second = row("named-first", 0.0, 8, 300, 900.0), row("faster", 0.0, 8, 300, 10.0)
+    assert best([first, second])["policy"] == "named-first"
+    assert best([second, first])["policy"] == "faster"
 
 
 async def test_the_report_can_be_written_again_from_the_run_files(

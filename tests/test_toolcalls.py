@@ -49,6 +49,7 @@ FORMS: dict[str, Callable[[list[Call]], str]] = {
     "arguments encoded twice": lambda cs: "\n".join(
         json.dumps({"name": n, "arguments": json.dumps(json.dumps(a))}) for n, a in cs
     ),
+    "wrapped in extra braces": lambda cs: "\n".join("{" + json.dumps(obj(c)) + "}}" for c in cs),
     "openai shape echoed": lambda cs: json.dumps(
         [{"type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for n, a in cs]
     ),
@@ -183,3 +184,50 @@ def test_parallel_false_keeps_only_the_first_call() -> None:
     )
     assert parse_tool_calls(text, REAL, parallel=False).calls == [("list_files", {})]
     assert len(parse_tool_calls(text, REAL, parallel=True).calls) == 2
+
+
+# What the packaged Qwen2.5-Coder-1.5B writes under tool_choice auto, often.
+WRAPPED = '{{"name": "read_file", "arguments": {"path": "notes.txt"}}}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        WRAPPED,
+        '{{"name": "read_file", "arguments": {"path": "notes.txt"}}}',
+        '{ {"name": "read_file", "arguments": {"path": "notes.txt"}} }',
+        f"<tool_call>\n{WRAPPED}\n</tool_call>",
+        f"```json\n{WRAPPED}\n```",
+        '{{"name": "read_file", "arguments": {"path": "notes.txt"}',  # left open at the end
+    ],
+)
+def test_extra_braces_around_a_call_belong_to_the_call(text: str) -> None:
+    parsed = parse_tool_calls(text, REAL)
+    assert parsed.calls == [("read_file", {"path": "notes.txt"})]
+    assert parsed.content is None
+    before = parse_tool_calls(f"Let me read it.\n{text}", REAL)
+    assert before.calls == parsed.calls and before.content == "Let me read it."
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"name": "read_file", "arguments": {"path": 7}}', "7 is not of type 'string'"),
+        ('{"name": "read_file", "arguments": {}}', "'path' is a required property"),
+        ('{"name": "read_file", "arguments": ["a.txt"]}', "not a JSON object"),
+        (SCHEMA_ECHOES["arguments that are the tool's schema"], "JSON Schema keywords"),
+        (SCHEMA_ECHOES["a copied definition without the wrapper"], "a tool definition"),
+    ],
+)
+def test_a_refused_call_is_reported_with_its_reason(text: str, reason: str) -> None:
+    parsed = parse_tool_calls(f"Let me see. {text}", REAL)
+    assert parsed.calls == [] and parsed.content == f"Let me see. {text}"
+    (refused,) = parsed.refused
+    assert refused.name in REAL and reason in refused.reason
+    raw = json.loads(text)
+    assert json.loads(refused.arguments) == raw.get("arguments", raw.get("parameters"))
+
+
+def test_text_that_names_no_offered_tool_is_not_a_refused_call() -> None:
+    parsed = parse_tool_calls('{"name": "rm_rf", "arguments": {}} and {"name": "Alice"}', REAL)
+    assert parsed.calls == [] and parsed.refused == []

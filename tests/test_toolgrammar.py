@@ -72,10 +72,25 @@ def test_the_triggers_of_auto() -> None:
     assert trigger_at("Let me look.\n<tool_call>") == len("Let me look.\n")
     assert trigger_at("The answer is {x}") is None  # a brace later in prose is not a call
     assert trigger_at('{"answer": "errors.log"}') is None  # an answer given as JSON
+    assert trigger_at('{{"name"') == 0  # extra braces around a call belong to it
+    assert trigger_at(' { {\n"name"') == 1
 
 
 def test_what_may_still_become_a_call() -> None:
-    for text in ["", " \n", "`", "``", "```", "```js", "```json\n", "{", '{"', '{"na', '{ "name']:
+    for text in [
+        "",
+        " \n",
+        "`",
+        "``",
+        "```",
+        "```js",
+        "```json\n",
+        "{",
+        '{"',
+        '{"na',
+        '{ "name',
+        "{{",
+    ]:
         assert may_start_call(text), text
     for text in ["I", '{"answer', "```python", "`x", "{}", '```json\n{"a']:
         assert not may_start_call(text), text
@@ -153,6 +168,68 @@ def test_parallel_true_ends_the_reply_at_a_repeated_call(grammar: CallGrammar) -
     ]
 
 
+def test_a_call_inside_extra_braces_stays_constrained(grammar: CallGrammar) -> None:
+    """Qwen-Coder's ``{{"name": ...}}}}``: the trigger fires on the outer brace, the grammar
+    takes the wrapper, and the call must close it (balanced) before the reply may end."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    call = '{{"name": "read_file", "arguments": {"path": "notes.txt"}}'
+    stop, fed = feed(constraint, grammar, call)
+    assert constraint.active and not constraint.abandoned and not stop
+    mask = constraint.allowed()
+    assert mask is not None and not any(mask[t] for t in grammar.tokenizer.eos_tokens)
+    assert "}" in allowed_text(constraint, grammar, ["}", "The"])
+    feed_more(constraint, grammar, fed, "}")
+    assert not constraint.abandoned
+    mask = constraint.allowed()
+    assert mask is not None and any(mask[t] for t in grammar.tokenizer.eos_tokens)
+    assert parse_tool_calls(fed + "}", REAL).calls == [("read_file", {"path": "notes.txt"})]
+
+
+def feed_more(constraint: CallConstraint, grammar: CallGrammar, so_far: str, text: str) -> None:
+    for token in grammar.tokenizer.tokenize_str(text, parse_special=True):
+        so_far += grammar.tokenizer.decode_str([token])
+        constraint.observe(token, so_far)
+
+
+PRETTY_CALL = {"name": "read_file", "arguments": {"path": "logs/errors.log"}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(PRETTY_CALL, indent=2),
+        json.dumps(PRETTY_CALL, indent=4),
+        json.dumps(PRETTY_CALL, indent="\t"),
+        "```json\n" + json.dumps(PRETTY_CALL, indent=2) + "\n```",
+        "<tool_call>\n" + json.dumps(PRETTY_CALL, indent=2) + "\n</tool_call>",
+        '{ "name" : "read_file" , "arguments" : { "path" : "logs/errors.log" } }',
+    ],
+)
+def test_a_pretty_printed_call_stays_under_the_grammar(grammar: CallGrammar, text: str) -> None:
+    """A call written over several indented lines starts the grammar and stays in it to the
+    end: the constraint is never abandoned, and the reply ends with the call."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", False))
+    stop, fed = feed(constraint, grammar, text)
+    assert constraint.active and not constraint.abandoned
+    mask = constraint.allowed()
+    assert stop or (mask is not None and any(mask[t] for t in grammar.tokenizer.eos_tokens))
+    assert parse_tool_calls(fed, REAL).calls == [("read_file", {"path": "logs/errors.log"})]
+
+
+def test_whitespace_inside_a_call_is_bounded(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "required", True))
+    _, fed = feed(constraint, grammar, '{\n  "name": "list_files",')
+    assert not constraint.abandoned
+    fed_blanks = 0
+    (space,) = grammar.tokenizer.tokenize_str(" ", parse_special=True)
+    while constraint.allowed() is not None and constraint.allowed()[space]:  # type: ignore[index]
+        fed += " "
+        constraint.observe(space, fed)
+        fed_blanks += 1
+        assert fed_blanks < 100, "the grammar allows blanks without end"
+    assert fed_blanks > 1
+
+
 def test_an_answer_given_as_json_is_not_constrained(grammar: CallGrammar) -> None:
     constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
     stop, _ = feed(constraint, grammar, '{"answer": "errors.log mentions a timeout"}')
@@ -201,26 +278,37 @@ tool_sets = st.dictionaries(
 )
 
 
-def walk(constraint: CallConstraint, grammar: CallGrammar, rng: random.Random) -> str | None:
-    """A random path through the grammar, preferring one-character tokens so strings end."""
+CLOSERS = ('"', "}", "]")
+
+
+def walk(constraint: CallConstraint, grammar: CallGrammar, rng: random.Random) -> str:
+    """A random path through the grammar to its end, preferring one-character tokens and, a
+    third of the time, whatever closes a string, an object or an array, so every path ends."""
     tok = grammar.tokenizer
     short = [t for t in range(grammar.n_vocab) if len(tok.decode_bytes([t])) == 1]
+    closers = [t for t in short if tok.decode_str([t]) in CLOSERS]
     eos = set(tok.eos_tokens)
     text = ""
-    for _ in range(600):
+    for _ in range(5000):
         mask = constraint.allowed()
         assert mask is not None
         if any(mask[t] for t in eos) and rng.random() < 0.5:
             return text
-        choices = [t for t in short if mask[t]] or [t for t in range(grammar.n_vocab) if mask[t]]
-        choices = [t for t in choices if t not in eos] or choices
+        closing = [t for t in closers if mask[t]]
+        if closing and rng.random() < 1 / 3:
+            choices = closing
+        else:
+            choices = [t for t in short if mask[t]] or [
+                t for t in range(grammar.n_vocab) if mask[t]
+            ]
+            choices = [t for t in choices if t not in eos] or choices
         token = rng.choice(choices)
         if token in eos:
             return text
         text += tok.decode_str([token])
         if constraint.observe(token, text):
             return text
-    return None  # a path this long is not a failure of the grammar: the test skips it
+    raise AssertionError(f"the grammar never let this call end: {text[-200:]!r}")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -230,8 +318,6 @@ def test_every_constrained_call_parses_and_validates(
 ) -> None:
     constraint = grammar.constraint(CallPolicy(tools, "required", parallel))
     text = walk(constraint, grammar, random.Random(seed))
-    if text is None:
-        return
     parsed = parse_tool_calls(text, tools, parallel=parallel)
     assert parsed.calls, f"no call in {text!r}"
     assert parsed.content is None, text

@@ -12,7 +12,7 @@ from serve_local.backends.llama import LlamaBackend
 from serve_local.backends.transformers import TransformersBackend
 from serve_local.models import SMOLLM2, resolve
 from tests.helpers import post
-from tests.models_fixtures import model_server
+from tests.models_fixtures import assert_tool_text_stays_text, model_server
 
 TOOLS = [
     {
@@ -66,3 +66,27 @@ def test_same_prompt_tokens_as_the_llama_backend(hf: str) -> None:
     with model_server(LlamaBackend(resolve(SMOLLM2), n_ctx=1024)) as llama:
         llama_usage = post(llama, request).json()["usage"]
     assert hf_usage["prompt_tokens"] == llama_usage["prompt_tokens"]
+
+
+def test_a_stop_sequence_ends_generation_where_it_appears(hf: str) -> None:
+    """Generation stops at the token that completes the stop sequence: completion_tokens
+    counts up to that token, no further."""
+    prompt = "Describe the sea in one sentence."
+    full = post(hf, body(prompt, max_tokens=40)).json()
+    text = full["choices"][0]["message"]["content"]
+    stop = text[10:14]
+    cut = post(hf, body(prompt, max_tokens=40, stop=[stop])).json()
+    assert cut["choices"][0]["message"]["content"] == text[: text.index(stop)]
+    assert cut["choices"][0]["finish_reason"] == "stop"
+    used = cut["usage"]["completion_tokens"]
+    assert used < full["usage"]["completion_tokens"]
+    # Greedy: the first n tokens of the reply are what max_tokens=n returns.
+    before = post(hf, body(prompt, max_tokens=used - 1)).json()["choices"][0]["message"]
+    upto = post(hf, body(prompt, max_tokens=used)).json()["choices"][0]["message"]
+    assert stop not in before["content"] and stop in upto["content"]
+
+
+def test_a_tool_result_cannot_open_a_turn_of_its_own() -> None:
+    backend = TransformersBackend(resolve(SMOLLM2), n_ctx=1024)
+    with model_server(backend) as url:
+        assert_tool_text_stays_text(backend, url)

@@ -25,6 +25,9 @@ class Completion:
     # sequence ended the reply, ``finish_reason`` is then ``stop``) or ``pause_turn``.
     stop_reason: str | None = None
     stop_sequence: str | None = None
+    # Calls of offered tools the parser would not make (name, arguments, reason): sent beside
+    # ``timings`` so that invalid calls stay countable when none reaches the client.
+    refused_calls: list[dict[str, str]] = field(default_factory=list)
 
 
 class Backend(Protocol):

@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from serve_local.backends.base import Completion
@@ -154,13 +154,16 @@ def to_completion(
         finish = "tool_calls"
     return Completion(
         model=model_name,
-        content=parsed.content if calls else generated.text,
+        # With tools offered, the content is the text around the calls, trimmed, whether or not
+        # it holds any: what a streamed reply can send before it knows.
+        content=parsed.content if policy is not None else generated.text,
         tool_calls=calls,
         finish_reason=finish,
         prompt_tokens=generated.prompt_n + generated.cache_n,
         completion_tokens=generated.predicted_n,
         stop_reason="stop_sequence" if generated.stop_sequence is not None else None,
         stop_sequence=generated.stop_sequence,
+        refused_calls=[asdict(refused) for refused in parsed.refused],
         timings=Timings(
             prompt_n=generated.prompt_n,
             cache_n=generated.cache_n,
@@ -188,6 +191,9 @@ class LocalBackend:
         self.load_error: str | None = None
         self.load_seconds: float | None = None
         self._template: ChatTemplate | None = None
+        # The text of the vocabulary's control tokens: markup when the template writes them,
+        # plain text when a message does (set at load).
+        self._markers: tuple[str, ...] = ()
         self._sha256: str | None = None
         self._queue: GenerationQueue | None = None
 
@@ -226,7 +232,12 @@ class LocalBackend:
         """The tokens the model sees for ``request``: its chat template rendered, tokenized."""
         if self._template is None:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
-        return self._tokens(self._template.render(request))
+        parts = self._template.render_parts(request, self._markers)
+        return [
+            token
+            for i, (text, markup) in enumerate(parts)
+            for token in self._tokens(text, markup=markup, first=i == 0)
+        ]
 
     def generate(
         self, tokens: list[int], max_new: int, sampling: Sampling, cancel: threading.Event
@@ -235,7 +246,9 @@ class LocalBackend:
         tool-call parsing: the runtime's floor that the serving benchmark measures against."""
         return self._generate(tokens, max_new, sampling, cancel)
 
-    def _tokens(self, prompt: str) -> list[int]:
+    def _tokens(self, text: str, markup: bool = True, first: bool = True) -> list[int]:
+        """``text`` as tokens; control tokens are read as such only in ``markup``, and a BOS
+        the model wants goes before the ``first`` piece of a prompt."""
         raise NotImplementedError
 
     def _vocabulary(self) -> Any:

@@ -49,6 +49,19 @@ def llama_vocabulary(llm: Any) -> Any:
     return lltokenizer_from_vocab(vocab, eos_token=eog)
 
 
+def control_texts(llm: Any) -> tuple[str, ...]:
+    """The text of every control or user-defined token of a loaded model's vocabulary."""
+    llama_cpp = _import_llama()
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    kinds = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+    texts = (
+        llm._model.token_get_text(t)
+        for t in range(llm.n_vocab())
+        if llama_cpp.llama_vocab_get_attr(vocab, t) & kinds
+    )
+    return tuple(t for t in texts if t)
+
+
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -100,6 +113,7 @@ class LlamaBackend(LocalBackend):
             eos_token=llm._model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else "",
         )
         self._vocab_is_eog = llama_cpp.llama_vocab_is_eog
+        self._markers = control_texts(llm)
         self._llm = llm
         self._load_call_grammar()
         self.load_seconds = time.perf_counter() - started
@@ -114,9 +128,9 @@ class LlamaBackend(LocalBackend):
     def _vocabulary(self) -> Any:
         return llama_vocabulary(self._llm)
 
-    def _tokens(self, prompt: str) -> list[int]:
+    def _tokens(self, text: str, markup: bool = True, first: bool = True) -> list[int]:
         tokens: list[int] = self._llm.tokenize(
-            prompt.encode("utf-8"), add_bos=self._add_bos, special=True
+            text.encode("utf-8"), add_bos=self._add_bos and first, special=markup
         )
         return tokens
 

@@ -94,6 +94,7 @@ class TransformersBackend(LocalBackend):
             bos_token=tokenizer.bos_token or "",
             eos_token=tokenizer.eos_token or "",
         )
+        self._markers = tuple(t.content for t in tokenizer.added_tokens_decoder.values())
         self._tokenizer = tokenizer
         self._model = model
         self._load_call_grammar()
@@ -108,8 +109,10 @@ class TransformersBackend(LocalBackend):
         n_vocab = self._model.get_output_embeddings().weight.shape[0]
         return from_tokenizer(self._tokenizer, n_vocab=n_vocab, eos_token=sorted(self._eog))
 
-    def _tokens(self, prompt: str) -> list[int]:
-        tokens: list[int] = self._tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    def _tokens(self, text: str, markup: bool = True, first: bool = True) -> list[int]:
+        tokens: list[int] = self._tokenizer(
+            text, add_special_tokens=False, split_special_tokens=not markup
+        )["input_ids"]
         return tokens
 
     def _generate(
@@ -131,20 +134,26 @@ class TransformersBackend(LocalBackend):
         )
 
         first: list[float] = []
-        ended: list[bool] = []  # the call grammar ended the reply
+        ended: list[bool] = []  # the call grammar or a stop sequence ended the reply
         tokenizer, prompt_len = self._tokenizer, len(tokens)
 
         class _Watch(StoppingCriteria):
             """Notes when the first token exists; feeds the call grammar; stops when the client
-            has gone or a constrained call has ended the reply."""
+            has gone, a constrained call has ended the reply or a stop sequence appeared (so no
+            token past it is generated, counted or waited for)."""
 
             def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
                 if not first:
                     first.append(time.perf_counter())
-                if constraint is not None and not ended:
+                if (constraint is not None or sampling.stop) and not ended:
                     new = input_ids[0, prompt_len:].tolist()
                     text = tokenizer.decode(new, skip_special_tokens=False)
-                    if new[-1] not in self_eog and constraint.observe(new[-1], text):
+                    stopped = cut_at_stop(text, sampling.stop)[1] is not None
+                    if stopped or (
+                        constraint is not None
+                        and new[-1] not in self_eog
+                        and constraint.observe(new[-1], text)
+                    ):
                         ended.append(True)
                 done = cancel.is_set() or bool(ended)
                 return torch.full((input_ids.shape[0],), done, dtype=torch.bool)

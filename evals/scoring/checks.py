@@ -1,0 +1,187 @@
+"""Scorers: each check of a task, applied to a finished run.
+
+A verdict is evidence about a model only when the scorer refuses what is not an answer, so two
+rules hold for every check:
+
+* The answer is what the model *stated*: a tool call written as text (a JSON object naming a
+  tool, with or without a ``<tool_call>`` tag or fence around it) is not part of it.
+* Evidence is a result the run *received*: a call that succeeded. A refused, failed or
+  declined call is never evidence, and neither is a copy of a failure served again by the
+  repeated-call guard. The rule is read from the transcript, so runs recorded before the loop
+  marked those copies as failures score the same as runs recorded after.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from evals.tasks import (
+    Check,
+    Contains,
+    ContainsAny,
+    FilesRead,
+    NotContains,
+    Observed,
+    Regex,
+    StatusIs,
+    Task,
+    ToolCalled,
+)
+from harness.state import RunState, ToolRun
+from harness.steering import signature
+
+_DECODER = json.JSONDecoder()
+_CALL_START = re.compile(r'\{\s*"name"\s*:\s*"')
+# What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
+_WRAPPING = re.compile(r"</?tool_call>|```(?:json)?|^[\s{}\[\],]+$", re.MULTILINE)
+
+
+def _is_call(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and ("arguments" in value or "parameters" in value)
+    )
+
+
+def stated(answer: str | None) -> str:
+    """The answer without the tool calls written into it as text."""
+    text = answer or ""
+    kept, position = [], 0
+    for start in _CALL_START.finditer(text):
+        if start.start() < position:
+            continue
+        try:
+            value, end = _DECODER.raw_decode(text, start.start())
+        except json.JSONDecodeError:
+            value, end = None, len(text)  # a call cut off mid-object runs to the end
+            if '"arguments"' not in text[start.start() :]:
+                continue
+        if value is None or _is_call(value):
+            kept.append(text[position : start.start()])
+            position = end
+    kept.append(text[position:])
+    return _WRAPPING.sub("", "".join(kept)).strip()
+
+
+@dataclass(frozen=True)
+class Received:
+    """A tool result the model read from a call that succeeded."""
+
+    name: str
+    arguments: dict[str, Any]
+    content: str
+
+
+def _arguments(run: ToolRun) -> dict[str, Any] | None:
+    try:
+        value = json.loads(run.arguments or "{}")
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def received(state: RunState) -> list[Received]:
+    """Every tool result of the run that is evidence, in the order the model read them."""
+    contents = {
+        m.get("tool_call_id"): str(m.get("content") or "")
+        for m in state.messages
+        if m["role"] == "tool"
+    }
+    first_run: dict[str, ToolRun] = {}
+    found = []
+    for run in state.tool_log:
+        key = signature(run.name, run.arguments)
+        original = first_run.get(key) if run.cached else first_run.setdefault(key, run)
+        declined = f"{run.turn}.{run.index}" in state.rejected
+        if not run.ok or declined or original is None or not original.ok:
+            continue
+        arguments = _arguments(run)
+        if arguments is None or run.call_id not in contents:
+            continue
+        found.append(Received(run.name, arguments, contents[run.call_id]))
+    return found
+
+
+def _path(value: str) -> str:
+    return posixpath.normpath(value.strip())
+
+
+def _matches(given: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    for name, value in wanted.items():
+        have = given.get(name)
+        if isinstance(value, str) and isinstance(have, str):
+            if _path(have) != _path(value):
+                return False
+        elif have != value:
+            return False
+    return True
+
+
+def observed(state: RunState, check: Observed) -> bool:
+    return any(
+        r.name == check.tool
+        and _matches(r.arguments, check.arguments or {})
+        and all(s.lower() in r.content.lower() for s in check.result_contains)
+        for r in received(state)
+    )
+
+
+def files_read(state: RunState) -> set[str]:
+    """Files for which ``read_file`` returned their content."""
+    return {
+        _path(str(r.arguments.get("path", "")))
+        for r in received(state)
+        if r.name == "read_file" and isinstance(r.arguments.get("path"), str)
+    }
+
+
+def _called(state: RunState, name: str, arguments: dict[str, Any] | None) -> bool:
+    for run in state.tool_log:
+        if run.name != name:
+            continue
+        given = _arguments(run)
+        if arguments is None or (given is not None and _matches(given, arguments)):
+            return True
+    return False
+
+
+def check_passes(check: Check, state: RunState) -> bool:
+    answer = stated(state.answer)
+    lowered = answer.lower()
+    match check:
+        case Contains(value=value):
+            return value.lower() in lowered
+        case ContainsAny(values=values):
+            return any(v.lower() in lowered for v in values)
+        case NotContains(values=values):
+            return not any(v.lower() in lowered for v in values)
+        case Regex(pattern=pattern):
+            return re.search(pattern, answer, re.IGNORECASE) is not None
+        case FilesRead(files=files, exact=exact):
+            read = files_read(state)
+            wanted = {_path(f) for f in files}
+            return read == wanted if exact else wanted <= read
+        case ToolCalled(name=name, arguments=arguments):
+            return _called(state, name, arguments)
+        case Observed():
+            return observed(state, check)
+        case StatusIs(value=value):
+            return state.status == value
+    raise AssertionError(f"unhandled check {check!r}")
+
+
+def describe(check: Check) -> str:
+    fields = check.model_dump(exclude={"kind"}, exclude_none=True)
+    return f"{check.kind} {json.dumps(fields, ensure_ascii=False)}"
+
+
+def score(task: Task, state: RunState) -> list[dict[str, Any]]:
+    return [
+        {"check": describe(c), "kind": c.kind, "passed": check_passes(c, state)}
+        for c in task.checks
+    ]

@@ -1,0 +1,186 @@
+"""Today's checks applied to runs recorded earlier: ``python -m evals rescore RUN_FILE|FOLDER``.
+
+A record keeps its task's state file beside the run file (``RUN.runs/RUN_ID.json``), and the
+state file holds everything a check reads: the answer, the transcript with every tool result,
+the tool log and the status. Rescoring re-reads it, scores it with the task's checks as the
+task file has them now, rewrites the record's ``checks`` and ``correct`` (noting the verdict it
+replaced under ``rescored``), and rewrites the run's summaries. A record whose state file is
+missing keeps its old verdict and is reported, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evals.markdown import table
+from evals.records import NOT_RUN, code_version, kept_file, read_records, read_text
+from evals.runfiles import write_summaries
+from evals.scoring.checks import score
+from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
+from harness.state import RunState
+
+
+class RescoreError(ValueError):
+    """A run file that cannot be rescored; the message names it and says why."""
+
+
+@dataclass
+class Rescored:
+    run_file: Path
+    runs: int
+    before: int  # correct records before
+    after: int  # correct records after
+    first: int = 0  # correct records as first recorded, before any rescoring
+    missing: list[str] = field(default_factory=list)  # task ids whose state file is missing
+    # Verdicts that differ from the first recorded: "task_id e1: ✓ -> ✗"
+    changed: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        text = f"{self.run_file.name}: {self.before}/{self.runs} -> {self.after}/{self.runs}"
+        if self.changed:
+            text += f"  ({'; '.join(self.changed)})"
+        if self.missing:
+            text += f"  [no state file, verdict kept: {', '.join(self.missing)}]"
+        return text
+
+
+def run_files(paths: list[Path]) -> list[Path]:
+    """The run files named, and those inside the folders named, in name order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(path.glob("*.jsonl"))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise RescoreError(f"{path}: no such run file or folder")
+    return found
+
+
+def task_set_for(records: list[dict[str, Any]], run_file: Path) -> TaskSet:
+    """The task set a run was made from, as its file reads today: the one its records name,
+    looked up beside the default task set."""
+    names = {r.get("task_set") for r in records}
+    if len(names) != 1 or None in names:
+        raise RescoreError(
+            f"{run_file}: its records name no single task set ({names}); use --tasks"
+        )
+    (name,) = names
+    path = DEFAULT_TASKS.with_name(f"{name}.json")
+    if not path.is_file():
+        raise RescoreError(f"{run_file}: task set {name!r} is not in {path.parent}; use --tasks")
+    return load_tasks(path)
+
+
+def _state(run_file: Path, run_id: str) -> RunState | None:
+    path = kept_file(run_file, f"{run_id}.json")
+    if path is None:
+        return None
+    try:
+        return RunState.from_dict(json.loads(read_text(path)))
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise RescoreError(f"{path}: not a state file the harness can read ({exc})") from exc
+
+
+def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
+    records = read_records(run_file)
+    if not records:
+        raise RescoreError(f"{run_file}: no records")
+    taskset = tasks or task_set_for(records, run_file)
+    by_id = {t.id: t for t in taskset.tasks}
+    result = Rescored(run_file, len(records), 0, 0)
+    stamp = {"by": code_version(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    for record in records:
+        before = bool(record["correct"])
+        result.before += before
+        state = None if record["status"] == NOT_RUN else _state(run_file, record["run_id"])
+        task = by_id.get(record["task_id"])
+        if task is None:
+            raise RescoreError(f"{run_file}: task {record['task_id']!r} is not in {taskset.name}")
+        if record["status"] != NOT_RUN and state is None:
+            result.missing.append(record["task_id"])
+        checks = None if state is None else score(task, state)
+        if checks is not None and checks != record["checks"]:
+            record["checks"] = checks
+            record["correct"] = all(c["passed"] for c in checks)
+            # The first verdict a record had stays named, however often it is rescored; a
+            # record whose checks come out the same is left as it is.
+            first = record.get("rescored", {}).get("first_verdict", before)
+            record["rescored"] = {**stamp, "first_verdict": first}
+        after = bool(record["correct"])
+        first = bool(record.get("rescored", {}).get("first_verdict", after))
+        result.after += after
+        result.first += first
+        if after != first:
+            mark = {True: "✓", False: "✗"}
+            result.changed.append(
+                f"{record['task_id']} e{record['epoch']}: {mark[first]} -> {mark[after]}"
+            )
+    _rewrite(run_file, records)
+    return result
+
+
+def _rewrite(run_file: Path, records: list[dict[str, Any]]) -> None:
+    """The run file with its new verdicts, replaced in one step, and its summaries."""
+    summary_json = run_file.with_suffix(".summary.json")
+    try:
+        elapsed = json.loads(summary_json.read_text(encoding="utf-8")).get("elapsed_ms")
+    except (OSError, json.JSONDecodeError):
+        elapsed = None
+    tmp = run_file.with_name(run_file.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, run_file)
+    write_summaries(run_file, elapsed_ms=elapsed)
+
+
+def markdown(results: list[Rescored]) -> str:
+    """Each run file's score as first recorded and under today's checks."""
+    rows = [
+        [
+            f"`{r.run_file.name}`",
+            f"{r.first}/{r.runs}",
+            f"{r.after}/{r.runs}",
+            "; ".join(r.changed) or "–",
+            ", ".join(r.missing) or "–",
+        ]
+        for r in results
+    ]
+    head = [
+        "run file",
+        "first recorded",
+        "today's checks",
+        "tasks whose verdict changed",
+        "no state file",
+    ]
+    first, after = sum(r.first for r in results), sum(r.after for r in results)
+    runs = sum(r.runs for r in results)
+    return "\n".join(
+        [
+            "# Rescored runs",
+            "",
+            "Every run file's verdicts under the task file's checks as they are today "
+            "(`python -m evals rescore`), beside the verdicts first recorded.",
+            "",
+            table(head, rows),
+            f"Total: {first}/{runs} correct as first recorded, {after}/{runs} under today's "
+            "checks.",
+            "",
+        ]
+    )
+
+
+def rescore(paths: list[Path], tasks: Path | None = None) -> list[Rescored]:
+    files = run_files(paths)
+    if not files:
+        raise RescoreError(f"no run files (*.jsonl) in {', '.join(map(str, paths))}")
+    taskset = load_tasks(tasks) if tasks else None
+    return [rescore_file(f, taskset) for f in files]

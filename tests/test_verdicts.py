@@ -1,0 +1,263 @@
+"""Verdicts: what a check must refuse. Scorer adversaries through the real loop and runner, a
+shotgun answer built from every task file's own checks, failures that stay failures, and
+rescoring of recorded runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.records import read_records
+from evals.runner import EvalSettings, run_eval
+from evals.scoring import files_read, received, score, stated
+from evals.scoring.adversaries import run_adversaries, weak, write
+from evals.scoring.rescore import rescore
+from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
+from harness.approvals import reject
+from harness.client import ProviderClient
+from harness.config import LoopConfig
+from harness.loop import run_loop
+from harness.presets import PLAIN, preset, presets
+from harness.state import RunState, ToolRun, new_run
+from harness.tools import default_tools
+from harness.trace import Recorder
+from harness.workspace import Workspace, create_workspace
+from serve_local.scenarios import ADVERSARIES
+from tests.helpers import ROOT
+
+TASK_FILES = sorted(DEFAULT_TASKS.parent.glob("*.json"))
+
+
+async def run_files6(url: str, model: str, policy: str, out: Path) -> list[dict[str, Any]]:
+    settings = EvalSettings(
+        base_url=url, model=model, policy=preset(policy), max_turns=8, out=out, concurrency=6
+    )
+    return read_records(await run_eval(settings, echo=lambda _: None))
+
+
+async def test_every_adversary_scores_zero_and_the_oracle_all_under_every_preset(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    cells = await run_adversaries(DEFAULT_TASKS, scripted_url, echo=lambda _: None)
+    assert {c.scenario for c in cells} == {"oracle", *ADVERSARIES}
+    assert {c.policy for c in cells} == set(presets())
+    assert all(c.runs == 6 for c in cells)
+    credited = {(c.scenario, c.policy): c.credited for c in cells if c.scenario != "oracle"}
+    assert {k: v for k, v in credited.items() if v} == {}
+    missed = {c.policy: c.correct for c in cells if c.scenario == "oracle" and c.correct < 6}
+    assert missed == {}
+    md, _ = write(cells, DEFAULT_TASKS, tmp_path)
+    assert md.name == "adversaries-files6.md"
+    assert "No adversary is credited with any task" in md.read_text()
+
+
+async def test_a_weak_check_shows_up_as_a_credited_adversary(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """files6 as it was scored before grounding: answer checks alone."""
+    data = json.loads(DEFAULT_TASKS.read_text())
+    for task in data["tasks"]:
+        task["checks"] = [c for c in task["checks"] if c["kind"] not in ("observed", "files_read")]
+    weak_tasks = tmp_path / "weak.json"
+    weak_tasks.write_text(json.dumps({**data, "name": "weak"}))
+    cells = await run_adversaries(weak_tasks, scripted_url, lambda _: None, [PLAIN])
+    found = weak(cells)
+    assert "adversary-shotgun" in found["count"] and "adversary-guess" in found["timeout"]
+    md, _ = write(cells, weak_tasks, tmp_path)
+    assert "Weak checks: " in md.read_text()
+
+
+def shotgun(task: Task) -> str:
+    """Every string any answer check of ``task`` looks for, and every file name, in one answer."""
+    words: list[str] = ["errors.log", "access.log", "notes.txt", "3", "three"]
+    for check in task.checks:
+        if isinstance(check, Contains):
+            words.append(check.value)
+        elif isinstance(check, ContainsAny):
+            words += check.values
+        elif isinstance(check, Regex):
+            # The literal alternatives of a pattern such as \b(3|three)\b.
+            words += re.findall(r"[A-Za-z0-9._/ -]{2,}", check.pattern.replace("\\b", " "))
+    return " ".join(words)
+
+
+@pytest.mark.parametrize("path", TASK_FILES, ids=[p.stem for p in TASK_FILES])
+def test_no_task_passes_a_shotgun_answer_without_a_tool_result(path: Path) -> None:
+    for task in load_tasks(path).tasks:
+        state = new_run("adversary", task.question)
+        state.status = "completed"
+        state.answer = shotgun(task)
+        checks = score(task, state)
+        assert not all(c["passed"] for c in checks), f"{path.name}: {task.id} credits {checks}"
+        # The answer checks do pass: only the missing evidence refuses it.
+        answer_kinds = {"contains", "contains_any", "regex"}
+        assert all(c["passed"] for c in checks if c["kind"] in answer_kinds), (task.id, checks)
+
+
+@pytest.mark.parametrize("path", TASK_FILES, ids=[p.stem for p in TASK_FILES])
+def test_every_shipped_task_is_grounded(path: Path) -> None:
+    ungrounded = [t.id for t in load_tasks(path).tasks if not t.grounded]
+    assert ungrounded == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [
+        ('{"name": "read_file", "arguments": {"path": "errors.log"}}', ""),
+        ('{{"name": "read_file", "arguments": {"path": "notes.txt"}}}}', ""),
+        ('<tool_call>\n{"name": "list_files", "arguments": {}}\n</tool_call>', ""),
+        ('```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```', ""),
+        ('{"name": "read_file", "arguments": {"path": "errors.l', ""),
+        ('errors.log. {"name": "submit", "arguments": {"answer": "x"}}', "errors.log."),
+        ('The config says {"name": "Alice"}.', 'The config says {"name": "Alice"}.'),
+        ("errors.log mentions a timeout.", "errors.log mentions a timeout."),
+    ],
+)
+def test_a_call_written_as_text_is_not_part_of_the_answer(answer: str, kept: str) -> None:
+    assert stated(answer) == kept
+
+
+# -- failure stays failure, through the real loop ------------------------------------------
+
+
+async def loop(url: str, scenario: str, tmp: Path, **config: Any) -> tuple[RunState, Workspace]:
+    state = new_run(f"scripted:{scenario}", "Which file mentions a timeout?")
+    workspace = create_workspace(tmp / "ws")
+    recorder = Recorder(state_dir=tmp / "state")
+    async with ProviderClient(url) as client:
+        await run_loop(state, client, default_tools(), workspace, LoopConfig(**config), recorder)
+    return state, workspace
+
+
+async def test_a_repeat_of_a_refused_read_stays_refused(scripted_url: str, tmp_path: Path) -> None:
+    state, _ = await loop(scripted_url, "adversary-wrong-paths", tmp_path, repeat_guard="note")
+    first, repeat = state.tool_log[0], state.tool_log[1]
+    assert first.arguments == repeat.arguments and repeat.cached and not repeat.ran
+    assert not first.ok and not repeat.ok
+    assert "outside the workspace" in (repeat.error or "")
+    assert files_read(state) == set() and received(state) == []
+    # The model still reads the earlier refusal, with the note that it repeated itself.
+    answer = next(m for m in state.messages if m.get("tool_call_id") == repeat.call_id)
+    assert "outside the workspace" in answer["content"] and answer.get("is_error") is True
+
+
+async def test_a_declined_call_is_not_ok(scripted_url: str, tmp_path: Path) -> None:
+    state, workspace = await loop(scripted_url, "destructive", tmp_path)
+    assert state.interruption and state.interruption["type"] == "approval"
+    reject(state, state.interruption["call_id"], "keep it")
+    async with ProviderClient(scripted_url) as client:
+        recorder = Recorder(state_dir=tmp_path / "state")
+        await run_loop(state, client, default_tools(), workspace, LoopConfig(), recorder)
+    (declined,) = [r for r in state.tool_log if r.name == "delete_file"]
+    assert not declined.ok and not declined.ran and "declined" in (declined.error or "")
+    assert [r.name for r in received(state)] == ["list_files"]
+    assert (workspace.root / "access.log").exists()
+
+
+async def test_files_read_counts_only_reads_that_returned_content(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    state, _ = await loop(scripted_url, "recover", tmp_path, tool_errors="descriptive")
+    assert [(r.name, r.ok) for r in state.tool_log] == [
+        ("read_file", False),
+        ("list_files", True),
+        ("read_file", True),
+    ]
+    assert files_read(state) == {"errors.log"}
+
+
+def test_a_copy_of_a_failure_recorded_as_ok_is_still_no_evidence() -> None:
+    """Runs recorded before the loop marked copies of failures: the transcript decides."""
+    state = new_run("m", "q")
+    refusal = "refused: '../errors.log' is outside the workspace."
+    for turn, cached in ((1, False), (2, True)):
+        call_id = f"c{turn}"
+        call = {"id": call_id, "type": "function", "function": {"name": "read_file"}}
+        call["function"]["arguments"] = '{"path": "../errors.log"}'
+        state.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        state.messages.append({"role": "tool", "tool_call_id": call_id, "content": refusal})
+        state.tool_log.append(
+            ToolRun(
+                turn, call_id, "read_file", '{"path": "../errors.log"}', ok=cached, ran=not cached,
+                error=None if cached else refusal, cached=cached,
+            )
+        )  # fmt: skip
+    assert received(state) == []
+
+
+# -- rescoring -----------------------------------------------------------------------------
+
+
+def stricter(tmp_path: Path) -> Path:
+    """files6 where ``count`` also asks for "four files", which the oracle's answer does not say."""
+    data = json.loads(DEFAULT_TASKS.read_text())
+    for task in data["tasks"]:
+        if task["id"] == "count":
+            task["checks"].append({"kind": "contains", "value": "four files"})
+    path = tmp_path / "files6.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+async def test_rescore_applies_todays_checks_and_reports_before_and_after(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    records = await run_files6(scripted_url, "scripted:oracle", PLAIN, tmp_path / "run.jsonl")
+    assert sum(r["correct"] for r in records) == 6
+    missing = tmp_path / "run.runs" / f"{records[0]['run_id']}.json"
+    missing.unlink()  # the first task (timeout) can no longer be rescored
+    command = [sys.executable, "-m", "evals", "rescore", "run.jsonl"]
+    proc = subprocess.run(
+        [*command, "--tasks", str(stricter(tmp_path)), "--report", "rescore.md"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "run.jsonl: 6/6 -> 5/6  (count e1: ✓ -> ✗)" in proc.stdout
+    assert "no state file, verdict kept: timeout" in proc.stdout
+    after = {r["task_id"]: r for r in read_records(tmp_path / "run.jsonl")}
+    assert not after["count"]["correct"] and after["count"]["rescored"]["first_verdict"] is True
+    assert after["timeout"]["correct"] and "rescored" not in after["timeout"]
+    summary = json.loads((tmp_path / "run.summary.json").read_text())
+    assert summary["correct"] == 5
+    assert "correct=5/6" in (tmp_path / "run.summary.md").read_text()
+    report = (tmp_path / "rescore.md").read_text()
+    assert "| `run.jsonl` | 6/6 | 5/6 | count e1: ✓ -> ✗ | timeout |" in report
+
+
+async def test_rescoring_twice_keeps_the_first_verdict(scripted_url: str, tmp_path: Path) -> None:
+    await run_files6(scripted_url, "scripted:oracle", PLAIN, tmp_path / "run.jsonl")
+    strict = stricter(tmp_path)
+    (first,) = rescore([tmp_path / "run.jsonl"], strict)
+    once = (tmp_path / "run.jsonl").read_bytes()
+    (second,) = rescore([tmp_path / "run.jsonl"], strict)
+    assert (tmp_path / "run.jsonl").read_bytes() == once  # nothing changed, nothing rewritten
+    assert (first.before, first.after, second.before, second.after) == (6, 5, 5, 5)
+    count = next(r for r in read_records(tmp_path / "run.jsonl") if r["task_id"] == "count")
+    assert count["rescored"]["first_verdict"] is True
+
+
+def test_rescore_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals", "rescore", str(tmp_path / "nowhere.jsonl")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1 and "nowhere.jsonl: no such run file or folder" in proc.stderr
+    shutil.copy(DEFAULT_TASKS, tmp_path / "x.jsonl")
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals", "rescore", str(tmp_path / "x.jsonl")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1 and "x.jsonl" in proc.stderr
