@@ -97,7 +97,10 @@ def task_record(
     state: RunState,
     checks: list[dict[str, Any]],
     trace_path: str | None,
+    queue_ms: float = 0.0,
 ) -> dict[str, Any]:
+    """``queue_ms``: time the run's turns waited for a server with room (an eval's queue); it
+    is recorded apart and left out of wall time, which counts the task's own work."""
     latencies = [t.latency_ms for t in state.turn_records]
     return {
         **context,
@@ -113,7 +116,8 @@ def task_record(
         "prompt_tokens": state.prompt_tokens,
         "completion_tokens": state.completion_tokens,
         "cost_usd": round(state.cost_usd, 8),
-        "wall_ms": round(state.wall_ms, 1),
+        "wall_ms": round(state.wall_ms - queue_ms, 1),
+        "queue_ms": round(queue_ms, 1),
         "turn_latency_ms": latencies,
         "turn_timings": [t.timings for t in state.turn_records],
         "turn_finish_reasons": [t.finish_reason for t in state.turn_records],
@@ -123,7 +127,7 @@ def task_record(
         "model_ms": round(state.model_ms, 1),
         "tool_ms": round(state.tool_ms, 1),
         "tool_wall_ms": round(state.tool_wall_ms, 1),
-        "harness_ms": round(state.harness_ms, 1),
+        "harness_ms": round(state.harness_ms - queue_ms, 1),
         "tool_bugs": [f"{r.name}: {r.error}" for r in state.tool_log if r.bug],
         # Calls whose arguments failed the tool's JSON Schema (the harness checks them again).
         "invalid_calls": sum(r.invalid for r in state.tool_log),
@@ -156,6 +160,7 @@ def not_run_record(
         "completion_tokens": 0,
         "cost_usd": 0.0,
         "wall_ms": 0.0,
+        "queue_ms": 0.0,
         "turn_latency_ms": [],
         "answer": None,
         "checks": [],

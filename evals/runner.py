@@ -267,6 +267,7 @@ async def _one(
             state=state,
             checks=score(task, state),
             trace_path=str(trace),
+            queue_ms=client.queue_ms,
         )
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
@@ -275,7 +276,7 @@ async def _one(
         record["seed"] = ev.settings.epoch_seed(epoch)
         record["answered_by"] = answered
         record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
-        if state.status == "failed" and not any(_reachable(s.base_url) for s in ev.servers):
+        if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
     ev.append(record)
     ev.finished_at = time.monotonic()
@@ -316,10 +317,16 @@ async def run_evals(
     pool = ServerPool(first.api)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
     slots = asyncio.Semaphore(first.concurrency)
+    raised: list[Exception] = []
 
     async def bounded(n: int, ev: _Eval, task: Task, epoch: int) -> None:
-        async with slots:  # each eval its own scratch: run ids repeat across models
-            await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+        async with slots:
+            if raised:
+                return  # the eval stops: what is not started stays for --resume
+            try:  # each eval its own scratch: run ids repeat across models
+                await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+            except Exception as exc:
+                raised.append(exc)
 
     try:
         for ev in runs:
@@ -328,7 +335,14 @@ async def run_evals(
         total = sum(len(ev.order) for ev in runs)
         started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
+            # A task run that raises stops the eval, but only once the runs in flight have
+            # ended: the files, clients and scratch folder close after the last of them, so
+            # their records are kept whole.
             await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+        if raised:
+            kept = ", ".join(str(ev.partial) for ev in runs)
+            echo(f"a task run raised; the records of the others are kept in {kept}")
+            raise raised[0]
         for ev in runs:
             assert ev.file is not None
             ev.file.close()
@@ -360,9 +374,12 @@ async def run_eval(
     return out
 
 
-def _reachable(base_url: str) -> bool:
-    try:
-        fetch_models(base_url)
-    except EvalError:
-        return False
-    return True
+async def _any_reachable(servers: list[Server]) -> bool:
+    """Whether a server still answers; asked in a thread, so the other task runs go on."""
+    for server in servers:
+        try:
+            await asyncio.to_thread(fetch_models, server.base_url)
+        except EvalError:
+            continue
+        return True
+    return False
