@@ -10,6 +10,12 @@ STAMP_LLAMA := $(VENV)/.installed-llama
 STAMP_MODELS := $(VENV)/.installed-models
 STAMP_BENCH := $(VENV)/.installed-bench
 STAMP_TF := $(VENV)/.installed-transformers
+# BFCL's data and checker (bfcl-eval) in a virtualenv of their own: bfcl-eval pins old numpy and
+# filelock and imports a dozen API clients on the way to its checker, none of which belong in
+# the project's environment. python -m evals bfcl talks to it through a pipe.
+BFCL_VENV := .venv-bfcl
+BFCL_EVAL_VERSION := 2026.3.23
+STAMP_BFCL := $(BFCL_VENV)/.installed-bfcl
 
 # make serve-local BACKEND=transformers MODEL=smollm2-135m-instruct PORT=8000 THREADS=2
 # NAME tells servers apart: make serve-local NAME=smol PORT=8002 runs beside the default one.
@@ -29,7 +35,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -66,6 +72,17 @@ $(STAMP_MODELS): $(STAMP_DEV)
 # which packages it came from, its licence and where the licence file is.
 models: $(STAMP_MODELS)
 	@$(PY) -m serve_local.models list
+
+# bfcl-eval without its dependencies (they pull sentence-transformers, so torch, which the AST
+# checker never uses), then what its checker's imports need (about 500 MB).
+$(STAMP_BFCL): evals/bfcl/requirements.txt
+	test -x $(BFCL_VENV)/bin/python || $(PYTHON) -m venv $(BFCL_VENV)
+	$(BFCL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r evals/bfcl/requirements.txt
+	$(BFCL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		bfcl-eval==$(BFCL_EVAL_VERSION)
+	touch $@
+
+bfcl-venv: $(STAMP_BFCL)
 
 # The peer server for the serving benchmark (llama-cpp-python's own) and psutil.
 $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
@@ -107,6 +124,9 @@ run: serve-scripted
 # and never rewrites a committed one. `make compare report` refreshes the committed results/.
 # make eval EVAL_ARGS="--label qwen-generic --tool-errors generic"
 EVAL_ARGS ?=
+# The task set: files6, or a generated one (python -m evals generate --split test --n 60 ...):
+# make eval TASKS=evals/tasks/gen-test-s1000-n60.json
+TASKS ?= evals/tasks/files6.json
 # The loop policy (harness/presets.json) the sweep found best on files6: the most accurate, then
 # the fewest turns, then the fewest tokens (results/sweep.md).
 POLICY ?= penalized
@@ -118,7 +138,7 @@ compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1
 report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(RUNS) --out $(1)/report.html
 
 eval: $(STAMP_DEV)
-	$(PY) -m evals run --policy $(POLICY) $(EVAL_ARGS)
+	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 
@@ -137,9 +157,9 @@ rescore: $(STAMP_DEV)
 	@$(call compare_into,results)
 	@$(call report_into,results)
 
-# The scorer adversaries and the oracle under every preset: results/adversaries-files6.md, .json
+# The scorer adversaries and the oracle under every preset: results/adversaries-TASKSET.md, .json
 adversaries: $(STAMP_DEV)
-	$(PY) -m evals adversaries --out results
+	$(PY) -m evals adversaries --tasks $(TASKS) --out results
 
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
@@ -157,12 +177,19 @@ BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder backends sc
 bench: $(STAMP_BENCH) $(STAMP_MODELS) peer-llama-server
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 
+# BFCL's function-calling items against the server at LLM_BASE_URL, judged by BFCL's own AST
+# checker: results/bfcl/STAMP-LABEL.jsonl, its summaries, and results/bfcl/summary.md.
+# make bfcl BFCL_ARGS="--limit 20 --seed 1 --categories simple_python,irrelevance"
+BFCL_ARGS ?=
+bfcl: $(STAMP_DEV) $(STAMP_BFCL)
+	$(PY) -m evals bfcl $(BFCL_ARGS)
+
 # The chapter's measurements against scripted servers this command starts and stops itself.
 experiments: $(STAMP_DEV)
 	$(PY) -m evals experiments --out results
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached.
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) peer-llama-server
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
 	$(PY) -m pytest -q
 
 lint: $(STAMP_DEV)
@@ -173,4 +200,4 @@ lint: $(STAMP_DEV)
 check: lint test
 
 clean:
-	rm -rf $(VENV) .run runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BFCL_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache

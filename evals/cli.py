@@ -1,4 +1,5 @@
-"""``python -m evals``: run, sweep, rescore, adversaries, compare, view, experiment(s), bench."""
+"""``python -m evals``: run, sweep, bfcl, rescore, adversaries, compare, generate, view,
+experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
-from evals.compare import compare
+from evals.bfcl import CATEGORIES as BFCL_CATEGORIES
+from evals.bfcl import DEFAULT_CATEGORIES as BFCL_DEFAULTS
+from evals.bfcl import BfclSettings, run_bfcl
+from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
 from evals.scoring import adversaries
 from evals.scoring.rescore import RescoreError, rescore
 from evals.scoring.rescore import markdown as rescore_markdown
+from evals.scoring.stats import PairingError
 from evals.settings import resumed_settings
 from evals.sweep import SweepSettings, rewrite, run_sweep
-from evals.tasks import DEFAULT_TASKS, TaskFileError
+from evals.tasks import DEFAULT_TASKS, TaskFileError, generate
 from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies import TOOL_ERROR_POLICIES
@@ -68,6 +73,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
     run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
     run.add_argument("--epochs", type=int, default=1)
+    run.add_argument(
+        "--temperature",
+        type=float,
+        metavar="T",
+        help="sample at this temperature on every request (default: greedy, so epochs repeat)",
+    )
+    run.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="sampling seed: epoch e of each task asks for S + e - 1 (recorded in each record)",
+    )
     run.add_argument("--max-turns", type=int, default=10)
     run.add_argument("--budget", type=float, default=None, help="USD per task run")
     run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
@@ -111,6 +128,39 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--threads", type=int)
     sweep.add_argument("--tool-grammar", default="lazy")
     sweep.add_argument("--out", type=Path, default=Path("results"))
+    bfcl = commands.add_parser(
+        "bfcl",
+        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
+        "results/bfcl/",
+    )
+    bfcl.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="a server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1); repeat it to "
+        "spread requests over several servers",
+    )
+    bfcl.add_argument("--model", help="model name to ask for (default: the server's first)")
+    bfcl.add_argument(
+        "--categories",
+        default=",".join(BFCL_DEFAULTS),
+        metavar="A,B",
+        help=f"comma-separated, from {', '.join(BFCL_CATEGORIES)} (default: "
+        f"{', '.join(BFCL_DEFAULTS)})",
+    )
+    bfcl.add_argument("--limit", type=int, metavar="N", help="N items per category (default: all)")
+    bfcl.add_argument("--seed", type=int, default=0, help="which items --limit draws (default 0)")
+    bfcl.add_argument(
+        "--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)"
+    )
+    bfcl.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="M",
+        help="requests in flight per server (default: --concurrency spread over the servers)",
+    )
+    bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
+    bfcl.add_argument("--label", help="name of this run in the comparison")
     one = commands.add_parser("experiment", help="run one of the chapter's experiments")
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
@@ -125,6 +175,12 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     cmp.add_argument("--out", type=Path, help="write the Markdown table here")
     cmp.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    cmp.add_argument(
+        "--paired",
+        action="store_true",
+        help="two run files over the same tasks: the difference with a paired bootstrap "
+        "interval, McNemar's exact test, and the tasks each got that the other missed",
+    )
     again = commands.add_parser(
         "rescore", help="apply today's checks to recorded runs; rewrite their verdicts"
     )
@@ -143,6 +199,19 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     adv.add_argument("--base-url", help="a running scripted server (default: one in-process)")
     adv.add_argument("--out", type=Path, default=Path("results"))
+    gen = commands.add_parser(
+        "generate",
+        help="write a generated task set (each task over its own workspace) that --tasks reads",
+    )
+    gen.add_argument(
+        "--split",
+        choices=sorted(generate.SPLITS),
+        help="dev: seeds 0-99, to tune on; test: seeds 1000-1099, to report on (picks the "
+        "split's first seed when --seed is not given; recorded in the task set's name)",
+    )
+    gen.add_argument("--seed", type=int, help="default: the split's first seed, else 0")
+    gen.add_argument("--n", type=int, default=60, help="how many tasks (default 60)")
+    gen.add_argument("--out", type=Path, required=True, help="the task file to write (JSON)")
     view = commands.add_parser("view", help="write one self-contained HTML report of run files")
     view.add_argument(
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
@@ -153,9 +222,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "compare" and args.paired:
+        return _paired(args)
     if args.command == "compare":
         print(compare(args.files, args.out, args.plots))
         return 0
+    if args.command == "generate":
+        return _generate(args)
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
         return 0
@@ -171,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         run_bench(args.parts, args.out, echo=lambda line: print(line, flush=True))
         print(f"wrote {args.out / 'bench.md'} and {args.out / 'bench.json'}")
         return 0
+    if args.command == "bfcl":
+        return _bfcl(args)
     if args.command == "experiment":
         (result,) = asyncio.run(run_experiments([args.name]))
         print(result.markdown())
@@ -213,6 +288,12 @@ def _run(args: argparse.Namespace) -> None:
         "concurrency": args.concurrency,
         "per_server": args.max_connections,
     }
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        raise EvalError("--temperature must be between 0 and 2")
+    if args.api != "openai" and (args.temperature is not None or args.seed is not None):
+        raise EvalError(
+            f"--temperature and --seed are sent in the openai shape only, not {args.api}"
+        )
     if args.resume:
         evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
     else:
@@ -231,6 +312,8 @@ def _run(args: argparse.Namespace) -> None:
                 approvals=args.approvals,
                 policy=policy_from_args(args),
                 task_timeout_s=args.task_timeout,
+                temperature=args.temperature,
+                seed=args.seed,
                 **spread,
             )
             for model in models
@@ -240,6 +323,33 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+
+
+def _generate(args: argparse.Namespace) -> int:
+    seed = args.seed if args.seed is not None else generate.default_seed(args.split or "dev")
+    if args.n < 1:
+        print("evals generate: --n must be at least 1", file=sys.stderr)
+        return 2
+    out = generate.write(seed, args.n, args.out, args.split)
+    print(f"wrote {out}: {generate.set_name(seed, args.n, args.split)}, {args.n} tasks")
+    return 0
+
+
+def _paired(args: argparse.Namespace) -> int:
+    if len(args.files) != 2:
+        print("evals compare --paired: name two run files, A then B", file=sys.stderr)
+        return 2
+    try:
+        text = paired_table(*args.files)
+    except (PairingError, ValueError) as exc:
+        print(f"evals compare --paired: {exc}", file=sys.stderr)
+        return 1
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
 
 
 def _rescore(args: argparse.Namespace) -> int:
@@ -262,6 +372,28 @@ def _rescore(args: argparse.Namespace) -> int:
         f"rescored {len(results)} run file(s): {before}/{runs} correct before, {after}/{runs} "
         f"after; {missing} record(s) without a state file kept their verdict"
     )
+    return 0
+
+
+def _bfcl(args: argparse.Namespace) -> int:
+    urls = [u.rstrip("/") for u in (args.base_url or [base_url_from_env()])]
+    settings = BfclSettings(
+        base_url=urls[0],
+        more_base_urls=tuple(urls[1:]),
+        model=args.model,
+        categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
+        limit=args.limit,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        per_server=args.max_connections,
+        out=args.out,
+        label=args.label,
+    )
+    try:
+        asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
+    except EvalError as exc:
+        print(f"evals bfcl: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from evals.markdown import table as markdown_table
 from evals.records import read_records, summarize
+from evals.scoring.stats import PairingError, Proportion, paired, wilson
 from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -21,6 +22,10 @@ class Run:
     path: Path
     records: list[dict[str, Any]]
     summary: dict[str, Any]
+
+    @property
+    def accuracy(self) -> Proportion:
+        return wilson(self.summary["correct"], self.summary["runs"])
 
 
 def run_files(paths: Sequence[Path]) -> list[Path]:
@@ -88,7 +93,7 @@ def table(runs: list[Run]) -> str:
         for task in tasks
     ]
     totals: list[list[str]] = [
-        ["accuracy", *(f"{r.summary['correct']}/{r.summary['runs']}" for r in runs)],
+        ["accuracy", *(str(r.accuracy) for r in runs)],
         [
             "pass^k (k = epochs)",
             *(f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs),
@@ -186,3 +191,39 @@ def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None =
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
     return text
+
+
+def paired_table(path_a: Path, path_b: Path) -> str:
+    """Run B against run A, task run by task run: the difference with its interval, McNemar's
+    test, and the tasks each got that the other missed. Different task sets are refused
+    (:class:`PairingError`)."""
+    for path in (path_a, path_b):
+        if not path.is_file() or not read_records(path):
+            raise PairingError(f"{path}: not a run file with records")
+    a, b = load_runs([path_a, path_b])
+    result = paired(a.records, b.records, a.label, b.label)
+
+    def named(keys: list[tuple[str, int]]) -> str:
+        epochs = max(a.summary["epochs"], b.summary["epochs"])
+        return ", ".join(t if epochs == 1 else f"{t} e{e}" for t, e in keys) or "–"
+
+    rows = [
+        [
+            run.label,
+            f"`{run.path.name}`",
+            str(wilson(correct, result.pairs)),
+            named(only),
+        ]
+        for run, correct, only in (
+            (a, result.correct_a, result.only_a),
+            (b, result.correct_b, result.only_b),
+        )
+    ]
+    return (
+        f"# Paired comparison\n\n{result.sentence()}.\n\n"
+        f"{result.pairs} task runs in both (task id and epoch); {len(result.only_a)} right in "
+        f"{a.label} only, {len(result.only_b)} right in {b.label} only. The interval is a paired "
+        "bootstrap of the difference in accuracy; McNemar's exact test reads the discordant "
+        "task runs alone.\n\n"
+        + markdown_table(["run", "run file", "correct", "right here, wrong in the other"], rows)
+    )

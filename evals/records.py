@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.markdown import table
+from evals.scoring.checks import offerable_tools
+from evals.scoring.stats import wilson
 from harness.state import RunState
-from harness.steering import submit_tool
-from harness.tools import default_tools
 from serve_local.callshape import call_spans
 
 NOT_RUN = "not_run"
@@ -76,11 +76,6 @@ def mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def offerable_tools() -> set[str]:
-    """Every tool a run can be offered, submit included: what a call written as text names."""
-    return {t.name for t in default_tools()} | {submit_tool().name}
-
-
 def call_shaped_text(state: RunState) -> int:
     """Calls of a tool a run can be offered (submit included) left in the assistant's text,
     never run as calls: what a server refused (a schema echo, arguments its schema rejects) or
@@ -102,7 +97,10 @@ def task_record(
     state: RunState,
     checks: list[dict[str, Any]],
     trace_path: str | None,
+    queue_ms: float = 0.0,
 ) -> dict[str, Any]:
+    """``queue_ms``: time the run's turns waited for a server with room (an eval's queue); it
+    is recorded apart and left out of wall time, which counts the task's own work."""
     latencies = [t.latency_ms for t in state.turn_records]
     return {
         **context,
@@ -118,7 +116,8 @@ def task_record(
         "prompt_tokens": state.prompt_tokens,
         "completion_tokens": state.completion_tokens,
         "cost_usd": round(state.cost_usd, 8),
-        "wall_ms": round(state.wall_ms, 1),
+        "wall_ms": round(state.wall_ms - queue_ms, 1),
+        "queue_ms": round(queue_ms, 1),
         "turn_latency_ms": latencies,
         "turn_timings": [t.timings for t in state.turn_records],
         "turn_finish_reasons": [t.finish_reason for t in state.turn_records],
@@ -128,7 +127,7 @@ def task_record(
         "model_ms": round(state.model_ms, 1),
         "tool_ms": round(state.tool_ms, 1),
         "tool_wall_ms": round(state.tool_wall_ms, 1),
-        "harness_ms": round(state.harness_ms, 1),
+        "harness_ms": round(state.harness_ms - queue_ms, 1),
         "tool_bugs": [f"{r.name}: {r.error}" for r in state.tool_log if r.bug],
         # Calls whose arguments failed the tool's JSON Schema (the harness checks them again).
         "invalid_calls": sum(r.invalid for r in state.tool_log),
@@ -161,6 +160,7 @@ def not_run_record(
         "completion_tokens": 0,
         "cost_usd": 0.0,
         "wall_ms": 0.0,
+        "queue_ms": 0.0,
         "turn_latency_ms": [],
         "answer": None,
         "checks": [],
@@ -290,7 +290,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str,
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={summary['correct']}/{summary['runs']}  cost=${summary['cost_usd']:.6f}"
+        f"correct={wilson(summary['correct'], summary['runs'])}  cost=${summary['cost_usd']:.6f}"
         + (f"  elapsed={summary['elapsed_ms']:,.0f}ms" if "elapsed_ms" in summary else ""),
         "",
     ]

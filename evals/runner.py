@@ -25,6 +25,7 @@ from evals.records import (
 from evals.records import task_record as make_record
 from evals.runfiles import durable_append, finish, start_partial, write_summaries
 from evals.scoring import score
+from evals.scoring.stats import wilson
 from evals.servers import (
     EvalError,
     PooledClient,
@@ -66,12 +67,14 @@ def default_out(label: str, folder: Path = RESULTS / "runs") -> Path:
     return folder / f"{stamp}-{slug(label)}.jsonl"
 
 
-def loop_config(settings: EvalSettings) -> LoopConfig:
+def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
     base = LoopConfig(
         max_turns=settings.max_turns,
         max_budget_usd=settings.budget_usd,
         tool_errors=settings.tool_errors,
         timeout_s=settings.task_timeout_s,
+        temperature=settings.temperature,
+        seed=settings.epoch_seed(epoch),
     )
     return apply(base, settings.policy)
 
@@ -84,13 +87,14 @@ async def run_task(
     scratch: Path,
     keep: Path,
     client: ChatClient,
+    epoch: int = 1,
 ) -> RunState:
     """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
-    config = loop_config(settings)
+    config = loop_config(settings, epoch)
     state = new_run(model, task.question, system=system_prompt(config), run_id=run_id)
     state.meta["task_tools"] = task.tools
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
-    workspace = create_workspace(scratch / run_id / "workspace")
+    workspace = create_workspace(scratch / run_id / "workspace", files=task.workspace)
     await run_loop(state, client, default_tools(), workspace, config, recorder)
     while (
         settings.approvals == "reject"
@@ -120,12 +124,12 @@ def total_line(summary: dict[str, Any]) -> str:
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={summary['correct']}/{summary['runs']}"
+        f"correct={wilson(summary['correct'], summary['runs'])}"
         + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
     )
 
 
-def _model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
+def model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
     """The model's /v1/models entry; servers that disagree on its weights are an error."""
     entries = [s.entry(requested) for s in servers]
     weights = {e.get("sha256") for e in entries} - {None}
@@ -179,12 +183,15 @@ def _prepare(
     settings: EvalSettings, taskset: TaskSet, servers: list[Server], echo: Callable[[str], None]
 ) -> _Eval:
     chosen = servers_for(servers, settings.model)
-    info = _model_entry(chosen, settings.model)
+    info = model_entry(chosen, settings.model)
     model = str(info["id"])
     backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
     shape = "" if settings.api == "openai" else f"/{settings.api}"
     label = settings.label or f"{model}@{backend}{shape}"
-    loop_keys = ("max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s")
+    loop_keys = (
+        "max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s", "temperature",
+        "seed",
+    )  # fmt: skip
     loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
     context = {
         "label": label,
@@ -219,6 +226,11 @@ def _prepare(
         + ", ".join(s.base_url for s in chosen)
         + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )
+    if settings.epochs > 1 and not settings.temperature:
+        echo(
+            f"warning: {settings.epochs} greedy epochs (temperature 0) repeat one transcript; "
+            "pass^k and per-task variance say nothing until --temperature T --seed S"
+        )
     ungrounded = [t.id for t in taskset.tasks if not t.grounded]
     if ungrounded:
         echo(
@@ -244,7 +256,7 @@ async def _one(
     else:
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
-        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client)
+        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client, epoch)
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
         record = make_record(
@@ -255,12 +267,16 @@ async def _one(
             state=state,
             checks=score(task, state),
             trace_path=str(trace),
+            queue_ms=client.queue_ms,
         )
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
+        record["kind"] = task.kind  # the family a generated task belongs to
+        record["temperature"] = ev.settings.temperature
+        record["seed"] = ev.settings.epoch_seed(epoch)
         record["answered_by"] = answered
         record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
-        if state.status == "failed" and not any(_reachable(s.base_url) for s in ev.servers):
+        if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
     ev.append(record)
     ev.finished_at = time.monotonic()
@@ -301,10 +317,16 @@ async def run_evals(
     pool = ServerPool(first.api)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
     slots = asyncio.Semaphore(first.concurrency)
+    raised: list[Exception] = []
 
     async def bounded(n: int, ev: _Eval, task: Task, epoch: int) -> None:
-        async with slots:  # each eval its own scratch: run ids repeat across models
-            await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+        async with slots:
+            if raised:
+                return  # the eval stops: what is not started stays for --resume
+            try:  # each eval its own scratch: run ids repeat across models
+                await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+            except Exception as exc:
+                raised.append(exc)
 
     try:
         for ev in runs:
@@ -313,7 +335,14 @@ async def run_evals(
         total = sum(len(ev.order) for ev in runs)
         started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
+            # A task run that raises stops the eval, but only once the runs in flight have
+            # ended: the files, clients and scratch folder close after the last of them, so
+            # their records are kept whole.
             await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+        if raised:
+            kept = ", ".join(str(ev.partial) for ev in runs)
+            echo(f"a task run raised; the records of the others are kept in {kept}")
+            raise raised[0]
         for ev in runs:
             assert ev.file is not None
             ev.file.close()
@@ -345,9 +374,12 @@ async def run_eval(
     return out
 
 
-def _reachable(base_url: str) -> bool:
-    try:
-        fetch_models(base_url)
-    except EvalError:
-        return False
-    return True
+async def _any_reachable(servers: list[Server]) -> bool:
+    """Whether a server still answers; asked in a thread, so the other task runs go on."""
+    for server in servers:
+        try:
+            await asyncio.to_thread(fetch_models, server.base_url)
+        except EvalError:
+            continue
+        return True
+    return False

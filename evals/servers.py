@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +132,9 @@ class ServerPool:
 
     api: str = "openai"
     _clients: dict[str, ProviderClient] = field(default_factory=dict)
-    _room: asyncio.Condition = field(default_factory=asyncio.Condition)
+    # Set when a server gets room; the waiters then look again (one event loop: between two
+    # awaits nobody else changes ``busy``, so no lock is needed).
+    _room: asyncio.Event = field(default_factory=asyncio.Event)
 
     def client(self, server: Server) -> ProviderClient:
         if server.base_url not in self._clients:
@@ -140,21 +143,36 @@ class ServerPool:
 
     @asynccontextmanager
     async def slot(
-        self, candidates: Sequence[Server], prefer: Server | None = None
+        self,
+        candidates: Sequence[Server],
+        prefer: Server | None = None,
+        cancel: CancelToken | None = None,
     ) -> AsyncIterator[Server]:
-        room = self._room
-        async with room:
-            while not (free := [s for s in candidates if s.busy < s.limit]):
-                await room.wait()
-            chosen = prefer if prefer in free else min(free, key=lambda s: (s.busy, s.requests))
-            chosen.busy += 1
-            chosen.requests += 1
+        """A server with room, once one has it; the token ends the wait (:class:`Cancelled`)."""
+        while not (free := [s for s in candidates if s.busy < s.limit]):
+            await self._room_or(cancel)
+        chosen = prefer if prefer in free else min(free, key=lambda s: (s.busy, s.requests))
+        chosen.busy += 1
+        chosen.requests += 1
         try:
             yield chosen
         finally:
-            async with room:
-                chosen.busy -= 1
-                room.notify_all()
+            chosen.busy -= 1
+            self._room.set()
+            self._room = asyncio.Event()
+
+    async def _room_or(self, cancel: CancelToken | None) -> None:
+        if cancel is None:
+            await self._room.wait()
+            return
+        cancel.raise_if_cancelled()
+        waits = [asyncio.ensure_future(self._room.wait()), asyncio.ensure_future(cancel.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        cancel.raise_if_cancelled()
 
     async def aclose(self) -> None:
         for client in self._clients.values():
@@ -170,6 +188,9 @@ class PooledClient:
         self.servers = servers
         self.last: Server | None = None
         self.answered: list[str] = []  # the base URL that answered each turn
+        # Time the task's turns waited for a server with room (the eval's queue, not the
+        # model's time); a wait the cancellation token ended counts too.
+        self.queue_ms = 0.0
 
     @property
     def api(self) -> str:
@@ -183,7 +204,13 @@ class PooledClient:
         cancel: CancelToken | None = None,
         options: TurnOptions | None = None,
     ) -> ModelReply:
-        async with self.pool.slot(self.servers, self.last) as server:
+        async with AsyncExitStack() as stack:
+            asked = time.perf_counter()
+            try:
+                slot = self.pool.slot(self.servers, self.last, cancel)
+                server = await stack.enter_async_context(slot)
+            finally:
+                self.queue_ms += (time.perf_counter() - asked) * 1000
             reply = await self.pool.client(server).chat(model, messages, tools, cancel, options)
         self.last = server
         self.answered.append(server.base_url)

@@ -38,6 +38,13 @@ class EvalSettings:
     more_base_urls: tuple[str, ...] = ()
     concurrency: int = 1  # task runs in flight (across every model of one command)
     per_server: int | None = None  # requests in flight per server (default: spread evenly)
+    # Sampling: None is greedy. Epoch e of a task asks for seed + e - 1, so epochs differ
+    # from each other and a rerun repeats them.
+    temperature: float | None = None
+    seed: int | None = None
+
+    def epoch_seed(self, epoch: int) -> int | None:
+        return None if self.seed is None else self.seed + epoch - 1
 
     @property
     def base_urls(self) -> list[str]:
@@ -57,6 +64,8 @@ RESUMED = (
     "approvals",
     "task_timeout_s",
     "api",
+    "temperature",
+    "seed",
 )
 
 
@@ -72,7 +81,7 @@ def resumed_settings(run_file: Path, base_url: str) -> EvalSettings:
         saved = json.loads(saved_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise EvalError(f"cannot resume {run_file}: {saved_path} is missing or unreadable") from exc
-    kept = {k: saved[k] for k in RESUMED}
+    kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
     kept["tasks"] = Path(kept["tasks"])
     policy = Policy(saved["policy"]["name"], saved["policy"]["settings"])
     return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)

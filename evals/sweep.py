@@ -29,6 +29,7 @@ from typing import Any
 from evals.markdown import table
 from evals.records import read_records, summarize
 from evals.runner import EvalError, EvalSettings, default_out, run_eval, slug
+from evals.scoring.stats import wilson
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import preset
 
@@ -114,8 +115,10 @@ def row(run_file: Path) -> dict[str, Any]:
     """One line of the sweep: a run file's summary, named by its model and policy."""
     summary = summarize(read_records(run_file))
     policy = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
+    accuracy = wilson(summary["correct"], summary["runs"])
     return {
         **summary,
+        "accuracy_ci95": [round(accuracy.low, 4), round(accuracy.high, 4)],
         "policy": policy["name"],
         "policy_settings": policy["settings"],
         "run_file": str(run_file),
@@ -166,7 +169,7 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         [
             r["model"],
             f"**{r['policy']}**" if winners.get(r["model"]) == r["policy"] else r["policy"],
-            f"{r['correct']}/{r['runs']}",
+            str(wilson(r["correct"], r["runs"])),
             f"{r['pass_k']:.2f} (k={r['epochs']})",
             r["turns"],
             r["tool_runs"],
@@ -186,7 +189,9 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         "",
         "The task set under each loop policy (presets in `harness/presets.json`); the best "
         "policy per model, in bold, is the most accurate, then the one with the fewest turns, then "
-        "the fewest tokens; wall time is shown, never used to choose. Cost is at the "
+        "the fewest tokens; wall time is shown, never used to choose. Accuracy carries its 95 % "
+        "Wilson interval: where two rows' intervals overlap, the bold one may be luck "
+        "(`python -m evals compare --paired A B` tests two rows on the same tasks). Cost is at the "
         "harness's list price. Each row's run file is in `sweep.json`.",
         "",
         f"Machine: {machine.get('cores')} cores, {machine.get('cpu')}.",

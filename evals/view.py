@@ -1,8 +1,11 @@
 """``python -m evals view``: run files as one self-contained HTML report.
 
-The comparison (runs as columns, tasks as rows) links every cell to its transcript, read from
-the task's state file and trace kept beside the run file. Everything the page needs is inlined,
-so it opens from ``file://`` with no network.
+It opens on a leaderboard (one row per run, the most accurate first, each accuracy with its
+95 % Wilson interval drawn as a bar), then accuracy per kind of task (a generated task's
+``kind``; a task without one is its own kind), then the comparison (runs as columns, tasks as
+rows) linking every cell to its transcript, read from the task's state file and trace kept
+beside the run file. Everything the page needs is inlined, so it opens from ``file://`` with no
+network.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from evals.compare import Run, load_runs
+from evals.compare import Run, load_runs, policy_name
 from evals.records import kept_file, read_text
+from evals.scoring.stats import Proportion, wilson
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
 
@@ -213,6 +217,67 @@ def _cell(transcripts: list[Transcript], records: list[dict[str, Any]]) -> Cell:
     )
 
 
+@dataclass
+class Standing:
+    """One run's row of the leaderboard."""
+
+    run: int  # the run's index, as in the columns and filters
+    label: str
+    model: str
+    backend: str
+    policy: str
+    task_set: str
+    accuracy: Proportion
+    mean_turn_ms: float | None
+    wall_s: float
+
+    def bar(self) -> dict[str, float]:
+        """The interval's and the rate's place on a 0-100 % bar, in percent."""
+        low, high = 100 * self.accuracy.low, 100 * self.accuracy.high
+        return {
+            "left": round(low, 2),
+            "width": round(high - low, 2),
+            "point": round(100 * self.accuracy.rate, 2),
+        }
+
+
+def leaderboard(runs: list[Run]) -> list[Standing]:
+    """Every run, the most accurate first; a tie goes to the higher lower bound, then the
+    order the runs were given in."""
+    rows = [
+        Standing(
+            run=i,
+            label=run.label,
+            model=str(run.summary["model"]),
+            backend=str(run.summary["backend"] or "–"),
+            policy=policy_name(run.summary.get("policy")),
+            task_set=", ".join(dict.fromkeys(str(r.get("task_set")) for r in run.records)),
+            accuracy=run.accuracy,
+            mean_turn_ms=run.summary["mean_turn_ms"],
+            wall_s=run.summary["wall_ms"] / 1000,
+        )
+        for i, run in enumerate(runs)
+    ]
+    return sorted(rows, key=lambda s: (-s.accuracy.rate, -s.accuracy.low, s.run))
+
+
+def kind_of(record: dict[str, Any]) -> str:
+    return str(record.get("kind") or record["task_id"])
+
+
+def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Proportion | None]]]:
+    """Accuracy per kind of task, run by run (None: the run has no task of that kind)."""
+    kinds = list(dict.fromkeys(kind_of(r) for run in runs for r in run.records))
+    table: dict[str, list[Proportion | None]] = {}
+    for kind in kinds:
+        table[kind] = []
+        for run in runs:
+            mine = [r for r in run.records if kind_of(r) == kind]
+            correct = sum(bool(r["correct"]) for r in mine)
+            table[kind].append(wilson(correct, len(mine)) if mine else None)
+    return kinds, table
+
+
 def render(paths: Sequence[Path]) -> str:
     runs = load_runs(paths)
     tasks = list(dict.fromkeys(r["task_id"] for run in runs for r in run.records))
@@ -231,8 +296,15 @@ def render(paths: Sequence[Path]) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    kinds, kind_table = by_kind(runs)
     return env.get_template("report.html.j2").render(
-        runs=runs, tasks=tasks, grid=grid, transcripts=transcripts
+        runs=runs,
+        tasks=tasks,
+        grid=grid,
+        transcripts=transcripts,
+        standings=leaderboard(runs),
+        kinds=kinds,
+        kind_table=kind_table,
     )
 
 

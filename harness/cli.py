@@ -122,7 +122,9 @@ def _config_from(meta: dict[str, Any]) -> LoopConfig:
 def _tools(state: RunState, base_url: str) -> list[Tool]:
     tools = default_tools()
     if state.meta.get("scenario") == "research":
-        tools.append(research_tool(base_url, "scripted:runaway", LoopConfig(max_turns=5)))
+        child = LoopConfig(max_turns=5)
+        api = state.meta.get("api", "openai")
+        tools.append(research_tool(base_url, "scripted:runaway", child, api=api))
     return tools
 
 

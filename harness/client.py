@@ -57,6 +57,8 @@ class TurnOptions:
     repetition_penalty: float | None = None  # vLLM's name; serve_local also reads it
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
+    temperature: float | None = None  # None: greedy (the request's temperature stays 0)
+    seed: int | None = None
 
     def payload(self, with_tools: bool) -> dict[str, Any]:
         """The request fields; the tool fields only when tools are offered (else invalid)."""

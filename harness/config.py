@@ -46,11 +46,17 @@ class LoopConfig:
     # How list_files reports the folder: "plain" (by name) or "by_size" (sorted by size,
     # biggest first, as ``ls -S`` does).
     listing: Literal["plain", "by_size"] = "plain"
+    # The first this many replies must call a tool (after a first-turn choice, if any), so an
+    # answer comes only after that many looks.
+    required_turns: int = 0
     # A read of a file that does not exist is answered with the names of the files that do.
     name_files_on_miss: bool = False
     # The system prompt asks for every file an answer depends on to be read, and for the answer
     # to say only what the tool results say.
     grounding: bool = False
+    # Sampling asked of the server on every request of the run; None: greedy, no seed sent.
+    temperature: float | None = None
+    seed: int | None = None
 
 
 # The fields above that make up a loop policy; presets (harness.presets) set only these.
@@ -69,6 +75,7 @@ POLICY_FIELDS = (
     "example",
     "conclude_on_limit",
     "listing",
+    "required_turns",
     "name_files_on_miss",
     "grounding",
 )

@@ -28,6 +28,10 @@ from harness.errors import ProviderError
 # The same ceiling the local server applies to a chat request that names none; the Messages
 # shape requires one.
 DEFAULT_MAX_TOKENS = 512
+# What an empty reply says when a turn follows it: the Messages shape refuses an assistant turn
+# with no content anywhere but last, and dropping the turn would join the user turns around it
+# and hide from the model that it said nothing.
+NO_CONTENT = "(no content)"
 
 
 def api_root(base_url: str) -> str:
@@ -156,7 +160,7 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 def messages_param(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The transcript as Messages turns: tool results go in a user turn, and consecutive
     messages of one role (results and a note after them, a paused reply and its continuation)
-    make one turn."""
+    make one turn. An empty reply before the last turn says ``NO_CONTENT``."""
     turns: list[dict[str, Any]] = []
     for message in messages:
         if message["role"] == "system":
@@ -167,6 +171,9 @@ def messages_param(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             turns[-1]["content"] += blocks
         else:
             turns.append({"role": role, "content": blocks})
+    for turn in turns[:-1]:
+        if turn["role"] == "assistant" and not turn["content"]:
+            turn["content"] = [{"type": "text", "text": NO_CONTENT}]
     for turn in turns:
         content = turn["content"]
         if len(content) == 1 and content[0]["type"] == "text" and turn["role"] == "user":

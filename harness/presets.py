@@ -119,6 +119,12 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         help="list_files by name, or by size, biggest first",
     )
     g.add_argument(
+        "--required-turns",
+        type=int,
+        metavar="N",
+        help="the first N replies must call a tool (after a first-turn --tool-choice)",
+    )
+    g.add_argument(
         "--name-files-on-miss",
         type=_on_off,
         nargs="?",

@@ -15,6 +15,8 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
   under ``answer`` the turn after a repeated call is asked without tools (``tool_specs``),
   under ``submit`` it must call ``submit`` (``turn_options``);
 * ``example``: one worked example in the system prompt (``system_prompt``);
+* ``required_turns``: the first N replies must call a tool, so no answer comes before N looks
+  (``turn_options``);
 * ``grounding``: the system prompt asks for every file an answer depends on to be opened, and
   for the answer to say only what the tool results say (``system_prompt``);
 * ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
@@ -141,6 +143,8 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         choice = "required"
     elif config.tool_choice not in ("auto", "required") and state.turns == 0:
         choice = {"type": "function", "function": {"name": config.tool_choice}}
+    elif state.turns < config.required_turns:
+        choice = "required"
     return TurnOptions(
         tool_choice=choice,
         # On is every server's default; sent only when off, so the plain loop's requests stay
@@ -150,6 +154,8 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         repetition_penalty=config.repetition_penalty,
         frequency_penalty=config.frequency_penalty,
         presence_penalty=config.presence_penalty,
+        temperature=config.temperature,
+        seed=config.seed,
     )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.client import ProviderClient
 from harness.config import LoopConfig
+from harness.providers import provider
 from harness.state import new_run
 from harness.tools import Tool, ToolContext, default_tools
 
@@ -15,15 +15,16 @@ RESEARCH_SYSTEM = (
 )
 
 
-def research_tool(base_url: str, child_model: str, child_config: LoopConfig) -> Tool:
-    """The child inherits the parent's cancellation and workspace, never its budget."""
+def research_tool(base_url: str, child_model: str, child_config: LoopConfig, *, api: str) -> Tool:
+    """The child inherits the parent's cancellation, workspace and wire shape (``api``, as
+    ``harness.providers`` names it), never its budget."""
 
     async def research(args: dict[str, Any], ctx: ToolContext) -> str:
         from harness.loop import run_loop  # the loop imports tools; avoid the cycle at import
 
         question = str(args.get("question") or "")
         child = new_run(child_model, question, system=RESEARCH_SYSTEM)
-        async with ProviderClient(base_url) as client:
+        async with provider(api, base_url) as client:
             await run_loop(
                 child, client, default_tools(), ctx.workspace, child_config, cancel=ctx.cancel
             )

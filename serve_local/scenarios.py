@@ -130,12 +130,44 @@ def _listed(tool_text: str) -> dict[str, int]:
     return {m["name"]: int(m["size"]) for m in _SIZE_LINE.finditer(tool_text)}
 
 
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def _setting(content: str, key: str) -> str | None:
+    """The value of a ``key = value`` line."""
+    found = re.search(rf"^\s*{re.escape(key)}\s*=\s*(\S+)", content, re.MULTILINE)
+    return found[1] if found else None
+
+
+def _quoted_answer(q: str, needle: str, sizes: dict[str, int], contents: dict[str, str]) -> str:
+    """A question about something it names in double quotes: a key, a file name, a word."""
+    if "value of" in q or "set to" in q or "number does" in q:
+        named = [n for n in contents if n.lower() in q] or list(contents)
+        for name in named:
+            value = _setting(contents[name], needle)
+            if value is not None:
+                return f'"{needle}" is {value} in {name}.'
+        return f'No file sets "{needle}".'
+    if "named" in q or "called" in q or "exist" in q:
+        if needle in sizes:
+            return f"Yes: {needle} is in the workspace ({sizes[needle]} bytes)."
+        return f"No: there is no file named {needle}; the workspace has {', '.join(sizes)}."
+    holders = [n for n, c in contents.items() if needle.lower() in c.lower()]
+    return f'{" and ".join(holders)} mentions "{needle}".' if holders else f'None has "{needle}".'
+
+
 def _oracle_answer(question: str, sizes: dict[str, int], contents: dict[str, str]) -> str:
     q = question.lower()
-    if "largest" in q or "biggest" in q:
+    quoted = _QUOTED.search(question)
+    if quoted:
+        return _quoted_answer(q, quoted[1], sizes, contents)
+    if any(w in q for w in ("largest", "biggest", "most bytes")):
         name = max(sizes, key=lambda n: sizes[n])
         return f"{name} is the largest file ({sizes[name]} bytes)."
-    if "how many" in q:
+    if any(w in q for w in ("smallest", "tiniest", "fewest bytes")):
+        name = min(sizes, key=lambda n: sizes[n])
+        return f"{name} is the smallest file ({sizes[name]} bytes)."
+    if any(w in q for w in ("how many", "count the files", "number of files")):
         return f"There are {len(sizes)} files."
     if "rotat" in q:
         name = next(n for n, c in contents.items() if "rotate" in c.lower())
@@ -154,7 +186,8 @@ def _oracle_answer(question: str, sizes: dict[str, int], contents: dict[str, str
 
 
 def oracle(t: Transcript) -> Reply:
-    """Solves the eval's file tasks: list, read every file at once, then answer."""
+    """Solves the eval's file tasks, files6 and every generated kind and phrasing: list, read
+    every file at once, then answer from the question and what the files said."""
     if t.turn == 0:
         return call("c1", "list_files")
     names = sorted(_listed(t.results.get("c1", "")))

@@ -455,7 +455,7 @@ async def test_subagent_runs_away_inside_its_own_limits(
 ) -> None:
     tools = [
         *default_tools(),
-        research_tool(scripted_url, "scripted:runaway", LoopConfig(max_turns=5)),
+        research_tool(scripted_url, "scripted:runaway", LoopConfig(max_turns=5), api="openai"),
     ]
     state = await run(scripted_url, "scripted:research", workspace, tools=tools, max_budget_usd=1.0)
     assert state.status == "completed"
@@ -470,7 +470,7 @@ async def test_stop_cancels_parent_and_child(slow_url: str, workspace: Workspace
     token = CancelToken()
     tools = [
         *default_tools(),
-        research_tool(slow_url, "scripted:runaway", LoopConfig(max_turns=50)),
+        research_tool(slow_url, "scripted:runaway", LoopConfig(max_turns=50), api="openai"),
     ]
     progress_seen = asyncio.Event()
 

@@ -252,7 +252,7 @@ async def test_compare_writes_a_table_and_two_plots(scripted_url: str, tmp_path:
         settings(scripted_url, tmp_path, "scripted:runaway", max_turns=2), echo=lambda _: None
     )
     text = compare([oracle, runaway], tmp_path / "summary.md", tmp_path / "plots")
-    assert "| accuracy | 6/6 | 0/6 |" in text
+    assert "| accuracy | 6/6 = 100 % (95 % CI 61–100 %) | 0/6 = 0 % (95 % CI 0–39 %) |" in text
     assert "| largest | ✓ 3t" in text
     for png in ["task_wall.png", "turn_latency.png"]:
         assert (tmp_path / "plots" / png).read_bytes()[:4] == b"\x89PNG"

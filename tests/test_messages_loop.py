@@ -8,19 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
-from harness.messages_client import MessagesClient, messages_param
+from harness.messages_client import NO_CONTENT, MessagesClient, messages_param
+from harness.presets import preset
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
+from harness.steering import NUDGE
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
+from serve_local.app import create_app
+from serve_local.backends.scripted import ScriptedBackend
+from serve_local.inprocess import running_server
 from serve_local.scenarios import PLAN_ANSWER
 from tests.helpers import run_harness
 
@@ -120,6 +126,30 @@ async def test_every_scenario_runs_the_same_in_both_shapes(
         assert messages.cost_usd == chat.cost_usd
 
 
+def _said(state: RunState) -> list[tuple[str, str]]:
+    return [(m["role"], m.get("content") or "") for m in state.messages]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "turns", "answer"), [("silent", 2, PLAN_ANSWER), ("mute", 3, "")]
+)
+async def test_an_empty_reply_and_its_nudges_go_on_as_in_the_chat_shape(
+    scripted_url: str, tmp_path: Path, scenario: str, turns: int, answer: str
+) -> None:
+    # The penalized preset nudges twice at most; an empty reply is then not the last turn.
+    policy = preset("penalized").settings
+    chat = await drive(scripted_url, f"scripted:{scenario}", "openai", tmp_path, **policy)
+    messages = await drive(scripted_url, f"scripted:{scenario}", "anthropic", tmp_path, **policy)
+    assert (messages.status, messages.turns, messages.answer) == ("completed", turns, answer)
+    assert messages.error is None
+    assert sum(m["content"] == NUDGE for m in messages.messages) == turns - 1
+    # The run state keeps each empty reply as it came; only the wire says it had no content.
+    assert messages.messages[2] == {"role": "assistant", "content": None}
+    assert NO_CONTENT not in json.dumps(messages.messages)
+    assert _said(messages) == _said(chat)
+    assert (chat.status, chat.turns, chat.answer) == ("completed", turns, answer)
+
+
 def test_failed_results_go_out_with_is_error() -> None:
     transcript = [
         {"role": "system", "content": "sys"},
@@ -166,6 +196,46 @@ def test_cli_plan_over_messages_takes_three_turns(scripted_url: str, tmp_path: P
         ("anthropic", "tool_use"),
         ("anthropic", "end_turn"),
     ]
+
+
+class Tap:
+    """ASGI middleware that notes the path and model of every request the server gets."""
+
+    def __init__(self, app: ASGIApp, seen: list[tuple[str, str]]) -> None:
+        self.app, self.seen = app, seen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+
+        async def tapped() -> Message:
+            message = await receive()
+            body.extend(message.get("body", b""))
+            if not message.get("more_body"):
+                self.seen.append((scope["path"], json.loads(body)["model"]))
+            return message
+
+        await self.app(scope, tapped, send)
+
+
+def test_a_research_child_speaks_the_parents_shape(tmp_path: Path) -> None:
+    seen: list[tuple[str, str]] = []
+    app = create_app(ScriptedBackend())
+    app.add_middleware(Tap, seen=seen)
+    with running_server(app) as url:
+        done = run_harness(
+            "run", "--scenario", "research", "--api", "anthropic", "--base-url", url,
+            "--json", "--state-dir", str(tmp_path), url="http://127.0.0.1:9/v1", cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["status"], summary["turns"]) == ("completed", 2)
+    assert "max_turns_exceeded after 5 turns" in summary["answer"]
+    child = [path for path, model in seen if model == "scripted:runaway"]
+    assert len(child) == 5  # the child's cap, each turn asked once
+    assert {path for path, _ in seen} == {"/v1/messages"}
 
 
 async def test_oracle_eval_gives_the_same_records_in_both_shapes(

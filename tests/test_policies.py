@@ -104,6 +104,16 @@ async def test_the_concluding_turn_keeps_the_token_cap_and_sends_no_tool_fields(
     assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(last)
 
 
+async def test_required_turns_ask_for_a_call_until_that_many_replies(workspace: Workspace) -> None:
+    seen, client = recording(THREE_TURNS)
+    async with client:
+        config = LoopConfig(tool_choice="list_files", required_turns=2)
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    named = {"type": "function", "function": {"name": "list_files"}}
+    # The first reply must call list_files, the second any tool, the third may answer.
+    assert [b.get("tool_choice") for b in seen] == [named, "required", None]
+
+
 async def test_always_asks_for_a_call_on_every_turn(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:

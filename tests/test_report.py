@@ -6,14 +6,18 @@ import asyncio
 import json
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evals import records
+from evals.compare import load_runs
 from evals.records import kept_file, read_records
 from evals.runner import EvalSettings, run_eval
+from evals.scoring.stats import wilson
+from evals.tasks import generate
 from evals.view import render, write_report
 
 CHROMIUM = shutil.which("chromium")
@@ -183,3 +187,146 @@ def test_filters_hide_runs_and_tasks(page: tuple[Any, list[str], list[str]]) -> 
     tab.locator('.run-filter[value="2"]').check()
     assert tab.locator('#comparison td[data-run="2"]:visible').count() == 1
     assert complaints == []
+
+
+# -- the leaderboard and accuracy per kind ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def board_runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs of different accuracy over files6, and the oracle over a generated set. Made in a
+    thread of their own: the browser's driver may already hold this thread's event loop."""
+    folder = tmp_path_factory.mktemp("board")
+    generated = generate.write(0, len(generate.KINDS), folder.parent / "gen.json")
+    settings = EvalSettings(
+        base_url=scripted_url,
+        model="scripted:oracle",
+        tasks=generated,
+        out=folder / "zz-generated.jsonl",
+        label="gen",
+    )
+
+    def make() -> None:
+        _eval(scripted_url, folder, "scripted:oracle")
+        _eval(scripted_url, folder, "scripted:plan")
+        _eval(scripted_url, folder, "scripted:runaway", max_turns=2)
+        asyncio.run(run_eval(settings, echo=lambda _: None))
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(make).result()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def board(board_runs: Path) -> Path:
+    return write_report([board_runs], board_runs.parent / "board.html")
+
+
+@pytest.fixture
+def board_page(browser: Any, board: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
+    page = browser.new_page()
+    requests: list[str] = []
+    complaints: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on(
+        "console", lambda m: complaints.append(m.text) if m.type in ("error", "warning") else None
+    )
+    page.on("pageerror", lambda e: complaints.append(str(e)))
+    page.goto(board.as_uri())
+    yield page, requests, complaints
+    page.close()
+
+
+def _rows(tab: Any) -> list[dict[str, str]]:
+    rows = tab.locator("#leaderboard tbody tr")
+    return [
+        {
+            "label": rows.nth(i).locator("th").inner_text(),
+            "rank": rows.nth(i).locator(".rank").inner_text(),
+            **rows.nth(i).evaluate("row => Object.assign({}, row.dataset)"),
+        }
+        for i in range(rows.count())
+    ]
+
+
+@needs_browser
+def test_the_leaderboard_opens_sorted_by_accuracy_and_sorts_by_a_clicked_column(
+    board_page: tuple[Any, list[str], list[str]], board: Path
+) -> None:
+    tab, requests, complaints = board_page
+    rows = _rows(tab)
+    assert [r["rank"] for r in rows] == [str(i) for i in range(1, 5)]
+    accuracies = [float(r["accuracy"]) for r in rows]
+    assert accuracies == sorted(accuracies, reverse=True) and len(set(accuracies)) == 3
+    # Two runs at 100 %: 9/9 has the higher lower bound than 6/6, so it leads.
+    assert [r["label"] for r in rows[:2]] == ["gen", "scripted:oracle"]
+    assert rows[-1]["label"] == "scripted:runaway"
+    assert "gen-dev-s0-n9" in tab.locator("#leaderboard tbody tr").first.inner_text()
+    tab.locator('#leaderboard th[data-sort="turn"]').click()
+    turns = [float(r["turn"]) for r in _rows(tab)]
+    assert turns == sorted(turns)
+    assert tab.locator('#leaderboard th[data-sort="turn"]').get_attribute("aria-sort") == (
+        "ascending"
+    )
+    tab.locator('#leaderboard th[data-sort="accuracy"]').click()
+    assert [r["label"] for r in _rows(tab)] == [r["label"] for r in rows]
+    assert complaints == []
+    assert requests == [board.as_uri()]
+
+
+@needs_browser
+def test_each_interval_bar_is_drawn_to_scale(
+    board_page: tuple[Any, list[str], list[str]], board_runs: Path
+) -> None:
+    tab, _, complaints = board_page
+    runs = {run.label: run for run in load_runs([board_runs])}
+    rows = tab.locator("#leaderboard tbody tr")
+    assert rows.count() == len(runs)
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        run = runs[row.locator("th").inner_text()]
+        ci = wilson(run.summary["correct"], run.summary["runs"])
+        bar = row.locator(".ci").bounding_box()
+        shaded = row.locator(".ci-range").bounding_box()
+        tick = row.locator(".ci-point").bounding_box()
+        assert shaded["x"] - bar["x"] == pytest.approx(ci.low * bar["width"], abs=1)
+        assert shaded["width"] == pytest.approx((ci.high - ci.low) * bar["width"], abs=1)
+        centre = tick["x"] + tick["width"] / 2 - bar["x"]
+        assert centre == pytest.approx(ci.rate * bar["width"], abs=1.5)
+        assert str(ci) in row.inner_text()
+    assert complaints == []
+
+
+@needs_browser
+def test_accuracy_per_kind_and_a_generated_transcript(
+    board_page: tuple[Any, list[str], list[str]], board: Path
+) -> None:
+    tab, requests, complaints = board_page
+    kinds = tab.locator("#kinds tbody tr").evaluate_all("rows => rows.map(r => r.dataset.kind)")
+    assert set(generate.KINDS) <= set(kinds)
+    assert {"timeout", "count", "notes", "read_all", "largest", "rotate"} <= set(kinds)
+    heads = tab.locator("#kinds thead th").all_inner_texts()
+    gen = heads.index("gen") - 1
+    for kind in generate.KINDS:
+        cell = tab.locator(f'#kinds tr[data-kind="{kind}"] td[data-run="{gen}"]')
+        assert cell.inner_text().startswith("1/1 ")
+    plan = heads.index("scripted:plan") - 1
+    # files6's count, largest and read_all share a kind's name; smallest is generated only.
+    assert tab.locator(f'#kinds tr[data-kind="smallest"] td[data-run="{plan}"]').inner_text() == "–"
+    # A generated task's transcript shows its own workspace, not the three default files.
+    tab.locator(f'#comparison tr[data-task="00-{_first_kind()}"] td[data-run="{gen}"] a').click()
+    shown = tab.locator(".transcript:visible")
+    assert shown.count() == 1
+    listing = shown.locator(".result").first.inner_text()
+    assert "errors.log" not in listing and "bytes" in listing
+    # Unticking a run hides its leaderboard row and its column of kinds.
+    tab.locator(f'.run-filter[value="{gen}"]').uncheck()
+    assert tab.locator(f'#leaderboard tr[data-run="{gen}"]:visible').count() == 0
+    assert tab.locator(f'#kinds [data-run="{gen}"]:visible').count() == 0
+    assert tab.locator("#leaderboard tbody tr:visible").count() == 3
+    assert complaints == []
+    assert requests == [board.as_uri()]
+
+
+def _first_kind() -> str:
+    return str(generate.generate(0, len(generate.KINDS))["tasks"][0]["kind"])

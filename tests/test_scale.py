@@ -9,12 +9,14 @@ import contextlib
 import json
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.records import read_records
 from evals.runner import EvalError, EvalSettings, run_eval, run_evals
@@ -23,6 +25,7 @@ from evals.tasks import load_tasks
 from serve_local.app import SERVER, create_app
 from serve_local.backends.base import Completion
 from serve_local.backends.scripted import ScriptedBackend
+from serve_local.errors import InvalidRequest
 from serve_local.inprocess import running_server
 from serve_local.schema import ChatRequest
 from tests.test_eval_resume import evals
@@ -270,3 +273,181 @@ def test_records_carry_server_fields_in_json(scripted_url: str, tmp_path: Path) 
     record = json.loads(out.read_text().splitlines()[0])
     assert record["answered_by"] == [scripted_url]
     assert record["servers"] == [{"base_url": scripted_url, "software": SERVER}]
+
+
+# A task run that fails or waits must not cost the others theirs --------------------------------
+
+
+class Held(ScriptedBackend):
+    """The scripted provider, holding each request ``holds`` picks until ``release`` is set
+    (or ``patience_s`` passes: a run that never gets there is then seen in ``released_by``)."""
+
+    def __init__(self, holds: Callable[[ChatRequest], bool], patience_s: float = 20) -> None:
+        super().__init__()
+        self.holds, self.patience_s = holds, patience_s
+        self.release = threading.Event()
+        self.released_by: list[str] = []
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        if self.holds(request):
+            released = await asyncio.to_thread(self.release.wait, self.patience_s)
+            self.released_by.append("release" if released else "patience")
+        return await super().complete(request, cancel)
+
+
+def asks(request: ChatRequest, question: str) -> bool:
+    return any(m.role == "user" and m.text() == question for m in request.messages)
+
+
+class Boom(RuntimeError):
+    pass
+
+
+async def test_a_task_run_that_raises_leaves_every_other_record_whole(tmp_path: Path) -> None:
+    # Four task runs in flight; the first one's is the only request answered until its record
+    # is written, and the hook after that record raises, so the other three are in flight.
+    first = TASK_IDS[0]
+    backend = Held(lambda r: not asks(r, load_tasks().tasks[0].question))
+
+    def fail_first(record: dict[str, Any]) -> None:
+        if record["task_id"] == first:
+            backend.release.set()
+            raise Boom("the hook after the first task failed")
+
+    out = tmp_path / "boom.jsonl"
+    with running_server(create_app(backend)) as url:
+        with pytest.raises(Boom):
+            await run_eval(oracle(url, out, concurrency=4), echo=print, after_task=fail_first)
+        partial = out.with_name(out.name + ".partial")
+        kept = {r["task_id"]: r for r in read_records(partial)}
+        # The three in flight finished and were recorded; the two not started never were.
+        assert set(kept) == set(TASK_IDS[:4]) and all(r["correct"] for r in kept.values())
+        assert not out.exists()  # the eval stopped: no run file looks complete
+        resumed = await run_eval(oracle(url, out, concurrency=4, resume=partial), echo=print)
+        alone = await run_eval(oracle(url, tmp_path / "alone.jsonl"), echo=print)
+    assert set(backend.released_by) == {"release"}
+    records = read_records(resumed)
+    resumed_ids = {r["task_id"]: r["run_id"] for r in records}
+    assert {t: resumed_ids[t] for t in kept} == {t: r["run_id"] for t, r in kept.items()}
+    assert work(records) == work(read_records(alone))
+
+
+class Refuse(ScriptedBackend):
+    """The scripted provider, refusing (HTTP 400) every turn of one question."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    async def complete(
+        self, request: ChatRequest, cancel: threading.Event | None = None
+    ) -> Completion:
+        if any(m.role == "user" and m.text() == self.question for m in request.messages):
+            raise InvalidRequest("this question is refused here")
+        return await super().complete(request, cancel)
+
+
+@dataclass
+class ModelsHold:
+    """What the server saw: requests for a turn, a refusal, and how each held GET ended."""
+
+    posts: int  # turns that release a held GET of /v1/models
+    patience_s: float
+    refused: bool = False
+    turns: int = 0
+    released_by: list[str] = field(default_factory=list)
+    more: asyncio.Event | None = None  # set at each turn's request
+
+
+class HoldModels:
+    """ASGI middleware: once a request was refused, each GET of /v1/models waits until
+    ``hold.posts`` requests for a turn have arrived after it (or ``patience_s`` passes)."""
+
+    def __init__(self, app: ASGIApp, hold: ModelsHold) -> None:
+        self.app, self.hold = app, hold
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hold = self.hold
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        hold.more = hold.more or asyncio.Event()
+        if scope["method"] == "POST":
+            hold.turns += 1
+            hold.more.set()
+            hold.more = asyncio.Event()
+        elif scope["path"] == "/v1/models" and hold.refused:
+            hold.released_by.append(await self._wait())
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 400:
+                hold.refused = True
+            await send(message)
+
+        await self.app(scope, receive, noting)
+
+    async def _wait(self) -> str:
+        hold = self.hold
+        until = hold.turns + hold.posts
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + hold.patience_s
+        while hold.turns < until:
+            assert hold.more is not None
+            try:
+                await asyncio.wait_for(hold.more.wait(), deadline - loop.time())
+            except TimeoutError:
+                return "patience"
+        return "progress"
+
+
+async def test_asking_whether_the_server_lives_does_not_stop_the_other_runs(
+    tmp_path: Path,
+) -> None:
+    # The first task's turns are refused, so its run fails and the runner asks the server for
+    # its models. That request is held until four turns of other runs have arrived: more than
+    # the three other runs can have had in flight before it, so only runs going on while the
+    # question is open release it.
+    hold = ModelsHold(posts=4, patience_s=12)
+    app = create_app(Refuse(load_tasks().tasks[0].question))
+    app.add_middleware(HoldModels, hold=hold)
+    with running_server(app) as url:
+        out = await run_eval(oracle(url, tmp_path / "r.jsonl", concurrency=4), echo=print)
+    records = read_records(out)
+    assert hold.released_by == ["progress"]
+    assert [r["status"] for r in records] == ["failed"] + ["completed"] * 5  # none "not run"
+    assert all(r["correct"] for r in records[1:])
+
+
+async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_time(
+    tmp_path: Path,
+) -> None:
+    # One server taking one request at a time; the plan eval's first request holds it until
+    # an oracle task run, which has a timeout, has been recorded: that run can only end by
+    # its timeout while it waits for the server.
+    backend = Held(lambda r: r.model == "scripted:plan")
+    first_oracle: list[dict[str, Any]] = []
+
+    def after(record: dict[str, Any]) -> None:
+        if record["model"] == "scripted:oracle" and not first_oracle:
+            first_oracle.append(record)
+            backend.release.set()
+
+    with running_server(create_app(backend)) as url:
+        common = {"base_url": url, "concurrency": 2, "per_server": 1}
+        settings = [
+            EvalSettings(model="scripted:plan", out=tmp_path / "plan.jsonl", **common),
+            EvalSettings(
+                model="scripted:oracle", out=tmp_path / "oracle.jsonl", task_timeout_s=1.0,
+                **common,
+            ),
+        ]  # fmt: skip
+        await run_evals(settings, echo=print, after_task=after)
+    assert set(backend.released_by) == {"release"}
+    (waited,) = first_oracle
+    assert (waited["status"], waited["interruption"]) == ("interrupted", {"type": "timeout"})
+    assert waited["queue_ms"] > 0
+    # The wait is recorded apart: the run's state counts it, the record's wall time does not.
+    state = json.loads((Path(waited["trace_path"]).parent / f"{waited['run_id']}.json").read_text())
+    assert waited["wall_ms"] + waited["queue_ms"] == pytest.approx(state["wall_ms"], abs=0.2)

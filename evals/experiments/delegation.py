@@ -13,14 +13,17 @@ from harness.tools import default_tools
 
 
 async def exp_subagent(env: Env) -> Result:
-    tools = [*default_tools(), research_tool(env.url, "scripted:runaway", LoopConfig(max_turns=5))]
+    tools = [
+        *default_tools(),
+        research_tool(env.url, "scripted:runaway", LoopConfig(max_turns=5), api="openai"),
+    ]
     s, _ = await drive(env, "scripted:research", tools=tools, max_budget_usd=0.005)
     slow_url = env.latency_urls.get(50, env.url)
     token = CancelToken()
     asyncio.get_running_loop().call_later(0.25, token.cancel, "user pressed Stop")
     stopped_tools = [
         *default_tools(),
-        research_tool(slow_url, "scripted:runaway", LoopConfig(max_turns=50)),
+        research_tool(slow_url, "scripted:runaway", LoopConfig(max_turns=50), api="openai"),
     ]
     c, _ = await drive(env, "scripted:research", url=slow_url, tools=stopped_tools, cancel=token)
     rows = [

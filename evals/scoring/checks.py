@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from evals.records import offerable_tools
 from evals.tasks import (
     Check,
     Contains,
@@ -33,11 +32,17 @@ from evals.tasks import (
     ToolCalled,
 )
 from harness.state import RunState, ToolRun
-from harness.steering import signature
+from harness.steering import signature, submit_tool
+from harness.tools import default_tools
 from serve_local.callshape import call_spans
 
 # What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
 _WRAPPING = re.compile(r"</?tool_call>|```(?:json)?|^[\s{}\[\],]+$", re.MULTILINE)
+
+
+def offerable_tools() -> set[str]:
+    """Every tool a run can be offered, submit included: what a call written as text names."""
+    return {t.name for t in default_tools()} | {submit_tool().name}
 
 
 def stated(answer: str | None) -> str:

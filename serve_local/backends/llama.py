@@ -114,6 +114,7 @@ class LlamaBackend(LocalBackend):
         )
         self._vocab_is_eog = llama_cpp.llama_vocab_is_eog
         self._markers = control_texts(llm)
+        self._random_seed = int(llama_cpp.LLAMA_DEFAULT_SEED)  # llama.cpp draws a fresh one
         self._llm = llm
         self._load_call_grammar()
         self.load_seconds = time.perf_counter() - started
@@ -153,8 +154,9 @@ class LlamaBackend(LocalBackend):
         # when the whole prompt matches, to refresh the logits); report what it reuses.
         cached = common_prefix(list(llm._input_ids[: llm.n_tokens]), tokens)
         cache_n = cached - 1 if cached == len(tokens) else cached
-        if sampling.seed is not None:
-            llm.set_seed(sampling.seed)
+        # The seed stays set on the Llama object: a request without one must not sample with
+        # the seed of the request before it.
+        llm.set_seed(self._random_seed if sampling.seed is None else sampling.seed)
         out: list[int] = []
         text, finish, matched = "", "length", None
         start = time.perf_counter()

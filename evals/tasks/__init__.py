@@ -1,4 +1,5 @@
-"""Task sets as data: a JSON file of tasks, each a question and the checks that score it."""
+"""Where a task enters: the task model (a question, the checks that score it, and the workspace
+it runs on) and the task files beside this module (files6.json, generated sets)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-DEFAULT_TASKS = Path(__file__).parent / "tasks" / "files6.json"
+DEFAULT_TASKS = Path(__file__).parent / "files6.json"
 
 
 class TaskFileError(ValueError):
@@ -102,6 +103,18 @@ class Task(BaseModel):
     # The tools this task needs, offered under the ``task`` tools policy. A task that declares
     # none is read-only, and that policy offers it the read-only tools.
     tools: list[str] | None = None
+    # The files this task's workspace holds (name -> content); none: the three default files.
+    workspace: dict[str, str] | None = None
+    # The family a generated task belongs to (count, largest, ...): how results are grouped.
+    kind: str | None = None
+
+    @field_validator("workspace")
+    @classmethod
+    def _plain_names(cls, files: dict[str, str] | None) -> dict[str, str] | None:
+        for name in files or {}:
+            if not name or "/" in name or "\\" in name or name.startswith("."):
+                raise ValueError(f"workspace file {name!r} is not a plain file name")
+        return files
 
     @property
     def grounded(self) -> bool:

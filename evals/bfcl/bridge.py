@@ -1,0 +1,104 @@
+"""The main process's side of the pipe to BFCL's checker (``evals/bfcl/checker.py``), which
+runs under the BFCL virtualenv's interpreter: its data and its verdicts, one JSON line each
+way."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from evals.servers import EvalError
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKER = Path(__file__).with_name("checker.py")
+# Where `make bfcl` (and `make test`) put BFCL's virtualenv; BFCL_PYTHON names another.
+DEFAULT_PYTHON = ROOT / ".venv-bfcl" / "bin" / "python"
+
+
+class BfclUnavailable(EvalError):
+    """BFCL's virtualenv is missing or its checker does not start."""
+
+
+def bfcl_python() -> Path:
+    return Path(os.environ.get("BFCL_PYTHON") or DEFAULT_PYTHON)
+
+
+class Checker:
+    """One checker process; requests are answered in order, one at a time."""
+
+    def __init__(self, python: Path | None = None) -> None:
+        self.python = python or bfcl_python()
+        self.version: str | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Checker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        if not self.python.exists():
+            raise BfclUnavailable(
+                f"BFCL's checker runs in its own virtualenv and {self.python} is missing: "
+                "`make bfcl-venv` creates it (or set BFCL_PYTHON to a Python with bfcl-eval)."
+            )
+        self._proc = await asyncio.create_subprocess_exec(
+            str(self.python),
+            "-I",
+            str(CHECKER),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=1 << 28,  # one line carries every item of the categories asked for
+        )
+        hello = await self._read()
+        self.version = str(hello.get("bfcl_eval"))
+
+    async def aclose(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        assert proc.stdin is not None
+        proc.stdin.close()
+        await proc.wait()
+
+    async def _read(self) -> dict[str, Any]:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        line = await proc.stdout.readline()
+        if not line:
+            await proc.wait()
+            why = (await proc.stderr.read()).decode(errors="replace").strip().splitlines()
+            raise BfclUnavailable(
+                f"BFCL's checker ({self.python} -I {CHECKER}) exited with code "
+                f"{proc.returncode}: {why[-1] if why else 'no message'}"
+            )
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise EvalError(f"BFCL's checker: {answer['error']}")
+        return answer
+
+    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        async with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None:
+                raise BfclUnavailable("BFCL's checker is not running")
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            await proc.stdin.drain()
+            return await self._read()
+
+    async def load(self, categories: list[str]) -> dict[str, Any]:
+        """Every item of ``categories``, as BFCL's OpenAI handler would send it."""
+        return await self.ask({"op": "load", "categories": categories})
+
+    async def score(self, item_id: str, category: str, result: Any) -> dict[str, Any]:
+        """BFCL's verdict on one model result: ``valid``, ``error_type``, ``errors``."""
+        return await self.ask(
+            {"op": "score", "id": item_id, "category": category, "result": result}
+        )

@@ -1,0 +1,205 @@
+"""BFCL run files summarized: accuracy per category with a 95 % Wilson interval and its
+sample size, beside the published figures of the nearest model, and one comparison table of
+every run in a folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import binomtest
+
+from evals.markdown import table
+from evals.records import mean, p95, read_records
+
+PUBLISHED = Path(__file__).with_name("published.json")
+
+
+@dataclass(frozen=True)
+class Rate:
+    correct: int
+    n: int
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n if self.n else 0.0
+
+    def wilson(self) -> tuple[float, float]:
+        """The 95 % Wilson score interval of the accuracy."""
+        if not self.n:
+            return (0.0, 1.0)
+        ci = binomtest(self.correct, self.n).proportion_ci(confidence_level=0.95, method="wilson")
+        return (float(ci.low), float(ci.high))
+
+    def record(self) -> dict[str, Any]:
+        low, high = self.wilson()
+        return {
+            "n": self.n,
+            "correct": self.correct,
+            "accuracy": self.accuracy,
+            "ci95": [low, high],
+        }
+
+    def cell(self) -> str:
+        low, high = self.wilson()
+        return f"{100 * self.accuracy:.1f} [{100 * low:.1f}, {100 * high:.1f}] n={self.n}"
+
+
+def published() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    return data
+
+
+def nearest(model: str | None) -> dict[str, Any] | None:
+    """The published model whose size the served model's name carries, if any."""
+    name = (model or "").lower()
+    return next((m for m in published()["models"] if m["size"] in name), None)
+
+
+def published_figure(entry: dict[str, Any], category: str) -> float | None:
+    column = published()["columns"].get(category)
+    figure = entry["accuracy"].get(column) if column else None
+    return None if figure is None else float(figure)
+
+
+def categories_of(records: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(r["category"] for r in records))
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    first = records[0] if records else {}
+    latencies = [r["latency_ms"] for r in records if r.get("latency_ms") is not None]
+    per_category = {
+        c: Rate(sum(r["valid"] for r in records if r["category"] == c),
+                sum(r["category"] == c for r in records)).record()
+        for c in categories_of(records)
+    }  # fmt: skip
+    near = nearest(first.get("model"))
+    keys = ("label", "model", "model_sha256", "backend", "tool_grammar", "base_url", "servers",
+            "bfcl_eval", "checker_model", "seed", "limit", "machine", "code_version")  # fmt: skip
+    return {
+        **{k: first.get(k) for k in keys},
+        "items": len(records),
+        "categories": per_category,
+        "pooled": Rate(sum(r["valid"] for r in records), len(records)).record(),
+        "calls": sum(len(r["calls"]) for r in records),
+        "invalid_calls": sum(p is not None for r in records for p in r["schema_problems"]),
+        "request_errors": sum(r["request_error"] is not None for r in records),
+        "prompt_tokens": sum(r["prompt_tokens"] for r in records),
+        "completion_tokens": sum(r["completion_tokens"] for r in records),
+        "mean_turn_ms": mean(latencies),
+        "p95_turn_ms": p95(latencies),
+        "published": None
+        if near is None
+        else {
+            "model": near["model"],
+            "source": published()["source"],
+            "checked_against_live_leaderboard": published()["checked_against_live_leaderboard"],
+            "accuracy": {c: published_figure(near, c) for c in per_category},
+        },
+    }
+
+
+def _percent(figure: float | None) -> str:
+    return "" if figure is None else f"{figure:.1f}"
+
+
+def summary_markdown(name: str, summary: dict[str, Any]) -> str:
+    near = summary["published"]
+    head = ["category", "accuracy % [95 % Wilson] n", "correct"]
+    if near:
+        head.append(f"published: {near['model']}")
+    rows = []
+    for category, rate in summary["categories"].items():
+        row = [category, Rate(rate["correct"], rate["n"]).cell(), rate["correct"]]
+        if near:
+            row.append(_percent(near["accuracy"].get(category)))
+        rows.append(row)
+    pooled = summary["pooled"]
+    rows.append(["all items (pooled)", Rate(pooled["correct"], pooled["n"]).cell(),
+                 pooled["correct"], *([""] if near else [])])  # fmt: skip
+    mean_turn = summary["mean_turn_ms"]
+    lines = [
+        f"# BFCL: {name}",
+        "",
+        f"Model `{summary['model']}` (sha256 `{summary['model_sha256']}`), backend "
+        f"`{summary['backend']}`, tool grammar `{summary['tool_grammar']}`; bfcl-eval "
+        f"{summary['bfcl_eval']}, its AST checker; sample: "
+        + ("every item" if summary["limit"] is None else f"{summary['limit']} per category")
+        + f", seed {summary['seed']}.",
+        "",
+        table(head, rows),
+        f"calls={summary['calls']}  failing the tool's schema={summary['invalid_calls']}  "
+        f"request errors={summary['request_errors']}  tokens in={summary['prompt_tokens']} "
+        f"out={summary['completion_tokens']}  mean turn="
+        + ("n/a" if mean_turn is None else f"{mean_turn:,.0f}ms"),
+        "",
+    ]
+    if near:
+        lines += [_source_note(), ""]
+    return "\n".join(lines)
+
+
+def _source_note() -> str:
+    data = published()
+    checked = (
+        ""
+        if data["checked_against_live_leaderboard"]
+        else " Not checked against the live leaderboard."
+    )
+    return f"Published figures: {data['source']}.{checked} {data['note']}"
+
+
+def write_summaries(run_file: Path, elapsed_ms: float | None = None) -> dict[str, Any]:
+    """``RUN.summary.json`` and ``RUN.summary.md`` beside the run file."""
+    summary = summarize(read_records(run_file))
+    if elapsed_ms is not None:
+        summary["elapsed_ms"] = elapsed_ms
+    stem = run_file.with_suffix("")
+    Path(f"{stem}.summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    Path(f"{stem}.summary.md").write_text(
+        summary_markdown(run_file.name, summary), encoding="utf-8"
+    )
+    return summary
+
+
+def run_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith(".partial"))
+
+
+def comparison(files: list[Path]) -> str:
+    """Every run by category, and the published figures, in one Markdown table."""
+    runs = [(f, read_records(f)) for f in files]
+    columns = list(dict.fromkeys(c for _, records in runs for c in categories_of(records)))
+    head = ["run", "model (sha256)", "tool grammar", *columns]
+    rows = []
+    for path, records in runs:
+        first = records[0] if records else {}
+        rates = {c: Rate(sum(r["valid"] for r in records if r["category"] == c),
+                         sum(r["category"] == c for r in records)) for c in columns}  # fmt: skip
+        sha = (first.get("model_sha256") or "")[:12]
+        rows.append([path.stem, f"{first.get('model')} ({sha})", first.get("tool_grammar"),
+                     *(rates[c].cell() if rates[c].n else "" for c in columns)])  # fmt: skip
+    for entry in published()["models"]:
+        rows.append([f"published: {entry['model']}", "", "",
+                     *(_percent(published_figure(entry, c)) for c in columns)])  # fmt: skip
+    return "\n".join(
+        [
+            "# BFCL through this stack, by category",
+            "",
+            "Accuracy in percent as judged by BFCL's own AST checker (bfcl-eval), with its 95 % "
+            "Wilson interval and the number of items; `python -m evals bfcl` writes this table.",
+            "",
+            table(head, rows),
+            _source_note(),
+            "",
+        ]
+    )
+
+
+def write_comparison(folder: Path) -> Path:
+    out = folder / "summary.md"
+    out.write_text(comparison(run_files(folder)), encoding="utf-8")
+    return out

@@ -1,0 +1,231 @@
+"""BFCL through this stack: each item is one request through the project's client to any
+OpenAI-shaped server (the item's functions as tools, ``tool_choice`` left to the server's
+default, greedy), judged by BFCL's own checker in its own process.
+
+Records go to ``RUN_FILE.partial`` as each item is judged (fsynced); the run file appears,
+in BFCL's order, when every item has a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evals.bfcl.bridge import Checker
+from evals.bfcl.items import (
+    CATEGORIES,
+    DEFAULT_CATEGORIES,
+    Item,
+    bfcl_result,
+    function_name,
+    sample,
+    schema_problem,
+)
+from evals.bfcl.report import write_comparison, write_summaries
+from evals.progress import Progress
+from evals.records import code_version, machine, read_records
+from evals.runfiles import durable_append, start_partial
+from evals.runner import RESULTS, default_out, model_entry
+from evals.servers import EvalError, PooledClient, Server, ServerPool, discover, servers_for, share
+from harness.client import ModelReply, TurnOptions
+from harness.errors import ProviderError
+
+BFCL_RESULTS = RESULTS / "bfcl"
+
+
+@dataclass(frozen=True)
+class BfclSettings:
+    base_url: str
+    more_base_urls: tuple[str, ...] = ()
+    model: str | None = None
+    categories: tuple[str, ...] = DEFAULT_CATEGORIES
+    limit: int | None = None  # items per category; None: all
+    seed: int = 0
+    concurrency: int = 1
+    per_server: int | None = None
+    out: Path | None = None
+    label: str | None = None
+    checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
+
+    def check(self) -> None:
+        unknown = [c for c in self.categories if c not in CATEGORIES]
+        if unknown:
+            raise EvalError(
+                f"unknown BFCL categor{'y' if len(unknown) == 1 else 'ies'} "
+                f"{', '.join(unknown)}; known: {', '.join(CATEGORIES)}"
+            )
+        if not self.categories:
+            raise EvalError("name at least one BFCL category")
+        if self.concurrency < 1:
+            raise EvalError("--concurrency must be at least 1")
+        if self.limit is not None and self.limit < 1:
+            raise EvalError("--limit must be at least 1")
+
+
+def _context(
+    settings: BfclSettings, servers: list[Server], loaded: dict[str, Any]
+) -> dict[str, Any]:
+    info = model_entry(servers, settings.model)
+    backend = info.get("backend") or servers[0].kind
+    return {
+        "label": settings.label or f"{info['id']}@{backend}",
+        "model": str(info["id"]),
+        "model_sha256": info.get("sha256"),
+        "backend": backend,
+        "tool_grammar": info.get("tool_grammar"),
+        "base_url": servers[0].base_url,
+        "servers": [{"base_url": s.base_url, "software": s.software} for s in servers],
+        "bfcl_eval": loaded["bfcl_eval"],
+        "checker_model": loaded["checker_model"],
+        "seed": settings.seed,
+        "limit": settings.limit,
+        "machine": machine(),
+        "code_version": code_version(),
+    }
+
+
+def _question(item: Item) -> str:
+    return next((str(m["content"]) for m in reversed(item.messages) if m["role"] == "user"), "")
+
+
+def item_record(
+    context: dict[str, Any],
+    item: Item,
+    reply: ModelReply | None,
+    request_error: str | None,
+    verdict: dict[str, Any],
+    result: Any,
+    answered_by: list[str],
+) -> dict[str, Any]:
+    message = reply.message if reply else {}
+    calls = message.get("tool_calls") or []
+    return {
+        **context,
+        "id": item.id,
+        "category": item.category,
+        "question": _question(item),
+        "calls": [
+            {
+                "name": c["function"]["name"],
+                "function": function_name(item, c["function"]["name"]),
+                "arguments": c["function"]["arguments"],
+            }
+            for c in calls
+        ],
+        "content": message.get("content"),
+        "finish_reason": reply.finish_reason if reply else None,
+        # What the harness would say of each call before running it: None, or why it refuses.
+        "schema_problems": [schema_problem(item, c) for c in calls],
+        "request_error": request_error,
+        "checker_input": result,
+        "valid": verdict["valid"],
+        "error_type": verdict["error_type"],
+        "errors": verdict["errors"],
+        "latency_ms": round(reply.latency_ms, 1) if reply else None,
+        "prompt_tokens": reply.prompt_tokens if reply else 0,
+        "completion_tokens": reply.completion_tokens if reply else 0,
+        "timings": reply.timings if reply else None,
+        "retries": reply.retries if reply else None,
+        "answered_by": answered_by,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def result_line(record: dict[str, Any]) -> str:
+    calls = ", ".join(f"{c['function']}({c['arguments']})" for c in record["calls"])
+    shown = calls or "text: " + (record["content"] or "").replace("\n", " ")
+    if len(shown) > 90:
+        shown = shown[:87] + "..."
+    latency = record["latency_ms"]
+    mark = "✓" if record["valid"] else f"✗ {record['error_type']}"
+    return f"calls={len(record['calls'])} latency={latency or 0:>8,.0f}ms  -> {shown}  {mark}"
+
+
+def total_line(summary: dict[str, Any]) -> str:
+    cats = "  ".join(f"{c}={r['correct']}/{r['n']}" for c, r in summary["categories"].items())
+    pooled = summary["pooled"]
+    mean_turn = summary["mean_turn_ms"]
+    return (
+        f"TOTAL {cats}  all={pooled['correct']}/{pooled['n']}  invalid calls="
+        f"{summary['invalid_calls']}  request errors={summary['request_errors']}  mean turn="
+        + ("n/a" if mean_turn is None else f"{mean_turn:,.0f}ms")
+    )
+
+
+async def _ask(
+    client: PooledClient, model: str, item: Item
+) -> tuple[ModelReply | None, str | None]:
+    try:
+        return await client.chat(model, item.messages, item.tools, options=TurnOptions()), None
+    except ProviderError as exc:
+        return None, str(exc)
+
+
+async def run_bfcl(
+    settings: BfclSettings, echo: Callable[[str], None] = print, bar: bool = False
+) -> Path:
+    """Run the chosen items against the server(s); returns the run file."""
+    settings.check()
+    servers = servers_for(discover([settings.base_url, *settings.more_base_urls]), settings.model)
+    for server in servers:
+        server.limit = max(
+            server.limit, share(settings.concurrency, len(servers), settings.per_server)
+        )
+    async with Checker(settings.checker_python) as checker:
+        loaded = await checker.load(list(settings.categories))
+        items = sample(
+            [Item.from_checker(i) for i in loaded["items"]], settings.limit, settings.seed
+        )
+        context = _context(settings, servers, loaded)
+        model = context["model"]
+        out = settings.out or default_out(context["label"], BFCL_RESULTS)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(out.name + ".partial")
+        counts = ", ".join(
+            f"{c} {sum(i.category == c for i in items)}" for c in dict.fromkeys(settings.categories)
+        )
+        software = ", ".join(sorted({s.software for s in servers}))
+        echo(
+            f"bfcl (bfcl-eval {loaded['bfcl_eval']}): {len(items)} items ({counts}), seed "
+            f"{settings.seed}, model {model} ({context['backend']}, tool grammar "
+            f"{context['tool_grammar']}), {len(servers)} server(s) ({software}): "
+            + ", ".join(s.base_url for s in servers)
+        )
+        pool = ServerPool()
+        slots = asyncio.Semaphore(settings.concurrency)
+        start_partial(partial, [])
+        started = time.monotonic()
+        with open(partial, "a", encoding="utf-8") as f, Progress(len(items), echo, bar) as progress:
+
+            async def one(item: Item) -> None:
+                async with slots:
+                    client = PooledClient(pool, servers)
+                    reply, error = await _ask(client, model, item)
+                # What BFCL records when the request fails: the error as the model's text.
+                result = (
+                    bfcl_result(item, reply.message)
+                    if reply
+                    else f"Error during inference: {error}"
+                )
+                verdict = await checker.score(item.id, item.category, result)
+                record = item_record(context, item, reply, error, verdict, result, client.answered)
+                durable_append(f, record)
+                progress.finished(f"{item.id}: {result_line(record)}")
+
+            try:
+                await asyncio.gather(*(one(item) for item in items))
+            finally:
+                await pool.aclose()
+    rank = {item.id: n for n, item in enumerate(items)}
+    start_partial(partial, sorted(read_records(partial), key=lambda r: rank[r["id"]]))
+    os.replace(partial, out)
+    summary = write_summaries(out, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+    echo(total_line(summary))
+    echo(f"wrote {out} and {write_comparison(out.parent)}")
+    return out

@@ -1,0 +1,316 @@
+"""BFCL through the project's client, judged by BFCL's own checker (bfcl-eval, in .venv-bfcl).
+
+The scripted servers here answer each BFCL item from its ``possible_answer`` (or against it),
+over real HTTP, so the checker's verdicts on them are known in advance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from evals.bfcl import DEFAULT_CATEGORIES, BfclSettings, run_bfcl
+from evals.bfcl.bridge import Checker, bfcl_python
+from evals.bfcl.items import Item, function_name
+from evals.records import read_records
+from evals.servers import EvalError
+from serve_local.inprocess import running_server
+
+needs_bfcl = pytest.mark.skipif(
+    not bfcl_python().exists(),
+    reason=f"BFCL's virtualenv is absent ({bfcl_python()}): `make bfcl-venv` creates it "
+    "(`make test` does so first)",
+)
+
+# BFCL's parameter types and the JSON Schema type its OpenAI handler gives each.
+JSON_TYPE = {
+    "integer": "integer",
+    "float": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "array": "array",
+    "tuple": "array",
+    "dict": "object",
+    "any": "string",
+}
+OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+Message = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def items() -> list[Item]:
+    async def load() -> dict[str, Any]:
+        async with Checker() as checker:
+            return await checker.load(list(DEFAULT_CATEGORIES))
+
+    return [Item.from_checker(raw) for raw in asyncio.run(load())["items"]]
+
+
+def _key(messages: list[Message], tools: list[dict[str, Any]]) -> str:
+    return json.dumps([messages, tools], sort_keys=True)
+
+
+def _server(
+    items: list[Item], answer: Callable[[Item], Message], seen: list[dict[str, Any]]
+) -> AbstractContextManager[str]:
+    """An OpenAI-shaped server that knows every item and answers it with ``answer``."""
+    by_request = {_key(i.messages, i.tools): i for i in items}
+
+    async def models(_: Request) -> JSONResponse:
+        entry = {"id": "bfcl-script", "object": "model", "owned_by": "tests", "sha256": "0" * 64,
+                 "backend": "scripted-bfcl", "tool_grammar": "lazy"}  # fmt: skip
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        seen.append(body)
+        message = answer(by_request[_key(body["messages"], body.get("tools", []))])
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return JSONResponse(
+            {
+                "id": "chatcmpl-bfcl",
+                "object": "chat.completion",
+                "model": "bfcl-script",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            }
+        )
+
+    routes = [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
+    return running_server(Starlette(routes=routes))  # type: ignore[arg-type]
+
+
+def _first(options: list[Any]) -> Any:
+    """The first accepted value of a possible_answer entry; a dict's (or a list of dicts')
+    own entries are lists of accepted values too."""
+    value = next(o for o in options if o != "")
+
+    def one(d: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: _first(o) for k, o in d.items() if isinstance(o, list) and any(x != "" for x in o)
+        }
+
+    if isinstance(value, dict):
+        return one(value)
+    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+        return [one(x) for x in value]
+    return value
+
+
+def right_arguments(item: Item, function: str, params: dict[str, list[Any]]) -> dict[str, Any]:
+    """What possible_answer accepts: a parameter that may be left out ("" among its values)
+    is left out unless the function requires it."""
+    spec = next(f for f in item.functions if f["name"] == function)
+    required = spec["parameters"].get("required", [])
+    return {p: _first(o) for p, o in params.items() if "" not in o or p in required}
+
+
+def _wrong(value: Any) -> Any:
+    """A value of the same type that possible_answer does not accept."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 7919
+    if isinstance(value, str):
+        return value + " and something else entirely"
+    if isinstance(value, list):
+        return [*value, value[0]] if value else [7919]
+    if isinstance(value, dict):
+        return {k: _wrong(v) for k, v in value.items()} or {"unexpected": 7919}
+    return value
+
+
+def wrong_arguments(item: Item, function: str, params: dict[str, list[Any]]) -> dict[str, Any]:
+    right = right_arguments(item, function, params)
+    return {k: _wrong(v) for k, v in right.items()} or {"unexpected": 7919}
+
+
+def calling(
+    build: Callable[[Item, str, dict[str, list[Any]]], dict[str, Any]],
+) -> Callable[[Item], Message]:
+    """Answers with one call per ground-truth call, under the offered (tool) names."""
+
+    def answer(item: Item) -> Message:
+        if item.ground_truth is None:
+            return {"role": "assistant", "content": "None of these functions can answer that."}
+        tool_name = {bfcl: tool for tool, bfcl in item.names.items()}
+        calls = [
+            {
+                "id": f"c{n}",
+                "type": "function",
+                "function": {
+                    "name": tool_name[function],
+                    "arguments": json.dumps(build(item, function, params)),
+                },
+            }
+            for n, call in enumerate(item.ground_truth)
+            for function, params in call.items()
+        ]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    return answer
+
+
+def call_anything(item: Item) -> Message:
+    """The first offered tool, called with no arguments."""
+    tool = item.tools[0]["function"]["name"]
+    call = {"id": "c0", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+async def _run(url: str, tmp_path: Path, **extra: Any) -> tuple[Path, list[dict[str, Any]]]:
+    settings = BfclSettings(base_url=url, out=tmp_path / "bfcl.jsonl", **extra)
+    out = await run_bfcl(settings, echo=lambda _: None)
+    return out, read_records(out)
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    return json.loads(out.with_suffix("").with_name(out.stem + ".summary.json").read_text())
+
+
+@needs_bfcl
+async def test_answers_from_possible_answer_score_everything(
+    items: list[Item], tmp_path: Path
+) -> None:
+    seen: list[dict[str, Any]] = []
+    with _server(items, calling(right_arguments), seen) as url:
+        out, records = await _run(url, tmp_path, limit=4, seed=3)
+    assert [r["category"] for r in records] == [c for c in DEFAULT_CATEGORIES for _ in range(4)]
+    assert all(r["valid"] for r in records), [
+        (r["id"], r["errors"]) for r in records if not r["valid"]
+    ]
+    # One request per item, the item's functions as tools, tool_choice left to the server.
+    assert len(seen) == len(records)
+    assert all(b["temperature"] == 0 and "tool_choice" not in b and b["tools"] for b in seen)
+    # Dotted names reached the model with underscores and the checker with BFCL's own names.
+    renamed = [c for r in records for c in r["calls"] if c["name"] != c["function"]]
+    assert renamed and all(c["name"] == c["function"].replace(".", "_") for c in renamed)
+    irrelevance = [r for r in records if r["category"] == "irrelevance"]
+    assert irrelevance and all(not r["calls"] and r["content"] for r in irrelevance)
+    summary = _summary(out)
+    for category in DEFAULT_CATEGORIES:
+        rate = summary["categories"][category]
+        low, high = rate["ci95"]
+        assert (rate["n"], rate["correct"], rate["accuracy"]) == (4, 4, 1.0)
+        assert 0.0 < low < 1.0 == high  # Wilson's interval, not a zero-width one
+    assert records[0]["model_sha256"] == "0" * 64 and records[0]["tool_grammar"] == "lazy"
+    table = (tmp_path / "summary.md").read_text()
+    assert out.stem in table and "Qwen2.5-0.5B-Instruct" in table
+
+
+@needs_bfcl
+async def test_wrong_values_and_calls_on_irrelevance_score_nothing(
+    items: list[Item], tmp_path: Path
+) -> None:
+    def answer(item: Item) -> Message:
+        return call_anything(item) if item.ground_truth is None else calling(wrong_arguments)(item)
+
+    with _server(items, answer, []) as url:
+        out, records = await _run(url, tmp_path, limit=4, seed=3)
+    assert len(records) == 4 * len(DEFAULT_CATEGORIES) and not any(r["valid"] for r in records)
+    for r in records:
+        if r["category"] == "irrelevance":
+            assert r["error_type"] == "irrelevance_error:decoder_success"
+        else:  # decoded, then refused for what the arguments say
+            assert r["error_type"] and not r["error_type"].startswith("ast_decoder"), r
+    summary = _summary(out)
+    assert all(
+        c["accuracy"] == 0.0 and c["ci95"][0] == 0.0 < c["ci95"][1]
+        for c in summary["categories"].values()
+    )
+
+
+@needs_bfcl
+async def test_arguments_failing_the_schema_are_recorded_and_still_judged(
+    items: list[Item], tmp_path: Path
+) -> None:
+    def as_text(item: Item) -> Message:  # every value that is not a string sent as its text
+        message = calling(right_arguments)(item)
+        for call in message["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            text = {k: v if isinstance(v, str) else json.dumps(v) for k, v in args.items()}
+            call["function"]["arguments"] = json.dumps(text)
+        return message
+
+    with _server(items, as_text, []) as url:
+        _, records = await _run(url, tmp_path, categories=("simple_python",), limit=6, seed=1)
+    by_id = {i.id: i for i in items}
+
+    def declared(record: dict[str, Any]) -> set[str]:
+        (function,) = by_id[record["id"]].functions
+        sent = json.loads(record["calls"][0]["arguments"])
+        return {function["parameters"]["properties"][k]["type"] for k in sent}
+
+    typed = [r for r in records if declared(r) - {"string", "any"}]
+    assert typed, "the sample needs an item with a parameter that is not a string"
+    for r in typed:
+        assert r["schema_problems"][0] and "is not of type" in r["schema_problems"][0], r
+        assert not r["valid"] and r["error_type"].startswith("type_error"), r
+
+
+@needs_bfcl
+def test_names_and_types_round_trip_on_every_function(items: list[Item]) -> None:
+    assert {i.category for i in items} == set(DEFAULT_CATEGORIES)
+
+    def same_types(bfcl: dict[str, Any], tool: dict[str, Any], where: str) -> None:
+        assert tool["type"] == JSON_TYPE.get(bfcl.get("type", "any"), "string"), where
+        if "properties" in bfcl and bfcl.get("type") != "any":
+            for name, spec in bfcl["properties"].items():
+                same_types(spec, tool["properties"][name], f"{where}.{name}")
+        if "items" in bfcl:
+            same_types(bfcl["items"], tool["items"], f"{where}[]")
+
+    functions = 0
+    for item in items:
+        assert len(item.tools) == len(item.functions) == len(item.names), item.id
+        for function, tool in zip(item.functions, item.tools, strict=True):
+            name = tool["function"]["name"]
+            assert OPENAI_NAME.match(name) and "." not in name, (item.id, name)
+            assert function_name(item, name) == function["name"], item.id
+            schema = tool["function"]["parameters"]
+            assert schema["type"] == "object"
+            assert set(schema["properties"]) == set(function["parameters"]["properties"])
+            assert schema.get("required", []) == function["parameters"].get("required", [])
+            for param, spec in function["parameters"]["properties"].items():
+                same_types(
+                    spec, schema["properties"][param], f"{item.id}:{function['name']}.{param}"
+                )
+            functions += 1
+    assert functions >= len(items)
+
+
+def test_without_the_bfcl_virtualenv_the_command_says_how_to_make_it(tmp_path: Path) -> None:
+    with _server([], lambda _: {}, []) as url:
+        command = ["-m", "evals", "bfcl", "--base-url", url, "--out", str(tmp_path / "x.jsonl")]
+        done = subprocess.run(
+            [sys.executable, *command],
+            env={**os.environ, "BFCL_PYTHON": str(tmp_path / "no-venv" / "python")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert "make bfcl-venv" in done.stderr and "no-venv" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_category_is_refused_before_any_request(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    with _server([], lambda _: {}, seen) as url, pytest.raises(EvalError, match="simple_python"):
+        asyncio.run(run_bfcl(BfclSettings(base_url=url, categories=("simple",)), echo=print))
+    assert seen == []

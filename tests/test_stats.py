@@ -1,0 +1,188 @@
+"""Intervals on accuracies and paired comparisons of two runs: known tables, the refusal of
+runs over different tasks, and the command line over real runs of the scripted provider."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.compare import compare
+from evals.runner import EvalSettings, run_eval
+from evals.scoring.stats import PairingError, paired, wilson
+from evals.sweep import rewrite
+from evals.tasks import DEFAULT_TASKS
+from tests.helpers import ROOT
+
+
+def records(outcomes: list[bool], task_set: str = "t", epoch: int = 1) -> list[dict[str, Any]]:
+    return [
+        {"task_id": f"task{i:02d}", "epoch": epoch, "correct": ok, "task_set": task_set}
+        for i, ok in enumerate(outcomes)
+    ]
+
+
+def closed_form_wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The textbook formula, as an independent reference for scipy's."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 6), (2, 6), (6, 6), (11, 156), (37, 60)])
+def test_wilson_interval_matches_the_closed_form(k: int, n: int) -> None:
+    got = wilson(k, n)
+    low, high = closed_form_wilson(k, n)
+    assert got.low == pytest.approx(max(low, 0.0), abs=1e-9)
+    assert got.high == pytest.approx(min(high, 1.0), abs=1e-9)
+    assert got.low <= k / n <= got.high
+    assert str(got).startswith(f"{k}/{n} = ")
+
+
+def test_a_one_task_difference_among_six_is_inside_both_intervals() -> None:
+    """2/6 against 1/6: each rate lies in the other's interval."""
+    two, one = wilson(2, 6), wilson(1, 6)
+    assert two.low < one.rate and one.high > two.rate
+
+
+def test_none_against_all_of_six() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = paired(records([False] * 6), records([True] * 6), "A", "B")
+    assert (result.pairs, result.correct_a, result.correct_b) == (6, 0, 6)
+    assert (result.difference, result.low, result.high) == (100, 100, 100)
+    assert result.p_value == pytest.approx(2 * 0.5**6)  # all six discordant pairs one way
+    assert [t for t, _ in result.only_b] == [f"task{i:02d}" for i in range(6)]
+    assert result.only_a == []
+    assert result.sentence().startswith("B is better by 100 points, 95 % CI [100, 100]")
+    assert (
+        paired(records([True] * 6), records([False] * 6), "A", "B")
+        .sentence()
+        .startswith("A is better by 100 points")
+    )
+
+
+def test_identical_runs_show_no_difference_without_warnings_or_nan() -> None:
+    mixed = [True, False, True, True, False, False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = paired(records(mixed), records(mixed), "A", "B")
+    assert (result.difference, result.low, result.high, result.p_value) == (0, 0, 0, 1.0)
+    assert not result.detected
+    assert result.sentence() == (
+        "no difference detected (B minus A: 0 points, 95 % CI [0, 0], McNemar p = 1)"
+    )
+
+
+def test_eight_discordant_pairs_one_way_among_twenty() -> None:
+    a = [i < 6 for i in range(20)]  # 6/20
+    b = [i < 14 for i in range(20)]  # 14/20: tasks 6..13 right in B only
+    result = paired(records(a), records(b), "A", "B")
+    assert result.difference == pytest.approx(40)
+    assert 0 < result.low < 40 < result.high <= 100
+    assert result.p_value == pytest.approx(2 * 0.5**8)
+    assert [t for t, _ in result.only_b] == [f"task{i:02d}" for i in range(6, 14)]
+    assert result.sentence().startswith("B is better by 40 points, 95 % CI [")
+    again = paired(records(a), records(b), "A", "B")
+    assert (again.low, again.high) == (result.low, result.high)  # a fixed random state
+
+
+def test_discordant_pairs_both_ways_are_no_detected_difference() -> None:
+    a = [i < 10 for i in range(20)]
+    b = [i < 7 or 10 <= i < 12 for i in range(20)]  # 3 right in A only, 2 in B only
+    result = paired(records(a), records(b), "A", "B")
+    assert len(result.only_a) == 3 and len(result.only_b) == 2
+    assert result.low < 0 < result.high and not result.detected
+    assert result.p_value == pytest.approx(1.0)
+    assert result.sentence().startswith("no difference detected (B minus A: -5 points, 95 % CI")
+
+
+def test_a_bootstrap_interval_the_exact_test_does_not_confirm_is_said_so() -> None:
+    """Four discordant pairs one way: the percentile interval leaves out 0, but no McNemar
+    p-value on four pairs can fall below 2 * 0.5**4."""
+    result = paired(records([True, True] + [False] * 4), records([True] * 6), "A", "B")
+    assert result.detected and result.p_value == pytest.approx(2 * 0.5**4)
+    assert result.sentence().endswith(
+        "(the exact test does not confirm it: 4 discordant task runs are too few)"
+    )
+    confirmed = paired(records([False] * 6), records([True] * 6), "A", "B").sentence()
+    assert "does not confirm" not in confirmed
+
+
+def test_pairs_are_task_runs_both_made() -> None:
+    """A ran two epochs, B one: only epoch 1 is compared."""
+    a = records([True, True, False]) + records([False, False, False], epoch=2)
+    result = paired(a, records([True, False, False]), "A", "B")
+    assert result.pairs == 3 and [k for k, _ in result.only_a] == ["task01"]
+
+
+def test_runs_over_different_tasks_are_refused() -> None:
+    with pytest.raises(PairingError, match="only A has task05; only B has task06"):
+        paired(records([True] * 6), [*records([True] * 5), records([True] * 7)[6]], "A", "B")
+    with pytest.raises(PairingError, match="different task sets: A ran files6, B ran gen"):
+        paired(records([True] * 6, "files6"), records([True] * 6, "gen"), "A", "B")
+
+
+# -- through real runs -----------------------------------------------------------------------
+
+
+def run(url: str, folder: Path, model: str, tasks: Path = DEFAULT_TASKS) -> tuple[Path, list[str]]:
+    lines: list[str] = []
+    out = folder / f"{model.removeprefix('scripted:')}-{tasks.stem}.jsonl"
+    settings = EvalSettings(base_url=url, model=model, out=out, label=model, tasks=tasks)
+    return asyncio.run(run_eval(settings, echo=lines.append)), lines
+
+
+def evals(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m evals`` from this checkout, whatever the folder it runs in."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "evals", *args], cwd=cwd, capture_output=True, text=True, env=env
+    )
+
+
+def test_every_printed_accuracy_carries_its_interval(scripted_url: str, tmp_path: Path) -> None:
+    oracle, lines = run(scripted_url, tmp_path, "scripted:oracle")
+    guess, _ = run(scripted_url, tmp_path, "scripted:adversary-guess")
+    interval = str(wilson(6, 6))
+    assert f"correct={interval}" in lines[-2]
+    assert f"correct={interval}" in oracle.with_suffix(".summary.md").read_text()
+    table = compare([oracle, guess])
+    assert f"| accuracy | {interval} | {wilson(0, 6)} |" in table
+    rewrite([oracle, guess], tmp_path / "sweep")
+    sweep = (tmp_path / "sweep" / "sweep.md").read_text()
+    assert interval in sweep and str(wilson(0, 6)) in sweep
+    data = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert data["runs"][0]["accuracy_ci95"] == [round(wilson(6, 6).low, 4), 1.0]
+
+
+def test_compare_paired_on_the_command_line(scripted_url: str, tmp_path: Path) -> None:
+    oracle, _ = run(scripted_url, tmp_path, "scripted:oracle")
+    guess, _ = run(scripted_url, tmp_path, "scripted:adversary-guess")
+    proc = evals("compare", "--paired", str(guess), str(oracle), "--out", "p.md", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "scripted:oracle is better by 100 points, 95 % CI [100, 100], McNemar p = 0.031" in (
+        proc.stdout
+    )
+    assert "timeout, count, notes, read_all, largest, rotate" in proc.stdout
+    assert (tmp_path / "p.md").read_text().startswith("# Paired comparison")
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(DEFAULT_TASKS.read_text()), "name": "other"}))
+    renamed, _ = run(scripted_url, tmp_path, "scripted:oracle", other)
+    proc = evals("compare", "--paired", str(oracle), str(renamed), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "different task sets" in proc.stderr and "files6" in proc.stderr
+    assert "other" in proc.stderr
+
+    proc = evals("compare", "--paired", str(oracle), cwd=ROOT)
+    assert proc.returncode == 2 and "name two run files" in proc.stderr
