@@ -49,6 +49,8 @@ class LoopConfig:
     # The first this many replies must call a tool (after a first-turn choice, if any), so an
     # answer comes only after that many looks.
     required_turns: int = 0
+    # The reply after a call that failed must call a tool.
+    act_after_error: bool = False
     # A read of a file that does not exist is answered with the names of the files that do.
     name_files_on_miss: bool = False
     # The system prompt asks for every file an answer depends on to be read, and for the answer
@@ -76,6 +78,7 @@ POLICY_FIELDS = (
     "conclude_on_limit",
     "listing",
     "required_turns",
+    "act_after_error",
     "name_files_on_miss",
     "grounding",
 )

@@ -125,6 +125,14 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         help="the first N replies must call a tool (after a first-turn --tool-choice)",
     )
     g.add_argument(
+        "--act-after-error",
+        type=_on_off,
+        nargs="?",
+        const=True,
+        metavar="on|off",
+        help="the reply after a failed call must call a tool",
+    )
+    g.add_argument(
         "--name-files-on-miss",
         type=_on_off,
         nargs="?",

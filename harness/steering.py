@@ -17,6 +17,8 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
 * ``example``: one worked example in the system prompt (``system_prompt``);
 * ``required_turns``: the first N replies must call a tool, so no answer comes before N looks
   (``turn_options``);
+* ``act_after_error``: the reply after a failed call must call a tool, so an error is met with
+  another look rather than with advice to the user (``turn_options``);
 * ``grounding``: the system prompt asks for every file an answer depends on to be opened, and
   for the answer to say only what the tool results say (``system_prompt``);
 * ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
@@ -143,7 +145,7 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         choice = "required"
     elif config.tool_choice not in ("auto", "required") and state.turns == 0:
         choice = {"type": "function", "function": {"name": config.tool_choice}}
-    elif state.turns < config.required_turns:
+    elif state.turns < config.required_turns or (config.act_after_error and just_failed(state)):
         choice = "required"
     return TurnOptions(
         tool_choice=choice,
@@ -157,6 +159,11 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         temperature=config.temperature,
         seed=config.seed,
     )
+
+
+def just_failed(state: RunState) -> bool:
+    """A call of the newest reply failed (refused, not found, declined...)."""
+    return any(not run.ok for run in state.tool_log if run.turn == state.turns)
 
 
 def just_repeated(state: RunState) -> bool:

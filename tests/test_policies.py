@@ -114,6 +114,26 @@ async def test_required_turns_ask_for_a_call_until_that_many_replies(workspace: 
     assert [b.get("tool_choice") for b in seen] == [named, "required", None]
 
 
+async def test_a_failed_call_is_met_with_another_call_only_when_asked(
+    workspace: Workspace,
+) -> None:
+    turns = [
+        calls(("a", "read_file", '{"path": "nowhere.txt"}')),
+        calls(("b", "list_files", "{}")),
+        answer("ok"),
+    ]
+    seen, client = recording(turns)
+    async with client:
+        config = LoopConfig(act_after_error=True)
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    # After the failed read the reply must call a tool; after the listing it may answer.
+    assert [b.get("tool_choice") for b in seen] == [None, "required", None]
+    seen, client = recording(turns)
+    async with client:
+        await run_loop(new_run("m", "q"), client, default_tools(), workspace, LoopConfig())
+    assert [b.get("tool_choice") for b in seen] == [None, None, None]
+
+
 async def test_always_asks_for_a_call_on_every_turn(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
