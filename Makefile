@@ -10,6 +10,7 @@ STAMP_LLAMA := $(VENV)/.installed-llama
 STAMP_MODELS := $(VENV)/.installed-models
 STAMP_BENCH := $(VENV)/.installed-bench
 STAMP_TF := $(VENV)/.installed-transformers
+STAMP_INSPECT := $(VENV)/.installed-inspect
 # BFCL's data and checker (bfcl-eval) in a virtualenv of their own: bfcl-eval pins old numpy and
 # filelock and imports a dozen API clients on the way to its checker, none of which belong in
 # the project's environment. python -m evals bfcl talks to it through a pipe.
@@ -83,6 +84,11 @@ $(STAMP_BFCL): evals/bfcl/requirements.txt
 	touch $@
 
 bfcl-venv: $(STAMP_BFCL)
+
+# Inspect AI: run files as its logs (python -m evals export) and its client against the server.
+$(STAMP_INSPECT): $(STAMP_DEV)
+	$(PIP) install --quiet -e ".[inspect]"
+	touch $@
 
 # The peer server for the serving benchmark (llama-cpp-python's own) and psutil.
 $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
@@ -189,7 +195,7 @@ experiments: $(STAMP_DEV)
 	$(PY) -m evals experiments --out results
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached.
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server
 	$(PY) -m pytest -q
 
 lint: $(STAMP_DEV)

@@ -1,5 +1,5 @@
 """``python -m evals``: run, sweep, bfcl, rescore, adversaries, compare, generate, view,
-experiment(s), bench."""
+export, experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -217,6 +217,12 @@ def _parser() -> argparse.ArgumentParser:
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
     )
     view.add_argument("--out", type=Path, default=Path("results/report.html"))
+    export = commands.add_parser(
+        "export", help="write run files as Inspect AI logs (.eval), one per run file"
+    )
+    export.add_argument("--format", choices=["inspect"], default="inspect")
+    export.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    export.add_argument("--out", type=Path, required=True, help="folder for the logs")
     return parser
 
 
@@ -232,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "view":
         print(f"wrote {write_report(args.files, args.out)}")
         return 0
+    if args.command == "export":
+        return _export(args)
     if args.command == "rescore":
         return _rescore(args)
     if args.command == "adversaries":
@@ -349,6 +357,20 @@ def _paired(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
         print(f"wrote {args.out}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from evals.inspect_export import ExportError, export
+
+    try:
+        logs = export(args.files, args.out)
+    except (ExportError, ValueError) as exc:
+        print(f"evals export: {exc}", file=sys.stderr)
+        return 1
+    for log in logs:
+        print(f"wrote {log}")
+    print(f"open them with: inspect view --log-dir {args.out}")
     return 0
 
 
