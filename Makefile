@@ -198,7 +198,7 @@ experiments: $(STAMP_DEV)
 test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server
 	$(PY) -m pytest -q
 
-lint: $(STAMP_DEV)
+lint: $(STAMP_DEV) $(STAMP_INSPECT)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
