@@ -109,7 +109,13 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
 PHRASINGS["missing"] = PHRASINGS["exists"]
 
 # An answer that says a named file exists must not also say it does not.
-DENIALS = ["there is no", "does not exist", "doesn't exist", "not found", "no such file"]
+DENIALS = [
+    "there is no", "does not exist", "doesn't exist", "not found", "no such file",
+    "is not present", "is not in", "isn't in",
+]  # fmt: skip
+# What says a named file is there, and what says it is not: either wording counts.
+AFFIRMS = r"\b(yes|exists|is there|there is|is present)\b"
+DENIES = r"\b(no|not|doesn't|isn't)\b"
 
 
 @dataclass
@@ -267,15 +273,15 @@ def _task(rng: random.Random, kind: str, files: list[File]) -> dict[str, Any]:
         listing = _listing(files)
         listing["result_contains"] = [target.name]
         checks = [
-            {"kind": "regex", "pattern": r"\byes\b"},
+            {"kind": "regex", "pattern": AFFIRMS},
             {"kind": "not_contains", "values": DENIALS},
             listing,
         ]
     elif kind == "missing":
         question = _question(rng, kind, needle=_absent_name(rng, files))
         checks = [
-            {"kind": "regex", "pattern": r"\bno\b"},
-            {"kind": "not_contains", "values": ["yes"]},
+            {"kind": "regex", "pattern": DENIES},
+            {"kind": "not_contains", "values": ["yes", "exists in"]},
             {"kind": "observed", "tool": "list_files", "result_contains": ["bytes"]},
         ]
     elif kind == "value":
