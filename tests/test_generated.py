@@ -144,3 +144,39 @@ def test_make_eval_takes_the_task_set() -> None:
     assert proc.returncode == 0, proc.stderr
     (line,) = [x for x in proc.stdout.splitlines() if "-m evals run" in x]
     assert "--tasks evals/tasks/gen-test-s1000-n60.json" in line
+
+
+def _answer_checks_pass(task: Any, answer: str) -> bool:
+    from evals.scoring import score
+    from harness.state import new_run
+
+    state = new_run("m", task.question)
+    state.status, state.answer = "completed", answer
+    kinds = {"contains", "contains_any", "not_contains", "regex"}
+    return all(c["passed"] for c in score(task, state) if c["kind"] in kinds)
+
+
+@pytest.mark.parametrize(
+    ("kind", "answer", "right"),
+    [
+        ("exists", "Yes, {name} is there.", True),
+        ("exists", "The file {name} exists in the workspace.", True),
+        ("exists", "The workspace contains a file called {name}.", True),
+        ("exists", "The file {name} does not exist.", False),
+        ("exists", "{name} is 96 bytes in size.", False),
+        ("missing", "No, there is no file named {name}.", True),
+        ("missing", "The file {name} is not present in the workspace.", True),
+        ("missing", "The file {name} exists.", False),
+        ("missing", "Yes.", False),
+    ],
+)
+def test_a_yes_or_no_question_takes_either_wording_and_refuses_the_other_answer(
+    kind: str, answer: str, right: bool
+) -> None:
+    from evals.tasks import TaskSet
+
+    tasks = TaskSet.model_validate(generate(1000, 60)).tasks
+    task = next(t for t in tasks if t.kind == kind)
+    name = re.search(r'"([^"]+)"', task.question)
+    assert name is not None
+    assert _answer_checks_pass(task, answer.format(name=name.group(1))) is right

@@ -114,7 +114,7 @@ DENIALS = [
     "is not present", "is not in", "isn't in",
 ]  # fmt: skip
 # What says a named file is there, and what says it is not: either wording counts.
-AFFIRMS = r"\b(yes|exists|is there|there is|is present)\b"
+AFFIRMS = r"\b(yes|exists|is there|there is|is present|contains)\b"
 DENIES = r"\b(no|not|doesn't|isn't)\b"
 
 
