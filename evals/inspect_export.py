@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.records import NOT_RUN, kept_file, read_records, read_text
+from evals.records import run_files as find_run_files
 from evals.scoring.stats import wilson
 from harness.state import RunState, ToolRun
 
@@ -55,7 +56,10 @@ def _require_inspect() -> None:
 def export(run_files: list[Path], out: Path) -> list[Path]:
     """One ``.eval`` log in ``out`` per run file (folders are searched for run files)."""
     _require_inspect()
-    files = _run_files(run_files)
+    try:
+        files = find_run_files(run_files)
+    except FileNotFoundError as exc:
+        raise ExportError(str(exc)) from exc
     if not files:
         raise ExportError("no run files (*.jsonl) among " + ", ".join(map(str, run_files)))
     out.mkdir(parents=True, exist_ok=True)
@@ -70,18 +74,6 @@ def export_run(run_file: Path, log_path: Path) -> Path:
         raise ExportError(f"{run_file}: no records")
     write_eval_log(eval_log(run_file, records), log_path, format="eval")
     return log_path
-
-
-def _run_files(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found += sorted(path.glob("*.jsonl"))
-        elif path.exists():
-            found.append(path)
-        else:
-            raise ExportError(f"{path}: no such run file")
-    return found
 
 
 def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:

@@ -202,6 +202,20 @@ def kept_file(run_file: Path, name: str) -> Path | None:
     return plain if plain.exists() else packed if packed.exists() else None
 
 
+def run_files(paths: list[Path]) -> list[Path]:
+    """The run files named, and those inside the folders named (``*.jsonl``, in name order);
+    FileNotFoundError names the first path that is neither."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(path.glob("*.jsonl"))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such run file or folder")
+    return found
+
+
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     records = []
     with open(path, encoding="utf-8") as f:

@@ -11,15 +11,14 @@ missing keeps its old verdict and is reported, never guessed.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evals.markdown import table
-from evals.records import NOT_RUN, code_version, kept_file, read_records, read_text
-from evals.runfiles import write_summaries
+from evals.records import NOT_RUN, code_version, kept_file, read_records, read_text, run_files
+from evals.runfiles import start_partial, write_summaries
 from evals.scoring.checks import score
 from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
 from harness.state import RunState
@@ -47,19 +46,6 @@ class Rescored:
         if self.missing:
             text += f"  [no state file, verdict kept: {', '.join(self.missing)}]"
         return text
-
-
-def run_files(paths: list[Path]) -> list[Path]:
-    """The run files named, and those inside the folders named, in name order."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found += sorted(path.glob("*.jsonl"))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise RescoreError(f"{path}: no such run file or folder")
-    return found
 
 
 def task_set_for(records: list[dict[str, Any]], run_file: Path) -> TaskSet:
@@ -132,13 +118,7 @@ def _rewrite(run_file: Path, records: list[dict[str, Any]]) -> None:
         elapsed = json.loads(summary_json.read_text(encoding="utf-8")).get("elapsed_ms")
     except (OSError, json.JSONDecodeError):
         elapsed = None
-    tmp = run_file.with_name(run_file.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, run_file)
+    start_partial(run_file, records)  # written beside it, fsynced, then put in its place
     write_summaries(run_file, elapsed_ms=elapsed)
 
 
@@ -179,7 +159,10 @@ def markdown(results: list[Rescored]) -> str:
 
 
 def rescore(paths: list[Path], tasks: Path | None = None) -> list[Rescored]:
-    files = run_files(paths)
+    try:
+        files = run_files(paths)
+    except FileNotFoundError as exc:
+        raise RescoreError(str(exc)) from exc
     if not files:
         raise RescoreError(f"no run files (*.jsonl) in {', '.join(map(str, paths))}")
     taskset = load_tasks(tasks) if tasks else None
