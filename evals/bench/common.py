@@ -95,6 +95,17 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def per_token(ms: Any, n: Any) -> float | None:
+    """Milliseconds per token from a server's timings; None when either is missing or n is 0."""
+    return ms / n if isinstance(ms, (int, float)) and isinstance(n, int) and n > 0 else None
+
+
+def median_of(values: list[float | None]) -> float | None:
+    """The median of the values a server reported, to 3 decimals; None when there are none."""
+    found = median([v for v in values if v is not None])
+    return None if found is None else round(found, 3)
+
+
 def verdict(ok: bool) -> str:
     return "pass" if ok else "falls short"
 

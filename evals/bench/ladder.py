@@ -13,7 +13,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from evals.bench.common import Echo, Figures, Part, median, peak_rss_mb, server_process
+from evals.bench.common import (
+    Echo,
+    Figures,
+    Part,
+    median_of,
+    peak_rss_mb,
+    per_token,
+    server_process,
+)
 from evals.bench.peer import WARM, load_average, send
 from evals.markdown import table
 from serve_local import llama_server
@@ -35,15 +43,6 @@ def _args(model: str) -> dict[str, list[str]]:
         "--threads", str(THREADS), "--log-level", "warning",
     ]  # fmt: skip
     return {"ours": ours, "llama-server": llama_server.command(model, None, threads=THREADS)}
-
-
-def _per(ms: Any, n: Any) -> float | None:
-    return ms / n if isinstance(ms, (int, float)) and isinstance(n, int) and n > 0 else None
-
-
-def _median(values: list[float | None]) -> float | None:
-    found = median([v for v in values if v is not None])
-    return None if found is None else round(found, 3)
 
 
 def measure(model: str, echo: Echo) -> dict[str, Any]:
@@ -69,9 +68,11 @@ def measure(model: str, echo: Echo) -> dict[str, Any]:
                 "peak_rss_mb": (lambda mb: None if mb is None else round(mb, 1))(
                     peak_rss_mb(pids[who])
                 ),
-                "prompt_ms_per_token": _median([_per(r["prompt_ms"], r["prompt_n"]) for r in got]),
-                "generated_ms_per_token": _median(
-                    [_per(r["predicted_ms"], r["predicted_n"]) for r in got]
+                "prompt_ms_per_token": median_of(
+                    [per_token(r["prompt_ms"], r["prompt_n"]) for r in got]
+                ),
+                "generated_ms_per_token": median_of(
+                    [per_token(r["predicted_ms"], r["predicted_n"]) for r in got]
                 ),
                 "completion_tokens": sum(r["completion_tokens"] or 0 for r in got),
             }

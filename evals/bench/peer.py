@@ -16,7 +16,15 @@ from typing import Any
 
 import httpx
 
-from evals.bench.common import Echo, Figures, Part, median, server_process, verdict
+from evals.bench.common import (
+    Echo,
+    Figures,
+    Part,
+    median_of,
+    per_token,
+    server_process,
+    verdict,
+)
 from evals.markdown import table
 from serve_local import llama_server
 from serve_local.models import QWEN_CODER
@@ -89,15 +97,6 @@ def send(url: str, prompt: str, max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
     }
 
 
-def _per(ms: Any, n: Any) -> float | None:
-    return ms / n if isinstance(ms, (int, float)) and isinstance(n, int) and n > 0 else None
-
-
-def _median(values: list[float | None]) -> float | None:
-    found = median([v for v in values if v is not None])
-    return None if found is None else round(found, 3)
-
-
 def summarize(rows: list[dict[str, Any]]) -> Figures:
     """Medians per server over the rows (one per request, a reply from each of SERVERS), and
     ours over each llama-server's."""
@@ -105,12 +104,14 @@ def summarize(rows: list[dict[str, Any]]) -> Figures:
     for who in SERVERS:
         replies = [r[who] for r in rows]
         per[who] = {
-            "prompt_ms_per_token": _median([_per(x["prompt_ms"], x["prompt_n"]) for x in replies]),
-            "predicted_ms_per_token": _median(
-                [_per(x["predicted_ms"], x["predicted_n"]) for x in replies]
+            "prompt_ms_per_token": median_of(
+                [per_token(x["prompt_ms"], x["prompt_n"]) for x in replies]
             ),
-            "wall_ms_per_token": _median(
-                [_per(x["wall_ms"], x["completion_tokens"]) for x in replies]
+            "predicted_ms_per_token": median_of(
+                [per_token(x["predicted_ms"], x["predicted_n"]) for x in replies]
+            ),
+            "wall_ms_per_token": median_of(
+                [per_token(x["wall_ms"], x["completion_tokens"]) for x in replies]
             ),
             "completion_tokens": sum(x["completion_tokens"] or 0 for x in replies),
         }
@@ -219,7 +220,7 @@ def render(f: Figures) -> list[str]:
             i,
             " / ".join(str(r[w]["prompt_tokens"]) for w in SERVERS),
             " / ".join(str(r[w]["completion_tokens"]) for w in SERVERS),
-            " / ".join(_ms(_per(r[w]["predicted_ms"], r[w]["predicted_n"])) for w in SERVERS),
+            " / ".join(_ms(per_token(r[w]["predicted_ms"], r[w]["predicted_n"])) for w in SERVERS),
             " / ".join(f"{r[w]['wall_ms']:,.0f}" for w in SERVERS),
             " / ".join("yes" if r[p]["text"] == r["ours"]["text"] else "no" for p in SERVERS[1:]),
         ]
