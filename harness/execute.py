@@ -18,7 +18,16 @@ from harness.config import LoopConfig
 from harness.errors import Declined, InvalidArguments, Repeated, ToolBug, ToolError
 from harness.faults import crash_point
 from harness.policies import error_text, rejection_text
-from harness.state import Call, Message, RunState, Status, ToolRun, last_reply, pending
+from harness.state import (
+    Call,
+    Message,
+    RunState,
+    Status,
+    ToolRun,
+    last_reply,
+    pending,
+    result_text,
+)
 from harness.steering import repeated_result, signature
 from harness.toolrun import ToolOutcome, run_call, tool_message
 from harness.tools import Tool, ToolContext
@@ -45,9 +54,9 @@ def cached_result(
     wanted = signature(name, arguments)
     for run in state.tool_log:
         if run.ok and run.name == name and signature(run.name, run.arguments) == wanted:
-            for message in state.messages:
-                if message.get("tool_call_id") == run.call_id:
-                    return str(message.get("content", ""))
+            earlier = result_text(state, run.call_id)
+            if earlier is not None:
+                return earlier
     return None
 
 

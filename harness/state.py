@@ -169,6 +169,14 @@ def asked_calls(state: RunState) -> list[Call]:
     return asked
 
 
+def result_text(state: RunState, call_id: str) -> str | None:
+    """The text of the tool message answering ``call_id``, if the transcript holds one."""
+    for message in state.messages:
+        if message.get("tool_call_id") == call_id:
+            return str(message.get("content", ""))
+    return None
+
+
 def last_reply(state: RunState) -> tuple[int, int] | None:
     """(message index, turn number) of the last assistant message, if any."""
     turn, found = 0, None

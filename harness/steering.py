@@ -36,7 +36,7 @@ from typing import Any
 
 from harness.client import TurnOptions
 from harness.config import LoopConfig
-from harness.state import RunState, asked_calls, last_reply
+from harness.state import RunState, asked_calls, last_reply, result_text
 from harness.tools import Tool, ToolContext
 
 SUBMIT = "submit"
@@ -243,9 +243,8 @@ def repeated_result(
     turns = {c.id: c.turn for c in asked_calls(state)}
     for run in state.tool_log:
         if run.name == name and signature(run.name, run.arguments) == wanted:
-            for message in state.messages:
-                if message.get("tool_call_id") == run.call_id:
-                    earlier = str(message.get("content", ""))
-                    note = REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
-                    return earlier + note, None if run.ok else (run.error or "failed")
+            earlier = result_text(state, run.call_id)
+            if earlier is not None:
+                note = REPEAT_NOTE.format(turn=turns.get(run.call_id, run.turn))
+                return earlier + note, None if run.ok else (run.error or "failed")
     return None
