@@ -27,6 +27,8 @@ PORT ?= 8000
 THREADS ?=
 # lazy: tool calls constrained to an offered tool and its schema; off: free text, parsed
 TOOL_GRAMMAR ?= lazy
+# prompt-lookup: speculative decoding drafted from the context (llama backend); see make bench
+DRAFT ?= off
 SCRIPTED_PORT ?= 8001
 SCENARIO ?= plan
 
@@ -98,7 +100,7 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) \
-		--tool-grammar $(TOOL_GRAMMAR)
+		--tool-grammar $(TOOL_GRAMMAR) --draft $(DRAFT)
 
 # llama.cpp's C++ server as a peer, built from the llama.cpp sources inside the llama-cpp-python
 # sdist of the installed version (about 10 minutes on 2 cores the first time; cached under

@@ -244,6 +244,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "model_sha256": first.get("model_sha256"),
         "backend": first.get("backend"),
         "tool_grammar": first.get("tool_grammar"),
+        "draft": first.get("draft"),
         "loop": first.get("loop"),
         "policy": first.get("policy"),
         "tasks": len(by_task),

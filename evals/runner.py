@@ -200,6 +200,8 @@ def _prepare(
         "backend": backend,
         # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
         "tool_grammar": info.get("tool_grammar"),
+        # Speculative decoding (serve_local's --draft), when the server says.
+        "draft": info.get("draft"),
         "base_url": chosen[0].base_url,
         "servers": [{"base_url": s.base_url, "software": s.software} for s in chosen],
         "api": settings.api,

@@ -15,6 +15,7 @@ import uvicorn
 
 from serve_local.app import create_app
 from serve_local.backends.base import Backend
+from serve_local.backends.draft import DRAFT_MODES, DraftSettings
 from serve_local.errors import StartupError
 from serve_local.models import ModelUnavailable, ResolvedModel, resolve
 from serve_local.toolgrammar import GRAMMAR_MODES
@@ -31,11 +32,23 @@ def check_weights(model: ResolvedModel) -> None:
             raise ModelUnavailable(f"{model.path} is not a GGUF file (it starts with {head!r})")
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def build_backend(args: argparse.Namespace) -> Backend:
     if args.backend == "scripted":
         from serve_local.backends.scripted import ScriptedBackend
 
         return ScriptedBackend(latency_ms=args.latency_ms)
+    if args.draft != "off" and args.backend != "llama":
+        raise StartupError(
+            f"--draft {args.draft} is a llama backend option (the {args.backend} backend decodes "
+            "one token at a time); start with --draft off"
+        )
     model = resolve(args.model)
     check_weights(model)
     if args.backend == "llama":
@@ -52,6 +65,7 @@ def build_backend(args: argparse.Namespace) -> Backend:
             n_threads=args.threads,
             reuse_prefix=not args.no_prefix_cache,
             tool_grammar=args.tool_grammar,
+            draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
         )
     from serve_local.backends.transformers import TransformersBackend
 
@@ -94,6 +108,20 @@ def main(argv: list[str] | None = None) -> int:
         help="model backends: 'lazy' constrains a tool call to an offered tool and its argument "
         "schema from the moment the reply starts one (from the first token under "
         "tool_choice 'required'); 'off' parses free text only (default: lazy)",
+    )
+    parser.add_argument(
+        "--draft",
+        default=os.environ.get("DRAFT") or "off",
+        choices=list(DRAFT_MODES),
+        help="llama backend: 'prompt-lookup' drafts tokens by finding the reply's last words "
+        "earlier in the context and verifies them in one batch (speculative decoding; "
+        "make bench BENCH_PARTS=draft measures it); default: off",
+    )
+    parser.add_argument(
+        "--draft-tokens", type=_at_least_one, default=10, help="tokens per draft (default 10)"
+    )
+    parser.add_argument(
+        "--draft-ngram", type=_at_least_one, default=2, help="longest n-gram looked up (default 2)"
     )
     parser.add_argument(
         "--device", default="cpu", choices=["cpu", "cuda", "auto"], help="transformers backend only"

@@ -57,7 +57,7 @@ def completion_body(completion: Completion, completion_id: str, created: int) ->
         "usage": _usage(completion),
     }
     if completion.timings is not None:
-        body["timings"] = completion.timings.model_dump()
+        body["timings"] = completion.timings.model_dump(exclude_none=True)
     if completion.refused_calls:
         body["refused_calls"] = completion.refused_calls
     return body
@@ -96,7 +96,7 @@ def stream_chunks(
         last["choices"] = []
         last["usage"] = _usage(completion)
         if completion.timings is not None:
-            last["timings"] = completion.timings.model_dump()
+            last["timings"] = completion.timings.model_dump(exclude_none=True)
         if completion.refused_calls:
             last["refused_calls"] = completion.refused_calls
         yield last

@@ -102,7 +102,7 @@ def message_body(completion: Completion, message_id: str) -> dict[str, Any]:
         "usage": _usage(completion),
     }
     if completion.timings is not None:
-        body["timings"] = completion.timings.model_dump()
+        body["timings"] = completion.timings.model_dump(exclude_none=True)
     if completion.refused_calls:
         body["refused_calls"] = completion.refused_calls
     return body

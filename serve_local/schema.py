@@ -99,3 +99,6 @@ class Timings(_Wire):
     predicted_n: int = 0
     predicted_ms: float = 0.0
     queue_ms: float = 0.0
+    # Speculative decoding (--draft), as llama-server names them; absent when it is off.
+    draft_n: int | None = None
+    draft_n_accepted: int | None = None

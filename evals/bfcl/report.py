@@ -77,7 +77,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         for c in categories_of(records)
     }  # fmt: skip
     near = nearest(first.get("model"))
-    keys = ("label", "model", "model_sha256", "backend", "tool_grammar", "base_url", "servers",
+    keys = ("label", "model", "model_sha256", "backend", "tool_grammar", "draft", "base_url",
+            "servers",
             "bfcl_eval", "checker_model", "seed", "limit", "machine", "code_version")  # fmt: skip
     return {
         **{k: first.get(k) for k in keys},

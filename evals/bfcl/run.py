@@ -79,6 +79,7 @@ def _context(
         "model_sha256": info.get("sha256"),
         "backend": backend,
         "tool_grammar": info.get("tool_grammar"),
+        "draft": info.get("draft"),
         "base_url": servers[0].base_url,
         "servers": [{"base_url": s.base_url, "software": s.software} for s in servers],
         "bfcl_eval": loaded["bfcl_eval"],

@@ -60,6 +60,8 @@ class Generated:
     prompt_ms: float
     predicted_ms: float
     stop_sequence: str | None = None  # the one that ended the text, when one did
+    draft_n: int | None = None  # tokens drafted (speculative decoding), when on
+    draft_n_accepted: int | None = None  # of those, kept
 
 
 @dataclass
@@ -171,6 +173,8 @@ def to_completion(
             predicted_n=generated.predicted_n,
             predicted_ms=round(generated.predicted_ms, 3),
             queue_ms=round(queue_ms, 3),
+            draft_n=generated.draft_n,
+            draft_n_accepted=generated.draft_n_accepted,
         ),
     )
 

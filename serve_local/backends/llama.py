@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from serve_local.backends.draft import DraftCounts, DraftSettings, enable_prompt_lookup
 from serve_local.backends.generation import (
     Generated,
     LocalBackend,
@@ -81,9 +82,12 @@ class LlamaBackend(LocalBackend):
         n_threads: int | None = None,
         reuse_prefix: bool = True,
         tool_grammar: Mode = "lazy",
+        draft: DraftSettings | None = None,
     ):
         super().__init__(model, n_ctx, n_threads, tool_grammar)
         self.reuse_prefix = reuse_prefix
+        self.draft = draft or DraftSettings()
+        self._draft_counts: DraftCounts | None = None
         self._llm: Any = None
         self._vocab_is_eog: Any = None
         self._add_bos = False
@@ -115,12 +119,14 @@ class LlamaBackend(LocalBackend):
         self._vocab_is_eog = llama_cpp.llama_vocab_is_eog
         self._markers = control_texts(llm)
         self._random_seed = int(llama_cpp.LLAMA_DEFAULT_SEED)  # llama.cpp draws a fresh one
+        if self.draft.on:
+            self._draft_counts = enable_prompt_lookup(llm, self.draft)
         self._llm = llm
         self._load_call_grammar()
         self.load_seconds = time.perf_counter() - started
 
     def describe(self) -> dict[str, Any]:
-        return {"prefix_cache": self.reuse_prefix}
+        return {"prefix_cache": self.reuse_prefix, **self.draft.describe()}
 
     def _is_eog(self, token: int) -> bool:
         """End of generation: EOS, or any end-of-turn token of the model's vocabulary."""
@@ -158,6 +164,10 @@ class LlamaBackend(LocalBackend):
         # the seed of the request before it.
         llm.set_seed(self._random_seed if sampling.seed is None else sampling.seed)
         out: list[int] = []
+        yielded = 0  # tokens generate gave, the end-of-generation one included
+        counts = self._draft_counts
+        if counts is not None:
+            counts.reset()
         text, finish, matched = "", "length", None
         start = time.perf_counter()
         first: float | None = None
@@ -173,6 +183,7 @@ class LlamaBackend(LocalBackend):
             logits_processor=None if constraint is None else [_masker(constraint)],
         ):
             first = first or time.perf_counter()
+            yielded += 1
             if self._is_eog(token):
                 finish = "stop"
                 break
@@ -207,6 +218,8 @@ class LlamaBackend(LocalBackend):
             prompt_ms=(first - start) * 1000,
             predicted_ms=(end - first) * 1000,
             stop_sequence=matched,
+            draft_n=None if counts is None else counts.drafted,
+            draft_n_accepted=None if counts is None else counts.accepted(yielded),
         )
 
 
