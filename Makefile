@@ -179,10 +179,10 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
 		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --out results
 
-# Benchmarks side by side in one run (about 30-40 minutes on 2 cores): results/bench.md, .json
+# Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
-BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder backends scale
-bench: $(STAMP_BENCH) $(STAMP_MODELS) peer-llama-server
+BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder draft backends scale
+bench: $(STAMP_BENCH) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 
 # BFCL's function-calling items against the server at LLM_BASE_URL, judged by BFCL's own AST

@@ -7,6 +7,9 @@ Parts, each a module that measures and renders itself (runnable alone with
   in-process (the floor) and llama-cpp-python's bundled OpenAI server.
 * ``peer`` (peer.py): our llama backend against llama.cpp's llama-server on identical chat
   requests, per prompt and per generated token.
+* ``ladder`` (ladder.py): what each packaged model costs to serve, ours against llama-server.
+* ``draft`` (draft.py): speculative decoding from the prompt against plain decoding, per
+  packaged model, on recorded agent turns: identical replies and ms per generated token.
 * ``backends`` (engines.py): llama vs transformers on the same transcripts.
 * ``prefix`` (prefix.py): prompt tokens evaluated per turn, prefix cache on vs off.
 * ``harness`` (overhead.py): the harness's own milliseconds per turn.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.bench import (
+    draft,
     engines,
     grammar,
     ladder,
@@ -37,6 +38,7 @@ PARTS: dict[str, Part] = {
         engines.PART,
         scale.PART,
         ladder.PART,
+        draft.PART,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
@@ -44,6 +46,7 @@ SHOWN = (
     "serving",
     "peer",
     "ladder",
+    "draft",
     "grammar",
     "backends",
     "prefix",
