@@ -56,6 +56,9 @@ class LoopConfig:
     # The system prompt asks for every file an answer depends on to be read, and for the answer
     # to say only what the tool results say.
     grounding: bool = False
+    # An answer given before any file was read is met, once, with a request to read what it
+    # depends on first (or to give it again if it depends on no file's content).
+    read_before_answer: bool = False
     # Sampling asked of the server on every request of the run; None: greedy, no seed sent.
     temperature: float | None = None
     seed: int | None = None
@@ -81,4 +84,5 @@ POLICY_FIELDS = (
     "act_after_error",
     "name_files_on_miss",
     "grounding",
+    "read_before_answer",
 )

@@ -34,6 +34,7 @@ from harness.replies import record_turn, settle
 from harness.state import RunState, Status
 from harness.steering import (
     BASE_PROMPT,
+    ask_to_read_first,
     nudge_if_empty,
     offered_tools,
     submitted,
@@ -141,6 +142,7 @@ async def run_loop(
     try:
         while True:
             nudge_if_empty(state, config)
+            ask_to_read_first(state, config, set(by_name))
             if (answer := submitted(state, config)) is not None:
                 state.answer = answer
                 return stop(state, recorder, "completed")

@@ -149,6 +149,15 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         help="the system prompt asks to open every file the answer depends on and to answer "
         "only from tool results",
     )
+    g.add_argument(
+        "--read-before-answer",
+        type=_on_off,
+        nargs="?",
+        const=True,
+        metavar="on|off",
+        help="an answer given before any file was read is met, once, with a request to read "
+        "the file it depends on; the next reply must call a tool",
+    )
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:

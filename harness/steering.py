@@ -21,6 +21,9 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
   another look rather than with advice to the user (``turn_options``);
 * ``grounding``: the system prompt asks for every file an answer depends on to be opened, and
   for the answer to say only what the tool results say (``system_prompt``);
+* ``read_before_answer``: an answer given before any file was read is met, once, with a
+  request to read the file it depends on (with the user's question), and the reply to that
+  must call a tool (``ask_to_read_first``, ``turn_options``);
 * ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
   by size, biggest first; a missing file's error naming the files that exist), passed to the
   tools through their context by ``harness.execute``.
@@ -73,6 +76,13 @@ NUDGE = (
     "Your last reply was empty. Call a tool to find out what you still need, or give your "
     "answer now."
 )
+# Said once to an answer given before any read (read_before_answer), with the user's question.
+READ_FIRST = (
+    "You have not read any file yet. Read the file your answer depends on with read_file. Then "
+    "answer the question from the tool results: {question}"
+)
+READ_FIRST_HEAD = READ_FIRST.split(".")[0] + "."
+READ_TOOL = "read_file"
 NUDGE_SUBMIT = (
     "Your last reply was empty. Call a tool to find out what you still need, or call submit "
     "with your answer now."
@@ -145,7 +155,7 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         choice = "required"
     elif config.tool_choice not in ("auto", "required") and state.turns == 0:
         choice = {"type": "function", "function": {"name": config.tool_choice}}
-    elif state.turns < config.required_turns or (config.act_after_error and just_failed(state)):
+    elif must_call(state, config):
         choice = "required"
     return TurnOptions(
         tool_choice=choice,
@@ -158,6 +168,16 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
         presence_penalty=config.presence_penalty,
         temperature=config.temperature,
         seed=config.seed,
+    )
+
+
+def must_call(state: RunState, config: LoopConfig) -> bool:
+    """This turn's reply must call a tool: one of the first ``required_turns``, the reply after
+    a failed call (``act_after_error``) or after a request to read (``read_before_answer``)."""
+    return (
+        state.turns < config.required_turns
+        or (config.act_after_error and just_failed(state))
+        or (config.read_before_answer and _asks_to_read(state.messages[-1]))
     )
 
 
@@ -229,6 +249,33 @@ def nudge_if_empty(state: RunState, config: LoopConfig) -> None:
     ):
         return
     state.messages.append({"role": "user", "content": text})
+
+
+def ask_to_read_first(state: RunState, config: LoopConfig, offered: set[str]) -> None:
+    """Meet an answer given before any file was read with :data:`READ_FIRST`, once per run
+    (``read_before_answer``), when read_file is offered; the reply to it must call a tool
+    (``turn_options``). A read counts when it succeeded. The request joins the transcript, so a
+    resumed run does not ask twice."""
+    if not config.read_before_answer or state.concluding is not None or READ_TOOL not in offered:
+        return
+    last = last_reply(state)
+    if last is None or last[0] != len(state.messages) - 1:
+        return
+    message = state.messages[-1]
+    if message.get("tool_calls") or not (message.get("content") or "").strip():
+        return  # a call, or an empty reply (nudge_if_empty's)
+    if any(run.ok and run.name == READ_TOOL for run in state.tool_log):
+        return
+    if any(_asks_to_read(m) for m in state.messages):
+        return
+    question = next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
+    state.messages.append({"role": "user", "content": READ_FIRST.format(question=question)})
+
+
+def _asks_to_read(message: dict[str, Any]) -> bool:
+    return message["role"] == "user" and str(message.get("content") or "").startswith(
+        READ_FIRST_HEAD
+    )
 
 
 def repeated_result(

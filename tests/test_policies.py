@@ -23,6 +23,7 @@ from harness.steering import (
     GROUNDING,
     NUDGE,
     NUDGE_SUBMIT,
+    READ_FIRST,
     REPEAT_NOTE,
     submit_tool,
     system_prompt,
@@ -234,6 +235,57 @@ def test_every_preset_names_only_policy_fields_and_the_plain_one_is_the_default(
         preset("nonsense")
 
 
+def _asked_to_read(body: dict[str, Any]) -> bool:
+    last = body["messages"][-1]
+    return last["role"] == "user" and last["content"].startswith("You have not read any file")
+
+
+async def test_an_answer_before_any_read_is_met_once_with_a_request_to_read(
+    workspace: Workspace,
+) -> None:
+    turns = [
+        calls(("a", "list_files", "{}")),
+        answer("notes.txt, I think."),  # an answer from the listing alone
+        calls(("b", "read_file", '{"path": "notes.txt"}')),
+        answer("notes.txt says to rotate the logs."),
+    ]
+    seen, client = recording(turns)
+    state = new_run("m", "Which file is about rotation?")
+    async with client:
+        config = LoopConfig(read_before_answer=True)
+        await run_loop(state, client, default_tools(), workspace, config)
+    assert state.status == "completed" and state.answer == "notes.txt says to rotate the logs."
+    assert [_asked_to_read(b) for b in seen] == [False, False, True, False]
+    # The request carries the user's own question and the reply to it must call a tool.
+    assert seen[2]["messages"][-1]["content"].endswith(": Which file is about rotation?")
+    assert [b.get("tool_choice") for b in seen] == [None, None, "required", None]
+
+
+async def test_the_request_to_read_is_not_made_after_a_read_twice_or_when_off(
+    workspace: Workspace,
+) -> None:
+    config = LoopConfig(read_before_answer=True)
+    # A successful read came first: the answer stands.
+    seen, client = recording([calls(("a", "read_file", '{"path": "notes.txt"}')), answer("ok")])
+    async with client:
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert (state.status, len(seen)) == ("completed", 2)
+    # A failed read is no read: asked once, and the second answer without a read stands.
+    turns = [calls(("a", "read_file", '{"path": "nowhere.txt"}')), answer("x"), answer("y")]
+    seen, client = recording(turns)
+    async with client:
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    assert [_asked_to_read(b) for b in seen] == [False, False, True]
+    assert (state.status, state.answer) == ("completed", "y")
+    # Off (the default), or read_file not offered: an answer ends the run.
+    listing_only = [t for t in default_tools() if t.name == "list_files"]
+    for tools, settings in ((default_tools(), LoopConfig()), (listing_only, config)):
+        seen, client = recording([answer("x")])
+        async with client:
+            state = await run_loop(new_run("m", "q"), client, tools, workspace, settings)
+        assert (state.status, state.answer, len(seen)) == ("completed", "x", 1)
+
+
 def _policy_texts() -> list[str]:
     """Every text a policy can put before the model."""
     prompts = [system_prompt(apply(LoopConfig(), preset(n))) for n in presets()]
@@ -241,6 +293,7 @@ def _policy_texts() -> list[str]:
         *prompts,
         NUDGE,
         NUDGE_SUBMIT,
+        READ_FIRST,
         REPEAT_NOTE,
         CONCLUDE,
         FINISH_BRIEFLY,
