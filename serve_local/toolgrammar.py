@@ -11,9 +11,12 @@ When it applies (``tool_choice``):
   or, at the very start of the reply, a JSON object (bare or in a json fence, possibly inside
   extra braces) whose first key is ``"name"``, the shape this family's calls take
   (:data:`serve_local.callshape.CALL_HEAD`). An object that starts otherwise (an
-  answer given as JSON) is left alone. From the trigger on, the text written so far is fed to
-  the matcher and every further token is masked, so the call it started can only end as a
-  valid call.
+  answer given as JSON) is left alone. The name is the model's own: once it is written (its
+  closing quote), the text so far is fed to the matcher. An offered name puts every further
+  token under the mask, so the call can only end as a valid call of that tool; a name not
+  offered leaves the grammar, and the reply stays text (a call of a tool that does not exist is
+  not turned into a call of one that does: asked something no offered tool answers, a model
+  that reaches for an imaginary tool has made no call).
 - ``"required"`` or a named function: from the first token (named: that tool only).
 - ``"none"``: no grammar.
 
@@ -39,6 +42,9 @@ from numpy.typing import NDArray
 
 from serve_local.callshape import CALL_HEAD, CALL_HEAD_SO_FAR, TAG_CLOSE, TAG_OPEN
 from serve_local.toolcalls import CallScanner
+
+# The call's name written whole (under "auto" the mask applies from there on).
+_NAME_WRITTEN = re.compile(r'"name"\s*:\s*"(?:[^"\\]|\\.)*"')
 
 # A call at the start of a reply, bare or fenced (the fence may be still in progress).
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n?[ \t]*")
@@ -211,7 +217,7 @@ class CallConstraint:
             ok = bool(self._matcher.consume_token(token))
         else:
             start = trigger_at(text)
-            if start is None:
+            if start is None or not _NAME_WRITTEN.search(text, start):
                 return False
             self.active = True
             self._scanner = CallScanner(start)

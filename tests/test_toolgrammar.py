@@ -102,10 +102,37 @@ def test_prose_is_never_constrained(grammar: CallGrammar) -> None:
     assert not stop and not constraint.active and constraint.allowed() is None
 
 
-def test_once_a_bare_call_starts_only_offered_names_may_follow(grammar: CallGrammar) -> None:
+def test_under_auto_an_offered_name_puts_the_call_under_the_grammar(grammar: CallGrammar) -> None:
     constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
-    feed(constraint, grammar, '{"name": "')
+    feed(constraint, grammar, '{"name": "read_fi')
+    assert not constraint.active  # the name is the model's own until it is written whole
+    feed(constraint, grammar, '{"name": "read_file", "arguments": {"')
     assert constraint.active
+    assert allowed_text(constraint, grammar, ["path", "name", "type"]) == {"path"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "solve_quadratic", "arguments": {"a": 3}}',
+        '```json\n{\n  "name": "CalculateIntegral",\n  "arguments": {}\n}\n```',
+        '<tool_call>\n{"name": "find_route", "arguments": {"to": "Boston"}}\n</tool_call>',
+    ],
+)
+def test_under_auto_a_name_not_offered_is_not_made_a_call_of_one_that_is(
+    grammar: CallGrammar, text: str
+) -> None:
+    """A model reaching for a tool that is not offered (BFCL's irrelevance items) has made no
+    call: the grammar must not turn it into a call of an offered tool."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    stop, _ = feed(constraint, grammar, text)
+    assert not stop and constraint.abandoned and constraint.allowed() is None
+    assert parse_tool_calls(text, REAL).calls == []
+
+
+def test_under_required_only_offered_names_may_be_written(grammar: CallGrammar) -> None:
+    constraint = grammar.constraint(CallPolicy(REAL, "required", True))
+    feed(constraint, grammar, '{"name": "')
     assert allowed_text(constraint, grammar, ["read", "list", "delete", "scan", "rm", "type"]) == {
         "read",
         "list",
