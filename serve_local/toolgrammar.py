@@ -116,7 +116,9 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
             'wrapped_calls: "{" WS? bare_calls WS? "}"',
             f"tagged_calls: tagged {more.format('tagged')}",
             f"tagged: {tag_open} NL? call NL? {tag_close}",
-            f'fenced_calls: "```" "json"? NL call {more.format("call")} NL? "```"',
+            # Several calls in one fence, or each in its own (as the parser takes them).
+            f"fenced_calls: fenced {more.format('fenced')}",
+            f'fenced: "```" "json"? NL call {more.format("call")} NL? "```"',
             f"bare_calls: call {more.format('call')}",
             f"call: %json {json.dumps(call_schema(policy.allowed()))}",
             r"WS: /[ \t\r\n]{1,4}/",

@@ -195,6 +195,20 @@ def test_parallel_true_ends_the_reply_at_a_repeated_call(grammar: CallGrammar) -
     ]
 
 
+def test_parallel_calls_may_each_have_their_own_fence(grammar: CallGrammar) -> None:
+    """Qwen-Coder writes a second call as a second json fence; the parser takes both, so the
+    grammar must not cut the reply after the first."""
+    constraint = grammar.constraint(CallPolicy(REAL, "auto", True))
+    first = '```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```'
+    second = first.replace('"a"', '"b"')
+    stop, fed = feed(constraint, grammar, first + "\n" + second)
+    assert not stop and not constraint.abandoned and fed == first + "\n" + second
+    assert parse_tool_calls(fed, REAL).calls == [
+        ("read_file", {"path": "a"}),
+        ("read_file", {"path": "b"}),
+    ]
+
+
 def test_a_call_inside_extra_braces_stays_constrained(grammar: CallGrammar) -> None:
     """Qwen-Coder's ``{{"name": ...}}}}``: the trigger fires on the outer brace, the grammar
     takes the wrapper, and the call must close it (balanced) before the reply may end."""
