@@ -40,7 +40,9 @@ def evals(
 
 @pytest.fixture(scope="module")
 def slow_url() -> Iterator[str]:
-    with running_server(create_app(ScriptedBackend(latency_ms=150))) as url:
+    # Slow enough that the signal sent once the first record is on disk lands before the
+    # other five tasks are done, even when the test process is starved of the cores a while.
+    with running_server(create_app(ScriptedBackend(latency_ms=600))) as url:
         yield url
 
 
