@@ -35,14 +35,15 @@ def evals(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal sends it: a suite started in the background of a shell without
+        # job control inherits SIGINT ignored, and Python would keep ignoring it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
 @pytest.fixture(scope="module")
 def slow_url() -> Iterator[str]:
-    # Slow enough that the signal sent once the first record is on disk lands before the
-    # other five tasks are done, even when the test process is starved of the cores a while.
-    with running_server(create_app(ScriptedBackend(latency_ms=600))) as url:
+    with running_server(create_app(ScriptedBackend(latency_ms=150))) as url:
         yield url
 
 
