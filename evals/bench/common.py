@@ -106,6 +106,11 @@ def median_of(values: list[float | None]) -> float | None:
     return None if found is None else round(found, 3)
 
 
+def fmt(value: Any, spec: str = ".2f") -> str:
+    """A table cell: the value formatted, or a dash when it is missing."""
+    return "–" if value is None else format(value, spec)
+
+
 def verdict(ok: bool) -> str:
     return "pass" if ok else "falls short"
 

@@ -26,6 +26,7 @@ from evals.bench.common import (
     Echo,
     Figures,
     Part,
+    fmt,
     median_of,
     peak_rss_mb,
     per_token,
@@ -204,10 +205,6 @@ def run(echo: Echo) -> Figures:
     }
 
 
-def _f(value: Any, spec: str = ".2f") -> str:
-    return "–" if value is None else format(value, spec)
-
-
 def render(f: Figures) -> list[str]:
     head = [
         "model", "identical replies", "ms per generated token (off / on)", "on / off",
@@ -222,13 +219,13 @@ def render(f: Figures) -> list[str]:
             [
                 name,
                 f"{m['identical']}/{m['turns']}",
-                f"{_f(gen[0])} / {_f(gen[1])}",
+                f"{fmt(gen[0])} / {fmt(gen[1])}",
                 f"{gen[1] / gen[0]:.2f}×" if gen[0] and gen[1] else "–",
-                f"{_f(m['drafted_per_turn'], '.0f')} / {_f(m['kept_per_turn'], '.0f')}",
-                _f(m["kept_share"], ".0%"),
-                f"{_f(a['prompt_ms_per_token'])} / {_f(b['prompt_ms_per_token'])}",
-                f"{_f(a['wall_ms_per_turn'], ',.0f')} / {_f(b['wall_ms_per_turn'], ',.0f')}",
-                f"{_f(a['peak_rss_mb'], ',.0f')} / {_f(b['peak_rss_mb'], ',.0f')}",
+                f"{fmt(m['drafted_per_turn'], '.0f')} / {fmt(m['kept_per_turn'], '.0f')}",
+                fmt(m["kept_share"], ".0%"),
+                f"{fmt(a['prompt_ms_per_token'])} / {fmt(b['prompt_ms_per_token'])}",
+                f"{fmt(a['wall_ms_per_turn'], ',.0f')} / {fmt(b['wall_ms_per_turn'], ',.0f')}",
+                f"{fmt(a['peak_rss_mb'], ',.0f')} / {fmt(b['peak_rss_mb'], ',.0f')}",
             ]
         )
     differ = [
@@ -257,7 +254,7 @@ def render(f: Figures) -> list[str]:
         "",
         f"Target for the default model (`{f['default_model']}`): at most "
         f"{TARGET_RATIO:.2f}× the ms per generated token with every reply identical: "
-        f"{verdict(met)} ({_f(ratio, '.3f')}×, identical: {f['default_identical']}). "
+        f"{verdict(met)} ({fmt(ratio, '.3f')}×, identical: {f['default_identical']}). "
         + (
             "These figures warrant the draft on by default."
             if on_by_default

@@ -17,6 +17,7 @@ from evals.bench.common import (
     Echo,
     Figures,
     Part,
+    fmt,
     median_of,
     peak_rss_mb,
     per_token,
@@ -101,10 +102,6 @@ def run(echo: Echo) -> Figures:
     }
 
 
-def _f(value: Any, spec: str = ".2f") -> str:
-    return "–" if value is None else format(value, spec)
-
-
 def render(f: Figures) -> list[str]:
     head = [
         "model", "parameters", "ready s (ours / llama-server)", "peak RSS MB",
@@ -119,10 +116,10 @@ def render(f: Figures) -> list[str]:
             [
                 name,
                 m["parameters"],
-                f"{_f(a['ready_s'])} / {_f(b['ready_s'])}",
-                f"{_f(a['peak_rss_mb'], ',.0f')} / {_f(b['peak_rss_mb'], ',.0f')}",
-                f"{_f(a['prompt_ms_per_token'])} / {_f(b['prompt_ms_per_token'])}",
-                f"{_f(gen[0])} / {_f(gen[1])}",
+                f"{fmt(a['ready_s'])} / {fmt(b['ready_s'])}",
+                f"{fmt(a['peak_rss_mb'], ',.0f')} / {fmt(b['peak_rss_mb'], ',.0f')}",
+                f"{fmt(a['prompt_ms_per_token'])} / {fmt(b['prompt_ms_per_token'])}",
+                f"{fmt(gen[0])} / {fmt(gen[1])}",
                 ratio.strip(" ()") or "–",
             ]
         )
