@@ -14,6 +14,7 @@ from evals.bench import rerender, run_bench
 from evals.bfcl import CATEGORIES as BFCL_CATEGORIES
 from evals.bfcl import DEFAULT_CATEGORIES as BFCL_DEFAULTS
 from evals.bfcl import BfclSettings, run_bfcl
+from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
@@ -159,8 +160,23 @@ def _parser() -> argparse.ArgumentParser:
         metavar="M",
         help="requests in flight per server (default: --concurrency spread over the servers)",
     )
+    bfcl.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="cap each reply at N tokens, sent with every item and recorded (default: the "
+        "server's own cap)",
+    )
     bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
     bfcl.add_argument("--label", help="name of this run in the comparison")
+    bfcl.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_FILE",
+        help="go on with an interrupted run (its .partial file): ask only the items without a "
+        "record, with its settings; only --base-url, --concurrency and --max-connections may "
+        "change",
+    )
     one = commands.add_parser("experiment", help="run one of the chapter's experiments")
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
@@ -399,23 +415,37 @@ def _rescore(args: argparse.Namespace) -> int:
 
 def _bfcl(args: argparse.Namespace) -> int:
     urls = [u.rstrip("/") for u in (args.base_url or [base_url_from_env()])]
-    settings = BfclSettings(
-        base_url=urls[0],
-        more_base_urls=tuple(urls[1:]),
-        model=args.model,
-        categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
-        limit=args.limit,
-        seed=args.seed,
-        concurrency=args.concurrency,
-        per_server=args.max_connections,
-        out=args.out,
-        label=args.label,
-    )
+    where = {
+        "base_url": urls[0],
+        "more_base_urls": tuple(urls[1:]),
+        "concurrency": args.concurrency,
+        "per_server": args.max_connections,
+    }
     try:
+        if args.resume:
+            settings = resumed_bfcl_settings(args.resume, **where)
+        else:
+            settings = BfclSettings(
+                **where,
+                model=args.model,
+                categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
+                limit=args.limit,
+                seed=args.seed,
+                out=args.out,
+                label=args.label,
+                max_tokens=args.max_tokens,
+            )
         asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
     except EvalError as exc:
         print(f"evals bfcl: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(
+            "evals bfcl: interrupted; every judged item is kept in the .partial file. Go on with "
+            "`python -m evals bfcl --resume RUN_FILE.partial`.",
+            file=sys.stderr,
+        )
+        return 130
     return 0
 
 

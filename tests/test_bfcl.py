@@ -26,6 +26,7 @@ from starlette.routing import Route
 from evals.bfcl import DEFAULT_CATEGORIES, BfclSettings, run_bfcl
 from evals.bfcl.bridge import Checker, bfcl_python
 from evals.bfcl.items import Item, function_name
+from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.records import read_records
 from evals.servers import EvalError
 from serve_local.inprocess import running_server
@@ -314,3 +315,108 @@ def test_unknown_category_is_refused_before_any_request(tmp_path: Path) -> None:
     with _server([], lambda _: {}, seen) as url, pytest.raises(EvalError, match="simple_python"):
         asyncio.run(run_bfcl(BfclSettings(base_url=url, categories=("simple",)), echo=print))
     assert seen == []
+
+
+@needs_bfcl
+async def test_max_tokens_is_sent_with_every_item_and_recorded(
+    items: list[Item], tmp_path: Path
+) -> None:
+    seen: list[dict[str, Any]] = []
+    with _server(items, calling(right_arguments), seen) as url:
+        capped, records = await _run(url, tmp_path, limit=2, max_tokens=64)
+        uncapped, _ = await _run(url, tmp_path / "b", limit=1, categories=("simple_python",))
+    asked = len(records)
+    assert [b["max_tokens"] for b in seen[:asked]] == [64] * asked
+    assert "max_tokens" not in seen[asked]  # without the option the server's own cap holds
+    assert {r["max_tokens"] for r in records} == {64}
+    assert _summary(capped)["max_tokens"] == 64 and _summary(uncapped)["max_tokens"] is None
+    assert "reply cap: 64 tokens" in Path(f"{capped.with_suffix('')}.summary.md").read_text()
+    row = next(line for line in (tmp_path / "summary.md").read_text().splitlines()
+               if line.startswith(f"| {capped.stem} |"))  # fmt: skip
+    assert "| lazy | 64 |" in row
+
+
+def _interrupted(full: Path, kept: int, tmp_path: Path) -> Path:
+    """What a run killed after ``kept`` judged items leaves: their records in its .partial."""
+    partial = tmp_path / "interrupted.jsonl.partial"
+    lines = full.read_text().splitlines(keepends=True)
+    partial.write_text("".join(lines[:kept]))
+    return partial
+
+
+@needs_bfcl
+async def test_resume_asks_only_the_items_without_a_record(
+    items: list[Item], tmp_path: Path
+) -> None:
+    seen: list[dict[str, Any]] = []
+    with _server(items, calling(right_arguments), seen) as url:
+        full, before = await _run(url, tmp_path, limit=2, seed=5, max_tokens=32, label="x")
+        partial = _interrupted(full, 3, tmp_path)
+        seen.clear()
+        settings = resumed_bfcl_settings(partial, base_url=url)
+        out = await run_bfcl(settings, echo=lambda _: None)
+    after = read_records(out)
+    assert out == tmp_path / "interrupted.jsonl" and not partial.exists()
+    # The same items in the same order; the kept records untouched, the rest asked once each.
+    assert [r["id"] for r in after] == [r["id"] for r in before]
+    assert after[:3] == before[:3]
+    by_request = {_key(i.messages, i.tools): i.id for i in items}
+    asked = [by_request[_key(b["messages"], b.get("tools", []))] for b in seen]
+    assert asked == [r["id"] for r in before[3:]]
+    # Its settings came from the records: the cap, the label, the sample.
+    assert all(b["max_tokens"] == 32 for b in seen)
+    assert {(r["label"], r["seed"], r["limit"], r["max_tokens"]) for r in after} == {
+        ("x", 5, 2, 32)
+    }
+    assert _summary(out)["pooled"]["correct"] == len(before)
+
+
+@needs_bfcl
+async def test_resume_refuses_another_model(items: list[Item], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    with _server(items, calling(right_arguments), seen) as url:
+        full, _ = await _run(url, tmp_path, limit=1, categories=("simple_python", "irrelevance"))
+        partial = _interrupted(full, 1, tmp_path)
+        record = json.loads(partial.read_text())
+        partial.write_text(json.dumps({**record, "model_sha256": "1" * 64}) + "\n")
+        seen.clear()
+        settings = resumed_bfcl_settings(partial, base_url=url)
+        with pytest.raises(EvalError, match="same weights") as refused:
+            await run_bfcl(settings, echo=lambda _: None)
+    assert "1" * 64 in str(refused.value) and "0" * 64 in str(refused.value)
+    assert seen == [] and partial.read_text().count("\n") == 1  # nothing asked, nothing lost
+
+
+def test_resume_refuses_what_it_cannot_go_on_with(tmp_path: Path) -> None:
+    finished = tmp_path / "done.jsonl"
+    finished.write_text("{}\n")
+    with pytest.raises(EvalError, match="is finished"):
+        resumed_bfcl_settings(finished, base_url="http://127.0.0.1:1/v1")
+    with pytest.raises(EvalError, match="nothing to resume"):
+        resumed_bfcl_settings(tmp_path / "never.jsonl", base_url="http://127.0.0.1:1/v1")
+    empty = tmp_path / "empty.jsonl.partial"
+    empty.write_text("")
+    with pytest.raises(EvalError, match="no record yet"):
+        resumed_bfcl_settings(empty, base_url="http://127.0.0.1:1/v1")
+    corrupt = tmp_path / "corrupt.jsonl.partial"
+    corrupt.write_text('{"id": "simple_python_0"}\n{"id": \n')
+    with pytest.raises(EvalError, match=r"corrupt\.jsonl\.partial, line 2"):
+        resumed_bfcl_settings(corrupt, base_url="http://127.0.0.1:1/v1")
+    old = tmp_path / "old.jsonl.partial"
+    old.write_text(json.dumps({"id": "simple_python_0", "model": "m", "seed": 0}) + "\n")
+    with pytest.raises(EvalError, match="which categories were asked"):
+        resumed_bfcl_settings(old, base_url="http://127.0.0.1:1/v1")
+
+
+def test_the_command_refuses_a_finished_run_and_a_cap_below_one(tmp_path: Path) -> None:
+    finished = tmp_path / "done.jsonl"
+    finished.write_text("{}\n")
+    base = [sys.executable, "-m", "evals", "bfcl", "--base-url", "http://127.0.0.1:1/v1"]
+    done = subprocess.run(
+        [*base, "--resume", str(finished)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and "is finished" in done.stderr
+    capped = subprocess.run(
+        [*base, "--max-tokens", "0"], capture_output=True, text=True, timeout=120
+    )
+    assert capped.returncode == 1 and "--max-tokens must be at least 1" in capped.stderr

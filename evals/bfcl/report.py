@@ -79,7 +79,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     near = nearest(first.get("model"))
     keys = ("label", "model", "model_sha256", "backend", "tool_grammar", "draft", "base_url",
             "servers",
-            "bfcl_eval", "checker_model", "seed", "limit", "machine", "code_version")  # fmt: skip
+            "bfcl_eval", "checker_model", "seed", "limit", "max_tokens", "machine",
+            "code_version")  # fmt: skip
     return {
         **{k: first.get(k) for k in keys},
         "items": len(records),
@@ -129,7 +130,7 @@ def summary_markdown(name: str, summary: dict[str, Any]) -> str:
         f"`{summary['backend']}`, tool grammar `{summary['tool_grammar']}`; bfcl-eval "
         f"{summary['bfcl_eval']}, its AST checker; sample: "
         + ("every item" if summary["limit"] is None else f"{summary['limit']} per category")
-        + f", seed {summary['seed']}.",
+        + f", seed {summary['seed']}; reply cap: {_cap(summary.get('max_tokens'))}.",
         "",
         table(head, rows),
         f"calls={summary['calls']}  failing the tool's schema={summary['invalid_calls']}  "
@@ -141,6 +142,10 @@ def summary_markdown(name: str, summary: dict[str, Any]) -> str:
     if near:
         lines += [_source_note(), ""]
     return "\n".join(lines)
+
+
+def _cap(max_tokens: int | None) -> str:
+    return "the server's default" if max_tokens is None else f"{max_tokens} tokens"
 
 
 def _source_note() -> str:
@@ -174,17 +179,19 @@ def comparison(files: list[Path]) -> str:
     """Every run by category, and the published figures, in one Markdown table."""
     runs = [(f, read_records(f)) for f in files]
     columns = list(dict.fromkeys(c for _, records in runs for c in categories_of(records)))
-    head = ["run", "model (sha256)", "tool grammar", *columns]
+    head = ["run", "model (sha256)", "tool grammar", "reply cap", *columns]
     rows = []
     for path, records in runs:
         first = records[0] if records else {}
         rates = {c: Rate(sum(r["valid"] for r in records if r["category"] == c),
                          sum(r["category"] == c for r in records)) for c in columns}  # fmt: skip
         sha = (first.get("model_sha256") or "")[:12]
+        cap = first.get("max_tokens")
         rows.append([path.stem, f"{first.get('model')} ({sha})", first.get("tool_grammar"),
+                     "default" if cap is None else cap,
                      *(rates[c].cell() if rates[c].n else "" for c in columns)])  # fmt: skip
     for entry in published()["models"]:
-        rows.append([f"published: {entry['model']}", "", "",
+        rows.append([f"published: {entry['model']}", "", "", "",
                      *(_percent(published_figure(entry, c)) for c in columns)])  # fmt: skip
     return "\n".join(
         [

@@ -3,7 +3,8 @@ OpenAI-shaped server (the item's functions as tools, ``tool_choice`` left to the
 default, greedy), judged by BFCL's own checker in its own process.
 
 Records go to ``RUN_FILE.partial`` as each item is judged (fsynced); the run file appears,
-in BFCL's order, when every item has a record.
+in BFCL's order, when every item has a record. ``--resume RUN_FILE.partial`` goes on with an
+interrupted run: its settings come from its records, and only the items without one are asked.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class BfclSettings:
     out: Path | None = None
     label: str | None = None
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
+    max_tokens: int | None = None  # reply cap sent with each item; None: the server's default
+    resume: Path | None = None  # the .partial file of an interrupted run, to go on with
 
     def check(self) -> None:
         unknown = [c for c in self.categories if c not in CATEGORIES]
@@ -66,6 +69,51 @@ class BfclSettings:
             raise EvalError("--concurrency must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise EvalError("--limit must be at least 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise EvalError("--max-tokens must be at least 1")
+
+
+def partial_of(run_file: Path) -> Path:
+    return (
+        run_file
+        if run_file.name.endswith(".partial")
+        else run_file.with_name(run_file.name + ".partial")
+    )
+
+
+def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
+    """The settings of the interrupted run ``run_file`` (or its ``.partial``), read from its
+    records; ``where`` may say where the servers are and how many requests are in flight."""
+    partial = partial_of(run_file)
+    out = partial.with_name(partial.name.removesuffix(".partial"))
+    if not partial.exists():
+        if out.exists():
+            raise EvalError(f"{out} is finished (every item has a record): nothing to resume")
+        raise EvalError(f"no {partial}: nothing to resume")
+    try:
+        records = read_records(partial)
+    except ValueError as exc:
+        raise EvalError(str(exc)) from exc
+    if not records:
+        raise EvalError(f"{partial} holds no record yet: start the run again instead")
+    first = records[0]
+    if "categories_asked" not in first:
+        raise EvalError(
+            f"{partial} was written before runs could be resumed (its records do not say which "
+            "categories were asked): start the run again instead"
+        )
+    return BfclSettings(
+        base_url=where.pop("base_url"),
+        model=first["model"],
+        categories=tuple(first["categories_asked"]),
+        limit=first["limit"],
+        seed=first["seed"],
+        out=out,
+        label=first["label"],
+        max_tokens=first.get("max_tokens"),
+        resume=partial,
+        **where,
+    )
 
 
 def _context(
@@ -84,8 +132,10 @@ def _context(
         "servers": [{"base_url": s.base_url, "software": s.software} for s in servers],
         "bfcl_eval": loaded["bfcl_eval"],
         "checker_model": loaded["checker_model"],
+        "categories_asked": list(settings.categories),
         "seed": settings.seed,
         "limit": settings.limit,
+        "max_tokens": settings.max_tokens,
         "machine": machine(),
         "code_version": code_version(),
     }
@@ -160,10 +210,10 @@ def total_line(summary: dict[str, Any]) -> str:
 
 
 async def _ask(
-    client: PooledClient, model: str, item: Item
+    client: PooledClient, model: str, item: Item, options: TurnOptions
 ) -> tuple[ModelReply | None, str | None]:
     try:
-        return await client.chat(model, item.messages, item.tools, options=TurnOptions()), None
+        return await client.chat(model, item.messages, item.tools, options=options), None
     except ProviderError as exc:
         return None, str(exc)
 
@@ -188,6 +238,9 @@ async def run_bfcl(
         out = settings.out or default_out(context["label"], BFCL_RESULTS)
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
+        kept = _kept(settings, context, items)
+        done = {r["id"] for r in kept}
+        todo = [item for item in items if item.id not in done]
         counts = ", ".join(
             f"{c} {sum(i.category == c for i in items)}" for c in dict.fromkeys(settings.categories)
         )
@@ -197,17 +250,21 @@ async def run_bfcl(
             f"{settings.seed}, model {model} ({context['backend']}, tool grammar "
             f"{context['tool_grammar']}), {len(servers)} server(s) ({software}): "
             + ", ".join(s.base_url for s in servers)
+            + (f"; resuming {out.name}: {len(kept)} of {len(items)} kept" if kept else "")
+            + ("" if settings.max_tokens is None else f"; replies capped at {settings.max_tokens}")
         )
         pool = ServerPool()
         slots = asyncio.Semaphore(settings.concurrency)
-        start_partial(partial, [])
+        options = TurnOptions(max_tokens=settings.max_tokens)
+        start_partial(partial, kept)
         started = time.monotonic()
-        with open(partial, "a", encoding="utf-8") as f, Progress(len(items), echo, bar) as progress:
+        progress = Progress(len(items), echo, bar, already=len(kept))
+        with open(partial, "a", encoding="utf-8") as f, progress:
 
             async def one(item: Item) -> None:
                 async with slots:
                     client = PooledClient(pool, servers)
-                    reply, error = await _ask(client, model, item)
+                    reply, error = await _ask(client, model, item, options)
                 # What BFCL records when the request fails: the error as the model's text.
                 result = (
                     bfcl_result(item, reply.message)
@@ -220,7 +277,7 @@ async def run_bfcl(
                 progress.finished(f"{item.id}: {result_line(record)}")
 
             try:
-                await asyncio.gather(*(one(item) for item in items))
+                await asyncio.gather(*(one(item) for item in todo))
             finally:
                 await pool.aclose()
     rank = {item.id: n for n, item in enumerate(items)}
@@ -230,3 +287,26 @@ async def run_bfcl(
     echo(total_line(summary))
     echo(f"wrote {out} and {write_comparison(out.parent)}")
     return out
+
+
+def _kept(
+    settings: BfclSettings, context: dict[str, Any], items: list[Item]
+) -> list[dict[str, Any]]:
+    """The records a resumed run keeps: those of the items still drawn, from the same model."""
+    if settings.resume is None:
+        return []
+    kept = read_records(settings.resume)
+    was, now = kept[0].get("model_sha256"), context["model_sha256"]
+    if was != now:
+        raise EvalError(
+            f"{settings.resume} was run on {kept[0].get('model')} (sha256 {was}); the server "
+            f"now serves {context['model']} (sha256 {now}): resume against the same weights"
+        )
+    ids = {item.id for item in items}
+    strays = [r["id"] for r in kept if r["id"] not in ids]
+    if strays:
+        raise EvalError(
+            f"{settings.resume} holds items this bfcl-eval does not draw ({', '.join(strays[:3])}"
+            f"{' …' if len(strays) > 3 else ''}): start the run again instead"
+        )
+    return kept
