@@ -172,8 +172,8 @@ adversaries: $(STAMP_DEV)
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
 # each run's records under results/runs/. make sweep SWEEP_MODELS=smollm2-135m-instruct
-SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,example,submit-forced,submit-note,list-first,named-files,by-size,grounding,all-helps,look-twice,look-twice-helped,persist
-SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,gemma-3-270m,smollm2-135m-instruct
+SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,submit-note,submit-forced,example,list-first,named-files,by-size,grounding,all-helps,look-twice,look-twice-helped,read-first,read-listed,persist
+SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,smollm2-135m-instruct
 SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \

@@ -35,6 +35,7 @@ from harness.state import RunState, Status
 from harness.steering import (
     BASE_PROMPT,
     ask_to_read_first,
+    ask_to_read_listed,
     nudge_if_empty,
     offered_tools,
     submitted,
@@ -143,6 +144,7 @@ async def run_loop(
         while True:
             nudge_if_empty(state, config)
             ask_to_read_first(state, config, set(by_name))
+            ask_to_read_listed(state, config, set(by_name))
             if (answer := submitted(state, config)) is not None:
                 state.answer = answer
                 return stop(state, recorder, "completed")

@@ -158,6 +158,15 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         help="an answer given before any file was read is met, once, with a request to read "
         "the file it depends on; the next reply must call a tool",
     )
+    g.add_argument(
+        "--read-listed",
+        type=_on_off,
+        nargs="?",
+        const=True,
+        metavar="on|off",
+        help="an answer given while files list_files showed are unread is met with their names "
+        "and a request to read those it depends on; the next reply must call a tool",
+    )
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:

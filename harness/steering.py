@@ -24,6 +24,10 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
 * ``read_before_answer``: an answer given before any file was read is met, once, with a
   request to read the file it depends on (with the user's question), and the reply to that
   must call a tool (``ask_to_read_first``, ``turn_options``);
+* ``read_listed``: an answer given while files that list_files showed are still unread is
+  met with their names and a request to read those the answer depends on (with the user's
+  question); the reply to it must call a tool. Never twice for the same unread files, and at
+  most :data:`READ_LISTED_ASKS` times a run (``ask_to_read_listed``, ``turn_options``);
 * ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
   by size, biggest first; a missing file's error naming the files that exist), passed to the
   tools through their context by ``harness.execute``.
@@ -35,6 +39,7 @@ another question (a test checks this against the task files).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from harness.client import TurnOptions
@@ -83,6 +88,16 @@ READ_FIRST = (
 )
 READ_FIRST_HEAD = READ_FIRST.split(".")[0] + "."
 READ_TOOL = "read_file"
+LIST_TOOL = "list_files"
+# Said to an answer given while listed files are unread (read_listed), with their names.
+READ_LISTED_HEAD = "Files list_files showed that you have not read:"
+READ_LISTED = (
+    READ_LISTED_HEAD + " {unread}. If your answer depends on any of them, read it with "
+    "read_file, one call per file. Then answer the question from the tool results: {question}"
+)
+READ_LISTED_ASKS = 3
+READ_LISTED_NAMES = 10  # names shown at most; the rest are counted
+LISTED_LINE = re.compile(r"^(\S.*?)  \d+ bytes$")
 NUDGE_SUBMIT = (
     "Your last reply was empty. Call a tool to find out what you still need, or call submit "
     "with your answer now."
@@ -173,11 +188,13 @@ def turn_options(state: RunState, config: LoopConfig) -> TurnOptions:
 
 def must_call(state: RunState, config: LoopConfig) -> bool:
     """This turn's reply must call a tool: one of the first ``required_turns``, the reply after
-    a failed call (``act_after_error``) or after a request to read (``read_before_answer``)."""
+    a failed call (``act_after_error``) or after a request to read (``read_before_answer``,
+    ``read_listed``)."""
     return (
         state.turns < config.required_turns
         or (config.act_after_error and just_failed(state))
         or (config.read_before_answer and _asks_to_read(state.messages[-1]))
+        or (config.read_listed and _asks_to_read_listed(state.messages[-1]))
     )
 
 
@@ -270,6 +287,74 @@ def ask_to_read_first(state: RunState, config: LoopConfig, offered: set[str]) ->
         return
     question = next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
     state.messages.append({"role": "user", "content": READ_FIRST.format(question=question)})
+
+
+def _answered_last(state: RunState) -> bool:
+    """The newest message is a reply with text and no call (an answer, for now)."""
+    last = last_reply(state)
+    if last is None or last[0] != len(state.messages) - 1:
+        return False
+    message = state.messages[-1]
+    return not message.get("tool_calls") and bool((message.get("content") or "").strip())
+
+
+def listed_files(state: RunState) -> list[str]:
+    """The files successful list_files calls showed the model, in the order it saw them."""
+    names: dict[str, None] = {}
+    for run in state.tool_log:
+        if run.ok and run.name == LIST_TOOL:
+            for line in (result_text(state, run.call_id) or "").splitlines():
+                if found := LISTED_LINE.match(line.strip()):
+                    names.setdefault(found.group(1))
+    return list(names)
+
+
+def read_files(state: RunState) -> set[str]:
+    """The paths of successful read_file calls."""
+    paths = set()
+    for run in state.tool_log:
+        if run.ok and run.name == READ_TOOL:
+            try:
+                path = json.loads(run.arguments or "{}").get("path")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(path, str):
+                paths.add(path.strip().removeprefix("./"))
+    return paths
+
+
+def ask_to_read_listed(state: RunState, config: LoopConfig, offered: set[str]) -> None:
+    """Meet an answer given while files list_files showed are unread with :data:`READ_LISTED`
+    (``read_listed``), when read_file is offered; the reply to it must call a tool
+    (``turn_options``). Not asked again for the same unread files, nor more than
+    :data:`READ_LISTED_ASKS` times a run; the requests are in the transcript, so a resumed run
+    counts them too."""
+    if not config.read_listed or state.concluding is not None or READ_TOOL not in offered:
+        return
+    if not _answered_last(state):
+        return
+    done = read_files(state)
+    unread = [name for name in listed_files(state) if name not in done]
+    if not unread:
+        return
+    shown = ", ".join(unread[:READ_LISTED_NAMES])
+    if len(unread) > READ_LISTED_NAMES:
+        shown += f" and {len(unread) - READ_LISTED_NAMES} more"
+    asked = [m for m in state.messages if _asks_to_read_listed(m)]
+    if len(asked) >= READ_LISTED_ASKS or any(
+        str(m["content"]).startswith(f"{READ_LISTED_HEAD} {shown}.") for m in asked
+    ):
+        return
+    question = next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
+    state.messages.append(
+        {"role": "user", "content": READ_LISTED.format(unread=shown, question=question)}
+    )
+
+
+def _asks_to_read_listed(message: dict[str, Any]) -> bool:
+    return message["role"] == "user" and str(message.get("content") or "").startswith(
+        READ_LISTED_HEAD
+    )
 
 
 def _asks_to_read(message: dict[str, Any]) -> bool:

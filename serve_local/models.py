@@ -66,6 +66,10 @@ class PackagedModel:
     # declares is not needed here; otherwise through the pyproject `models` extra.
     no_deps: bool = False
     note: str = ""
+    # On the model ladder (make sweep's models, the comparisons): instruction-tuned models,
+    # which can be asked a question in a chat. A model off the ladder is served and
+    # benchmarked like the others; ``off_ladder`` says why it is not compared.
+    off_ladder: str = ""
 
     @property
     def packages(self) -> list[PackagedFile]:
@@ -168,6 +172,8 @@ PACKAGED: dict[str, PackagedModel] = {
             ),
             note="pretrained, not instruction-tuned (google/gemma-3-270m: its GGUF names no "
             "finetune and carries no chat template, so the llama backend writes chats as ChatML)",
+            off_ladder="pretrained, not instruction-tuned: it continues a chat as text instead of "
+            "answering it; served and benchmarked (make bench), not swept or compared",
         ),
         PackagedModel(
             name=SMOLLM2,
@@ -186,6 +192,9 @@ PACKAGED: dict[str, PackagedModel] = {
         ),
     )
 }
+
+# The models make sweep serves and the comparisons rank, largest first.
+LADDER = [m.name for m in PACKAGED.values() if not m.off_ladder]
 
 
 class ModelUnavailable(StartupError):
@@ -440,6 +449,7 @@ def describe(model: PackagedModel) -> str:
         found = model.licence_file.locate()
         licence += f": {found}" if found else f" (in {model.licence_file.distribution})"
     default = "  (default)" if model.name == DEFAULT_NAME else ""
+    ladder = f"no: {model.off_ladder}" if model.off_ladder else "yes (make sweep, comparisons)"
     rows = [
         f"{model.name}{default}",
         f"  model        {model.title}" + (f": {model.note}" if model.note else ""),
@@ -449,6 +459,7 @@ def describe(model: PackagedModel) -> str:
         f"  status       {status}",
         f"  packages     {_packages_line(model)}",
         f"  licence      {licence}",
+        f"  ladder       {ladder}",
     ]
     return "\n".join(rows)
 

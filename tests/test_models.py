@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from serve_local import daemon
 from serve_local.models import (
     DEFAULT_NAME,
+    LADDER,
     PACKAGED,
     QWEN_CODER,
     SMOLLM2,
@@ -240,6 +242,13 @@ def test_list_command_shows_every_packaged_model_and_the_default(tmp_path: Path)
         assert status_of(listing, model.name).startswith("installed")
     assert f"\n{QWEN_15B}  (default)" in listing
     assert done.stdout.rstrip().endswith(f"serves {QWEN_15B}.")
+    # Which models the ladder compares, and why one is left out.
+    for model in PACKAGED.values():
+        block = listing.split(f"\n{model.name}")[1].split("\n\n")[0]
+        ladder = next(x for x in block.splitlines() if x.strip().startswith("ladder"))
+        assert ladder.split(maxsplit=1)[1].startswith(
+            "no: pretrained" if model.off_ladder else "yes"
+        )
     # Every licence a package ships is named with its installed path.
     for model in PACKAGED.values():
         if model.licence_file:
@@ -385,3 +394,17 @@ def test_cuda_on_a_machine_without_it_is_a_clear_error() -> None:
     done = serve("--backend", "transformers", "--model", SMOLLM2, "--device", "cuda")
     assert done.returncode == 2
     assert "no CUDA device" in done.stderr
+
+
+def test_the_ladder_is_the_instruction_tuned_models_and_make_sweep_serves_it() -> None:
+    assert LADDER == [QWEN_15B, "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"]
+    assert "not instruction-tuned" in PACKAGED["gemma-3-270m"].off_ladder
+    planned = subprocess.run(
+        ["make", "--no-print-directory", "-n", "sweep"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert planned.returncode == 0, planned.stderr
+    command = next(line for line in planned.stdout.splitlines() if "evals sweep" in line)
+    assert f"--models {','.join(LADDER)} " in command
+    # ... under every preset, in the order presets.json names them.
+    presets = json.loads((ROOT / "harness" / "presets.json").read_text())
+    assert f"--policies {','.join(presets)} " in command

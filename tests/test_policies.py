@@ -24,6 +24,7 @@ from harness.steering import (
     NUDGE,
     NUDGE_SUBMIT,
     READ_FIRST,
+    READ_LISTED,
     REPEAT_NOTE,
     submit_tool,
     system_prompt,
@@ -286,6 +287,115 @@ async def test_the_request_to_read_is_not_made_after_a_read_twice_or_when_off(
         assert (state.status, state.answer, len(seen)) == ("completed", "x", 1)
 
 
+def _asked_to_read_listed(body: dict[str, Any]) -> str | None:
+    """The unread names a request to read the listed files gave, if the request is one."""
+    last = body["messages"][-1]
+    head = "Files list_files showed that you have not read: "
+    if last["role"] != "user" or not last["content"].startswith(head):
+        return None
+    return str(last["content"]).removeprefix(head).split(". ")[0]
+
+
+def _read(call_id: str, path: str) -> dict[str, Any]:
+    return calls((call_id, "read_file", json.dumps({"path": path})))
+
+
+async def test_an_answer_with_listed_files_unread_is_met_with_their_names(
+    workspace: Workspace,
+) -> None:
+    turns = [
+        calls(("a", "list_files", "{}")),
+        answer("errors.log is the biggest."),  # from the listing alone
+        _read("b", "errors.log"),
+        answer("errors.log times out."),
+        _read("c", "notes.txt"),
+        answer("notes.txt says to rotate."),
+        _read("d", "access.log"),
+        answer("All three read."),
+    ]
+    seen, client = recording(turns)
+    state = new_run("m", "What do the files say?")
+    async with client:
+        await run_loop(state, client, default_tools(), workspace, LoopConfig(read_listed=True))
+    assert state.status == "completed" and state.answer == "All three read."
+    # The names the listing gave (the plain listing: by name), minus those read so far.
+    asked = [_asked_to_read_listed(b) for b in seen]
+    assert asked == [
+        None, None,
+        "access.log, errors.log, notes.txt", None,
+        "access.log, notes.txt", None,
+        "access.log", None,
+    ]  # fmt: skip
+    assert seen[2]["messages"][-1]["content"].endswith(": What do the files say?")
+    assert [b.get("tool_choice") for b in seen] == [None, None] + ["required", None] * 3
+
+
+async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
+    workspace: Workspace,
+) -> None:
+    config = LoopConfig(read_listed=True)
+    # No listing yet, or every listed file read: the answer stands.
+    for turns in (
+        [answer("x")],
+        [
+            calls(("a", "list_files", "{}")),
+            *[
+                _read(c, f)
+                for c, f in (("b", "access.log"), ("c", "errors.log"), ("d", "notes.txt"))
+            ],
+            answer("x"),
+        ],
+    ):
+        seen, client = recording(turns)
+        async with client:
+            state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        assert (state.status, state.answer, len(seen)) == ("completed", "x", len(turns))
+    # A failed read is no read, and the same unread files are not asked about twice: after the
+    # request the model lists again instead of reading, then answers; that answer stands.
+    turns = [
+        calls(("a", "list_files", "{}")),
+        _read("b", "nowhere.txt"),
+        answer("x"),
+        calls(("c", "list_files", "{}")),
+        answer("y"),
+    ]
+    seen, client = recording(turns)
+    async with client:
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    asked = [_asked_to_read_listed(b) for b in seen]
+    assert asked == [None, None, None, "access.log, errors.log, notes.txt", None]
+    assert (state.status, state.answer) == ("completed", "y")
+    # Off (the default), or read_file not offered: an answer after a listing ends the run.
+    listing_only = [t for t in default_tools() if t.name == "list_files"]
+    for tools, settings in ((default_tools(), LoopConfig()), (listing_only, config)):
+        seen, client = recording([calls(("a", "list_files", "{}")), answer("x")])
+        async with client:
+            state = await run_loop(new_run("m", "q"), client, tools, workspace, settings)
+        assert (state.status, state.answer, len(seen)) == ("completed", "x", 2)
+
+
+async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
+    tmp_path: Path,
+) -> None:
+    folder = create_workspace(tmp_path / "five", {f"f{n}.txt": "x" * n for n in range(1, 6)})
+    turns = [calls(("a", "list_files", "{}"))]
+    for n in range(1, 5):
+        turns += [answer(f"answer {n}"), _read(f"r{n}", f"f{n}.txt")]
+    seen, client = recording([*turns, answer("last")])
+    async with client:
+        state = await run_loop(
+            new_run("m", "q"), client, default_tools(), folder, LoopConfig(read_listed=True)
+        )
+    asked = [a for a in map(_asked_to_read_listed, seen) if a]
+    assert asked == [
+        "f1.txt, f2.txt, f3.txt, f4.txt, f5.txt",
+        "f2.txt, f3.txt, f4.txt, f5.txt",
+        "f3.txt, f4.txt, f5.txt",
+    ]
+    # The fourth answer stands though two files are unread: the run ends there.
+    assert (state.status, state.answer) == ("completed", "answer 4")
+
+
 def _policy_texts() -> list[str]:
     """Every text a policy can put before the model."""
     prompts = [system_prompt(apply(LoopConfig(), preset(n))) for n in presets()]
@@ -294,6 +404,7 @@ def _policy_texts() -> list[str]:
         NUDGE,
         NUDGE_SUBMIT,
         READ_FIRST,
+        READ_LISTED,
         REPEAT_NOTE,
         CONCLUDE,
         FINISH_BRIEFLY,
