@@ -11,10 +11,7 @@ from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
-from evals.bfcl import CATEGORIES as BFCL_CATEGORIES
-from evals.bfcl import DEFAULT_CATEGORIES as BFCL_DEFAULTS
-from evals.bfcl import BfclSettings, run_bfcl
-from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
+from evals.bfcl.cli import add_bfcl_command, bfcl_command
 from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
@@ -129,54 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--threads", type=int)
     sweep.add_argument("--tool-grammar", default="lazy")
     sweep.add_argument("--out", type=Path, default=Path("results"))
-    bfcl = commands.add_parser(
-        "bfcl",
-        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
-        "results/bfcl/",
-    )
-    bfcl.add_argument(
-        "--base-url",
-        action="append",
-        metavar="URL",
-        help="a server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1); repeat it to "
-        "spread requests over several servers",
-    )
-    bfcl.add_argument("--model", help="model name to ask for (default: the server's first)")
-    bfcl.add_argument(
-        "--categories",
-        default=",".join(BFCL_DEFAULTS),
-        metavar="A,B",
-        help=f"comma-separated, from {', '.join(BFCL_CATEGORIES)} (default: "
-        f"{', '.join(BFCL_DEFAULTS)})",
-    )
-    bfcl.add_argument("--limit", type=int, metavar="N", help="N items per category (default: all)")
-    bfcl.add_argument("--seed", type=int, default=0, help="which items --limit draws (default 0)")
-    bfcl.add_argument(
-        "--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)"
-    )
-    bfcl.add_argument(
-        "--max-connections",
-        type=int,
-        metavar="M",
-        help="requests in flight per server (default: --concurrency spread over the servers)",
-    )
-    bfcl.add_argument(
-        "--max-tokens",
-        type=int,
-        metavar="N",
-        help="cap each reply at N tokens, sent with every item and recorded (default: the "
-        "server's own cap)",
-    )
-    bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
-    bfcl.add_argument("--label", help="name of this run in the comparison")
-    bfcl.add_argument(
-        "--resume",
-        type=Path,
-        metavar="RUN_FILE",
-        help="go on with an interrupted run (its .partial file): ask only the items without a "
-        "record, with its settings; only --base-url, --concurrency and --max-connections may "
-        "change",
-    )
+    add_bfcl_command(commands)
     one = commands.add_parser("experiment", help="run one of the chapter's experiments")
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")
@@ -269,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out / 'bench.md'} and {args.out / 'bench.json'}")
         return 0
     if args.command == "bfcl":
-        return _bfcl(args)
+        return bfcl_command(args)
     if args.command == "experiment":
         (result,) = asyncio.run(run_experiments([args.name]))
         print(result.markdown())
@@ -410,42 +360,6 @@ def _rescore(args: argparse.Namespace) -> int:
         f"rescored {len(results)} run file(s): {before}/{runs} correct before, {after}/{runs} "
         f"after; {missing} record(s) without a state file kept their verdict"
     )
-    return 0
-
-
-def _bfcl(args: argparse.Namespace) -> int:
-    urls = [u.rstrip("/") for u in (args.base_url or [base_url_from_env()])]
-    where = {
-        "base_url": urls[0],
-        "more_base_urls": tuple(urls[1:]),
-        "concurrency": args.concurrency,
-        "per_server": args.max_connections,
-    }
-    try:
-        if args.resume:
-            settings = resumed_bfcl_settings(args.resume, **where)
-        else:
-            settings = BfclSettings(
-                **where,
-                model=args.model,
-                categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
-                limit=args.limit,
-                seed=args.seed,
-                out=args.out,
-                label=args.label,
-                max_tokens=args.max_tokens,
-            )
-        asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
-    except EvalError as exc:
-        print(f"evals bfcl: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(
-            "evals bfcl: interrupted; every judged item is kept in the .partial file. Go on with "
-            "`python -m evals bfcl --resume RUN_FILE.partial`.",
-            file=sys.stderr,
-        )
-        return 130
     return 0
 
 

@@ -1,0 +1,105 @@
+"""``python -m evals bfcl``: its arguments and what it does with them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
+from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
+from evals.servers import EvalError
+from harness.client import base_url_from_env
+
+
+def add_bfcl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``bfcl`` subcommand on ``python -m evals``'s subparsers."""
+    bfcl = commands.add_parser(
+        "bfcl",
+        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
+        "results/bfcl/",
+    )
+    bfcl.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="a server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1); repeat it to "
+        "spread requests over several servers",
+    )
+    bfcl.add_argument("--model", help="model name to ask for (default: the server's first)")
+    bfcl.add_argument(
+        "--categories",
+        default=",".join(DEFAULT_CATEGORIES),
+        metavar="A,B",
+        help=f"comma-separated, from {', '.join(CATEGORIES)} (default: "
+        f"{', '.join(DEFAULT_CATEGORIES)})",
+    )
+    bfcl.add_argument("--limit", type=int, metavar="N", help="N items per category (default: all)")
+    bfcl.add_argument("--seed", type=int, default=0, help="which items --limit draws (default 0)")
+    bfcl.add_argument(
+        "--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)"
+    )
+    bfcl.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="M",
+        help="requests in flight per server (default: --concurrency spread over the servers)",
+    )
+    bfcl.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="cap each reply at N tokens, sent with every item and recorded (default: the "
+        "server's own cap)",
+    )
+    bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
+    bfcl.add_argument("--label", help="name of this run in the comparison")
+    bfcl.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_FILE",
+        help="go on with an interrupted run (its .partial file): ask only the items without a "
+        "record, with its settings; only --base-url, --concurrency and --max-connections may "
+        "change",
+    )
+
+
+def bfcl_command(args: argparse.Namespace) -> int:
+    urls = [u.rstrip("/") for u in (args.base_url or [base_url_from_env()])]
+    where = {
+        "base_url": urls[0],
+        "more_base_urls": tuple(urls[1:]),
+        "concurrency": args.concurrency,
+        "per_server": args.max_connections,
+    }
+    try:
+        if args.resume:
+            settings = resumed_settings(args.resume, **where)
+        else:
+            settings = BfclSettings(
+                **where,
+                model=args.model,
+                categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
+                limit=args.limit,
+                seed=args.seed,
+                out=args.out,
+                label=args.label,
+                max_tokens=args.max_tokens,
+            )
+        asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
+    except EvalError as exc:
+        print(f"evals bfcl: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "evals bfcl: interrupted; every judged item is kept in the .partial file. Go on with "
+            "`python -m evals bfcl --resume RUN_FILE.partial`.",
+            file=sys.stderr,
+        )
+        return 130
+    return 0
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
