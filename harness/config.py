@@ -59,9 +59,9 @@ class LoopConfig:
     # An answer given before any file was read is met, once, with a request to read what it
     # depends on first (or to give it again if it depends on no file's content).
     read_before_answer: bool = False
-    # An answer given while files list_files showed are still unread is met with their names
-    # and a request to read those the answer depends on (at most READ_LISTED_ASKS times a run,
-    # never twice for the same unread files).
+    # An answer given while files list_files showed are still unread is met with a request to
+    # read those the answer depends on, naming none of them (at most READ_LISTED_ASKS times a
+    # run, never twice for the same unread files).
     read_listed: bool = False
     # Sampling asked of the server on every request of the run; None: greedy, no seed sent.
     temperature: float | None = None

@@ -164,8 +164,8 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         nargs="?",
         const=True,
         metavar="on|off",
-        help="an answer given while files list_files showed are unread is met with their names "
-        "and a request to read those it depends on; the next reply must call a tool",
+        help="an answer given while files list_files showed are unread is met with a request "
+        "to read those it depends on (naming none); the next reply must call a tool",
     )
 
 

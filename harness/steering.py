@@ -25,9 +25,10 @@ calls; with the defaults every helper leaves the run as the plain loop would hav
   request to read the file it depends on (with the user's question), and the reply to that
   must call a tool (``ask_to_read_first``, ``turn_options``);
 * ``read_listed``: an answer given while files that list_files showed are still unread is
-  met with their names and a request to read those the answer depends on (with the user's
-  question); the reply to it must call a tool. Never twice for the same unread files, and at
-  most :data:`READ_LISTED_ASKS` times a run (``ask_to_read_listed``, ``turn_options``);
+  met with a request to read those the answer depends on (with the user's question, and no
+  file name or count); the reply to it must call a tool. Never twice for the same unread
+  files, and at most :data:`READ_LISTED_ASKS` times a run (``ask_to_read_listed``,
+  ``turn_options``);
 * ``listing`` and ``name_files_on_miss``: what the tools tell the model (``list_files`` sorted
   by size, biggest first; a missing file's error naming the files that exist), passed to the
   tools through their context by ``harness.execute``.
@@ -89,14 +90,18 @@ READ_FIRST = (
 READ_FIRST_HEAD = READ_FIRST.split(".")[0] + "."
 READ_TOOL = "read_file"
 LIST_TOOL = "list_files"
-# Said to an answer given while listed files are unread (read_listed), with their names.
-READ_LISTED_HEAD = "Files list_files showed that you have not read:"
+# Said to an answer given while listed files are unread (read_listed). It names no file and
+# no number: a name or a count here would be an answer the model could copy (the last unread
+# file, the number of files) without having read anything.
+READ_LISTED_HEAD = "Some files list_files showed are still unread."
 READ_LISTED = (
-    READ_LISTED_HEAD + " {unread}. If your answer depends on any of them, read it with "
-    "read_file, one call per file. Then answer the question from the tool results: {question}"
+    READ_LISTED_HEAD + " If your answer depends on any of them, read it with read_file, one "
+    "call per file. Then answer the question from the tool results: {question}"
 )
 READ_LISTED_ASKS = 3
-READ_LISTED_NAMES = 10  # names shown at most; the rest are counted
+# Which files were unread when it was asked, kept out of the transcript (in the run's meta):
+# the request is not made twice for the same unread files.
+READ_LISTED_META = "read_listed_unread"
 LISTED_LINE = re.compile(r"^(\S.*?)  \d+ bytes$")
 NUDGE_SUBMIT = (
     "Your last reply was empty. Call a tool to find out what you still need, or call submit "
@@ -326,9 +331,9 @@ def read_files(state: RunState) -> set[str]:
 def ask_to_read_listed(state: RunState, config: LoopConfig, offered: set[str]) -> None:
     """Meet an answer given while files list_files showed are unread with :data:`READ_LISTED`
     (``read_listed``), when read_file is offered; the reply to it must call a tool
-    (``turn_options``). Not asked again for the same unread files, nor more than
-    :data:`READ_LISTED_ASKS` times a run; the requests are in the transcript, so a resumed run
-    counts them too."""
+    (``turn_options``). Not asked again while the same files are unread, nor more than
+    :data:`READ_LISTED_ASKS` times a run. The requests are in the transcript and the unread
+    files at each in the run's meta, both saved with the state, so a resumed run counts them."""
     if not config.read_listed or state.concluding is not None or READ_TOOL not in offered:
         return
     if not _answered_last(state):
@@ -337,18 +342,12 @@ def ask_to_read_listed(state: RunState, config: LoopConfig, offered: set[str]) -
     unread = [name for name in listed_files(state) if name not in done]
     if not unread:
         return
-    shown = ", ".join(unread[:READ_LISTED_NAMES])
-    if len(unread) > READ_LISTED_NAMES:
-        shown += f" and {len(unread) - READ_LISTED_NAMES} more"
-    asked = [m for m in state.messages if _asks_to_read_listed(m)]
-    if len(asked) >= READ_LISTED_ASKS or any(
-        str(m["content"]).startswith(f"{READ_LISTED_HEAD} {shown}.") for m in asked
-    ):
+    asked = state.meta.setdefault(READ_LISTED_META, [])
+    if len(asked) >= READ_LISTED_ASKS or unread in asked:
         return
+    asked.append(unread)
     question = next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
-    state.messages.append(
-        {"role": "user", "content": READ_LISTED.format(unread=shown, question=question)}
-    )
+    state.messages.append({"role": "user", "content": READ_LISTED.format(question=question)})
 
 
 def _asks_to_read_listed(message: dict[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import ProviderClient
 from harness.config import POLICY_FIELDS, LoopConfig
 from harness.loop import CONCLUDE, run_loop
+from harness.persist import load, save
 from harness.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
@@ -25,6 +26,7 @@ from harness.steering import (
     NUDGE_SUBMIT,
     READ_FIRST,
     READ_LISTED,
+    READ_LISTED_META,
     REPEAT_NOTE,
     submit_tool,
     system_prompt,
@@ -287,13 +289,9 @@ async def test_the_request_to_read_is_not_made_after_a_read_twice_or_when_off(
         assert (state.status, state.answer, len(seen)) == ("completed", "x", 1)
 
 
-def _asked_to_read_listed(body: dict[str, Any]) -> str | None:
-    """The unread names a request to read the listed files gave, if the request is one."""
+def _asked_to_read_listed(body: dict[str, Any]) -> bool:
     last = body["messages"][-1]
-    head = "Files list_files showed that you have not read: "
-    if last["role"] != "user" or not last["content"].startswith(head):
-        return None
-    return str(last["content"]).removeprefix(head).split(". ")[0]
+    return last["role"] == "user" and last["content"].startswith("Some files list_files showed")
 
 
 def _read(call_id: str, path: str) -> dict[str, Any]:
@@ -318,16 +316,20 @@ async def test_an_answer_with_listed_files_unread_is_met_with_their_names(
     async with client:
         await run_loop(state, client, default_tools(), workspace, LoopConfig(read_listed=True))
     assert state.status == "completed" and state.answer == "All three read."
-    # The names the listing gave (the plain listing: by name), minus those read so far.
-    asked = [_asked_to_read_listed(b) for b in seen]
-    assert asked == [
-        None, None,
-        "access.log, errors.log, notes.txt", None,
-        "access.log, notes.txt", None,
-        "access.log", None,
-    ]  # fmt: skip
-    assert seen[2]["messages"][-1]["content"].endswith(": What do the files say?")
+    assert [_asked_to_read_listed(b) for b in seen] == [False, False] + [True, False] * 3
     assert [b.get("tool_choice") for b in seen] == [None, None] + ["required", None] * 3
+    # Unread at each request: what the listing gave (plain: by name), minus what was read.
+    assert state.meta[READ_LISTED_META] == [
+        ["access.log", "errors.log", "notes.txt"],
+        ["access.log", "notes.txt"],
+        ["access.log"],
+    ]
+    # The request carries the question, and no file name or number the model could copy.
+    requests = [b["messages"][-1]["content"] for b in seen if _asked_to_read_listed(b)]
+    assert all(r.endswith(": What do the files say?") for r in requests)
+    for request in requests:
+        said = request.removesuffix("What do the files say?")
+        assert not re.search(r"\d|\.log|\.txt", said), said
 
 
 async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
@@ -362,9 +364,9 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
     seen, client = recording(turns)
     async with client:
         state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
-    asked = [_asked_to_read_listed(b) for b in seen]
-    assert asked == [None, None, None, "access.log, errors.log, notes.txt", None]
+    assert [_asked_to_read_listed(b) for b in seen] == [False, False, False, True, False]
     assert (state.status, state.answer) == ("completed", "y")
+    assert state.meta[READ_LISTED_META] == [["access.log", "errors.log", "notes.txt"]]
     # Off (the default), or read_file not offered: an answer after a listing ends the run.
     listing_only = [t for t in default_tools() if t.name == "list_files"]
     for tools, settings in ((default_tools(), LoopConfig()), (listing_only, config)):
@@ -372,6 +374,32 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
         async with client:
             state = await run_loop(new_run("m", "q"), client, tools, workspace, settings)
         assert (state.status, state.answer, len(seen)) == ("completed", "x", 2)
+
+
+async def test_a_resumed_run_does_not_ask_again_for_the_same_unread_files(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    config = LoopConfig(read_listed=True, max_turns=2)
+    seen, client = recording([calls(("a", "list_files", "{}")), answer("x")])
+    async with client:
+        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+    # Stopped by the turn cap just after the request was made, then saved and loaded.
+    assert state.status == "max_turns_exceeded" and _asked_to_read_listed(
+        {"messages": state.messages}
+    )
+    save(state, tmp_path / "state")
+    resumed = load(tmp_path / "state", state.run_id)
+    config = LoopConfig(read_listed=True)
+    # The reply to the request must call a tool; it lists again, then answers with the same
+    # files unread: that answer stands. (Turns 0 and 1 were answered before the stop.)
+    done = [answer("unused"), answer("unused")]
+    seen, client = recording([*done, calls(("b", "list_files", "{}")), answer("y")])
+    async with client:
+        resumed = await run_loop(resumed, client, default_tools(), workspace, config)
+    assert [b.get("tool_choice") for b in seen] == ["required", None]
+    assert not any(map(_asked_to_read_listed, seen[1:]))
+    assert (resumed.status, resumed.answer) == ("completed", "y")
+    assert len(resumed.meta[READ_LISTED_META]) == 1
 
 
 async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
@@ -386,11 +414,11 @@ async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
         state = await run_loop(
             new_run("m", "q"), client, default_tools(), folder, LoopConfig(read_listed=True)
         )
-    asked = [a for a in map(_asked_to_read_listed, seen) if a]
-    assert asked == [
-        "f1.txt, f2.txt, f3.txt, f4.txt, f5.txt",
-        "f2.txt, f3.txt, f4.txt, f5.txt",
-        "f3.txt, f4.txt, f5.txt",
+    assert sum(map(_asked_to_read_listed, seen)) == 3
+    assert state.meta[READ_LISTED_META] == [
+        ["f1.txt", "f2.txt", "f3.txt", "f4.txt", "f5.txt"],
+        ["f2.txt", "f3.txt", "f4.txt", "f5.txt"],
+        ["f3.txt", "f4.txt", "f5.txt"],
     ]
     # The fourth answer stands though two files are unread: the run ends there.
     assert (state.status, state.answer) == ("completed", "answer 4")
