@@ -11,7 +11,7 @@ from pathlib import Path
 
 from evals.bench import PARTS as BENCH_PARTS
 from evals.bench import rerender, run_bench
-from evals.bfcl.cli import add_bfcl_command, bfcl_command
+from evals.bfcl.cli import add_bfcl_arguments, bfcl_command
 from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
@@ -126,7 +126,12 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--threads", type=int)
     sweep.add_argument("--tool-grammar", default="lazy")
     sweep.add_argument("--out", type=Path, default=Path("results"))
-    add_bfcl_command(commands)
+    bfcl = commands.add_parser(
+        "bfcl",
+        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
+        "results/bfcl/",
+    )
+    add_bfcl_arguments(bfcl)
     one = commands.add_parser("experiment", help="run one of the chapter's experiments")
     one.add_argument("name", choices=sorted(EXPERIMENTS))
     every = commands.add_parser("experiments", help="run them all; write results/experiments.*")

@@ -13,13 +13,8 @@ from evals.servers import EvalError
 from harness.client import base_url_from_env
 
 
-def add_bfcl_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``bfcl`` subcommand on ``python -m evals``'s subparsers."""
-    bfcl = commands.add_parser(
-        "bfcl",
-        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
-        "results/bfcl/",
-    )
+def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
+    """The ``bfcl`` subcommand's arguments."""
     bfcl.add_argument(
         "--base-url",
         action="append",
