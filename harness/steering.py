@@ -40,13 +40,12 @@ another question (a test checks this against the task files).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from harness.client import TurnOptions
 from harness.config import LoopConfig
 from harness.state import RunState, asked_calls, last_reply, result_text
-from harness.tools import Tool, ToolContext
+from harness.tools import Tool, ToolContext, listed_names
 
 SUBMIT = "submit"
 
@@ -102,7 +101,6 @@ READ_LISTED_ASKS = 3
 # Which files were unread when it was asked, kept out of the transcript (in the run's meta):
 # the request is not made twice for the same unread files.
 READ_LISTED_META = "read_listed_unread"
-LISTED_LINE = re.compile(r"^(\S.*?)  \d+ bytes$")
 NUDGE_SUBMIT = (
     "Your last reply was empty. Call a tool to find out what you still need, or call submit "
     "with your answer now."
@@ -280,18 +278,18 @@ def ask_to_read_first(state: RunState, config: LoopConfig, offered: set[str]) ->
     resumed run does not ask twice."""
     if not config.read_before_answer or state.concluding is not None or READ_TOOL not in offered:
         return
-    last = last_reply(state)
-    if last is None or last[0] != len(state.messages) - 1:
-        return
-    message = state.messages[-1]
-    if message.get("tool_calls") or not (message.get("content") or "").strip():
+    if not _answered_last(state):
         return  # a call, or an empty reply (nudge_if_empty's)
     if any(run.ok and run.name == READ_TOOL for run in state.tool_log):
         return
     if any(_asks_to_read(m) for m in state.messages):
         return
-    question = next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
-    state.messages.append({"role": "user", "content": READ_FIRST.format(question=question)})
+    state.messages.append({"role": "user", "content": READ_FIRST.format(question=_question(state))})
+
+
+def _question(state: RunState) -> str:
+    """The user's own question: the run's first user message."""
+    return next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
 
 
 def _answered_last(state: RunState) -> bool:
@@ -308,9 +306,7 @@ def listed_files(state: RunState) -> list[str]:
     names: dict[str, None] = {}
     for run in state.tool_log:
         if run.ok and run.name == LIST_TOOL:
-            for line in (result_text(state, run.call_id) or "").splitlines():
-                if found := LISTED_LINE.match(line.strip()):
-                    names.setdefault(found.group(1))
+            names.update(dict.fromkeys(listed_names(result_text(state, run.call_id) or "")))
     return list(names)
 
 
@@ -346,8 +342,8 @@ def ask_to_read_listed(state: RunState, config: LoopConfig, offered: set[str]) -
     if len(asked) >= READ_LISTED_ASKS or unread in asked:
         return
     asked.append(unread)
-    question = next((m.get("content") or "" for m in state.messages if m["role"] == "user"), "")
-    state.messages.append({"role": "user", "content": READ_LISTED.format(question=question)})
+    request = READ_LISTED.format(question=_question(state))
+    state.messages.append({"role": "user", "content": request})
 
 
 def _asks_to_read_listed(message: dict[str, Any]) -> bool:

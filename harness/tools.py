@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jsonschema import validators
@@ -73,6 +75,19 @@ _PATH_ARG: dict[str, Any] = {
 }
 
 
+# One line of list_files' result per file: "NAME  SIZE bytes".
+LISTED_LINE = re.compile(r"^(\S.*?)  \d+ bytes$")
+
+
+def _listed(path: Path) -> str:
+    return f"{path.name}  {path.stat().st_size} bytes"
+
+
+def listed_names(result: str) -> list[str]:
+    """The file names a list_files result shows, in its order."""
+    return [m.group(1) for line in result.splitlines() if (m := LISTED_LINE.match(line.strip()))]
+
+
 async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
     files = ctx.workspace.files()
     if not files:
@@ -82,8 +97,8 @@ async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
         # No count in the header: a listing that states how many files there are would be an
         # answer an echo of the tool result passes for.
         head = "Files sorted by size, biggest first:"
-        return "\n".join([head, *(f"{p.name}  {p.stat().st_size} bytes" for p in ordered)])
-    return "\n".join(f"{p.name}  {p.stat().st_size} bytes" for p in files)
+        return "\n".join([head, *map(_listed, ordered)])
+    return "\n".join(map(_listed, files))
 
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -12,7 +12,7 @@ from harness.cancel import Cancelled, CancelToken
 from harness.errors import PathRefused, ToolError
 from harness.state import Call
 from harness.toolrun import run_call
-from harness.tools import Tool, ToolContext, default_tools
+from harness.tools import Tool, ToolContext, default_tools, listed_names
 from harness.workspace import SEED_FILES, Workspace
 from tests.helpers import snapshot
 
@@ -139,3 +139,21 @@ async def test_arguments_the_schema_refuses_are_an_error_the_model_reads(
         assert outcome.error is not None and says in str(outcome.error)
     ok = await run_call(Call("c1", "read_file", '{"path": "notes.txt"}', 1, 0), tools, ctx)
     assert ok.ran and ok.error is None and "rotate" in ok.content
+
+
+def test_listed_names_reads_back_what_list_files_writes(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path)
+    for name, text in SEED_FILES.items():
+        (tmp_path / name).write_text(text)
+    for listing in ("plain", "by_size"):
+        ctx = ToolContext(workspace=workspace, listing=listing)
+        result = asyncio.run(TOOLS["list_files"].run({}, ctx))
+        assert sorted(listed_names(result)) == sorted(SEED_FILES), result
+    # A header, an empty workspace or a file's own text names no file.
+    (tmp_path / "empty").mkdir()
+    empty = asyncio.run(
+        TOOLS["list_files"].run({}, ToolContext(workspace=Workspace(tmp_path / "empty")))
+    )
+    assert empty == "The workspace is empty."
+    assert listed_names(empty) == []
+    assert listed_names("Files sorted by size, biggest first:\n12 bytes\n") == []
