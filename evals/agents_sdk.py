@@ -128,7 +128,7 @@ def _fits(arguments: str, schema: dict[str, Any] | None) -> bool:
         return False
     try:
         value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return bool(validators.validator_for(schema)(schema).is_valid(value))
 

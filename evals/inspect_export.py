@@ -320,6 +320,8 @@ def _assistant(message: dict[str, Any], text: str, model: str) -> ChatMessageAss
             parse_error = None if isinstance(arguments, dict) else "arguments are not an object"
         except json.JSONDecodeError as exc:
             arguments, parse_error = None, f"arguments are not JSON: {exc.msg}: {raw}"
+        except RecursionError:
+            arguments, parse_error = None, f"arguments nest too deeply to read: {raw[:200]}"
         calls.append(
             ToolCall(
                 id=str(call.get("id", "")),

@@ -122,7 +122,7 @@ def _calls(
 def _pretty(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), ensure_ascii=False)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, RecursionError, TypeError):
         return str(arguments)  # what the model sent, shown as sent
 
 

@@ -129,7 +129,7 @@ def tool_param(spec: dict[str, Any]) -> dict[str, Any]:
 def _input(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -113,7 +113,7 @@ def signature(name: str, arguments: str) -> str:
     """A call's identity: its tool and its arguments, whatever their spacing or key order."""
     try:
         canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         canonical = arguments
     return f"{name}:{canonical}"
 
@@ -236,7 +236,7 @@ def submitted(state: RunState, config: LoopConfig) -> str | None:
             continue
         try:
             answer = json.loads(function.get("arguments") or "{}").get("answer")
-        except (json.JSONDecodeError, AttributeError):
+        except (json.JSONDecodeError, RecursionError, AttributeError):
             continue
         if isinstance(answer, str):
             return answer
@@ -317,7 +317,7 @@ def read_files(state: RunState) -> set[str]:
         if run.ok and run.name == READ_TOOL:
             try:
                 path = json.loads(run.arguments or "{}").get("path")
-            except (json.JSONDecodeError, AttributeError):
+            except (json.JSONDecodeError, RecursionError, AttributeError):
                 continue
             if isinstance(path, str):
                 paths.add(path.strip().removeprefix("./"))

@@ -208,6 +208,8 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
         raise ToolError(
             f"the arguments are not valid JSON ({exc.msg}); send a JSON object."
         ) from exc
+    except RecursionError as exc:  # the JSON reader recurses once per level of brackets
+        raise ToolError("the arguments nest too deeply to read; send a flat JSON object.") from exc
     if not isinstance(value, dict):
         raise ToolError("the arguments must be a JSON object.")
     return value

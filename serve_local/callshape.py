@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
+from serve_local.nesting import MAX_CALL_DEPTH, value_deeper_than
+
 __all__ = [
     "CALL_HEAD",
     "CALL_HEAD_SO_FAR",
@@ -182,6 +184,8 @@ def _value_at(text: str, i: int, mode: Mode) -> _Value | _Open | None:
     j, wrappers = i, 0
     while wrappers < _MAX_WRAPPERS and (wrap := _WRAPPER.match(text, j)) is not None:
         j, wrappers = wrap.end(), wrappers + 1
+    if j < len(text) and text[j] in "[{" and value_deeper_than(text, j, MAX_CALL_DEPTH):
+        return None  # too deep to be a call: text (the decoder would recurse past its limit)
     try:
         value, end = _DECODER.raw_decode(text, j)
     except json.JSONDecodeError:

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from serve_local.errors import InvalidRequest
+from serve_local.nesting import MAX_ARGUMENTS_DEPTH, deeper_than
 from serve_local.schema import ChatRequest
 from serve_local.toolcalls import ToolSchemas
-from serve_local.validation import MAX_TOKENS_CEILING
+from serve_local.validation import MAX_TOKENS_CEILING, read_json
 
 
 class _Wire(BaseModel):
@@ -95,10 +96,7 @@ def _invalid(message: str) -> InvalidRequest:
 
 
 def parse_messages(raw: bytes) -> MessagesRequest:
-    try:
-        data: Any = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _invalid(f"The request body is not valid JSON ({exc}).") from exc
+    data = read_json(raw, "")
     if not isinstance(data, dict):
         raise _invalid(f"The request body must be a JSON object, not {type(data).__name__}.")
     if isinstance(data.get("messages"), list):
@@ -159,6 +157,12 @@ def check_blocks(request: MessagesRequest) -> None:
                             f"messages: tool_use ids must be unique; {block.id!r} is repeated."
                         )
                     seen.add(block.id)
+                    if deeper_than(block.input, MAX_ARGUMENTS_DEPTH):
+                        raise _invalid(
+                            f"messages: the input of tool_use {block.id!r} nests more than "
+                            f"{MAX_ARGUMENTS_DEPTH} levels, this server's limit for a call's "
+                            "arguments."
+                        )
                     asked.append(block.id)
             if not blocks and i != len(turns) - 1:
                 raise _invalid(

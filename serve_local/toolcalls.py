@@ -29,6 +29,7 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError, best_match
 
 from serve_local.callshape import CallScan, scan_calls
+from serve_local.nesting import MAX_ARGUMENTS_DEPTH, MAX_SCHEMA_DEPTH, deeper_than, text_deeper_than
 
 # Keys that make an object a JSON Schema rather than a tool's arguments, unless the tool
 # itself declares a property of that name.
@@ -90,6 +91,11 @@ class ToolSchemas:
         valid JSON Schema of type object (or empty: no parameters), and every ``$ref`` in it
         resolves inside it without looping back on the same arguments (which would recurse
         forever when a call is checked). Both routes check their tools with this."""
+        if deeper_than(schema, MAX_SCHEMA_DEPTH):
+            return (
+                f"nested more than {MAX_SCHEMA_DEPTH} levels deep, this server's limit for a "
+                "tool's schema"
+            )
         try:
             validators.validator_for(schema).check_schema(dict(schema))
         except SchemaError as exc:
@@ -207,6 +213,8 @@ def _arguments(value: Any) -> dict[str, Any] | None:
         if value is None:
             return {}
         if not isinstance(value, str):
+            return None
+        if text_deeper_than(value, MAX_ARGUMENTS_DEPTH):
             return None
         try:
             value = json.loads(value) if value.strip() else {}

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from serve_local.errors import InvalidRequest
+from serve_local.nesting import MAX_ARGUMENTS_DEPTH, MAX_BODY_DEPTH, text_deeper_than
 from serve_local.schema import ChatRequest
 from serve_local.toolcalls import ToolSchemas
 
@@ -34,15 +35,27 @@ def _describe(exc: ValidationError) -> InvalidRequest:
     return InvalidRequest(f"Invalid value for '{loc}': {hint}.", param=loc, code="invalid_value")
 
 
-def parse_body(raw: bytes) -> ChatRequest:
+def read_json(raw: bytes, hint: str) -> Any:
+    """The request body as JSON, or a 400: not UTF-8, not JSON, or nested deeper than
+    :data:`~serve_local.nesting.MAX_BODY_DEPTH` (measured before it is parsed, since the
+    parser recurses once per level)."""
     try:
-        data: Any = json.loads(raw)
+        text = raw.decode("utf-8")
+        if text_deeper_than(text, MAX_BODY_DEPTH):
+            raise InvalidRequest(
+                f"The request body nests more than {MAX_BODY_DEPTH} levels of brackets, this "
+                "server's limit for a body.",
+                code="nesting_too_deep",
+            )
+        return json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidRequest(
-            f"The request body is not valid JSON ({exc}). Send a JSON object with "
-            "'model' and 'messages'.",
-            code="invalid_json",
+            f"The request body is not valid JSON ({exc}).{hint}", code="invalid_json"
         ) from exc
+
+
+def parse_body(raw: bytes) -> ChatRequest:
+    data = read_json(raw, " Send a JSON object with 'model' and 'messages'.")
     if not isinstance(data, dict):
         raise InvalidRequest(
             f"The request body must be a JSON object, not {type(data).__name__}.",
@@ -73,6 +86,14 @@ def check_conversation(request: ChatRequest) -> None:
                         code="duplicate_tool_call_id",
                     )
                 asked.add(call.id)
+                if text_deeper_than(call.function.arguments or "", MAX_ARGUMENTS_DEPTH):
+                    raise InvalidRequest(
+                        f"messages[{i}].tool_calls[{j}].function.arguments nest more than "
+                        f"{MAX_ARGUMENTS_DEPTH} levels of brackets, this server's limit for "
+                        "a call's arguments.",
+                        param=f"messages.{i}.tool_calls.{j}.function.arguments",
+                        code="nesting_too_deep",
+                    )
         elif message.role == "tool":
             if not message.tool_call_id:
                 raise InvalidRequest(

@@ -20,6 +20,11 @@ from serve_local.backends.llama import LlamaBackend
 from serve_local.models import QWEN_CODER, SMOLLM2, resolve
 from tests.helpers import post
 from tests.models_fixtures import assert_tool_text_stays_text, model_server
+from tests.nesting_cases import (
+    assert_chat_refuses,
+    assert_messages_refuses,
+    assert_within_limits_is_served,
+)
 
 TOOLS = [t.spec() for t in default_tools()]
 SIX_TASKS = [
@@ -310,3 +315,10 @@ def test_a_tool_result_cannot_open_a_turn_of_its_own() -> None:
     backend = LlamaBackend(resolve(SMOLLM2), n_ctx=1024)
     with model_server(backend) as url:
         assert_tool_text_stays_text(backend, url)
+
+
+def test_deep_input_is_a_400_on_both_routes_and_within_the_limits_is_rendered(qwen: str) -> None:
+    """The real chat template renders a call's arguments: 3,000 levels of them were a 500."""
+    assert_chat_refuses(qwen, "m")
+    assert_messages_refuses(qwen, "m")
+    assert_within_limits_is_served(qwen, "m")

@@ -15,6 +15,7 @@ from serve_local.backends.generation import call_policy
 from serve_local.messages_request import parse_messages, to_chat
 from serve_local.scenarios import PLAN_ANSWER
 from tests.helpers import DANGLING_REF, REMOTE_REF
+from tests.nesting_cases import messages_cases
 
 QUESTION = "Which file mentions a timeout?"
 
@@ -299,6 +300,20 @@ def test_bad_requests_are_4xx_in_anthropic_shape(
 ) -> None:
     sent = {k: v for k, v in request(**body).items() if v is not None}
     status, kind, message = _error(post(root, sent))
+    assert (status, kind) == (400, "invalid_request_error")
+    assert words in message
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [(body, words) for _, body, words in messages_cases("scripted:plan")],
+    ids=[case for case, _, _ in messages_cases("scripted:plan")],
+)
+def test_bodies_nested_past_a_limit_are_4xx_in_anthropic_shape(
+    root: str, body: Any, words: str
+) -> None:
+    kwargs: dict[str, Any] = {"content": body} if isinstance(body, str) else {"json": body}
+    status, kind, message = _error(httpx.post(f"{root}/v1/messages", timeout=30, **kwargs))
     assert (status, kind) == (400, "invalid_request_error")
     assert words in message
 

@@ -11,6 +11,7 @@ import pytest
 from harness.tools import default_tools
 from serve_local import tokens
 from tests.helpers import DANGLING_REF, REMOTE_REF, post, tool_with, user
+from tests.nesting_cases import chat_cases
 
 TOOLS = [t.spec() for t in default_tools()]
 
@@ -339,6 +340,7 @@ BAD_INPUTS: list[tuple[str, Any, int, str]] = [
         400,
         "stop",
     ),
+    *[(case, body, 400, words) for case, body, words in chat_cases("scripted:plan")],
 ]
 
 

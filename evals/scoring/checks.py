@@ -69,7 +69,7 @@ class Received:
 def _arguments(run: ToolRun) -> dict[str, Any] | None:
     try:
         value = json.loads(run.arguments or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
