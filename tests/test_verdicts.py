@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,15 @@ from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_
 from harness.approvals import reject
 from harness.client import ProviderClient
 from harness.config import LoopConfig
+from harness.errors import ToolError
 from harness.loop import run_loop
 from harness.presets import PLAIN, preset, presets
 from harness.state import RunState, ToolRun, new_run
-from harness.tools import default_tools
+from harness.tools import ToolContext, default_tools, read_file
 from harness.trace import Recorder
 from harness.workspace import Workspace, create_workspace
 from serve_local.scenarios import ADVERSARIES
+from tests.fake_provider import answer, by_turn, calls, fake_client
 from tests.helpers import ROOT
 
 TASK_FILES = sorted(DEFAULT_TASKS.parent.glob("*.json"))
@@ -191,6 +194,40 @@ def test_a_copy_of_a_failure_recorded_as_ok_is_still_no_evidence() -> None:
             )
         )  # fmt: skip
     assert received(state) == []
+
+
+async def test_a_successful_retry_is_evidence_after_an_identical_call_failed(
+    workspace: Workspace,
+) -> None:
+    """The real loop, repeat guard off: the first read of errors.log times out, the same call
+    again succeeds, and the answer from it is scored right."""
+    attempts: list[str] = []
+
+    async def flaky_read(args: dict[str, Any], ctx: ToolContext) -> str:
+        attempts.append(args["path"])
+        if len(attempts) == 1:
+            raise ToolError("the read timed out; try again")
+        return await read_file(args, ctx)
+
+    tools = [replace(t, fn=flaky_read) if t.name == "read_file" else t for t in default_tools()]
+    read = ("read_file", json.dumps({"path": "errors.log"}))
+    replies = by_turn(
+        [
+            (200, calls(("c1", *read))),
+            (200, calls(("c2", *read))),
+            (200, answer("errors.log mentions a timeout: worker 7 timed out.")),
+        ]
+    )
+    state = new_run("fake", "Which file mentions a timeout?")
+    async with fake_client(replies) as client:
+        await run_loop(state, client, tools, workspace, LoopConfig(repeat_guard="off"))
+    assert [(r.ok, r.ran, r.cached) for r in state.tool_log] == [
+        (False, True, False),
+        (True, True, False),
+    ]
+    assert [r.content for r in received(state)] == [(workspace.root / "errors.log").read_text()]
+    timeout = next(t for t in load_tasks().tasks if t.id == "timeout")
+    assert all(r["passed"] for r in score(timeout, state)), score(timeout, state)
 
 
 # -- rescoring -----------------------------------------------------------------------------

@@ -7,8 +7,9 @@ rules hold for every check:
   tool, with or without a ``<tool_call>`` tag or fence around it) is not part of it.
 * Evidence is a result the run *received*: a call that succeeded. A refused, failed or
   declined call is never evidence, and neither is a copy of a failure served again by the
-  repeated-call guard. The rule is read from the transcript, so runs recorded before the loop
-  marked those copies as failures score the same as runs recorded after.
+  repeated-call guard; a successful call is evidence even when an identical earlier one
+  failed. The rule is read from the transcript, so runs recorded before the loop marked those
+  copies as failures score the same as runs recorded after.
 """
 
 from __future__ import annotations
@@ -74,6 +75,13 @@ def _arguments(run: ToolRun) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _copied(run: ToolRun, earlier: list[ToolRun], contents: dict[Any, str]) -> ToolRun | None:
+    """The earlier call a cached answer copies: the first with the same result text (the
+    dedupe cache serves a success, the repeat guard a failure), else the latest one."""
+    same = [r for r in earlier if contents.get(r.call_id) == contents.get(run.call_id)]
+    return same[0] if same else (earlier[-1] if earlier else None)
+
+
 def received(state: RunState) -> list[Received]:
     """Every tool result of the run that is evidence, in the order the model read them."""
     contents = {
@@ -81,11 +89,13 @@ def received(state: RunState) -> list[Received]:
         for m in state.messages
         if m["role"] == "tool"
     }
-    first_run: dict[str, ToolRun] = {}
+    answered: dict[str, list[ToolRun]] = {}  # signature -> the calls a tool answered itself
     found = []
     for run in state.tool_log:
         key = signature(run.name, run.arguments)
-        original = first_run.get(key) if run.cached else first_run.setdefault(key, run)
+        original = _copied(run, answered.get(key, []), contents) if run.cached else run
+        if not run.cached:
+            answered.setdefault(key, []).append(run)
         declined = f"{run.turn}.{run.index}" in state.rejected
         if not run.ok or declined or original is None or not original.ok:
             continue
