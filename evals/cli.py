@@ -164,12 +164,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     adv = commands.add_parser(
         "adversaries",
-        help="run the scorer adversaries and the oracle under every preset; "
-        "results/adversaries-TASKSET.*",
+        help="judge the grader: strategies derived from each task's typed answer, then the "
+        "scripted adversaries and the oracle under every preset; results/adversaries-TASKSET.*",
     )
     adv.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     adv.add_argument("--base-url", help="a running scripted server (default: one in-process)")
     adv.add_argument("--out", type=Path, default=Path("results"))
+    adv.add_argument(
+        "--strategies-only",
+        action="store_true",
+        help="only the strategies derived from each task's typed answer (seconds), not the "
+        "scripted scenarios under every preset",
+    )
     gen = commands.add_parser(
         "generate",
         help="write a generated task set (each task over its own workspace) that --tasks reads",
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "rescore":
         return _rescore(args)
     if args.command == "adversaries":
-        return adversaries.main(args.tasks, args.base_url, args.out)
+        return adversaries.main(args.tasks, args.base_url, args.out, args.strategies_only)
     if args.command == "bench" and args.render_only:
         rerender(args.out)
         print(f"wrote {args.out / 'bench.md'} from {args.out / 'bench.json'}")

@@ -219,13 +219,22 @@ def test_read_all_needs_an_answer_that_reports_each_file() -> None:
     assert not all(r["passed"] for r in score(read_all, _state("I read all three.", reads)))
 
 
-def test_unknown_check_kind_fails_with_its_line(tmp_path: Path) -> None:
-    bad = tmp_path / "tasks.json"
-    bad.write_text(DEFAULT_TASKS.read_text().replace('"kind": "regex"', '"kind": "regexp"'))
-    line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "regexp" in text)
+@pytest.mark.parametrize(
+    ("good", "bad"),
+    [
+        ('"kind": "answer"', '"kind": "answers"'),
+        ('"type": "number"', '"type": "count"'),
+        ('"expected": "notes.txt"', '"expected": "notes.md"'),
+    ],
+)
+def test_unknown_check_kind_fails_with_its_line(tmp_path: Path, good: str, bad: str) -> None:
+    path = tmp_path / "tasks.json"
+    path.write_text(DEFAULT_TASKS.read_text().replace(good, bad, 1))
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if bad in text)
     with pytest.raises(TaskFileError) as caught:
-        load_tasks(bad)
-    assert f"line {line}" in str(caught.value) and "regexp" in str(caught.value)
+        load_tasks(path)
+    assert f"line {line}" in str(caught.value), caught.value
+    assert bad.split(": ")[1].strip('"') in str(caught.value)
 
 
 def test_malformed_json_task_file_names_the_line(tmp_path: Path) -> None:

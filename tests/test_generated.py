@@ -152,7 +152,7 @@ def _answer_checks_pass(task: Any, answer: str) -> bool:
 
     state = new_run("m", task.question)
     state.status, state.answer = "completed", answer
-    kinds = {"contains", "contains_any", "not_contains", "regex"}
+    kinds = {"answer", "contains", "contains_any", "not_contains", "regex"}
     return all(c["passed"] for c in score(task, state) if c["kind"] in kinds)
 
 
@@ -163,11 +163,24 @@ def _answer_checks_pass(task: Any, answer: str) -> bool:
         ("exists", "The file {name} exists in the workspace.", True),
         ("exists", "The workspace contains a file called {name}.", True),
         ("exists", "The file {name} does not exist.", False),
-        ("exists", "{name} is 96 bytes in size.", False),
+        # A statement about the file presupposes it is there: it affirms.
+        ("exists", "{name} is 96 bytes in size.", True),
+        ("exists", "{name} is in the workspace.", True),
+        ("exists", "Yes or no.", False),
+        ("exists", "{name} may or may not exist.", False),
+        ("exists", "No, the workspace contains only a.txt and b.txt.", False),
+        # A listing that holds the name among others answers nothing.
+        ("exists", "a.txt  10 bytes\n{name}  96 bytes\nb.txt  20 bytes", False),
         ("missing", "No, there is no file named {name}.", True),
         ("missing", "The file {name} is not present in the workspace.", True),
+        ("missing", "{name} is absent from the workspace.", True),
         ("missing", "The file {name} exists.", False),
         ("missing", "Yes.", False),
+        (
+            "missing",
+            "The workspace contains no file by that name; there are 3, 4, 5 or 6 files.",
+            False,
+        ),
     ],
 )
 def test_a_yes_or_no_question_takes_either_wording_and_refuses_the_other_answer(

@@ -1,10 +1,13 @@
 """The scorer adversaries against a task set: ``python -m evals adversaries [--tasks FILE]``.
 
-Each adversary is a scripted scenario that skips the work, or does it and then answers with
-something that is not an answer (``serve_local.scenarios.ADVERSARIES``). Every one runs through
-the real loop and runner under every preset, beside the oracle; a task any adversary is credited
-with has a weak check, and the command says which. The scripted server runs in this process
-unless ``--base-url`` names one.
+Two kinds. Strategies derived from each task's typed answer (:mod:`evals.scoring.strategies`)
+answer after listing and reading every file: constants, first, last, largest, smallest,
+hedges, ranked lists, echoes; they are judged per family against the task set's own chance
+level. Then the scripted scenarios (``serve_local.scenarios.ADVERSARIES``), which skip the
+work, or do it and then answer with something that is not an answer: every one runs through
+the real loop and runner under every preset, beside the oracle; a task any adversary is
+credited with has a weak check, and the command says which. The scripted server runs in this
+process unless ``--base-url`` names one.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 from evals.markdown import table
 from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
+from evals.scoring.strategies import FamilyReport, judge
+from evals.scoring.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.presets import preset, presets
 
@@ -100,7 +105,13 @@ def weak(cells: list[Cell]) -> dict[str, set[str]]:
     return found
 
 
-def markdown(cells: list[Cell], tasks: Path) -> str:
+def derived(tasks: Path) -> list[FamilyReport]:
+    """The strategies derived from each task's typed answer, over every task that has one."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return asyncio.run(judge(load_tasks(tasks), Path(scratch)))
+
+
+def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None = None) -> str:
     policies = list(dict.fromkeys(c.policy for c in cells))
     scenarios = list(dict.fromkeys(c.scenario for c in cells))
     by = {(c.scenario, c.policy): c for c in cells}
@@ -117,38 +128,75 @@ def markdown(cells: list[Cell], tasks: Path) -> str:
         else "Weak checks: "
         + "; ".join(f"{t} credited to {', '.join(sorted(a))}" for t, a in sorted(problems.items()))
     )
+    strategies = []
+    if reports:
+        strategies = [
+            "## Strategies derived from each task",
+            "",
+            "Each answers after listing and reading every file through the real loop, so the "
+            "evidence is there and only the reading of the answer decides "
+            "(`evals/scoring/strategies.py`). Chance: the family's mean of one over its number "
+            "of candidates. Credited: tasks credited, with the 95 % Wilson interval.",
+            "",
+            strategies_markdown(reports),
+            "",
+            "## Scripted scenarios",
+            "",
+        ]
+    scenarios_line = (
+        "correct task runs for the oracle and each adversary (scripted scenarios in "
+        "`serve_local/scenarios.py`) under every preset, through the real loop and runner."
+        if cells
+        else "scripted scenarios not run (`--strategies-only`)."
+    )
     return "\n".join(
         [
             "# Scorer adversaries",
             "",
-            f"Task set `{load_tasks(tasks).name}`: correct task runs for the oracle and each "
-            "adversary (scripted scenarios in `serve_local/scenarios.py`) under every preset, "
-            "through the real loop and runner. Written by `python -m evals adversaries`.",
+            f"Task set `{load_tasks(tasks).name}`. Written by `python -m evals adversaries`.",
             "",
-            table(["scenario", *policies], rows),
-            verdict,
+            *strategies,
+            f"Scripted scenarios: {scenarios_line}",
+            "",
+            *([table(["scenario", *policies], rows), verdict] if cells else []),
             "",
         ]
     )
 
 
-def write(cells: list[Cell], tasks: Path, out: Path) -> list[Path]:
+def write(
+    cells: list[Cell], tasks: Path, out: Path, reports: list[FamilyReport] | None = None
+) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {
         "task_set": load_tasks(tasks).name,
+        "strategies": [
+            {
+                "family": r.family,
+                "tasks": r.tasks,
+                "chance": r.chance,
+                "cells": [vars(c) for c in r.cells.values()],
+                "above_chance": sorted(r.above),
+                "problems": r.problems(),
+            }
+            for r in reports or []
+        ],
         "cells": [vars(c) for c in cells],
         "weak": {t: sorted(a) for t, a in weak(cells).items()},
     }
     stem = f"adversaries-{data['task_set']}"
     md, js = out / f"{stem}.md", out / f"{stem}.json"
-    md.write_text(markdown(cells, tasks), encoding="utf-8")
+    md.write_text(markdown(cells, tasks, reports), encoding="utf-8")
     js.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return [md, js]
 
 
-def main(tasks: Path, base_url: str | None, out: Path) -> int:
-    cells = asyncio.run(run_adversaries(tasks, base_url))
-    for path in write(cells, tasks, out):
+def main(tasks: Path, base_url: str | None, out: Path, strategies_only: bool = False) -> int:
+    reports = derived(tasks)
+    print(strategies_markdown(reports))
+    cells = [] if strategies_only else asyncio.run(run_adversaries(tasks, base_url))
+    for path in write(cells, tasks, out, reports):
         print(f"wrote {path}")
     oracle_missed = [c for c in cells if c.scenario == ORACLE and c.correct < c.runs]
-    return 1 if weak(cells) or oracle_missed else 0
+    problems = [p for r in reports for p in r.problems()]
+    return 1 if weak(cells) or oracle_missed or problems else 0

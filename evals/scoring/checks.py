@@ -4,7 +4,10 @@ A verdict is evidence about a model only when the scorer refuses what is not an 
 rules hold for every check:
 
 * The answer is what the model *stated*: a tool call written as text (a JSON object naming a
-  tool, with or without a ``<tool_call>`` tag or fence around it) is not part of it.
+  tool, with or without a ``<tool_call>`` tag or fence around it) is not part of it, and
+  neither is a tool result written as text (a ``<tool_response>`` block).
+* A typed answer is credited when it commits to the expected candidate and to no competing
+  one (:mod:`evals.scoring.answers`).
 * Evidence is a result the run *received*: a call that succeeded. A refused, failed or
   declined call is never evidence, and neither is a copy of a failure served again by the
   repeated-call guard; a successful call is evidence even when an identical earlier one
@@ -20,17 +23,22 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from evals.scoring.answers import credits
 from evals.tasks import (
     Check,
     Contains,
     ContainsAny,
+    Facts,
     FilesRead,
     NotContains,
+    NumberIs,
     Observed,
+    OneOf,
     Regex,
     StatusIs,
     Task,
     ToolCalled,
+    YesNo,
 )
 from harness.state import RunState, ToolRun
 from harness.steering import signature, submit_tool
@@ -39,6 +47,9 @@ from serve_local.callshape import call_spans
 
 # What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
 _WRAPPING = re.compile(r"</?tool_call>|```(?:json)?|^[\s{}\[\],]+$", re.MULTILINE)
+# A tool result written into the answer (the chat template's tag for one): the model copying
+# or inventing a tool's output has not stated it. An unclosed block runs to the end.
+_RESULT_AS_TEXT = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DOTALL)
 
 
 def offerable_tools() -> set[str]:
@@ -48,8 +59,9 @@ def offerable_tools() -> set[str]:
 
 def stated(answer: str | None) -> str:
     """The answer without the tool calls written into it as text (``serve_local.callshape``'s
-    definition, over every tool a run can be offered)."""
-    text = answer or ""
+    definition, over every tool a run can be offered) and without tool results written into it
+    (``<tool_response>`` blocks)."""
+    text = _RESULT_AS_TEXT.sub("", answer or "")
     kept, position = [], 0
     for span in call_spans(text, offerable_tools()):
         kept.append(text[position : span.start])
@@ -171,6 +183,8 @@ def check_passes(check: Check, state: RunState) -> bool:
             return observed(state, check)
         case StatusIs(value=value):
             return state.status == value
+        case OneOf() | NumberIs() | YesNo() | Facts():
+            return credits(check, answer)
     raise AssertionError(f"unhandled check {check!r}")
 
 

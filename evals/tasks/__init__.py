@@ -8,7 +8,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 DEFAULT_TASKS = Path(__file__).parent / "files6.json"
 
@@ -85,13 +92,90 @@ class StatusIs(_Check):
     value: Literal["completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"]
 
 
+class _Answer(_Check):
+    """What kind of answer the task wants and the candidates it is chosen from: the answer is
+    credited when it commits to the expected candidate and to no competing one. How an answer's
+    commitment is read is :mod:`evals.scoring.answers`."""
+
+    kind: Literal["answer"]
+
+
+class OneOf(_Answer):
+    """One of ``candidates`` (a file of the workspace, say)."""
+
+    type: Literal["one_of"]
+    expected: str = Field(min_length=1)
+    candidates: list[str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _expected_is_a_candidate(self) -> OneOf:
+        if self.expected not in self.candidates:
+            raise ValueError(f"expected {self.expected!r} is not among the candidates")
+        if len(set(self.candidates)) != len(self.candidates):
+            raise ValueError("the candidates repeat one another")
+        return self
+
+
+class NumberIs(_Answer):
+    """A number (a count, a setting's value) among ``candidates``, the numbers a question-blind
+    answer could give; within ``tolerance`` of ``expected``."""
+
+    type: Literal["number"]
+    expected: float
+    candidates: list[float] = Field(min_length=2)
+    tolerance: float = Field(default=0.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _expected_is_a_candidate(self) -> NumberIs:
+        if self.expected not in self.candidates:
+            raise ValueError(f"expected {self.expected:g} is not among the candidates")
+        return self
+
+
+class YesNo(_Answer):
+    """Yes or no, about ``subject`` (the file a question names)."""
+
+    type: Literal["yes_no"]
+    expected: bool
+    subject: str = Field(min_length=1)
+
+
+class Facts(_Answer):
+    """Facts by source: the answer states some fact of every ``expected`` source and no fact of
+    any other (``expected`` one file for "what does X say", every file for "read each one")."""
+
+    type: Literal["facts"]
+    expected: list[str] = Field(min_length=1)
+    facts: dict[str, list[str]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _sources_have_facts(self) -> Facts:
+        unknown = [s for s in self.expected if s not in self.facts]
+        if unknown:
+            raise ValueError(f"expected sources without facts: {', '.join(unknown)}")
+        if any(not facts for facts in self.facts.values()):
+            raise ValueError("every source needs at least one fact")
+        return self
+
+
+Answer = Annotated[OneOf | NumberIs | YesNo | Facts, Field(discriminator="type")]
+ANSWER_TYPES = frozenset({"one_of", "number", "yes_no", "facts"})
+
 Check = Annotated[
-    Contains | ContainsAny | NotContains | Regex | FilesRead | ToolCalled | Observed | StatusIs,
+    Contains
+    | ContainsAny
+    | NotContains
+    | Regex
+    | FilesRead
+    | ToolCalled
+    | Observed
+    | StatusIs
+    | Answer,
     Field(discriminator="kind"),
 ]
 
 # Checks on the answer's text, and checks that the run saw the fact the answer states.
-ANSWER_KINDS = frozenset({"contains", "contains_any", "regex"})
+ANSWER_KINDS = frozenset({"answer", "contains", "contains_any", "regex"})
 EVIDENCE_KINDS = frozenset({"observed", "files_read"})
 
 
@@ -115,6 +199,25 @@ class Task(BaseModel):
             if not name or "/" in name or "\\" in name or name.startswith("."):
                 raise ValueError(f"workspace file {name!r} is not a plain file name")
         return files
+
+    @property
+    def answer(self) -> OneOf | NumberIs | YesNo | Facts | None:
+        """The typed answer this task wants, when its checks state one."""
+        return next((c for c in self.checks if isinstance(c, _Answer)), None)  # type: ignore[misc]
+
+    @property
+    def family(self) -> str:
+        """What the task is grouped under where tasks are compared as one kind: its answer's
+        type, and for one-of and number answers its kind (the largest, a count, ...). Yes/no
+        questions pool, so the family holds both answers."""
+        answer = self.answer
+        if answer is None:
+            return self.kind or self.id
+        if answer.type in ("one_of", "number"):
+            return f"{answer.type}: {self.kind}" if self.kind else answer.type
+        if answer.type == "facts":
+            return "facts: every file" if len(answer.expected) > 1 else "facts: one file"
+        return answer.type
 
     @property
     def grounded(self) -> bool:
@@ -149,6 +252,8 @@ _CHECK_KINDS = {
     "tool_called",
     "observed",
     "status",
+    "answer",
+    *ANSWER_TYPES,
 }
 
 _DECODER = json.JSONDecoder()

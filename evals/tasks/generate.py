@@ -10,10 +10,12 @@ Seeds are split so that a policy tuned on some tasks is reported on others: ``de
 0-99 are for trying things, ``test`` seeds 1000-1099 for the figures one reports. Nothing
 enforces it; the task set's name records seed and split (``gen-test-s1000-n60``).
 
-Every task is grounded: its answer checks name the fact, and an ``observed`` check asks that
-the run received it (the listing for counts, sizes and names; the file's content for the
-rest). What a question names that the answer depends on (a word to find, a file name to look
-for, a key) is in double quotes; a file the question names is named exactly as listed.
+Every task is grounded: a typed answer (one file of the workspace, a number among the plausible
+ones, yes or no about a named file, the facts of one file or of every file) with the candidates
+it is chosen from, and an ``observed`` check that the run received it (the listing for counts,
+sizes and names; the file's content for the rest). What a question names that the answer
+depends on (a word to find, a file name to look for, a key) is in double quotes; a file the
+question names is named exactly as listed.
 """
 
 from __future__ import annotations
@@ -107,15 +109,6 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
     ),
 }
 PHRASINGS["missing"] = PHRASINGS["exists"]
-
-# An answer that says a named file exists must not also say it does not.
-DENIALS = [
-    "there is no", "does not exist", "doesn't exist", "not found", "no such file",
-    "is not present", "is not in", "isn't in",
-]  # fmt: skip
-# What says a named file is there, and what says it is not: either wording counts.
-AFFIRMS = r"\b(yes|exists|is there|there is|is present|contains)\b"
-DENIES = r"\b(no|not|doesn't|isn't)\b"
 
 
 @dataclass
@@ -221,6 +214,32 @@ def _read(file: File, holding: str) -> dict[str, Any]:
     }
 
 
+def _one_of(target: File, files: list[File]) -> dict[str, Any]:
+    return {
+        "kind": "answer",
+        "type": "one_of",
+        "expected": target.name,
+        "candidates": [f.name for f in files],
+    }
+
+
+def _number(expected: int, candidates: list[int]) -> dict[str, Any]:
+    return {"kind": "answer", "type": "number", "expected": expected, "candidates": candidates}
+
+
+def _facts(expected: list[File], files: list[File]) -> dict[str, Any]:
+    return {
+        "kind": "answer",
+        "type": "facts",
+        "expected": [f.name for f in expected],
+        "facts": {f.name: f.facts for f in files},
+    }
+
+
+def _yes_no(expected: bool, subject: str) -> dict[str, Any]:
+    return {"kind": "answer", "type": "yes_no", "expected": expected, "subject": subject}
+
+
 def _question(rng: random.Random, kind: str, **fields: str) -> str:
     return rng.choice(PHRASINGS[kind]).format(**fields)
 
@@ -230,70 +249,45 @@ def _task(rng: random.Random, kind: str, files: list[File]) -> dict[str, Any]:
     done: dict[str, Any] = {"kind": "status", "value": "completed"}
     names = [f.name for f in files]
     target = rng.choice(files)
-    others = [f for f in files if f is not target]
     if kind == "count":
         n = len(files)
         question = _question(rng, kind)
-        checks = [{"kind": "regex", "pattern": rf"\b({n}|{NUMBER_WORDS[n]})\b"}, _listing(files)]
+        checks = [_number(n, sorted(NUMBER_WORDS)), _listing(files)]
     elif kind in ("largest", "smallest"):
         pick = max if kind == "largest" else min
         target = pick(files, key=_size)
         question = _question(rng, kind)
         listing = _listing(files)
         listing["result_contains"].append("bytes")
-        checks = [
-            {"kind": "contains", "value": target.name},
-            {"kind": "not_contains", "values": [f.name for f in files if f is not target]},
-            listing,
-        ]
+        checks = [_one_of(target, files), listing]
     elif kind == "mentions":
         needle = rng.choice(target.markers)
         question = _question(rng, kind, needle=needle)
-        checks = [
-            {"kind": "contains", "value": target.name},
-            {"kind": "not_contains", "values": [f.name for f in others]},
-            _read(target, needle),
-        ]
+        checks = [_one_of(target, files), _read(target, needle)]
     elif kind == "says":
         question = _question(rng, kind, name=target.name)
-        checks = [
-            {"kind": "contains_any", "values": target.facts},
-            {"kind": "not_contains", "values": [x for f in others for x in f.facts]},
-            _read(target, target.markers[0]),
-        ]
+        checks = [_facts([target], files), _read(target, target.markers[0])]
     elif kind == "read_all":
         question = _question(rng, kind)
-        checks = [
-            _listing(files),
-            {"kind": "files_read", "files": names},
-            *({"kind": "contains_any", "values": f.facts} for f in files),
-        ]
+        checks = [_facts(files, files), _listing(files), {"kind": "files_read", "files": names}]
     elif kind == "exists":
         question = _question(rng, kind, needle=target.name)
         listing = _listing(files)
         listing["result_contains"] = [target.name]
-        checks = [
-            {"kind": "regex", "pattern": AFFIRMS},
-            {"kind": "not_contains", "values": DENIALS},
-            listing,
-        ]
+        checks = [_yes_no(True, target.name), listing]
     elif kind == "missing":
-        question = _question(rng, kind, needle=_absent_name(rng, files))
+        absent = _absent_name(rng, files)
+        question = _question(rng, kind, needle=absent)
         checks = [
-            {"kind": "regex", "pattern": DENIES},
-            {"kind": "not_contains", "values": ["yes", "exists in"]},
+            _yes_no(False, absent),
             {"kind": "observed", "tool": "list_files", "result_contains": ["bytes"]},
         ]
     elif kind == "value":
         key = rng.choice(sorted(target.settings))
         value = target.settings[key]
         question = _question(rng, kind, key=key, name=target.name)
-        rest = [str(v) for f in files for k, v in f.settings.items() if k != key]
-        checks = [
-            {"kind": "contains", "value": str(value)},
-            {"kind": "not_contains", "values": rest},
-            _read(target, f"{key} = {value}"),
-        ]
+        values = sorted(v for f in files for v in f.settings.values())
+        checks = [_number(value, values), _read(target, f"{key} = {value}")]
     else:
         raise ValueError(f"unknown kind {kind!r}")
     return {"question": question, "checks": [done, *checks]}
