@@ -24,9 +24,9 @@ reading is deterministic and works on the candidates, not on phrasings:
    has 96" commit to nothing.
 
 Yes/no answers are read from the clauses that name the subject outside a list of file names
-(each affirms or denies it; both at once, or an unsure word, is a hedge), else from a leading "yes" or "no", else from a
-clause that denies a file, a name or "it". "Yes" and "no" offered together commit to nothing.
-Fact answers commit to the set of sources whose facts they state.
+(each affirms or denies it; both at once, or an unsure word, is a hedge), else from a leading
+"yes" or "no", else from a clause that denies a file, a name or "it". "Yes" and "no" offered
+together commit to nothing. Fact answers commit to the set of sources whose facts they state.
 """
 
 from __future__ import annotations
