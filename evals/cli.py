@@ -15,7 +15,7 @@ from evals.bfcl.cli import add_bfcl_arguments, bfcl_command
 from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
-from evals.scoring import adversaries
+from evals.scoring import adversaries, grader_check
 from evals.scoring.rescore import RescoreError, rescore
 from evals.scoring.rescore import markdown as rescore_markdown
 from evals.scoring.stats import PairingError
@@ -176,6 +176,15 @@ def _parser() -> argparse.ArgumentParser:
         help="only the strategies derived from each task's typed answer (seconds), not the "
         "scripted scenarios under every preset",
     )
+    grader = commands.add_parser(
+        "grader-check",
+        help="replay the labelled answer corpus through today's answer checks: agreement, "
+        "false credits and refusals, every disagreement",
+    )
+    grader.add_argument("--corpus", type=Path, default=grader_check.CORPUS)
+    grader.add_argument(
+        "--out", type=Path, help="also write the report here (.md, and .json beside it)"
+    )
     gen = commands.add_parser(
         "generate",
         help="write a generated task set (each task over its own workspace) that --tasks reads",
@@ -219,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "rescore":
         return _rescore(args)
+    if args.command == "grader-check":
+        return grader_check.main(args.corpus, args.out)
     if args.command == "adversaries":
         return adversaries.main(args.tasks, args.base_url, args.out, args.strategies_only)
     if args.command == "bench" and args.render_only:

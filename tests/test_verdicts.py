@@ -121,6 +121,11 @@ def test_every_shipped_task_is_grounded(path: Path) -> None:
         ('[{"name": "list_files", "arguments": {}}]', ""),
         ('errors.log. {"name": "submit", "arguments": {"answer": "x"}}', "errors.log."),
         ('The config says {"name": "Alice"}.', 'The config says {"name": "Alice"}.'),
+        # A call of a made-up tool, with its arguments, is a call too.
+        ('{"name": "memo.log", "arguments": {}}\n{"name": "a.txt", "arguments": {}}', ""),
+        ("<tool_response>\nmemo.log  110 bytes\n</tool_response>", ""),
+        ("Yes. <tool_response>\nmemo.log  110 bytes", "Yes."),
+        ('memo.log is there. {"name": "memo.log", "arguments":', "memo.log is there."),
         ("errors.log mentions a timeout.", "errors.log mentions a timeout."),
     ],
 )

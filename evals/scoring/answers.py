@@ -6,9 +6,10 @@ reading is deterministic and works on the candidates, not on phrasings:
 1. **Mentions.** Each candidate is found where the text names it: a file name as a whole
    token, a number as digits or a number word (a number followed by a unit such as ``bytes``
    or ``ms`` is a measurement, not a candidate).
-2. **Lists.** Mentions whose only separation is punctuation, ``and``/``or``/``then``,
-   numbers, units or a parenthesis form a list. A list of two or more candidates commits to
-   none of them, whether it enumerates ("a, b and c") or hedges ("a or b", "3, 4, 5 or 6").
+2. **Lists.** Mentions whose only separation is commas, colons, line breaks, ``and``/``or``,
+   numbers, units or a parenthesis form a list (a semicolon or a sentence's end closes it). A
+   list of two or more candidates commits to none of them, whether it enumerates ("a, b and
+   c") or hedges ("a or b", "3, 4, 5 or 6").
 3. **Denials.** A mention in a clause that negates (``not``, ``no``, ``n't``, ``never``,
    ``without`` ...) is denied, not affirmed. Clauses end at punctuation and at contrast words
    (``but``, ``while``, ``whereas``, ``however``, ``although``).
@@ -27,6 +28,11 @@ Yes/no answers are read from the clauses that name the subject outside a list of
 (each affirms or denies it; both at once, or an unsure word, is a hedge), else from a leading
 "yes" or "no", else from a clause that denies a file, a name or "it". "Yes" and "no" offered
 together commit to nothing. Fact answers commit to the set of sources whose facts they state.
+
+What the reading does not do: check that a claim answers the question asked. "errors.log is
+the largest file" commits to errors.log, so it is credited for "which file mentions a
+timeout?" when errors.log is the answer there too. The labelled corpus holds such rows and
+``evals grader-check`` lists them as disagreements.
 """
 
 from __future__ import annotations
@@ -53,7 +59,9 @@ _NUMBER = re.compile(
 _UNIT = re.compile(r"\s*(?:bytes?|b|kb|mb|gb|ms|s|sec|seconds?|minutes?|%)\b", re.IGNORECASE)
 _PARENTHESIS = re.compile(r"\([^()]*\)")
 _MEASURE = re.compile(r"\d[\d,.]*\s*(?:bytes?|b|kb|mb|ms)?\b", re.IGNORECASE)
-_JOINERS = {"and", "or", "then", "also", "plus", "nor", "the", "files", "file"}
+_JOINERS = {"and", "or", "also", "plus", "nor", "the", "files", "file"}
+# A sentence's end or a semicolon ends a list: what follows is a statement of its own.
+_STATEMENT_END = re.compile(r"[;!?]|\.(?=\s)")
 _SEPARATOR_WORD = re.compile(r"[a-z]+")
 _NEGATION = re.compile(
     r"\b(?:no|not|never|none|neither|nor|without|cannot|nothing)\b|n[’']t\b", re.IGNORECASE
@@ -130,6 +138,8 @@ def _separates(gap: str) -> bool:
     """Whether ``gap`` only separates two items of a list: punctuation, joining words,
     numbers and units, parentheses."""
     rest = _MEASURE.sub(" ", _PARENTHESIS.sub(" ", gap)).lower()
+    if _STATEMENT_END.search(rest):
+        return False
     words = _SEPARATOR_WORD.findall(rest)
     return all(w in _JOINERS for w in words) and len(words) <= 3
 

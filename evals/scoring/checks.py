@@ -43,7 +43,7 @@ from evals.tasks import (
 from harness.state import RunState, ToolRun
 from harness.steering import signature, submit_tool
 from harness.tools import default_tools
-from serve_local.callshape import call_spans
+from serve_local.callshape import CALL_HEAD, call_spans
 
 # What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
 _WRAPPING = re.compile(r"</?tool_call>|```(?:json)?|^[\s{}\[\],]+$", re.MULTILINE)
@@ -57,17 +57,38 @@ def offerable_tools() -> set[str]:
     return {t.name for t in default_tools()} | {submit_tool().name}
 
 
+def _gives_arguments(value: dict[str, Any]) -> bool:
+    """A call of any name: it gives the tool its arguments, as a call does."""
+    function = value.get("function")
+    called = function if isinstance(function, dict) else value
+    return "arguments" in called or "parameters" in called
+
+
 def stated(answer: str | None) -> str:
     """The answer without the tool calls written into it as text (``serve_local.callshape``'s
-    definition, over every tool a run can be offered) and without tool results written into it
-    (``<tool_response>`` blocks)."""
+    definition: a call of a tool a run can be offered, or of any name with its arguments; and
+    a call cut off at the end) and without tool results written into it (``<tool_response>``
+    blocks)."""
     text = _RESULT_AS_TEXT.sub("", answer or "")
     kept, position = [], 0
-    for span in call_spans(text, offerable_tools()):
+    offered = offerable_tools()
+    for span in call_spans(text):
+        if span.name not in offered and not _gives_arguments(span.value):
+            continue  # {"name": "Alice"} is data, not a call
         kept.append(text[position : span.start])
         position = max(position, span.end)
     kept.append(text[position:])
-    return _WRAPPING.sub("", "".join(kept)).strip()
+    return _WRAPPING.sub("", _cut_call("".join(kept))).strip()
+
+
+def _cut_call(text: str) -> str:
+    """Without a call cut off at the end (its head written, its object never closed)."""
+    heads = list(CALL_HEAD.finditer(text))
+    if heads:
+        tail = text[heads[-1].start() :]
+        if tail.count("{") > tail.count("}"):
+            return text[: heads[-1].start()]
+    return text
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,226 @@
+"""The grader measured against answers labelled by reading: ``python -m evals grader-check``.
+
+The corpus (``labelled.jsonl`` beside this module) holds one row per answer: the task it
+answers (task set and id), where it came from (``run``: a committed run, with ``ref`` naming
+the run file and run id; ``written``: a paraphrase of a right answer or a hard negative
+written for the purpose), its ``kind`` (real, paraphrase, hedge, near miss, denial, wrong
+question), the answer as given, the label a reader gave it and the reason in one line.
+
+Each answer is replayed through the task's answer checks as they are today (the typed answer
+and any text checks; the evidence checks are the grounding's business, tested apart). The
+report gives the agreement, the false credits (labelled wrong, credited) and false refusals
+(labelled right, refused), by source and kind, and lists every disagreement with what the
+reader took the answer to commit to. The check fails below :data:`TARGET` agreement or when
+any hedge is credited.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evals.markdown import table
+from evals.scoring.answers import commitment
+from evals.scoring.checks import check_passes, stated
+from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
+from harness.state import new_run
+
+CORPUS = Path(__file__).with_name("labelled.jsonl")
+TARGET = 0.98
+
+Kind = Literal["real", "paraphrase", "hedge", "near miss", "denial", "wrong question"]
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    task_set: str
+    task: str
+    source: Literal["run", "written"]
+    kind: Kind
+    ref: str | None
+    answer: str
+    label: bool
+    reason: str
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be read; the message names the file and line."""
+
+
+def read_corpus(path: Path = CORPUS) -> list[Row]:
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read the corpus ({exc.strerror})") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Row.model_validate(json.loads(line)))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            raise CorpusError(f"{path}, line {number}: {exc}") from exc
+    return rows
+
+
+@dataclass(frozen=True)
+class Replayed:
+    row: Row
+    credited: bool
+    reading: str  # what the answer reader took it to commit to, and why
+
+    @property
+    def agrees(self) -> bool:
+        return self.credited == self.row.label
+
+
+def _task(row: Row, sets: dict[str, dict[str, Task]]) -> Task:
+    if row.task_set not in sets:
+        path = DEFAULT_TASKS.with_name(f"{row.task_set}.json")
+        try:
+            sets[row.task_set] = {t.id: t for t in load_tasks(path).tasks}
+        except TaskFileError as exc:
+            raise CorpusError(f"row for {row.task_set}/{row.task}: {exc}") from exc
+    tasks = sets[row.task_set]
+    if row.task not in tasks:
+        raise CorpusError(f"row names task {row.task!r}, which {row.task_set} does not have")
+    return tasks[row.task]
+
+
+def replay(rows: list[Row]) -> list[Replayed]:
+    sets: dict[str, dict[str, Task]] = {}
+    out = []
+    for row in rows:
+        task = _task(row, sets)
+        state = new_run("corpus", task.question)
+        state.status, state.answer = "completed", row.answer
+        checks = [c for c in task.checks if c.kind in ANSWER_KINDS]
+        credited = all(check_passes(c, state) for c in checks)
+        reading = ""
+        if task.answer is not None:
+            read = commitment(task.answer, stated(row.answer))
+            value = sorted(read.value) if isinstance(read.value, frozenset) else read.value
+            reading = f"{value!r}: {read.why}"
+        out.append(Replayed(row, credited, reading))
+    return out
+
+
+def summary(replayed: list[Replayed]) -> dict[str, Any]:
+    confusion = Counter(
+        ("credited" if r.credited else "refused", "right" if r.row.label else "wrong")
+        for r in replayed
+    )
+    n = len(replayed)
+    agree = sum(r.agrees for r in replayed)
+    return {
+        "rows": n,
+        "agreement": agree / n if n else 0.0,
+        "agreeing": agree,
+        "right_credited": confusion["credited", "right"],
+        "false_credits": confusion["credited", "wrong"],
+        "false_refusals": confusion["refused", "right"],
+        "wrong_refused": confusion["refused", "wrong"],
+        "hedges_credited": sum(r.credited for r in replayed if r.row.kind == "hedge"),
+    }
+
+
+def passed(replayed: list[Replayed]) -> bool:
+    s = summary(replayed)
+    return s["agreement"] >= TARGET and s["hedges_credited"] == 0
+
+
+def markdown(replayed: list[Replayed], corpus: Path) -> str:
+    s = summary(replayed)
+    by: dict[tuple[str, str], list[Replayed]] = {}
+    for r in replayed:
+        by.setdefault((r.row.source, r.row.kind), []).append(r)
+    rows = [
+        [
+            source,
+            kind,
+            len(group),
+            sum(r.row.label for r in group),
+            sum(r.agrees for r in group),
+            sum(r.credited and not r.row.label for r in group),
+            sum(r.row.label and not r.credited for r in group),
+        ]
+        for (source, kind), group in sorted(by.items())
+    ]
+    wrong = [r for r in replayed if not r.agrees]
+    disagreements = [
+        [
+            f"{r.row.task_set}/{r.row.task}",
+            "right" if r.row.label else "wrong",
+            "credited" if r.credited else "refused",
+            stated(r.row.answer)[:160],
+            r.row.reason,
+            r.reading,
+        ]
+        for r in wrong
+    ]
+    verdict = "passes" if passed(replayed) else "FAILS"
+    return "\n".join(
+        [
+            "# The grader against labelled answers",
+            "",
+            f"`python -m evals grader-check` over `{corpus.name}`: {s['rows']} answers "
+            "labelled by reading, replayed through each task's answer checks as they are "
+            "today.",
+            "",
+            f"Agreement: {s['agreeing']}/{s['rows']} = {100 * s['agreement']:.1f} % "
+            f"(target {100 * TARGET:.0f} %); hedges credited: {s['hedges_credited']}. "
+            f"The check {verdict}.",
+            "",
+            table(
+                ["", "labelled right", "labelled wrong"],
+                [
+                    ["credited", s["right_credited"], s["false_credits"]],
+                    ["refused", s["false_refusals"], s["wrong_refused"]],
+                ],
+            ),
+            "By source and kind:",
+            "",
+            table(
+                [
+                    "source",
+                    "kind",
+                    "rows",
+                    "labelled right",
+                    "agree",
+                    "false credits",
+                    "false refusals",
+                ],
+                rows,
+            ),
+            f"Every disagreement ({len(wrong)}):",
+            "",
+            table(["task", "label", "grader", "answer", "reason", "read as"], disagreements)
+            if wrong
+            else "None.\n",
+        ]
+    )
+
+
+def main(corpus: Path, out: Path | None) -> int:
+    replayed = replay(read_corpus(corpus))
+    text = markdown(replayed, corpus)
+    print(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        data = {
+            "summary": summary(replayed),
+            "disagreements": [
+                {**r.row.model_dump(), "credited": r.credited, "read_as": r.reading}
+                for r in replayed
+                if not r.agrees
+            ],
+        }
+        out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {out} and {out.with_suffix('.json')}")
+    return 0 if passed(replayed) else 1
