@@ -17,6 +17,7 @@ any hedge is credited.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,7 +208,11 @@ def markdown(replayed: list[Replayed], corpus: Path) -> str:
 
 
 def main(corpus: Path, out: Path | None) -> int:
-    replayed = replay(read_corpus(corpus))
+    try:
+        replayed = replay(read_corpus(corpus))
+    except CorpusError as exc:
+        print(f"grader-check: {exc}", file=sys.stderr)
+        return 2
     text = markdown(replayed, corpus)
     print(text)
     if out is not None:
