@@ -38,7 +38,8 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+comma := ,
+.PHONY: paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -158,16 +159,56 @@ report: $(STAMP_DEV)
 	@$(call report_into,results)
 
 # Today's checks applied again to every committed run (records and summaries rewritten; each
-# record keeps its first verdict), then the comparison, the sweep's report and the HTML report.
+# record keeps its first verdict), then the paired comparisons, the grader check, the
+# comparison, the sweep's report and the HTML report.
 rescore: $(STAMP_DEV)
 	$(PY) -m evals rescore $(RUNS) --report results/rescore.md
+	@$(paired_all)
+	@$(grader_check)
 	$(PY) -m evals sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
 	@$(call compare_into,results)
 	@$(call report_into,results)
 
+# The paired comparisons the README and docs quote, rebuilt from their run files:
+# results/paired/NAME.md for each NAME=A,B (A is the baseline).
+R := results/runs/
+PAIRS := \
+	files6-1.5b-all-helps-vs-read-first=$(R)20261201-012944-sweep-qwen2.5-coder-1.5b-instruct-all-helps.jsonl,$(R)20261201-012919-sweep-qwen2.5-coder-1.5b-instruct-read-first.jsonl \
+	files6-1.5b-all-helps-vs-read-listed=$(R)20261201-012944-sweep-qwen2.5-coder-1.5b-instruct-all-helps.jsonl,$(R)20261201-025200-sweep-qwen2.5-coder-1.5b-instruct-read-listed.jsonl \
+	files6-1.5b-penalized-vs-all-helps=$(R)20261130-211453-sweep-qwen2.5-coder-1.5b-instruct-penalized.jsonl,$(R)20261130-212233-sweep-qwen2.5-coder-1.5b-instruct-all-helps.jsonl \
+	files6-1.5b-read-first-vs-read-listed=$(R)20261201-012919-sweep-qwen2.5-coder-1.5b-instruct-read-first.jsonl,$(R)20261201-025200-sweep-qwen2.5-coder-1.5b-instruct-read-listed.jsonl \
+	gen-test-1.5b-all-helps-vs-read-first=$(R)20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.jsonl,$(R)20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first.jsonl \
+	gen-test-1.5b-all-helps-vs-read-listed=$(R)20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.jsonl,$(R)20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed.jsonl \
+	gen-test-1.5b-read-first-vs-read-listed=$(R)20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first.jsonl,$(R)20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed.jsonl \
+	gen-test-qwen-0.5b-vs-1.5b=$(R)20261130-220905-gen-test-qwen2.5-coder-0.5b-all-helps.jsonl,$(R)20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.jsonl
+pair_name = $(word 1,$(subst =, ,$(1)))
+pair_runs = $(subst $(comma), ,$(word 2,$(subst =, ,$(1))))
+paired_all = $(foreach pair,$(PAIRS),$(PY) -m evals compare --paired $(call pair_runs,$(pair)) \
+	--out results/paired/$(call pair_name,$(pair)).md > /dev/null && \
+	echo "wrote results/paired/$(call pair_name,$(pair)).md" &&) true
+paired: $(STAMP_DEV)
+	@$(paired_all)
+
+# The grader against the labelled answer corpus (evals/scoring/labelled.jsonl): agreement,
+# false credits and refusals, every disagreement; results/grader-check.md, .json
+grader_check = $(PY) -m evals grader-check --out results/grader-check.md > /dev/null && \
+	echo "wrote results/grader-check.md"
+grader-check: $(STAMP_DEV)
+	@$(grader_check)
+
 # The scorer adversaries and the oracle under every preset: results/adversaries-TASKSET.md, .json
 adversaries: $(STAMP_DEV)
 	$(PY) -m evals adversaries --tasks $(TASKS) --out results
+
+# The derived strategies on fresh generated sets, two seeds of each split (seconds each):
+# the task files under results/local/tasks/, results/adversaries-gen-SPLIT-sSEED-n60.md, .json
+FRESH_SEEDS ?= dev:1 dev:2 test:1001 test:1002
+adversaries-fresh: $(STAMP_DEV)
+	@mkdir -p $(LOCAL)/tasks
+	@$(foreach s,$(FRESH_SEEDS),$(PY) -m evals generate --split $(word 1,$(subst :, ,$(s))) \
+		--seed $(word 2,$(subst :, ,$(s))) --n 60 --out $(LOCAL)/tasks/fresh-$(subst :,-,$(s)).json \
+		> /dev/null && $(PY) -m evals adversaries --strategies-only --out results \
+		--tasks $(LOCAL)/tasks/fresh-$(subst :,-,$(s)).json | tail -3 &&) true
 
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
