@@ -264,7 +264,7 @@ def credits(answer: OneOf | NumberIs | YesNo | Facts, text: str) -> bool:
     value = commitment(answer, text).value
     match answer:
         case NumberIs(expected=expected, tolerance=tolerance):
-            return value is not None and abs(value - expected) <= tolerance
+            return value is not None and bool(abs(value - expected) <= tolerance)
         case Facts(expected=expected):
-            return value == frozenset(expected)
-    return value is not None and value == answer.expected
+            return bool(value == frozenset(expected))
+    return value is not None and bool(value == answer.expected)

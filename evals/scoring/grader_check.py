@@ -132,7 +132,7 @@ def summary(replayed: list[Replayed]) -> dict[str, Any]:
 
 def passed(replayed: list[Replayed]) -> bool:
     s = summary(replayed)
-    return s["agreement"] >= TARGET and s["hedges_credited"] == 0
+    return bool(s["agreement"] >= TARGET and s["hedges_credited"] == 0)
 
 
 def markdown(replayed: list[Replayed], corpus: Path) -> str:

@@ -203,7 +203,8 @@ class Task(BaseModel):
     @property
     def answer(self) -> OneOf | NumberIs | YesNo | Facts | None:
         """The typed answer this task wants, when its checks state one."""
-        return next((c for c in self.checks if isinstance(c, _Answer)), None)  # type: ignore[misc]
+        typed = (c for c in self.checks if isinstance(c, OneOf | NumberIs | YesNo | Facts))
+        return next(typed, None)
 
     @property
     def family(self) -> str:
