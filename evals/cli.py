@@ -1,5 +1,5 @@
-"""``python -m evals``: run, sweep, bfcl, rescore, adversaries, compare, generate, view,
-export, experiment(s), bench."""
+"""``python -m evals``: run, sweep, bfcl, rescore, adversaries, grader-check, power, compare,
+generate, view, export, experiment(s), bench."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from evals.bfcl.cli import add_bfcl_arguments, bfcl_command
 from evals.compare import compare, paired_table
 from evals.experiments import EXPERIMENTS, run_experiments, write
 from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
-from evals.scoring import adversaries, grader_check
+from evals.scoring import adversaries, grader_check, power
 from evals.scoring.rescore import RescoreError, rescore
 from evals.scoring.rescore import markdown as rescore_markdown
 from evals.scoring.stats import PairingError
@@ -176,14 +176,19 @@ def _parser() -> argparse.ArgumentParser:
         help="only the strategies derived from each task's typed answer (seconds), not the "
         "scripted scenarios under every preset",
     )
-    grader = commands.add_parser(
-        "grader-check",
-        help="replay the labelled answer corpus through today's answer checks: agreement, "
-        "false credits and refusals, every disagreement",
+    power.add_arguments(
+        commands.add_parser(
+            "power",
+            help="the smallest difference a task set can detect (80 % power, 5 % significance) "
+            "and how many tasks a given difference needs",
+        )
     )
-    grader.add_argument("--corpus", type=Path, default=grader_check.CORPUS)
-    grader.add_argument(
-        "--out", type=Path, help="also write the report here (.md, and .json beside it)"
+    grader_check.add_arguments(
+        commands.add_parser(
+            "grader-check",
+            help="replay the labelled answer corpus through today's answer checks: agreement, "
+            "false credits and refusals, every disagreement",
+        )
     )
     gen = commands.add_parser(
         "generate",
@@ -228,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "rescore":
         return _rescore(args)
+    if args.command == "power":
+        return power.main(args)
     if args.command == "grader-check":
         return grader_check.main(args.corpus, args.out)
     if args.command == "adversaries":

@@ -10,7 +10,7 @@ from typing import Any
 
 from evals.markdown import table as markdown_table
 from evals.records import read_records, summarize
-from evals.scoring.stats import PairingError, Proportion, paired, wilson
+from evals.scoring.stats import Accuracy, PairingError, accuracy, paired
 from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -24,8 +24,8 @@ class Run:
     summary: dict[str, Any]
 
     @property
-    def accuracy(self) -> Proportion:
-        return wilson(self.summary["correct"], self.summary["runs"])
+    def accuracy(self) -> Accuracy:
+        return accuracy(self.records)
 
 
 def run_files(paths: Sequence[Path]) -> list[Path]:
@@ -194,36 +194,31 @@ def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None =
 
 
 def paired_table(path_a: Path, path_b: Path) -> str:
-    """Run B against run A, task run by task run: the difference with its interval, McNemar's
-    test, and the tasks each got that the other missed. Different task sets are refused
-    (:class:`PairingError`)."""
+    """Run B against run A, task by task: the verdict of the exact test, the difference with
+    its interval, the smallest difference the tasks could detect, and the tasks each did
+    better on. Different task sets are refused (:class:`PairingError`)."""
     for path in (path_a, path_b):
         if not path.is_file() or not read_records(path):
             raise PairingError(f"{path}: not a run file with records")
     a, b = load_runs([path_a, path_b])
     result = paired(a.records, b.records, a.label, b.label)
-
-    def named(keys: list[tuple[str, int]]) -> str:
-        epochs = max(a.summary["epochs"], b.summary["epochs"])
-        return ", ".join(t if epochs == 1 else f"{t} e{e}" for t, e in keys) or "–"
-
     rows = [
-        [
-            run.label,
-            f"`{run.path.name}`",
-            str(wilson(correct, result.pairs)),
-            named(only),
-        ]
-        for run, correct, only in (
-            (a, result.correct_a, result.only_a),
-            (b, result.correct_b, result.only_b),
-        )
+        [run.label, f"`{run.path.name}`", str(run.accuracy), ", ".join(better) or "–"]
+        for run, better in ((a, result.only_a), (b, result.only_b))
     ]
+    epochs = max(a.summary["epochs"], b.summary["epochs"])
+    unit = (
+        "each task counted once, as its share of right epochs"
+        if epochs > 1
+        else "one run of each task"
+    )
     return (
         f"# Paired comparison\n\n{result.sentence()}.\n\n"
-        f"{result.pairs} task runs in both (task id and epoch); {len(result.only_a)} right in "
-        f"{a.label} only, {len(result.only_b)} right in {b.label} only. The interval is a paired "
-        "bootstrap of the difference in accuracy; McNemar's exact test reads the discordant "
-        "task runs alone.\n\n"
-        + markdown_table(["run", "run file", "correct", "right here, wrong in the other"], rows)
+        f"{result.tasks} tasks in both ({unit}); {len(result.only_a)} better in {a.label}, "
+        f"{len(result.only_b)} better in {b.label}. The verdict is an exact two-sided sign test "
+        "on the tasks where the runs differ (McNemar's exact test when each task is right or "
+        "wrong); the interval is a paired bootstrap over tasks and never overrides it. The "
+        "smallest detectable difference is at 80 % power and 5 % significance, for rates near "
+        "50 %, treating the runs as independent samples of the tasks.\n\n"
+        + markdown_table(["run", "run file", "correct", "better here than in the other"], rows)
     )

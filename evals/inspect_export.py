@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals.records import NOT_RUN, kept_file, read_records, read_text
 from evals.records import run_files as find_run_files
-from evals.scoring.stats import wilson
+from evals.scoring.stats import accuracy
 from harness.state import RunState, ToolRun
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:
             **settings,
         },
     )
-    accuracy = correct / len(records)
+    over_tasks = accuracy(records)
     return EvalLog(
         status="success",
         eval=spec,
@@ -145,8 +145,8 @@ def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:
                 EvalScore(
                     name="checks",
                     scorer="checks",
-                    metrics={"accuracy": EvalMetric(name="accuracy", value=accuracy)},
-                    metadata={"correct": correct, "interval": wilson(correct, len(records))},
+                    metrics={"accuracy": EvalMetric(name="accuracy", value=over_tasks.rate)},
+                    metadata={"correct": correct, "interval": over_tasks},
                 )
             ],
         ),

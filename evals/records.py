@@ -8,13 +8,14 @@ import os
 import platform
 import shutil
 import statistics
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evals.markdown import table
 from evals.scoring.checks import offerable_tools
-from evals.scoring.stats import wilson
+from evals.scoring.stats import accuracy, accuracy_of
 from harness.state import RunState
 from serve_local.callshape import call_spans
 
@@ -253,6 +254,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "correct": sum(bool(r["correct"]) for r in records),
         "accuracy": (sum(bool(r["correct"]) for r in records) / len(records)) if records else 0.0,
         "pass_k": (sum(all(v) for v in by_task.values()) / len(by_task)) if by_task else 0.0,
+        "task_accuracy": asdict(accuracy(records)),
         "not_run": sum(r["status"] == NOT_RUN for r in records),
         "turns": sum(r["turns"] for r in records),
         "tool_runs": sum(r["tool_runs"] for r in records),
@@ -305,7 +307,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str,
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={wilson(summary['correct'], summary['runs'])}  cost=${summary['cost_usd']:.6f}"
+        f"correct={accuracy_of(summary)}  cost=${summary['cost_usd']:.6f}"
         + (f"  elapsed={summary['elapsed_ms']:,.0f}ms" if "elapsed_ms" in summary else ""),
         "",
     ]

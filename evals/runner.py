@@ -25,7 +25,7 @@ from evals.records import (
 from evals.records import task_record as make_record
 from evals.runfiles import durable_append, finish, start_partial, write_summaries
 from evals.scoring import score
-from evals.scoring.stats import wilson
+from evals.scoring.stats import accuracy_of
 from evals.servers import (
     EvalError,
     PooledClient,
@@ -124,7 +124,7 @@ def total_line(summary: dict[str, Any]) -> str:
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={wilson(summary['correct'], summary['runs'])}"
+        f"correct={accuracy_of(summary)}"
         + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
     )
 

@@ -29,7 +29,7 @@ from typing import Any
 from evals.markdown import table
 from evals.records import read_records, summarize
 from evals.runner import EvalError, EvalSettings, default_out, run_eval, slug
-from evals.scoring.stats import wilson
+from evals.scoring.stats import accuracy_of
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import preset
 
@@ -115,7 +115,7 @@ def row(run_file: Path) -> dict[str, Any]:
     """One line of the sweep: a run file's summary, named by its model and policy."""
     summary = summarize(read_records(run_file))
     policy = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
-    accuracy = wilson(summary["correct"], summary["runs"])
+    accuracy = accuracy_of(summary)
     return {
         **summary,
         "accuracy_ci95": [round(accuracy.low, 4), round(accuracy.high, 4)],
@@ -169,7 +169,7 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         [
             r["model"],
             f"**{r['policy']}**" if winners.get(r["model"]) == r["policy"] else r["policy"],
-            str(wilson(r["correct"], r["runs"])),
+            str(accuracy_of(r)),
             f"{r['pass_k']:.2f} (k={r['epochs']})",
             r["turns"],
             r["tool_runs"],

@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from evals.compare import Run, load_runs, policy_name
 from evals.records import kept_file, read_text
-from evals.scoring.stats import Proportion, wilson
+from evals.scoring.stats import Accuracy, accuracy
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
 
@@ -227,7 +227,7 @@ class Standing:
     backend: str
     policy: str
     task_set: str
-    accuracy: Proportion
+    accuracy: Accuracy
     mean_turn_ms: float | None
     wall_s: float
 
@@ -265,16 +265,15 @@ def kind_of(record: dict[str, Any]) -> str:
     return str(record.get("kind") or record["task_id"])
 
 
-def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Proportion | None]]]:
+def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Accuracy | None]]]:
     """Accuracy per kind of task, run by run (None: the run has no task of that kind)."""
     kinds = list(dict.fromkeys(kind_of(r) for run in runs for r in run.records))
-    table: dict[str, list[Proportion | None]] = {}
+    table: dict[str, list[Accuracy | None]] = {}
     for kind in kinds:
         table[kind] = []
         for run in runs:
             mine = [r for r in run.records if kind_of(r) == kind]
-            correct = sum(bool(r["correct"]) for r in mine)
-            table[kind].append(wilson(correct, len(mine)) if mine else None)
+            table[kind].append(accuracy(mine) if mine else None)
     return kinds, table
 
 

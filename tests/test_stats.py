@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import warnings
@@ -17,7 +18,14 @@ import pytest
 
 from evals.compare import compare
 from evals.runner import EvalSettings, run_eval
-from evals.scoring.stats import PairingError, paired, wilson
+from evals.scoring.stats import (
+    PairingError,
+    accuracy,
+    detectable_difference,
+    paired,
+    tasks_needed,
+    wilson,
+)
 from evals.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
 from tests.helpers import ROOT
@@ -58,12 +66,14 @@ def test_none_against_all_of_six() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         result = paired(records([False] * 6), records([True] * 6), "A", "B")
-    assert (result.pairs, result.correct_a, result.correct_b) == (6, 0, 6)
+    assert (result.tasks, result.correct_a, result.correct_b) == (6, 0, 6)
     assert (result.difference, result.low, result.high) == (100, 100, 100)
-    assert result.p_value == pytest.approx(2 * 0.5**6)  # all six discordant pairs one way
-    assert [t for t, _ in result.only_b] == [f"task{i:02d}" for i in range(6)]
+    assert result.p_value == pytest.approx(2 * 0.5**6)  # all six tasks one way
+    assert result.only_b == [f"task{i:02d}" for i in range(6)]
     assert result.only_a == []
-    assert result.sentence().startswith("B is better by 100 points, 95 % CI [100, 100]")
+    assert (
+        result.sentence() == "B is better by 100 points, 95 % CI [100, 100], exact test p = 0.031"
+    )
     assert (
         paired(records([True] * 6), records([False] * 6), "A", "B")
         .sentence()
@@ -79,24 +89,25 @@ def test_identical_runs_show_no_difference_without_warnings_or_nan() -> None:
     assert (result.difference, result.low, result.high, result.p_value) == (0, 0, 0, 1.0)
     assert not result.detected
     assert result.sentence() == (
-        "no difference detected (B minus A: 0 points, 95 % CI [0, 0], McNemar p = 1)"
+        "no difference detected (B minus A: 0 points, 95 % CI [0, 0], exact test p = 1; at 80 % "
+        "power 6 tasks detect a difference of 72 points or more near 50 %)"
     )
 
 
-def test_eight_discordant_pairs_one_way_among_twenty() -> None:
+def test_eight_discordant_tasks_one_way_among_twenty() -> None:
     a = [i < 6 for i in range(20)]  # 6/20
     b = [i < 14 for i in range(20)]  # 14/20: tasks 6..13 right in B only
     result = paired(records(a), records(b), "A", "B")
     assert result.difference == pytest.approx(40)
     assert 0 < result.low < 40 < result.high <= 100
     assert result.p_value == pytest.approx(2 * 0.5**8)
-    assert [t for t, _ in result.only_b] == [f"task{i:02d}" for i in range(6, 14)]
+    assert result.only_b == [f"task{i:02d}" for i in range(6, 14)]
     assert result.sentence().startswith("B is better by 40 points, 95 % CI [")
     again = paired(records(a), records(b), "A", "B")
     assert (again.low, again.high) == (result.low, result.high)  # a fixed random state
 
 
-def test_discordant_pairs_both_ways_are_no_detected_difference() -> None:
+def test_discordant_tasks_both_ways_are_no_detected_difference() -> None:
     a = [i < 10 for i in range(20)]
     b = [i < 7 or 10 <= i < 12 for i in range(20)]  # 3 right in A only, 2 in B only
     result = paired(records(a), records(b), "A", "B")
@@ -106,23 +117,72 @@ def test_discordant_pairs_both_ways_are_no_detected_difference() -> None:
     assert result.sentence().startswith("no difference detected (B minus A: -5 points, 95 % CI")
 
 
-def test_a_bootstrap_interval_the_exact_test_does_not_confirm_is_said_so() -> None:
-    """Four discordant pairs one way: the percentile interval leaves out 0, but no McNemar
-    p-value on four pairs can fall below 2 * 0.5**4."""
-    result = paired(records([True, True] + [False] * 4), records([True] * 6), "A", "B")
-    assert result.detected and result.p_value == pytest.approx(2 * 0.5**4)
-    assert result.sentence().endswith(
-        "(the exact test does not confirm it: 4 discordant task runs are too few)"
+def test_the_verdict_follows_the_exact_test_not_the_bootstrap() -> None:
+    """60 tasks, four right in B only: the percentile interval leaves out 0, but no exact
+    p-value on four discordant tasks can fall below 2 * 0.5**4, so nothing is detected."""
+    result = paired(records([False] * 60), records([True] * 4 + [False] * 56), "A", "B")
+    assert result.low > 0 and result.p_value == pytest.approx(2 * 0.5**4)
+    assert not result.detected
+    assert result.sentence().startswith("no difference detected (B minus A: +7 points, 95 % CI [")
+    assert "exact test p = 0.12; at 80 % power 60 tasks detect a difference of 25 points" in (
+        result.sentence()
     )
-    confirmed = paired(records([False] * 6), records([True] * 6), "A", "B").sentence()
-    assert "does not confirm" not in confirmed
 
 
-def test_pairs_are_task_runs_both_made() -> None:
-    """A ran two epochs, B one: only epoch 1 is compared."""
+def epochs(outcomes: list[bool], n: int) -> list[dict[str, Any]]:
+    return [r for e in range(1, n + 1) for r in records(outcomes, epoch=e)]
+
+
+def test_ten_identical_greedy_epochs_weigh_what_one_does() -> None:
+    a, b = [True] * 2 + [False] * 4, [True] * 4 + [False] * 2
+    once, tenfold = paired(records(a), records(b), "A", "B"), paired(epochs(a, 10), epochs(b, 10))
+    assert (tenfold.p_value, tenfold.low, tenfold.high) == (once.p_value, once.low, once.high)
+    assert not tenfold.detected and tenfold.tasks == 6
+    assert (accuracy(epochs(b, 10)).low, accuracy(epochs(b, 10)).high) == (
+        wilson(4, 6).low,
+        wilson(4, 6).high,
+    )
+    assert str(accuracy(epochs(b, 10))) == f"{wilson(4, 6)} (10 identical epochs count once)"
+    assert str(accuracy(records(b))) == str(wilson(4, 6))
+
+
+def test_sampled_epochs_get_an_interval_clustered_by_task() -> None:
+    """Epochs that disagree: each task is its share of right epochs, and the interval is a t
+    interval on those shares (twelve tasks, so no narrower for having four epochs each)."""
+    shares = [1, 1, 0.75, 0.5, 0.5, 0.25, 0, 0, 0, 0, 1, 0.25]
+    runs = [
+        {"task_id": f"task{i:02d}", "epoch": e, "correct": e <= 4 * share, "task_set": "t"}
+        for i, share in enumerate(shares)
+        for e in range(1, 5)
+    ]
+    got = accuracy(runs)
+    assert got.right is None and got.tasks == 12 and got.epochs == 4
+    assert got.rate == pytest.approx(sum(shares) / 12)
+    mean, sd = sum(shares) / 12, statistics.stdev(shares)
+    half = 2.200985160082949 * sd / math.sqrt(12)  # t(0.975, 11)
+    assert (got.low, got.high) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert "clustered by task" in str(got)
+
+
+def test_power_figures_are_statsmodels_own() -> None:
+    """Cohen's h for 80 % power at 5 % with two samples of n: 2.8016 * sqrt(2 / n); two rates
+    either side of 50 % that far apart differ by sin(h / 2)."""
+    h60 = 2.8016 * math.sqrt(2 / 60)
+    assert detectable_difference(60) == pytest.approx(100 * math.sin(h60 / 2), abs=0.05)
+    assert round(detectable_difference(60) or 0) == 25
+    assert round(detectable_difference(6) or 0) == 72
+    assert detectable_difference(60, baseline=0.25) == pytest.approx(24.4, abs=0.1)
+    assert detectable_difference(6, baseline=0.5) is None  # no rise from 50 % within 100 %
+    assert detectable_difference(1) is None
+    assert tasks_needed(10, 0.5) == 388 and tasks_needed(10, 0.25) == 328
+    assert tasks_needed(80, 0.5) is None  # past 100 %
+
+
+def test_a_task_that_ran_more_epochs_in_one_run_still_counts_once() -> None:
     a = records([True, True, False]) + records([False, False, False], epoch=2)
     result = paired(a, records([True, False, False]), "A", "B")
-    assert result.pairs == 3 and [k for k, _ in result.only_a] == ["task01"]
+    assert result.tasks == 3 and result.correct_a == pytest.approx(1.0)
+    assert result.only_a == ["task01"] and result.only_b == ["task00"]
 
 
 def test_runs_over_different_tasks_are_refused() -> None:
@@ -170,7 +230,7 @@ def test_compare_paired_on_the_command_line(scripted_url: str, tmp_path: Path) -
     guess, _ = run(scripted_url, tmp_path, "scripted:adversary-guess")
     proc = evals("compare", "--paired", str(guess), str(oracle), "--out", "p.md", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "scripted:oracle is better by 100 points, 95 % CI [100, 100], McNemar p = 0.031" in (
+    assert "scripted:oracle is better by 100 points, 95 % CI [100, 100], exact test p = 0.031" in (
         proc.stdout
     )
     assert "timeout, count, notes, read_all, largest, rotate" in proc.stdout
@@ -186,3 +246,20 @@ def test_compare_paired_on_the_command_line(scripted_url: str, tmp_path: Path) -
 
     proc = evals("compare", "--paired", str(oracle), cwd=ROOT)
     assert proc.returncode == 2 and "name two run files" in proc.stderr
+
+
+def test_power_on_the_command_line(tmp_path: Path) -> None:
+    proc = evals("power", "--tasks", str(DEFAULT_TASKS.with_name("gen-test-s1000-n60.json")),
+                 cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "60 tasks" in proc.stdout
+    assert "the smallest detectable difference near 50 %: 25 points" in proc.stdout
+    assert "a difference of 10 points over 50 %: 388 tasks" in proc.stdout
+    proc = evals("power", "--baseline", "0.25", "--difference", "20", cwd=ROOT)
+    assert "6 tasks" in proc.stdout and "a difference of 20 points over 25 %: 88 tasks" in (
+        proc.stdout
+    )
+    bad = evals("power", "--baseline", "3", cwd=ROOT)
+    assert bad.returncode == 2 and "from 0 to 1" in bad.stderr
+    missing = evals("power", "--tasks", str(tmp_path / "nope.json"), cwd=ROOT)
+    assert missing.returncode == 2 and "nope.json" in missing.stderr

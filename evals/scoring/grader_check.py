@@ -16,6 +16,7 @@ any hedge is credited.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter
@@ -204,6 +205,13 @@ def markdown(replayed: list[Replayed], corpus: Path) -> str:
             if wrong
             else "None.\n",
         ]
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument(
+        "--out", type=Path, help="also write the report here (.md, and .json beside it)"
     )
 
 
