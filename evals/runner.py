@@ -274,12 +274,14 @@ async def _one(
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
         record["kind"] = task.kind  # the family a generated task belongs to
+        record["checks_hash"] = task.checks_hash
         record["temperature"] = ev.settings.temperature
         record["seed"] = ev.settings.epoch_seed(epoch)
         record["answered_by"] = answered
         record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
         if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
+    record["task_hash"] = task.task_hash  # what was asked, so runs pair only over one task
     ev.append(record)
     ev.finished_at = time.monotonic()
     prefix = f"{ev.context['label']} " if progress.total > len(ev.order) else ""

@@ -263,3 +263,18 @@ def test_power_on_the_command_line(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "from 0 to 1" in bad.stderr
     missing = evals("power", "--tasks", str(tmp_path / "nope.json"), cwd=ROOT)
     assert missing.returncode == 2 and "nope.json" in missing.stderr
+
+
+def test_a_task_set_changed_under_the_same_name_is_refused() -> None:
+    a = [{**r, "task_hash": "aaaa", "checks_hash": "c1"} for r in records([True] * 3)]
+    b = [{**r, "task_hash": "aaaa", "checks_hash": "c1"} for r in records([False] * 3)]
+    assert paired(a, b).tasks == 3
+    b[1]["task_hash"] = "bbbb"
+    with pytest.raises(PairingError, match=r"task task01 was asked differently .*aaaa in A, bbbb"):
+        paired(a, b, "A", "B")
+    b[1]["task_hash"] = "aaaa"
+    b[2]["checks_hash"] = "c2"
+    with pytest.raises(PairingError, match=r"judged by other checks.*rescore both runs first"):
+        paired(a, b, "A", "B")
+    # Records written before tasks were hashed pair by name and id, as before.
+    assert paired(records([True] * 3), b, "A", "B").tasks == 3

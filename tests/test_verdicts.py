@@ -19,7 +19,7 @@ from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
 from evals.scoring import files_read, received, score, stated
 from evals.scoring.adversaries import run_adversaries, weak, write
-from evals.scoring.rescore import rescore
+from evals.scoring.rescore import RescoreError, rescore
 from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
 from harness.approvals import reject
 from harness.client import ProviderClient
@@ -304,3 +304,23 @@ def test_rescore_refuses_what_it_cannot_read(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert proc.returncode == 1 and "x.jsonl" in proc.stderr
+
+
+async def test_rescore_refuses_a_task_asked_differently_and_records_the_checks_it_used(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    records = await run_files6(scripted_url, "scripted:oracle", PLAIN, tmp_path / "run.jsonl")
+    tasks = {t.id: t for t in load_tasks().tasks}
+    assert all(r["task_hash"] == tasks[r["task_id"]].task_hash for r in records)
+    assert all(r["checks_hash"] == tasks[r["task_id"]].checks_hash for r in records)
+    strict = stricter(tmp_path)
+    rescore([tmp_path / "run.jsonl"], strict)
+    count = next(r for r in read_records(tmp_path / "run.jsonl") if r["task_id"] == "count")
+    stricter_count = next(t for t in load_tasks(strict).tasks if t.id == "count")
+    assert count["checks_hash"] == stricter_count.checks_hash != tasks["count"].checks_hash
+    assert count["task_hash"] == tasks["count"].task_hash  # the same question was asked
+    reworded = json.loads(DEFAULT_TASKS.read_text())
+    reworded["tasks"][1]["question"] = "How many files does the folder hold?"
+    (tmp_path / "reworded.json").write_text(json.dumps(reworded))
+    with pytest.raises(RescoreError, match=r"task 'count' is not the one this run was asked"):
+        rescore([tmp_path / "run.jsonl"], tmp_path / "reworded.json")

@@ -88,6 +88,13 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
         task = by_id.get(record["task_id"])
         if task is None:
             raise RescoreError(f"{run_file}: task {record['task_id']!r} is not in {taskset.name}")
+        if record.get("task_hash") not in (None, task.task_hash):
+            raise RescoreError(
+                f"{run_file}: task {task.id!r} is not the one this run was asked: the record's "
+                f"task hash is {record['task_hash']}, {taskset.name}'s is now {task.task_hash} "
+                "(its question, workspace or tools changed); rescore against the task file the "
+                "run was made from, with --tasks"
+            )
         if record["status"] != NOT_RUN and state is None:
             result.missing.append(record["task_id"])
         checks = None if state is None else score(task, state)
@@ -98,6 +105,8 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             # record whose checks come out the same is left as it is.
             first = record.get("rescored", {}).get("first_verdict", before)
             record["rescored"] = {**stamp, "first_verdict": first}
+        if checks is not None or record["status"] == NOT_RUN:
+            record["checks_hash"] = task.checks_hash  # judged by today's checks
         after = bool(record["correct"])
         first = bool(record.get("rescored", {}).get("first_verdict", after))
         result.after += after

@@ -238,6 +238,22 @@ def _check_same_tasks(
         if ids_b - ids_a:
             parts.append(f"only {label_b} has {', '.join(sorted(ids_b - ids_a))}")
         raise PairingError(f"the runs have different task ids: {'; '.join(parts)}")
+    for key, what, remedy in (
+        ("task_hash", "was asked differently (question, workspace or tools)", "pair runs of one "
+         "task file"),
+        ("checks_hash", "was judged by other checks", "rescore both runs first"),
+    ):  # fmt: skip
+        seen_a = {str(r["task_id"]): r[key] for r in a if r.get(key)}
+        seen_b = {str(r["task_id"]): r[key] for r in b if r.get(key)}
+        differ = sorted(t for t in seen_a.keys() & seen_b.keys() if seen_a[t] != seen_b[t])
+        if differ:
+            first = differ[0]
+            raise PairingError(
+                f"task {first} {what} in the two runs ({key} {seen_a[first]} in {label_a}, "
+                f"{seen_b[first]} in {label_b}"
+                + (f"; {len(differ) - 1} more tasks differ" if len(differ) > 1 else "")
+                + f"): {remedy}"
+            )
 
 
 def _mean_difference(a: Any, b: Any, axis: int = -1) -> Any:

@@ -3,6 +3,7 @@ it runs on) and the task files beside this module (files6.json, generated sets).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -201,6 +202,19 @@ class Task(BaseModel):
         return files
 
     @property
+    def task_hash(self) -> str:
+        """What the model is asked: the question, the workspace and the tools, hashed. Runs of
+        one task name under different hashes were asked different things."""
+        return _digest(
+            {"question": self.question, "workspace": self.workspace, "tools": self.tools}
+        )
+
+    @property
+    def checks_hash(self) -> str:
+        """How the answer is judged: the checks, hashed."""
+        return _digest([c.model_dump(exclude_none=True) for c in self.checks])
+
+    @property
     def answer(self) -> OneOf | NumberIs | YesNo | Facts | None:
         """The typed answer this task wants, when its checks state one."""
         typed = (c for c in self.checks if isinstance(c, OneOf | NumberIs | YesNo | Facts))
@@ -225,6 +239,11 @@ class Task(BaseModel):
         """Its checks ask for an answer and for the tool result that answer must come from."""
         kinds = {c.kind for c in self.checks}
         return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
+
+
+def _digest(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 class TaskSet(BaseModel):
