@@ -98,6 +98,10 @@ def table(runs: list[Run]) -> str:
             "pass^k (k = epochs)",
             *(f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs),
         ],
+        [
+            "errors (not answers; rerun with --resume)",
+            *(str(r.summary.get("errors") or 0) for r in runs),
+        ],
         ["turns", *(str(r.summary["turns"]) for r in runs)],
         ["tool runs", *(str(r.summary["tool_runs"]) for r in runs)],
         [

@@ -14,9 +14,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.records import NOT_RUN, kept_file, read_records, read_text
+from evals.records import kept_file, read_records, read_text
 from evals.records import run_files as find_run_files
 from evals.scoring.stats import accuracy
+from evals.status import is_error
 from harness.state import RunState, ToolRun
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:
         ),
         results=EvalResults(
             total_samples=len(records),
-            completed_samples=sum(r["status"] != NOT_RUN for r in records),
+            completed_samples=sum(not is_error(r) for r in records),
             scores=[
                 EvalScore(
                     name="checks",
@@ -192,7 +193,7 @@ def explanation(checks: list[dict[str, Any]]) -> str:
 
 
 def _sample(run_file: Path, record: dict[str, Any]) -> EvalSample:
-    from inspect_ai.log import EvalSample
+    from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
 
@@ -209,8 +210,16 @@ def _sample(run_file: Path, record: dict[str, Any]) -> EvalSample:
     )
     prompt, completion = record["prompt_tokens"], record["completion_tokens"]
     checks = record.get("checks") or []
+    error = (
+        EvalError(
+            message=str(record.get("error") or record["status"]), traceback="", traceback_ansi=""
+        )
+        if is_error(record)
+        else None
+    )
     return EvalSample(
         id=record["task_id"],
+        error=error,
         epoch=record["epoch"],
         input=record["question"],
         target=target(checks),

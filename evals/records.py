@@ -16,10 +16,9 @@ from typing import Any
 from evals.markdown import table
 from evals.scoring.checks import offerable_tools
 from evals.scoring.stats import accuracy, accuracy_of
+from evals.status import ERROR, NOT_RUN, is_error
 from harness.state import RunState
 from serve_local.callshape import call_spans
-
-NOT_RUN = "not_run"
 
 # Run records are committed with each task's state file and trace; a file above this size is
 # kept gzipped, so a runaway transcript does not bloat the repository.
@@ -109,7 +108,7 @@ def task_record(
         "task_id": task_id,
         "question": question,
         "epoch": epoch,
-        "status": state.status,
+        "status": ERROR if state.provider_unavailable else state.status,
         "interruption": state.interruption,
         "error": state.error,
         "turns": state.turns,
@@ -234,8 +233,9 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals of one run file; pass^k counts a task only if every epoch got it right."""
     latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    answered = [r for r in records if not is_error(r)]
     by_task: dict[str, list[bool]] = {}
-    for r in records:
+    for r in answered:
         by_task.setdefault(r["task_id"], []).append(bool(r["correct"]))
     epochs = max((len(v) for v in by_task.values()), default=0)
     first = records[0] if records else {}
@@ -250,9 +250,13 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "policy": first.get("policy"),
         "tasks": len(by_task),
         "epochs": epochs,
-        "runs": len(records),
-        "correct": sum(bool(r["correct"]) for r in records),
-        "accuracy": (sum(bool(r["correct"]) for r in records) / len(records)) if records else 0.0,
+        "runs": len(answered),
+        "correct": sum(bool(r["correct"]) for r in answered),
+        "accuracy": (sum(bool(r["correct"]) for r in answered) / len(answered))
+        if answered
+        else 0.0,
+        # Task runs the machinery ended or that never ran: in no accuracy, rerun by --resume.
+        "errors": len(records) - len(answered),
         "pass_k": (sum(all(v) for v in by_task.values()) / len(by_task)) if by_task else 0.0,
         "task_accuracy": asdict(accuracy(records)),
         "not_run": sum(r["status"] == NOT_RUN for r in records),
@@ -277,6 +281,12 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "harness_ms": round(sum(r.get("harness_ms") or 0.0 for r in records), 1),
         "machine": first.get("machine"),
     }
+
+
+def errors_note(summary: dict[str, Any]) -> str:
+    """``  errors=N (rerun with --resume)`` for a run with errors, else nothing."""
+    errors = summary.get("errors") or 0
+    return f"  errors={errors} (rerun with --resume)" if errors else ""
 
 
 def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
@@ -307,7 +317,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str,
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={accuracy_of(summary)}  cost=${summary['cost_usd']:.6f}"
+        f"correct={accuracy_of(summary)}{errors_note(summary)}  cost=${summary['cost_usd']:.6f}"
         + (f"  elapsed={summary['elapsed_ms']:,.0f}ms" if "elapsed_ms" in summary else ""),
         "",
     ]

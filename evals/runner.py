@@ -17,6 +17,7 @@ from typing import IO, Any
 from evals.progress import Progress
 from evals.records import (
     code_version,
+    errors_note,
     keep_compact,
     machine,
     not_run_record,
@@ -124,7 +125,7 @@ def total_line(summary: dict[str, Any]) -> str:
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={accuracy_of(summary)}"
+        f"correct={accuracy_of(summary)}{errors_note(summary)}"
         + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
     )
 

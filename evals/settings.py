@@ -9,8 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evals.records import NOT_RUN, read_records, task_folder
+from evals.records import read_records, task_folder
 from evals.servers import EvalError
+from evals.status import is_error
 from evals.tasks import DEFAULT_TASKS
 from harness.policies import ToolErrorPolicy
 from harness.presets import PLAIN, Policy, preset
@@ -88,14 +89,15 @@ def resumed_settings(run_file: Path, base_url: str) -> EvalSettings:
 
 
 def kept_records(settings: EvalSettings, out: Path) -> list[dict[str, Any]]:
-    """Finished task runs of the eval being resumed (a not-run record is not finished)."""
+    """Finished task runs of the eval being resumed (a not-run record, or one the machinery
+    ended, is not finished: it runs again)."""
     if settings.resume is None:
         return []
     partial = out.with_name(out.name + ".partial")
     source = next((p for p in (partial, out) if p.exists()), None)
     if source is None:
         raise EvalError(f"cannot resume: neither {out} nor {partial} exists")
-    return [r for r in read_records(source) if r["status"] != NOT_RUN]
+    return [r for r in read_records(source) if not is_error(r)]
 
 
 def eval_id(keep: Path, settings: EvalSettings) -> str:

@@ -160,7 +160,9 @@ class ProviderClient:
                 if not exc.retryable or attempt >= self.retry.max_retries:
                     if attempt:
                         raise ProviderError(
-                            f"{exc} (gave up after {attempt} retries)", status=exc.status
+                            f"{exc} (gave up after {attempt} retries)",
+                            status=exc.status,
+                            unavailable=exc.unavailable,
                         ) from exc
                     raise
                 await cancel.sleep(self.retry.delay(attempt, exc))
@@ -192,6 +194,9 @@ class ProviderClient:
                 status=status,
                 retryable=status == 429 or status >= 500,
                 retry_after_s=_retry_after(response),
+                # Refused for reasons that are not the conversation's (who asks, which model,
+                # load, a fault): the machinery's failure. A 400 is the request's.
+                unavailable=status in (401, 403, 404, 408, 429) or status >= 500,
             )
         return self.parse(response, latency_ms)
 

@@ -79,8 +79,13 @@ class ProviderError(HarnessError):
         status: int | None = None,
         retryable: bool = False,
         retry_after_s: float | None = None,
+        unavailable: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        # The machinery failed, not the model: the server could not be reached or answered
+        # 429 or 5xx (still so once the retries gave up). A run it ends is an error, not an
+        # answer.
+        self.unavailable = retryable if unavailable is None else unavailable

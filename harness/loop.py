@@ -164,6 +164,7 @@ async def run_loop(
         cancelled = {"type": "cancelled", "reason": exc.reason}
         return _stopped_by(state, recorder, Stop("interrupted", cancelled), token)
     except ProviderError as exc:
+        state.provider_unavailable = exc.unavailable
         return stop(state, recorder, "failed", error=str(exc))
     finally:
         if timer is not None:

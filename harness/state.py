@@ -76,6 +76,9 @@ class RunState:
     refusal: str | None = None
     # The reason the last reply ended, as its wire shape named it (stop, end_turn, ...).
     stop_reason: str | None = None
+    # The run ended because the provider was unavailable (unreachable, or 429/5xx after its
+    # retries): a failure of the machinery, which an eval counts as an error, not an answer.
+    provider_unavailable: bool = False
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
     schema_version: int = SCHEMA_VERSION

@@ -420,3 +420,30 @@ def test_the_command_refuses_a_finished_run_and_a_cap_below_one(tmp_path: Path) 
         [*base, "--max-tokens", "0"], capture_output=True, text=True, timeout=120
     )
     assert capped.returncode == 1 and "--max-tokens must be at least 1" in capped.stderr
+
+
+@needs_bfcl
+async def test_a_failed_request_is_no_answer_even_on_irrelevance(tmp_path: Path) -> None:
+    """A server that refuses every request (401): BFCL would read the error text as "no call",
+    which irrelevance credits. Here no item is valid and no rate counts one."""
+
+    async def models(_: Request) -> JSONResponse:
+        entry = {"id": "bfcl-refuses", "object": "model", "owned_by": "tests", "sha256": "0" * 64,
+                 "backend": "scripted-bfcl", "tool_grammar": "lazy"}  # fmt: skip
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    async def chat(_: Request) -> JSONResponse:
+        error = {"message": "no key", "type": "auth", "param": None, "code": None}
+        return JSONResponse({"error": error}, status_code=401)
+
+    routes = [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
+    with running_server(Starlette(routes=routes)) as url:  # type: ignore[arg-type]
+        out, records = await _run(
+            url, tmp_path, limit=3, categories=("irrelevance", "simple_python")
+        )
+    assert len(records) == 6 and all(r["request_error"] for r in records)
+    assert not any(r["valid"] for r in records)
+    summary = _summary(out)
+    assert summary["request_errors"] == 6
+    assert summary["pooled"]["n"] == 0
+    assert all(c["n"] == 0 and c["correct"] == 0 for c in summary["categories"].values())

@@ -16,15 +16,20 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from evals.compare import compare
-from evals.records import read_records
+from evals.records import read_records, summarize
 from evals.runner import EvalError, EvalSettings, run_eval
 from evals.scoring import score
+from evals.settings import resumed_settings
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
+from harness.config import LoopConfig
+from harness.loop import run_loop
 from harness.state import RunState, ToolRun, new_run
+from harness.tools import default_tools
+from harness.workspace import Workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
-from tests.fake_provider import answer, by_turn, calls
+from tests.fake_provider import answer, by_turn, calls, fake_client
 
 
 def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSettings:
@@ -162,11 +167,49 @@ async def test_server_dying_between_tasks_marks_the_rest_not_run(tmp_path: Path)
         settings(url, tmp_path, "scripted:oracle"), echo=lambda _: None, after_task=stop_server
     )
     records = read_records(out)
-    assert [r["status"] for r in records] == ["completed", "failed"] + ["not_run"] * 4
+    # The task the server died under is an error, the rest never ran: none is an answer.
+    assert [r["status"] for r in records] == ["completed", "error"] + ["not_run"] * 4
     assert records[0]["correct"] and not any(r["correct"] for r in records[1:])
     assert "cannot reach the model server" in records[1]["error"]
     assert all("not run" in r["error"] for r in records[2:])
     assert not (tmp_path / "scripted:oracle.jsonl.partial").exists()
+    summary = summarize(records)
+    assert (summary["runs"], summary["correct"], summary["errors"]) == (1, 1, 5)
+    total = out.with_suffix(".summary.md").read_text()
+    assert "correct=1/1 = 100 %" in total and "errors=5 (rerun with --resume)" in total
+    assert "| errors (not answers; rerun with --resume) | 5 |" in compare([out])
+    # --resume runs the errors again and keeps the answer it had.
+    with running_server(create_app(ScriptedBackend())) as again:
+        await run_eval(resumed_settings(out, again), echo=lambda _: None)
+    rerun = read_records(out)
+    assert [r["status"] for r in rerun] == ["completed"] * 6 and all(r["correct"] for r in rerun)
+    assert rerun[0] == records[0]
+
+
+async def test_a_provider_429_after_its_retries_is_an_error_not_a_wrong_answer(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """A 429 on every request: each task is an error, and no accuracy counts it."""
+    out = await run_eval(
+        settings(scripted_url, tmp_path, "scripted:oracle+429x999"), echo=lambda _: None
+    )
+    records = read_records(out)
+    assert {r["status"] for r in records} == {"error"}
+    assert all("gave up after" in r["error"] for r in records)
+    summary = summarize(records)
+    assert (summary["runs"], summary["correct"], summary["errors"]) == (0, 0, 6)
+
+
+@pytest.mark.parametrize(("status", "machinery"), [(500, True), (404, True), (400, False)])
+async def test_which_provider_failures_are_the_machinerys(
+    workspace: Workspace, status: int, machinery: bool
+) -> None:
+    """A 5xx or a 404 says nothing of the model; a 400 is the request the loop built."""
+    body = {"error": {"message": "no", "type": "x", "param": None, "code": None}}
+    state = new_run("fake", "Which file mentions a timeout?")
+    async with fake_client(by_turn([(status, body)])) as client:
+        await run_loop(state, client, default_tools(), workspace, LoopConfig())
+    assert state.status == "failed" and state.provider_unavailable is machinery
 
 
 LISTING = "access.log  93 bytes\nerrors.log  150 bytes\nnotes.txt  30 bytes"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -262,3 +263,20 @@ def test_inspect_view_shows_a_samples_tool_calls(viewer: str, run_files: list[Pa
             assert complaints == []
         finally:
             browser.close()
+
+
+def test_errors_export_as_errored_samples_and_are_not_completed(tmp_path: Path) -> None:
+    """A task the machinery ended and one that never ran: errored samples, not wrong answers."""
+    records = read_records(COMMITTED)
+    records[1] = {**records[1], "status": "error", "error": "the model server answered 503"}
+    records[2] = {**records[2], "status": "not_run", "run_id": None, "error": "not run: gone"}
+    run_file = tmp_path / COMMITTED.name
+    run_file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    shutil.copytree(COMMITTED.with_suffix(".runs"), run_file.with_suffix(".runs"))
+    (path,) = export([run_file], tmp_path / "logs")
+    log = read_eval_log(str(path))
+    samples = _in_order(log, records)
+    assert samples[1].error is not None and "503" in samples[1].error.message
+    assert samples[2].error is not None and "not run" in samples[2].error.message
+    assert all(s.error is None for i, s in enumerate(samples) if i not in (1, 2))
+    assert log.results is not None and log.results.completed_samples == len(records) - 2

@@ -71,9 +71,12 @@ def categories_of(records: list[dict[str, Any]]) -> list[str]:
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     first = records[0] if records else {}
     latencies = [r["latency_ms"] for r in records if r.get("latency_ms") is not None]
+    # An item whose request failed was never answered: it is no "no call" (which irrelevance
+    # would credit), and it is left out of every rate, counted under request errors.
+    answered = [r for r in records if r["request_error"] is None]
     per_category = {
-        c: Rate(sum(r["valid"] for r in records if r["category"] == c),
-                sum(r["category"] == c for r in records)).record()
+        c: Rate(sum(r["valid"] for r in answered if r["category"] == c),
+                sum(r["category"] == c for r in answered)).record()
         for c in categories_of(records)
     }  # fmt: skip
     near = nearest(first.get("model"))
@@ -85,7 +88,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         **{k: first.get(k) for k in keys},
         "items": len(records),
         "categories": per_category,
-        "pooled": Rate(sum(r["valid"] for r in records), len(records)).record(),
+        "pooled": Rate(sum(r["valid"] for r in answered), len(answered)).record(),
         "calls": sum(len(r["calls"]) for r in records),
         "invalid_calls": sum(p is not None for r in records for p in r["schema_problems"]),
         "request_errors": sum(r["request_error"] is not None for r in records),

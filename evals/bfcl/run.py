@@ -175,7 +175,8 @@ def item_record(
         "schema_problems": [schema_problem(item, c) for c in calls],
         "request_error": request_error,
         "checker_input": result,
-        "valid": verdict["valid"],
+        # A failed request is never a right answer, whatever the checker made of the error text.
+        "valid": verdict["valid"] and request_error is None,
         "error_type": verdict["error_type"],
         "errors": verdict["errors"],
         "latency_ms": round(reply.latency_ms, 1) if reply else None,

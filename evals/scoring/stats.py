@@ -32,6 +32,8 @@ from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 from statsmodels.stats.weightstats import DescrStatsW
 
+from evals.status import is_error
+
 CONFIDENCE = 0.95
 RESAMPLES = 9999
 RANDOM_STATE = 0  # the same two runs always get the same interval
@@ -77,10 +79,12 @@ def wilson(k: int, n: int) -> Proportion:
 
 
 def by_task(records: Sequence[dict[str, Any]]) -> dict[str, list[bool]]:
-    """Each task's outcomes, one per epoch, in the records' order."""
+    """Each task's outcomes, one per epoch, in the records' order; a task run the machinery
+    ended, or that never ran, is no outcome."""
     outcomes: dict[str, list[bool]] = {}
     for r in records:
-        outcomes.setdefault(str(r["task_id"]), []).append(bool(r["correct"]))
+        if not is_error(r):
+            outcomes.setdefault(str(r["task_id"]), []).append(bool(r["correct"]))
     return outcomes
 
 
@@ -271,7 +275,9 @@ def paired(
     tasks where the runs differ, and the interval a bootstrap over tasks."""
     _check_same_tasks(a, b, label_a, label_b)
     got_a, got_b = by_task(a), by_task(b)
-    keys = list(got_a)  # in A's order; the same ids in both, checked above
+    keys = [k for k in got_a if k in got_b]  # in A's order; a task with only errors is left out
+    if not keys:
+        raise PairingError(f"{label_a} and {label_b} share no task with an outcome")
     xs = np.array([np.mean(got_a[k]) for k in keys], dtype=float)
     ys = np.array([np.mean(got_b[k]) for k in keys], dtype=float)
     only_a = [k for k, x, y in zip(keys, xs, ys, strict=True) if x > y]
