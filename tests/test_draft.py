@@ -79,7 +79,11 @@ PROMPTS: list[dict[str, Any]] = [
         "messages": _after_listing("Read each file, one call at a time."),
         "tools": [READ_FILE, LIST_FILES],
     },
-    {"messages": [{"role": "user", "content": "Write a haiku about log rotation."}]},
+    # Prose copies nothing and falls into a loop of near-repeats, where two tokens come all
+    # but tied: on some builds the two paths part in its third line (about 35 tokens in), so
+    # the comparison stops at 24.
+    {"messages": [{"role": "user", "content": "Write a haiku about log rotation."}],
+     "max_tokens": 24},
 ]  # fmt: skip
 
 
@@ -93,7 +97,7 @@ def servers() -> Iterator[tuple[str, str]]:
 
 
 def ask(url: str, request: dict[str, Any]) -> dict[str, Any]:
-    response = post(url, {"model": "m", "temperature": 0, "max_tokens": 96, **request})
+    response = post(url, {"model": "m", "temperature": 0, "max_tokens": 96} | request)
     assert response.status_code == 200, response.text
     reply: dict[str, Any] = response.json()
     return reply

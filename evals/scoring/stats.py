@@ -102,6 +102,15 @@ class Accuracy:
     high: float
     right: int | None  # tasks right, when every task's epochs agree
 
+    @property
+    def k(self) -> float:
+        """Tasks right: a whole number where epochs agree, else the sum of the shares."""
+        return self.right if self.right is not None else round(self.rate * self.tasks, 2)
+
+    @property
+    def n(self) -> int:
+        return self.tasks
+
     def interval(self) -> str:
         return f"{100 * self.rate:.0f} % [{100 * self.low:.0f}, {100 * self.high:.0f}]"
 
