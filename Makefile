@@ -200,7 +200,8 @@ grader-check: $(STAMP_DEV)
 adversaries: $(STAMP_DEV)
 	$(PY) -m evals adversaries --tasks $(TASKS) --out results
 
-# The derived strategies on fresh generated sets, two seeds of each split (seconds each):
+# The derived strategies and the oracle under every preset on fresh generated sets, two seeds of
+# each split (about a minute each):
 # the task files under results/local/tasks/, results/adversaries-gen-SPLIT-sSEED-n60.md, .json
 FRESH_SEEDS ?= dev:1 dev:2 test:1001 test:1002
 adversaries-fresh: $(STAMP_DEV)

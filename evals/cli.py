@@ -173,8 +173,8 @@ def _parser() -> argparse.ArgumentParser:
     adv.add_argument(
         "--strategies-only",
         action="store_true",
-        help="only the strategies derived from each task's typed answer (seconds), not the "
-        "scripted scenarios under every preset",
+        help="the strategies derived from each task's typed answer and the oracle under every "
+        "preset, not the scripted adversaries",
     )
     power.add_arguments(
         commands.add_parser(

@@ -81,12 +81,14 @@ async def run_adversaries(
     base_url: str | None = None,
     echo: Callable[[str], None] = print,
     policies: list[str] | None = None,
+    scenarios: list[str] | None = None,
 ) -> list[Cell]:
-    """Every adversary and the oracle under each policy (default: every preset)."""
+    """The oracle and every adversary (or ``scenarios``) under each policy (default: every
+    preset)."""
     load_tasks(tasks)  # a bad task file fails before any run
     cells = []
     with scripted_server(base_url) as url, tempfile.TemporaryDirectory() as scratch:
-        for scenario in [ORACLE, *adversary_names()]:
+        for scenario in scenarios or [ORACLE, *adversary_names()]:
             for policy in policies or list(presets()):
                 cell = await _cell(url, scenario, policy, tasks, Path(scratch))
                 cells.append(cell)
@@ -122,8 +124,11 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
 
     rows = [[s, *(mark(by[s, p]) for p in policies)] for s in scenarios]
     problems = weak(cells)
+    missed = [c.policy for c in cells if c.scenario == ORACLE and c.correct < c.runs]
     verdict = (
-        "No adversary is credited with any task: every check refuses what is not an answer."
+        ("The oracle misses tasks under " + ", ".join(missed) + "." if missed else "")
+        + (" " if missed else "")
+        + "No adversary is credited with any task: every check refuses what is not an answer."
         if not problems
         else "Weak checks: "
         + "; ".join(f"{t} credited to {', '.join(sorted(a))}" for t, a in sorted(problems.items()))
@@ -143,11 +148,19 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
             "## Scripted scenarios",
             "",
         ]
+    only_oracle = {c.scenario for c in cells} == {ORACLE}
+    if only_oracle:
+        verdict = (
+            "The oracle misses tasks under " + ", ".join(missed) + "."
+            if missed
+            else ("The oracle gets every task under every preset.")
+        )
     scenarios_line = (
-        "correct task runs for the oracle and each adversary (scripted scenarios in "
+        "the oracle's correct task runs under every preset, through the real loop and runner; "
+        "the adversaries not run (`--strategies-only`)."
+        if only_oracle
+        else "correct task runs for the oracle and each adversary (scripted scenarios in "
         "`serve_local/scenarios.py`) under every preset, through the real loop and runner."
-        if cells
-        else "scripted scenarios not run (`--strategies-only`)."
     )
     return "\n".join(
         [
@@ -194,7 +207,8 @@ def write(
 def main(tasks: Path, base_url: str | None, out: Path, strategies_only: bool = False) -> int:
     reports = derived(tasks)
     print(strategies_markdown(reports))
-    cells = [] if strategies_only else asyncio.run(run_adversaries(tasks, base_url))
+    scenarios = [ORACLE] if strategies_only else None
+    cells = asyncio.run(run_adversaries(tasks, base_url, scenarios=scenarios))
     for path in write(cells, tasks, out, reports):
         print(f"wrote {path}")
     oracle_missed = [c for c in cells if c.scenario == ORACLE and c.correct < c.runs]
