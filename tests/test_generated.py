@@ -36,13 +36,22 @@ def phrasing_of(kind: str, question: str) -> str:
     return template
 
 
+# The presets that change what a run is offered or asked: the plain loop, the default, the
+# listing by size, the submit tool forced, the extra read requests. Every preset runs on files6
+# (tests/test_verdicts.py) and on the committed generated set (make adversaries).
+DIFFERING_PRESETS = ["no-helpers", "all-helps", "by-size", "submit-forced", "read-listed"]
+
+
 @pytest.mark.parametrize("seed", [0, 1000, 4242])
 async def test_the_oracle_solves_every_task_and_no_adversary_any(
     scripted_url: str, tmp_path: Path, seed: int
 ) -> None:
     tasks = write(seed, len(KINDS), tmp_path / "gen.json")
     assert Counter(t.kind for t in load_tasks(tasks).tasks) == Counter(KINDS)
-    cells = await run_adversaries(tasks, scripted_url, echo=lambda _: None)
+    cells = await run_adversaries(
+        tasks, scripted_url, echo=lambda _: None, policies=DIFFERING_PRESETS
+    )
+    assert {c.policy for c in cells} == set(DIFFERING_PRESETS)
     assert {c.scenario for c in cells} == {"oracle", *ADVERSARIES}
     assert weak(cells) == {}
     oracle = [c for c in cells if c.scenario == "oracle"]
