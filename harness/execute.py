@@ -78,6 +78,7 @@ def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Record
             ms=round(outcome.ms, 3),
             error=str(outcome.error) if outcome.error else None,
             cached=outcome.cached,
+            repeated=outcome.repeated,
             bug=bug,
             invalid=isinstance(outcome.error, InvalidArguments),
             index=call.index,
@@ -237,7 +238,9 @@ async def answer_pending(
         ) is not None:
             text, failure = again
             error = None if failure is None else Repeated(failure)
-            outcome = ToolOutcome(call, "" if error else text, False, cached=True, error=error)
+            outcome = ToolOutcome(
+                call, "" if error else text, False, cached=True, error=error, repeated=True
+            )
             record(state, outcome, text, recorder)
         else:
             ctx = ToolContext(

@@ -44,7 +44,10 @@ class ToolRun:
     ran: bool  # the tool's own code executed
     ms: float = 0.0
     error: str | None = None
-    cached: bool = False  # answered from the dedupe cache
+    cached: bool = False  # answered from the dedupe cache or by the repeated-call guard
+    # Answered by the repeated-call guard: the loop's own record, never read from what the
+    # tool message says (a file's text could end like the guard's note).
+    repeated: bool = False
     bug: bool = False  # the tool raised something other than ToolError
     invalid: bool = False  # the arguments failed the tool's schema; the tool never ran
     index: int = 0  # position of the call in its turn's reply

@@ -207,12 +207,9 @@ def just_failed(state: RunState) -> bool:
 
 
 def just_repeated(state: RunState) -> bool:
-    """The newest tool results include one the repeated-call guard answered."""
-    last = last_reply(state)
-    after = state.messages[last[0] + 1 :] if last else []
-    return any(
-        m["role"] == "tool" and str(m.get("content", "")).endswith(REPEAT_END) for m in after
-    )
+    """The newest tool results include one the repeated-call guard answered: read from the
+    tool log's typed record, so no file content can switch the guard's effect on."""
+    return any(run.repeated for run in state.tool_log if run.turn == state.turns)
 
 
 def tool_specs(

@@ -20,6 +20,7 @@ class ToolOutcome:
     ms: float = 0.0
     error: ToolError | None = None
     cached: bool = False
+    repeated: bool = False  # answered by the repeated-call guard
 
 
 async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> ToolOutcome:
