@@ -7,6 +7,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from harness.client import ProviderClient, RetryPolicy
 
@@ -58,4 +62,20 @@ def fake_client(handler: Callable[[httpx.Request], httpx.Response]) -> ProviderC
         "http://fake.invalid/v1",
         retry=RetryPolicy(max_retries=1, base_delay_s=0.0, max_delay_s=0.0),
         transport=httpx.MockTransport(handler),
+    )
+
+
+def server_app(handler: Callable[[httpx.Request], httpx.Response], model_id: str) -> Starlette:
+    """``handler`` behind real HTTP routes (chat completions and models), for code that takes
+    a base URL rather than a transport: run it with ``serve_local.inprocess.running_server``."""
+
+    async def chat(request: Request) -> Response:
+        sent = handler(httpx.Request("POST", "/", content=await request.body()))
+        return Response(sent.content, sent.status_code, media_type="application/json")
+
+    async def models(_: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{"id": model_id, "backend": "fake"}]})
+
+    return Starlette(
+        routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)]
     )

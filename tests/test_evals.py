@@ -8,12 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from evals.compare import compare
 from evals.records import read_records, summarize
@@ -29,7 +24,7 @@ from harness.workspace import Workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
-from tests.fake_provider import answer, by_turn, calls, fake_client
+from tests.fake_provider import answer, by_turn, calls, fake_client, server_app
 
 
 def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSettings:
@@ -358,20 +353,7 @@ async def test_paths_no_file_can_have_do_not_abort_the_eval(tmp_path: Path) -> N
         ("r2", "read_file", json.dumps({"path": "x" * 5000})),
     )
     replies = by_turn([(200, bad_reads), (200, answer("I could not read anything."))])
-
-    async def chat(request: Request) -> Response:
-        sent = replies(httpx.Request("POST", "/", content=await request.body()))
-        return Response(sent.content, sent.status_code, media_type="application/json")
-
-    async def models(_: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [{"id": "broken", "backend": "fake"}]})
-
-    app = Starlette(
-        routes=[
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/v1/models", models),
-        ]
-    )
+    app = server_app(replies, "broken")
     with running_server(app) as url:  # type: ignore[arg-type]
         out = await run_eval(settings(url, tmp_path, "broken"), echo=lambda _: None)
     records = read_records(out)

@@ -9,14 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
@@ -32,7 +27,7 @@ from serve_local.nesting import (
     value_deeper_than,
 )
 from serve_local.toolcalls import ToolSchemas, parse_tool_calls
-from tests.fake_provider import answer, by_turn
+from tests.fake_provider import answer, by_turn, server_app
 from tests.nesting_cases import SHAPES, TOOLS, assert_within_limits_is_served, nested
 
 SCHEMAS = ToolSchemas({t["function"]["name"]: t["function"]["parameters"] for t in TOOLS})
@@ -109,21 +104,7 @@ def test_within_every_limit_is_served(scripted_url: str) -> None:
 
 async def test_an_eval_whose_model_answers_ten_thousand_brackets_finishes(tmp_path: Path) -> None:
     """Every task gets the same degenerate reply: each is scored wrong, every record written."""
-    replies = by_turn([(200, answer("There are 3 files " + "[" * 10_000))])
-
-    async def chat(request: Request) -> Response:
-        sent = replies(httpx.Request("POST", "/", content=await request.body()))
-        return Response(sent.content, sent.status_code, media_type="application/json")
-
-    async def models(_: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [{"id": "brackets", "backend": "fake"}]})
-
-    app = Starlette(
-        routes=[
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/v1/models", models),
-        ]
-    )
+    app = server_app(by_turn([(200, answer("There are 3 files " + "[" * 10_000))]), "brackets")
     out = tmp_path / "brackets.jsonl"
     with running_server(app) as url:  # type: ignore[arg-type]
         await run_eval(EvalSettings(base_url=url, model="brackets", out=out), echo=lambda _: None)
