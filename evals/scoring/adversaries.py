@@ -125,14 +125,21 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
     rows = [[s, *(mark(by[s, p]) for p in policies)] for s in scenarios]
     problems = weak(cells)
     missed = [c.policy for c in cells if c.scenario == ORACLE and c.correct < c.runs]
-    verdict = (
-        ("The oracle misses tasks under " + ", ".join(missed) + "." if missed else "")
-        + (" " if missed else "")
-        + "No adversary is credited with any task: every check refuses what is not an answer."
-        if not problems
-        else "Weak checks: "
-        + "; ".join(f"{t} credited to {', '.join(sorted(a))}" for t, a in sorted(problems.items()))
-    )
+    only_oracle = {c.scenario for c in cells} == {ORACLE}
+    said = [f"The oracle misses tasks under {', '.join(missed)}."] if missed else []
+    if only_oracle:
+        if not missed:
+            said.append("The oracle gets every task under every preset.")
+    elif problems:
+        weak_checks = (
+            f"{t} credited to {', '.join(sorted(a))}" for t, a in sorted(problems.items())
+        )
+        said.append("Weak checks: " + "; ".join(weak_checks))
+    else:
+        said.append(
+            "No adversary is credited with any task: every check refuses what is not an answer."
+        )
+    verdict = " ".join(said)
     strategies = []
     if reports:
         strategies = [
@@ -148,13 +155,6 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
             "## Scripted scenarios",
             "",
         ]
-    only_oracle = {c.scenario for c in cells} == {ORACLE}
-    if only_oracle:
-        verdict = (
-            "The oracle misses tasks under " + ", ".join(missed) + "."
-            if missed
-            else ("The oracle gets every task under every preset.")
-        )
     scenarios_line = (
         "the oracle's correct task runs under every preset, through the real loop and runner; "
         "the adversaries not run (`--strategies-only`)."

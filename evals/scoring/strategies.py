@@ -74,6 +74,16 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+def _over_all(shown: list[str], first: Any) -> list[Attempt]:
+    """Every candidate at once: hedged with "or", listed, and ranked (which commits to
+    ``first``, the one ranked first)."""
+    return [
+        Attempt("hedge: or", f"It is {_or(shown)}.", None, hedge=True),
+        Attempt("hedge: list", ", ".join(shown) + ".", None, hedge=True),
+        Attempt("ranked", f"{shown[0]} comes first, followed by {', '.join(shown[1:])}.", first),
+    ]
+
+
 def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[Attempt]:
     """Every strategy's answer to ``task``, from what the run listed and read."""
     answer = task.answer
@@ -93,14 +103,8 @@ def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[At
                 Attempt("last listed", f"{names[-1]}.", names[-1]),
                 Attempt("largest", f"{by_size[-1]} is the one.", by_size[-1]),
                 Attempt("smallest", f"{by_size[0]} is the one.", by_size[0]),
-                Attempt("hedge: or", f"It is {_or(names)}.", None, hedge=True),
-                Attempt("hedge: list", ", ".join(names) + ".", None, hedge=True),
+                *_over_all(names, names[0]),
                 Attempt("hedge: every file named", " ".join(f"{n}." for n in names), None, True),
-                Attempt(
-                    "ranked",
-                    f"{names[0]} comes first, followed by {', '.join(names[1:])}.",
-                    names[0],
-                ),
             ]
             return out + common
         case NumberIs(candidates=candidates):
@@ -110,16 +114,7 @@ def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[At
                 Attempt(f"candidate #{k + 1}", f"The answer is {s}.", v)
                 for k, (v, s) in enumerate(zip(values, shown, strict=True))
             ]
-            out += [
-                Attempt("hedge: or", f"It is {_or(shown)}.", None, hedge=True),
-                Attempt("hedge: list", ", ".join(shown) + ".", None, hedge=True),
-                Attempt(
-                    "ranked",
-                    f"{shown[0]} first, followed by {', '.join(shown[1:])}.",
-                    values[0],
-                ),
-            ]
-            return out + common
+            return out + _over_all(shown, values[0]) + common
         case YesNo(subject=subject):
             return [
                 Attempt("yes", f"Yes, {subject} is in the workspace.", True),
