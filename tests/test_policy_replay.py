@@ -1,0 +1,32 @@
+"""Each preset makes the requests it made before: committed transcripts replayed through the loop
+(``tests.replay``) against the golden requests in ``tests/data/policy_requests.json``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tests import replay
+
+
+def test_every_committed_transcript_replays_to_the_same_requests() -> None:
+    golden = json.loads(replay.GOLDEN.read_text(encoding="utf-8"))
+    cases = replay.cases()
+    assert {key for key, *_ in cases} == set(golden), (
+        "the committed runs changed: rerun tests.replay"
+    )
+    presets = {key.rsplit(":", 1)[1] for key in golden} - {"own"}
+    assert presets == set(replay.presets()), "every preset replays"
+    differ = []
+    for key, record, state, task, settings in cases:
+        requests = asyncio.run(replay.replay_case(record, state, task, settings))
+        if requests != golden[key]:
+            differ.append((key, golden[key], requests))
+    shown = "\n".join(f"{k}\n  was {g}\n  now {n}" for k, g, n in differ[:3])
+    assert not differ, f"{len(differ)} of {len(cases)} replays make other requests:\n{shown}"
+    # The replays reach every request a policy adds: each kind of message the harness says.
+    said = {line.split(" ", 3)[3] for requests in golden.values() for line in requests}
+    assert any(s.startswith("user: Your last reply was empt") for s in said)
+    assert any(s.startswith("user: Some files list_files") for s in said)
+    assert any(s.startswith("user: You have not read any") for s in said)
+    assert any(s.startswith("user: You have reached the") for s in said)
