@@ -31,7 +31,7 @@ from evals.servers import EvalError, fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env
 from harness.errors import ToolError
-from harness.steering import BASE_PROMPT
+from harness.policies.apply import BASE_PROMPT
 from harness.workspace import Workspace, create_workspace
 from serve_local.callshape import call_spans
 

@@ -24,9 +24,9 @@ from evals.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError, generate
 from evals.view import write_report
 from harness.client import base_url_from_env
-from harness.policies import TOOL_ERROR_POLICIES
-from harness.presets import UnknownPolicy, add_policy_flags, policy_from_args
+from harness.policies.presets import UnknownPolicy, add_policy_flags, policy_from_args
 from harness.providers import APIS, base_url_for
+from harness.tool_errors import TOOL_ERROR_POLICIES
 
 RUNS = RESULTS / "runs"
 

@@ -11,7 +11,7 @@ from typing import Any
 from evals.markdown import table as markdown_table
 from evals.records import read_records, summarize
 from evals.scoring.stats import Accuracy, PairingError, accuracy, paired
-from harness.presets import plain_settings
+from harness.policies.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
 

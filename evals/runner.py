@@ -44,9 +44,8 @@ from harness.client import ChatClient
 from harness.faults import crash_point
 from harness.loop import LoopConfig, run_loop
 from harness.persist import state_path
-from harness.presets import apply
+from harness.policies.presets import apply
 from harness.state import RunState, new_run
-from harness.steering import system_prompt
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
@@ -92,7 +91,7 @@ async def run_task(
 ) -> RunState:
     """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
-    state = new_run(model, task.question, system=system_prompt(config), run_id=run_id)
+    state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     workspace = create_workspace(scratch / run_id / "workspace", files=task.workspace)

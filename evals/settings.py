@@ -13,8 +13,8 @@ from evals.records import read_records, task_folder
 from evals.servers import EvalError
 from evals.status import is_error
 from evals.tasks import DEFAULT_TASKS
-from harness.policies import ToolErrorPolicy
-from harness.presets import PLAIN, Policy, preset
+from harness.policies.presets import PLAIN, Policy, preset
+from harness.tool_errors import ToolErrorPolicy
 
 
 @dataclass

@@ -31,7 +31,7 @@ from evals.records import read_records, summarize
 from evals.runner import EvalError, EvalSettings, default_out, run_eval, slug
 from evals.scoring.stats import accuracy_of
 from evals.tasks import DEFAULT_TASKS
-from harness.presets import preset
+from harness.policies.presets import preset
 
 
 @dataclass
@@ -187,11 +187,12 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
     lines = [
         "# Loop policy sweep",
         "",
-        "The task set under each loop policy (presets in `harness/presets.json`); the best "
-        "policy per model, in bold, is the most accurate, then the one with the fewest turns, then "
-        "the fewest tokens; wall time is shown, never used to choose. Accuracy carries its 95 % "
-        "Wilson interval: where two rows' intervals overlap, the bold one may be luck "
-        "(`python -m evals compare --paired A B` tests two rows on the same tasks). Cost is at the "
+        "The task set under each loop policy (presets in `harness/policies/presets.json`); "
+        "the best policy per model, in bold, is the most accurate, then the one with the "
+        "fewest turns, then the fewest tokens; wall time is shown, never used to choose. "
+        "Accuracy carries its 95 % Wilson interval: where two rows' intervals overlap, the "
+        "bold one may be luck (`python -m evals compare --paired A B` tests two rows on the "
+        "same tasks). Cost is at the "
         "harness's list price. Each row's run file is in `sweep.json`.",
         "",
         f"Machine: {machine.get('cores')} cores, {machine.get('cpu')}.",

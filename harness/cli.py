@@ -8,7 +8,7 @@ import contextlib
 import json
 import signal
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +18,19 @@ from harness.client import base_url_from_env
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
-from harness.policies import TOOL_ERROR_POLICIES
-from harness.presets import Policy, UnknownPolicy, add_policy_flags, apply, policy_from_args
+from harness.policies.presets import (
+    Policy,
+    UnknownPolicy,
+    add_policy_flags,
+    apply,
+    policy_from_args,
+)
 from harness.prices import Prices
 from harness.providers import APIS, base_url_for, provider
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
-from harness.steering import system_prompt
 from harness.subagent import research_tool
+from harness.tool_errors import TOOL_ERROR_POLICIES
 from harness.tools import Tool, default_tools
 from harness.trace import Recorder
 from harness.workspace import Workspace, create_workspace
@@ -109,14 +114,12 @@ def _config(args: argparse.Namespace, policy: Policy) -> LoopConfig:
         policy,
     )
     if args.dedupe_all:
-        config.dedupe = config.dedupe_all = True
+        config = replace(config.with_policy(dedupe=True), dedupe_all=True)
     return config
 
 
 def _config_from(meta: dict[str, Any]) -> LoopConfig:
-    saved = dict(meta["config"])
-    saved["prices"] = Prices(**saved["prices"])
-    return LoopConfig(**saved)
+    return LoopConfig.from_dict(meta["config"])
 
 
 def _tools(state: RunState, base_url: str) -> list[Tool]:
@@ -188,7 +191,7 @@ def _start(args: argparse.Namespace) -> RunState:
     except UnknownPolicy as exc:
         raise SystemExit(f"harness: {exc}") from exc
     config = _config(args, policy)
-    state = new_run(model, task, system=system_prompt(config))
+    state = new_run(model, task)
     folder = args.workspace or args.state_dir / state.run_id / "workspace"
     state.meta = {
         "scenario": args.scenario,

@@ -1,4 +1,5 @@
-"""Answering the calls the model asked for: approvals, dedupe, timeouts, cancellation.
+"""Answering the calls the model asked for: approvals, policies that answer a call without
+running it (dedupe, the repeat guard), timeouts, cancellation.
 
 Calls of one turn run concurrently. Each result is saved the moment its call finishes, so a
 crash reruns only the calls still running; the transcript lists results in call order, one tool
@@ -15,9 +16,9 @@ from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
-from harness.errors import Declined, InvalidArguments, Repeated, ToolBug, ToolError
+from harness.errors import Declined, InvalidArguments, ToolBug, ToolError
 from harness.faults import crash_point
-from harness.policies import error_text, rejection_text
+from harness.policies import apply as policies
 from harness.state import (
     Call,
     Message,
@@ -26,9 +27,8 @@ from harness.state import (
     ToolRun,
     last_reply,
     pending,
-    result_text,
 )
-from harness.steering import repeated_result, signature
+from harness.tool_errors import error_text, rejection_text
 from harness.toolrun import ToolOutcome, run_call, tool_message
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
@@ -42,22 +42,6 @@ class Stop:
     status: Status
     interruption: dict[str, Any] | None = None
     error: str | None = None
-
-
-def cached_result(
-    state: RunState, tools: dict[str, Tool], name: str, arguments: str, config: LoopConfig
-) -> str | None:
-    """An earlier successful result of the same call, when dedupe may serve it."""
-    tool = tools.get(name)
-    if not config.dedupe or tool is None or not (tool.read_only or config.dedupe_all):
-        return None
-    wanted = signature(name, arguments)
-    for run in state.tool_log:
-        if run.ok and run.name == name and signature(run.name, run.arguments) == wanted:
-            earlier = result_text(state, run.call_id)
-            if earlier is not None:
-                return earlier
-    return None
 
 
 def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Recorder) -> None:
@@ -231,25 +215,14 @@ async def answer_pending(
             record(state, ToolOutcome(call, "", False, error=Declined(text)), text, recorder)
         elif tool is not None and tool.needs_approval and call.key not in state.approved:
             waiting.append(call)
-        elif (hit := cached_result(state, tools, call.name, call.arguments, config)) is not None:
-            record(state, ToolOutcome(call, hit, False, cached=True), hit, recorder)
-        elif (
-            again := repeated_result(state, tools, call.name, call.arguments, config)
-        ) is not None:
-            text, failure = again
-            error = None if failure is None else Repeated(failure)
-            outcome = ToolOutcome(
-                call, "" if error else text, False, cached=True, error=error, repeated=True
-            )
-            record(state, outcome, text, recorder)
+        elif (answered := policies.answer_call(state, config, tools, call)) is not None:
+            record(state, *answered, recorder)
         else:
             ctx = ToolContext(
                 workspace=workspace,
                 cancel=cancel if config.cancel_reaches_tools else CancelToken(),
                 progress=_reporter(recorder, state, call.name),
                 idempotency_key=idempotency_key(state, call),
-                listing=config.listing,
-                name_files_on_miss=config.name_files_on_miss,
             )
             recorder.event(
                 state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments

@@ -17,7 +17,8 @@ approval are the normal path: a turn already paid for is never asked again, a sa
 completes the run, and a tool whose result is saved never runs again.
 
 Loop policies (which tools, tool choice, submit, nudges, the repeated-call guard, the worked
-example) are fields of ``LoopConfig`` and helpers in ``harness.steering``.
+example...) are objects in ``harness.policies``, each consulted through the hooks of
+``harness.policies.apply``; their settings are ``LoopConfig.policy``.
 """
 
 from __future__ import annotations
@@ -30,29 +31,17 @@ from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
+from harness.policies import apply as policies
+from harness.policies.apply import BASE_PROMPT
 from harness.replies import record_turn, settle
 from harness.state import RunState, Status
-from harness.steering import (
-    BASE_PROMPT,
-    ask_to_read_first,
-    ask_to_read_listed,
-    nudge_if_empty,
-    offered_tools,
-    submitted,
-    tool_specs,
-    turn_options,
-)
 from harness.tools import Tool
 from harness.trace import Recorder
 from harness.workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
 
-SYSTEM_PROMPT = BASE_PROMPT  # the plain loop's; harness.steering.system_prompt for a policy
-CONCLUDE = (
-    "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
-    "well as you can from what you already know, and say what you could not check."
-)
+SYSTEM_PROMPT = BASE_PROMPT  # the plain loop's; harness.policies.apply.system_prompt for a policy
 
 
 def stop(
@@ -96,16 +85,17 @@ async def conclude(
     recorder: Recorder,
     limit: tuple[Status, dict[str, Any]],
     cancel: CancelToken,
+    text: str,
 ) -> None:
     """One last call without tools, asking for an answer from what is known.
 
     The request and its reply enter the state together, with the limit they answer, so the
     reply's checkpoint is enough for a resume to end the run the same way.
     """
-    request = {"role": "user", "content": CONCLUDE.format(limit=limit[1]["type"])}
+    request = {"role": "user", "content": text}
     # The turn's token cap and penalties hold here too (the tool fields go unsent: no tools);
     # a server with no default cap would otherwise write until its context is full.
-    options = turn_options(state, config)
+    _, options = policies.plan_turn(state, config, [])
     reply = await client.chat(state.model, [*state.messages, request], [], cancel, options)
     state.messages.append(request)
     state.concluding = {"status": limit[0], "interruption": limit[1]}
@@ -130,9 +120,13 @@ async def run_loop(
     recorder: Recorder | None = None,
     cancel: CancelToken | None = None,
 ) -> RunState:
-    """Drive ``state`` until it stops; the state records why it stopped."""
+    """Drive ``state`` until it stops; the state records why it stopped.
+
+    A run that has no system message and no reply yet is given the policy's system prompt."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
-    tools = offered_tools(tools, config, state.meta.get("task_tools"))
+    if not any(m["role"] in ("system", "assistant") for m in state.messages):
+        state.messages.insert(0, {"role": "system", "content": policies.system_prompt(config)})
+    tools = policies.offered_tools(tools, config, state.meta.get("task_tools"))
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
     token = CancelToken()
     if cancel is not None:
@@ -142,10 +136,8 @@ async def run_loop(
     recorder.start_clock()
     try:
         while True:
-            nudge_if_empty(state, config)
-            ask_to_read_first(state, config, set(by_name))
-            ask_to_read_listed(state, config, set(by_name))
-            if (answer := submitted(state, config)) is not None:
+            policies.ask(state, config, set(by_name))
+            if (answer := policies.answer(state, config)) is not None:
                 state.answer = answer
                 return stop(state, recorder, "completed")
             if outcome := settle(state):
@@ -153,11 +145,11 @@ async def run_loop(
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
                 return _stopped_by(state, recorder, outcome, token)
             if limit := limit_reached(state, config):
-                if config.conclude_on_limit:
-                    await conclude(state, client, config, recorder, limit, token)
+                if text := policies.conclusion(config, limit[1]["type"]):
+                    await conclude(state, client, config, recorder, limit, token, text)
                     continue  # settle ends the run under the limit
                 return stop(state, recorder, *limit)
-            offered, options = tool_specs(state, config, specs), turn_options(state, config)
+            offered, options = policies.plan_turn(state, config, specs)
             reply = await client.chat(state.model, state.messages, offered, token, options)
             record_turn(state, reply, config.prices, recorder)
     except Cancelled as exc:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-SCHEMA_VERSION = 2  # 2: approvals are keyed by call position (turn.index), not by call id
+# 2: approvals are keyed by call position (turn.index), not by call id.
+# 3: what loop policies said is recorded in ``asks``, not recognised by its words.
+SCHEMA_VERSION = 3
 
 Status = Literal[
     "running", "completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"
@@ -54,6 +57,18 @@ class ToolRun:
 
 
 @dataclass
+class Ask:
+    """A request a loop policy said to the model: which policy, and the message's index.
+
+    The loop's own record: a policy that needs to know what it asked reads this, never the
+    transcript's text, so no file content or rewording can pass for one."""
+
+    policy: str
+    at: int
+    data: dict[str, Any] | None = None
+
+
+@dataclass
 class RunState:
     run_id: str
     model: str
@@ -83,6 +98,7 @@ class RunState:
     # retries): a failure of the machinery, which an eval counts as an error, not an answer.
     provider_unavailable: bool = False
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
+    asks: list[Ask] = field(default_factory=list)  # what loop policies said, in order
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
     schema_version: int = SCHEMA_VERSION
 
@@ -91,7 +107,20 @@ class RunState:
         fields = _upgrade(dict(data))
         fields["turn_records"] = [TurnRecord(**t) for t in fields.get("turn_records", [])]
         fields["tool_log"] = [ToolRun(**t) for t in fields.get("tool_log", [])]
+        fields["asks"] = [Ask(**a) for a in fields.get("asks", [])]
         return cls(**fields)
+
+    def asked(self, policy: str) -> list[Ask]:
+        """What ``policy`` has said in this run, in order."""
+        return [a for a in self.asks if a.policy == policy]
+
+    def just_asked(self, policy: str) -> bool:
+        """The newest message is a request ``policy`` made."""
+        return (
+            bool(self.asks)
+            and self.asks[-1].at == len(self.messages) - 1
+            and (self.asks[-1].policy == policy)
+        )
 
     @property
     def tool_ms(self) -> float:
@@ -154,6 +183,15 @@ class Call:
         return f"{self.turn}.{self.index}"
 
 
+def signature(name: str, arguments: str) -> str:
+    """A call's identity: its tool and its arguments, whatever their spacing or key order."""
+    try:
+        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except (json.JSONDecodeError, RecursionError):
+        canonical = arguments
+    return f"{name}:{canonical}"
+
+
 def wire_call(call: dict[str, Any], turn: int, index: int) -> Call:
     function = call.get("function") or {}
     return Call(
@@ -206,9 +244,49 @@ def pending(state: RunState) -> list[Call]:
 
 
 def _upgrade(fields: dict[str, Any]) -> dict[str, Any]:
+    version = fields.get("schema_version", SCHEMA_VERSION)
+    if version < 2:
+        fields = _upgrade_1(fields)
+    if version < 3:
+        fields = _upgrade_2(fields)
+    fields["schema_version"] = SCHEMA_VERSION
+    return fields
+
+
+# What version 2 states said for each policy, as they said it; a v2 state's requests are
+# recognised by these words once, on loading, and kept as ``asks`` from then on.
+_V2_NUDGES = (
+    "Your last reply was empty. Call a tool to find out what you still need, or give your "
+    "answer now.",
+    "Your last reply was empty. Call a tool to find out what you still need, or call submit "
+    "with your answer now.",
+)
+_V2_READ_FIRST = "You have not read any file yet."
+_V2_READ_LISTED = "Some files list_files showed are still unread."
+
+
+def _upgrade_2(fields: dict[str, Any]) -> dict[str, Any]:
+    """A version 2 state kept no record of what policies said; find it by its words, and move
+    read_listed's unread files from the meta into its requests."""
+    unread = list((fields.get("meta") or {}).pop("read_listed_unread", []))
+    asks, question = [], True
+    for at, message in enumerate(fields.get("messages", [])):
+        if message.get("role") != "user":
+            continue
+        text, question = ("" if question else str(message.get("content") or "")), False
+        if text in _V2_NUDGES:
+            asks.append({"policy": "nudges", "at": at, "data": None})
+        elif text.startswith(_V2_READ_FIRST):
+            asks.append({"policy": "read_before_answer", "at": at, "data": None})
+        elif text.startswith(_V2_READ_LISTED):
+            data = {"unread": unread.pop(0)} if unread else None
+            asks.append({"policy": "read_listed", "at": at, "data": data})
+    fields["asks"] = asks
+    return fields
+
+
+def _upgrade_1(fields: dict[str, Any]) -> dict[str, Any]:
     """A version 1 state named approvals by call id; name them by the call's position."""
-    if fields.get("schema_version", SCHEMA_VERSION) >= 2:
-        return fields
     keys: dict[str, str] = {}
     turn = 0
     for message in fields.get("messages", []):
@@ -218,7 +296,6 @@ def _upgrade(fields: dict[str, Any]) -> dict[str, Any]:
                 keys[str(call.get("id"))] = f"{turn}.{index}"
     fields["approved"] = [keys.get(c, c) for c in fields.get("approved", [])]
     fields["rejected"] = {keys.get(c, c): r for c, r in fields.get("rejected", {}).items()}
-    fields["schema_version"] = SCHEMA_VERSION
     return fields
 
 

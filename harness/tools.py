@@ -35,8 +35,6 @@ class ToolContext:
     idempotency_key: str | None = None
     # What subagent runs started by this call spent; the parent records it apart from its own.
     child_costs: list[float] = field(default_factory=list)
-    listing: str = "plain"  # list_files's format: plain | by_size
-    name_files_on_miss: bool = False  # a missing file's error names the files that exist
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -75,11 +73,13 @@ _PATH_ARG: dict[str, Any] = {
 }
 
 
+LIST_TOOL = "list_files"
+READ_TOOL = "read_file"
 # One line of list_files' result per file: "NAME  SIZE bytes".
 LISTED_LINE = re.compile(r"^(\S.*?)  \d+ bytes$")
 
 
-def _listed(path: Path) -> str:
+def listed_line(path: Path) -> str:
     return f"{path.name}  {path.stat().st_size} bytes"
 
 
@@ -92,17 +92,11 @@ async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
     files = ctx.workspace.files()
     if not files:
         return "The workspace is empty."
-    if ctx.listing == "by_size":
-        ordered = sorted(files, key=lambda p: (-p.stat().st_size, p.name))
-        # No count in the header: a listing that states how many files there are would be an
-        # answer an echo of the tool result passes for.
-        head = "Files sorted by size, biggest first:"
-        return "\n".join([head, *map(_listed, ordered)])
-    return "\n".join(map(_listed, files))
+    return "\n".join(map(listed_line, files))
 
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = ctx.workspace.existing(args.get("path", ""), name_files=ctx.name_files_on_miss)
+    path = ctx.workspace.existing(args.get("path", ""))
     return path.read_text(encoding="utf-8", errors="replace")
 
 
@@ -157,14 +151,14 @@ async def scan_archive(_: dict[str, Any], ctx: ToolContext) -> str:
 def default_tools() -> list[Tool]:
     return [
         Tool(
-            "list_files",
+            LIST_TOOL,
             "List the files in the workspace with their sizes in bytes.",
             _NO_ARGS,
             list_files,
             read_only=True,
         ),
         Tool(
-            "read_file",
+            READ_TOOL,
             "Read a text file from the workspace.",
             _PATH_ARG,
             read_file,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 
 from harness.errors import PathRefused, ToolError
@@ -75,6 +76,12 @@ class Workspace:
                 message += f" The files here are: {names}."
             raise ToolError(message)
         return path
+
+
+def normal_name(path: str) -> str:
+    """A path as the model wrote it, in one spelling: ``./notes.txt``, ``notes.txt/.`` and
+    `` notes.txt`` are all ``notes.txt``."""
+    return posixpath.normpath(path.strip())
 
 
 MAX_PATH_CHARS = 1024

@@ -28,7 +28,7 @@ from harness.cancel import CancelToken
 from harness.client import ModelReply, TurnOptions
 from harness.config import LoopConfig
 from harness.loop import run_loop
-from harness.presets import plain_settings, presets
+from harness.policies.presets import presets
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.trace import Recorder
@@ -91,20 +91,14 @@ def digest(request: dict[str, Any]) -> str:
 
 
 def config_for(settings: dict[str, Any], max_turns: int) -> LoopConfig:
-    return LoopConfig(max_turns=max_turns, **{**plain_settings(), **settings})
-
-
-def system_for(config: LoopConfig) -> str | None:
-    from harness.steering import system_prompt
-
-    return system_prompt(config)
+    return LoopConfig.of(max_turns=max_turns, policy=settings)
 
 
 async def replay(state: dict[str, Any], task: Task, config: LoopConfig, scratch: Path) -> list[str]:
     replies = [m for m in state["messages"] if m["role"] == "assistant"]
     finish = [t["finish_reason"] for t in state.get("turn_records", [])]
     client = ReplayClient(replies, finish)
-    run = new_run("replay", task.question, system=system_for(config), run_id="replay")
+    run = new_run("replay", task.question, run_id="replay")
     run.meta["task_tools"] = task.tools
     workspace = create_workspace(scratch / "workspace", files=task.workspace)
     tools.ARCHIVE_SECONDS = 0  # the slow tool's result is the same, at once

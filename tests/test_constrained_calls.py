@@ -184,7 +184,7 @@ async def test_without_the_grammar_refused_calls_are_reported_and_counted(
     for question in refusing:
         state = new_run(QWEN_CODER, question, system=SYSTEM_PROMPT)
         async with ProviderClient(unconstrained) as client:
-            await run_loop(state, client, default_tools(), workspace, LoopConfig(max_turns=1))
+            await run_loop(state, client, default_tools(), workspace, LoopConfig.of(max_turns=1))
         record = task_record(
             context={},
             task_id="t",

@@ -54,7 +54,7 @@ async def run(
     state = state or new_run(model, task or SCENARIO_TASKS[scenario], system=SYSTEM_PROMPT)
     async with ProviderClient(url, retry=FAST_RETRY) as client:
         return await run_loop(
-            state, client, tools or default_tools(), ws, LoopConfig(**config), recorder, cancel
+            state, client, tools or default_tools(), ws, LoopConfig.of(**config), recorder, cancel
         )
 
 
@@ -110,7 +110,7 @@ def test_a_version_1_state_loads_with_approvals_keyed_by_call_position(tmp_path:
     (tmp_path / "old.json").write_text(json.dumps(v1))
     state = load(tmp_path, "old")
     assert (state.approved, state.rejected) == (["2.0"], {"1.0": "no"})
-    assert state.schema_version == SCHEMA_VERSION == 2
+    assert state.schema_version == SCHEMA_VERSION == 3
 
 
 def test_save_leaves_no_temporary_files(tmp_path: Path) -> None:
@@ -455,7 +455,7 @@ async def test_subagent_runs_away_inside_its_own_limits(
 ) -> None:
     tools = [
         *default_tools(),
-        research_tool(scripted_url, "scripted:runaway", LoopConfig(max_turns=5), api="openai"),
+        research_tool(scripted_url, "scripted:runaway", LoopConfig.of(max_turns=5), api="openai"),
     ]
     state = await run(scripted_url, "scripted:research", workspace, tools=tools, max_budget_usd=1.0)
     assert state.status == "completed"
@@ -470,7 +470,7 @@ async def test_stop_cancels_parent_and_child(slow_url: str, workspace: Workspace
     token = CancelToken()
     tools = [
         *default_tools(),
-        research_tool(slow_url, "scripted:runaway", LoopConfig(max_turns=50), api="openai"),
+        research_tool(slow_url, "scripted:runaway", LoopConfig.of(max_turns=50), api="openai"),
     ]
     progress_seen = asyncio.Event()
 

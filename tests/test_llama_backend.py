@@ -262,7 +262,7 @@ async def test_qwen_makes_a_real_tool_call_that_the_harness_runs(
     for task in with_calls:
         state = new_run(QWEN_CODER, task, system=SYSTEM_PROMPT)
         async with ProviderClient(qwen) as client:
-            await run_loop(state, client, default_tools(), workspace, LoopConfig(max_turns=2))
+            await run_loop(state, client, default_tools(), workspace, LoopConfig.of(max_turns=2))
         succeeded = [r for r in state.tool_log if r.ok and r.ran]
         if succeeded:
             break

@@ -16,7 +16,7 @@ import pytest
 
 from evals.records import read_records
 from evals.runner import EvalSettings, run_eval
-from harness.presets import preset
+from harness.policies.presets import preset
 from serve_local import daemon, llama_server
 from serve_local.models import QWEN_CODER
 from tests.helpers import ROOT, free_port

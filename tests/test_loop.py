@@ -16,7 +16,7 @@ from harness.workspace import Workspace
 async def run_scenario(url: str, name: str, ws: Workspace, **config: object) -> RunState:
     state = new_run(f"scripted:{name}", SCENARIO_TASKS[name], system=SYSTEM_PROMPT)
     async with ProviderClient(url) as client:
-        return await run_loop(state, client, default_tools(), ws, LoopConfig(**config))  # type: ignore[arg-type]
+        return await run_loop(state, client, default_tools(), ws, LoopConfig.of(**config))  # type: ignore[arg-type]
 
 
 async def test_plan_completes_in_three_turns_and_two_tool_runs(

@@ -16,11 +16,11 @@ from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.messages_client import NO_CONTENT, MessagesClient, messages_param
-from harness.presets import preset
+from harness.policies.nudge import NUDGE
+from harness.policies.presets import preset
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
-from harness.steering import NUDGE
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
@@ -39,7 +39,7 @@ async def drive(url: str, model: str, api: str, tmp_path: Path, **config: Any) -
     recorder = Recorder(trace_path=tmp_path / f"{state.run_id}.trace.jsonl")
     async with client:
         await run_loop(
-            state, client, default_tools(), workspace, LoopConfig(**config), recorder=recorder
+            state, client, default_tools(), workspace, LoopConfig.of(**config), recorder=recorder
         )
     return state
 

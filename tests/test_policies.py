@@ -13,25 +13,22 @@ import pytest
 
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import ProviderClient
-from harness.config import POLICY_FIELDS, LoopConfig
-from harness.loop import CONCLUDE, run_loop
+from harness.config import LoopConfig
+from harness.loop import run_loop
 from harness.persist import load, save
-from harness.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
+from harness.policies.apply import system_prompt
+from harness.policies.conclude import CONCLUDE
+from harness.policies.grounding import GROUNDING
+from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
+from harness.policies.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
+from harness.policies.read_first import READ_FIRST
+from harness.policies.read_listed import READ_LISTED
+from harness.policies.registry import SETTINGS
+from harness.policies.repeat_guard import REPEAT_END, REPEAT_NOTE
+from harness.policies.submit import submit_tool
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
-from harness.steering import (
-    GROUNDING,
-    NUDGE,
-    NUDGE_SUBMIT,
-    READ_FIRST,
-    READ_LISTED,
-    READ_LISTED_META,
-    REPEAT_END,
-    REPEAT_NOTE,
-    submit_tool,
-    system_prompt,
-)
 from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import Workspace, create_workspace
@@ -40,10 +37,15 @@ from tests.helpers import run_harness
 
 
 async def run(url: str, scenario: str, ws: Workspace, **settings: Any) -> RunState:
-    config = LoopConfig(**settings)
+    config = LoopConfig.of(**settings)
     state = new_run(f"scripted:{scenario}", SCENARIO_TASKS[scenario], system_prompt(config))
     async with ProviderClient(url) as client:
         return await run_loop(state, client, default_tools(), ws, config)
+
+
+def unread_asked(state: RunState) -> list[Any]:
+    """The unread files at each read_listed request, as the run recorded them."""
+    return [(a.data or {}).get("unread") for a in state.asked("read_listed")]
 
 
 def recording(answers: list[Any]) -> tuple[list[dict[str, Any]], ProviderClient]:
@@ -72,7 +74,7 @@ async def test_the_plain_loop_sends_no_policy_fields(workspace: Workspace) -> No
 
 async def test_required_is_asked_on_the_first_turn_only(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
-    config = LoopConfig(
+    config = LoopConfig.of(
         tool_choice="required",
         parallel_tool_calls=False,
         max_tokens_per_turn=64,
@@ -93,7 +95,7 @@ async def test_the_concluding_turn_keeps_the_token_cap_and_sends_no_tool_fields(
     workspace: Workspace,
 ) -> None:
     seen, client = recording([calls(("a", "list_files", "{}")), answer("what I know")])
-    config = LoopConfig(
+    config = LoopConfig.of(
         max_turns=1,
         conclude_on_limit=True,
         tool_choice="always",
@@ -112,7 +114,7 @@ async def test_the_concluding_turn_keeps_the_token_cap_and_sends_no_tool_fields(
 async def test_required_turns_ask_for_a_call_until_that_many_replies(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
-        config = LoopConfig(tool_choice="list_files", required_turns=2)
+        config = LoopConfig.of(tool_choice="list_files", required_turns=2)
         await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     named = {"type": "function", "function": {"name": "list_files"}}
     # The first reply must call list_files, the second any tool, the third may answer.
@@ -129,7 +131,7 @@ async def test_a_failed_call_is_met_with_another_call_only_when_asked(
     ]
     seen, client = recording(turns)
     async with client:
-        config = LoopConfig(act_after_error=True)
+        config = LoopConfig.of(act_after_error=True)
         await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     # After the failed read the reply must call a tool; after the listing it may answer.
     assert [b.get("tool_choice") for b in seen] == [None, "required", None]
@@ -142,7 +144,7 @@ async def test_a_failed_call_is_met_with_another_call_only_when_asked(
 async def test_always_asks_for_a_call_on_every_turn(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
-        config = LoopConfig(tool_choice="always")
+        config = LoopConfig.of(tool_choice="always")
         await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     assert [b.get("tool_choice") for b in seen] == ["required"] * 3
 
@@ -163,7 +165,7 @@ async def test_offered_tools(
     state = new_run("m", "q")
     state.meta["task_tools"] = declared
     async with client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig(tools=tools))  # type: ignore[arg-type]
+        await run_loop(state, client, default_tools(), workspace, LoopConfig.of(tools=tools))  # type: ignore[arg-type]
     assert [t["function"]["name"] for t in seen[0]["tools"]] == offered
 
 
@@ -186,7 +188,7 @@ async def test_submit_with_arguments_that_do_not_fit_is_an_invalid_call(
     _, client = recording([calls(("a", "submit", '{"text": "x"}')), answer("fine, 3 files")])
     async with client:
         state = await run_loop(
-            new_run("m", "q"), client, default_tools(), workspace, LoopConfig(submit=True)
+            new_run("m", "q"), client, default_tools(), workspace, LoopConfig.of(submit=True)
         )
     assert (state.status, state.answer) == ("completed", "fine, 3 files")
     assert [r.invalid for r in state.tool_log] == [True]
@@ -222,8 +224,8 @@ async def test_a_repeated_call_is_answered_from_the_earlier_result(
 async def test_conclude_on_limit_comes_from_the_preset(
     scripted_url: str, workspace: Workspace
 ) -> None:
-    config = apply(LoopConfig(max_turns=2), preset("guarded"))
-    assert config.conclude_on_limit and config.max_turns == 2
+    config = apply(LoopConfig.of(max_turns=2), preset("guarded"))
+    assert config.policy["conclude_on_limit"] and config.max_turns == 2
     state = new_run("scripted:runaway", "q", system_prompt(config))
     async with ProviderClient(scripted_url) as client:
         state = await run_loop(state, client, default_tools(), workspace, config)
@@ -232,8 +234,8 @@ async def test_conclude_on_limit_comes_from_the_preset(
 
 def test_every_preset_names_only_policy_fields_and_the_plain_one_is_the_default() -> None:
     for name in presets():
-        assert set(preset(name).settings) == set(POLICY_FIELDS)
-    assert preset(PLAIN) == Policy(PLAIN, {f: getattr(LoopConfig(), f) for f in POLICY_FIELDS})
+        assert set(preset(name).settings) == set(SETTINGS)
+    assert preset(PLAIN) == Policy(PLAIN, LoopConfig().policy)
     assert len(presets()) >= 6
     with pytest.raises(UnknownPolicy, match="no-helpers"):
         preset("nonsense")
@@ -256,7 +258,7 @@ async def test_an_answer_before_any_read_is_met_once_with_a_request_to_read(
     seen, client = recording(turns)
     state = new_run("m", "Which file is about rotation?")
     async with client:
-        config = LoopConfig(read_before_answer=True)
+        config = LoopConfig.of(read_before_answer=True)
         await run_loop(state, client, default_tools(), workspace, config)
     assert state.status == "completed" and state.answer == "notes.txt says to rotate the logs."
     assert [_asked_to_read(b) for b in seen] == [False, False, True, False]
@@ -268,7 +270,7 @@ async def test_an_answer_before_any_read_is_met_once_with_a_request_to_read(
 async def test_the_request_to_read_is_not_made_after_a_read_twice_or_when_off(
     workspace: Workspace,
 ) -> None:
-    config = LoopConfig(read_before_answer=True)
+    config = LoopConfig.of(read_before_answer=True)
     # A successful read came first: the answer stands.
     seen, client = recording([calls(("a", "read_file", '{"path": "notes.txt"}')), answer("ok")])
     async with client:
@@ -315,12 +317,12 @@ async def test_an_answer_with_listed_files_unread_is_met_with_their_names(
     seen, client = recording(turns)
     state = new_run("m", "What do the files say?")
     async with client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig(read_listed=True))
+        await run_loop(state, client, default_tools(), workspace, LoopConfig.of(read_listed=True))
     assert state.status == "completed" and state.answer == "All three read."
     assert [_asked_to_read_listed(b) for b in seen] == [False, False] + [True, False] * 3
     assert [b.get("tool_choice") for b in seen] == [None, None] + ["required", None] * 3
     # Unread at each request: what the listing gave (plain: by name), minus what was read.
-    assert state.meta[READ_LISTED_META] == [
+    assert unread_asked(state) == [
         ["access.log", "errors.log", "notes.txt"],
         ["access.log", "notes.txt"],
         ["access.log"],
@@ -336,7 +338,7 @@ async def test_an_answer_with_listed_files_unread_is_met_with_their_names(
 async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
     workspace: Workspace,
 ) -> None:
-    config = LoopConfig(read_listed=True)
+    config = LoopConfig.of(read_listed=True)
     # No listing yet, or every listed file read: the answer stands.
     for turns in (
         [answer("x")],
@@ -367,7 +369,7 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
         state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     assert [_asked_to_read_listed(b) for b in seen] == [False, False, False, True, False]
     assert (state.status, state.answer) == ("completed", "y")
-    assert state.meta[READ_LISTED_META] == [["access.log", "errors.log", "notes.txt"]]
+    assert unread_asked(state) == [["access.log", "errors.log", "notes.txt"]]
     # Off (the default), or read_file not offered: an answer after a listing ends the run.
     listing_only = [t for t in default_tools() if t.name == "list_files"]
     for tools, settings in ((default_tools(), LoopConfig()), (listing_only, config)):
@@ -380,7 +382,7 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
 async def test_a_resumed_run_does_not_ask_again_for_the_same_unread_files(
     workspace: Workspace, tmp_path: Path
 ) -> None:
-    config = LoopConfig(read_listed=True, max_turns=2)
+    config = LoopConfig.of(read_listed=True, max_turns=2)
     seen, client = recording([calls(("a", "list_files", "{}")), answer("x")])
     async with client:
         state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
@@ -390,7 +392,7 @@ async def test_a_resumed_run_does_not_ask_again_for_the_same_unread_files(
     )
     save(state, tmp_path / "state")
     resumed = load(tmp_path / "state", state.run_id)
-    config = LoopConfig(read_listed=True)
+    config = LoopConfig.of(read_listed=True)
     # The reply to the request must call a tool; it lists again, then answers with the same
     # files unread: that answer stands. (Turns 0 and 1 were answered before the stop.)
     done = [answer("unused"), answer("unused")]
@@ -400,7 +402,7 @@ async def test_a_resumed_run_does_not_ask_again_for_the_same_unread_files(
     assert [b.get("tool_choice") for b in seen] == ["required", None]
     assert not any(map(_asked_to_read_listed, seen[1:]))
     assert (resumed.status, resumed.answer) == ("completed", "y")
-    assert len(resumed.meta[READ_LISTED_META]) == 1
+    assert len(unread_asked(resumed)) == 1
 
 
 async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
@@ -413,10 +415,10 @@ async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
     seen, client = recording([*turns, answer("last")])
     async with client:
         state = await run_loop(
-            new_run("m", "q"), client, default_tools(), folder, LoopConfig(read_listed=True)
+            new_run("m", "q"), client, default_tools(), folder, LoopConfig.of(read_listed=True)
         )
     assert sum(map(_asked_to_read_listed, seen)) == 3
-    assert state.meta[READ_LISTED_META] == [
+    assert unread_asked(state) == [
         ["f1.txt", "f2.txt", "f3.txt", "f4.txt", "f5.txt"],
         ["f2.txt", "f3.txt", "f4.txt", "f5.txt"],
         ["f3.txt", "f4.txt", "f5.txt"],
@@ -466,9 +468,9 @@ def test_no_policy_contains_text_from_the_task_questions() -> None:
 
 
 def test_the_worked_example_is_in_the_prompt_only_when_asked() -> None:
-    assert "pasta.md" in system_prompt(LoopConfig(example=True))
+    assert "pasta.md" in system_prompt(LoopConfig.of(example=True))
     assert "pasta.md" not in system_prompt(LoopConfig())
-    assert 'submit {"answer"' in system_prompt(LoopConfig(example=True, submit=True))
+    assert 'submit {"answer"' in system_prompt(LoopConfig.of(example=True, submit=True))
 
 
 def test_harness_cli_takes_a_policy_and_records_it(scripted_url: str, tmp_path: Path) -> None:
@@ -489,7 +491,7 @@ def test_harness_cli_takes_a_policy_and_records_it(scripted_url: str, tmp_path: 
     saved = json.loads((tmp_path / "runs" / f"{out['run_id']}.json").read_text())
     assert saved["meta"]["policy"]["name"] == "submit+tool_choice"
     assert saved["meta"]["policy"]["settings"]["tool_choice"] == "auto"
-    assert saved["meta"]["config"]["submit"] is True
+    assert saved["meta"]["config"]["policy"]["submit"] is True
     wrong = run_harness(
         "run", "--scenario", "plan", "--policy", "nope", url=scripted_url, cwd=tmp_path
     )
@@ -502,7 +504,7 @@ async def test_the_answer_guard_asks_for_the_answer_after_a_repeat(
 ) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
-        config = LoopConfig(repeat_guard=guard)  # type: ignore[arg-type]
+        config = LoopConfig.of(repeat_guard=guard)  # type: ignore[arg-type]
         state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     assert (state.status, state.answer, state.tool_runs) == ("completed", "ok", 1)
     assert ["tools" in body for body in seen] == [True, True, tools_on_turn_3]
@@ -519,7 +521,7 @@ async def test_a_file_that_ends_like_the_guards_note_switches_nothing_off(
     read = calls(("a", "read_file", json.dumps({"path": "notes.txt"})))
     seen, client = recording([read, answer("The notes are about a meeting.")])
     async with client:
-        config = LoopConfig(repeat_guard=guard, submit=guard == "submit")  # type: ignore[arg-type]
+        config = LoopConfig.of(repeat_guard=guard, submit=guard == "submit")  # type: ignore[arg-type]
         state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     tool_message = next(m for m in state.messages if m["role"] == "tool")
     assert str(tool_message["content"]).endswith(REPEAT_END)  # the forgery reached the model
@@ -532,7 +534,7 @@ async def test_a_file_that_ends_like_the_guards_note_switches_nothing_off(
 async def test_a_named_first_call(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
-        config = LoopConfig(tool_choice="list_files")
+        config = LoopConfig.of(tool_choice="list_files")
         await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     named = {"type": "function", "function": {"name": "list_files"}}
     assert [b.get("tool_choice") for b in seen] == [named, None, None]
@@ -541,7 +543,7 @@ async def test_a_named_first_call(workspace: Workspace) -> None:
 async def test_the_submit_guard_asks_for_submit_after_a_repeat(workspace: Workspace) -> None:
     seen, client = recording([*THREE_TURNS[:2], calls(("c", "submit", '{"answer": "3 files"}'))])
     async with client:
-        config = LoopConfig(repeat_guard="submit", submit=True)
+        config = LoopConfig.of(repeat_guard="submit", submit=True)
         state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
     assert (state.status, state.answer) == ("completed", "3 files")
     forced = {"type": "function", "function": {"name": "submit"}}
@@ -556,7 +558,7 @@ async def _read_back(url: str, scenario: str, tmp_path: Path, **settings: Any) -
             client,
             default_tools(),
             create_workspace(tmp_path / "ws"),
-            LoopConfig(**settings),
+            LoopConfig.of(**settings),
             Recorder(),
         )
     return state
@@ -589,6 +591,6 @@ async def test_a_missing_file_is_answered_with_the_files_that_exist_only_when_as
 
 
 def test_grounding_is_in_the_prompt_only_when_asked() -> None:
-    assert GROUNDING.strip() in system_prompt(LoopConfig(grounding=True))
+    assert GROUNDING.strip() in system_prompt(LoopConfig.of(grounding=True))
     assert GROUNDING.strip() not in system_prompt(LoopConfig())
     assert preset("all-helps").settings["tool_choice"] == "list_files"

@@ -49,7 +49,7 @@ async def drive(
     state = state or new_run("fake", "Tidy the workspace.")
     async with fake_client(keep) as client:
         return await run_loop(
-            state, client, tools or default_tools(), ws, LoopConfig(**config), recorder
+            state, client, tools or default_tools(), ws, LoopConfig.of(**config), recorder
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from harness.cancel import Cancelled, CancelToken
 from harness.errors import PathRefused, ToolError
+from harness.policies.listing import list_by_size
 from harness.state import Call
 from harness.toolrun import run_call
 from harness.tools import Tool, ToolContext, default_tools, listed_names
@@ -145,9 +146,9 @@ def test_listed_names_reads_back_what_list_files_writes(tmp_path: Path) -> None:
     workspace = Workspace(tmp_path)
     for name, text in SEED_FILES.items():
         (tmp_path / name).write_text(text)
-    for listing in ("plain", "by_size"):
-        ctx = ToolContext(workspace=workspace, listing=listing)
-        result = asyncio.run(TOOLS["list_files"].run({}, ctx))
+    ctx = ToolContext(workspace=workspace)
+    for fn in (TOOLS["list_files"].fn, list_by_size):
+        result = asyncio.run(fn({}, ctx))
         assert sorted(listed_names(result)) == sorted(SEED_FILES), result
     # A header, an empty workspace or a file's own text names no file.
     (tmp_path / "empty").mkdir()

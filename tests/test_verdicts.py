@@ -26,7 +26,7 @@ from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.errors import ToolError
 from harness.loop import run_loop
-from harness.presets import PLAIN, preset, presets
+from harness.policies.presets import PLAIN, preset, presets
 from harness.state import RunState, ToolRun, new_run
 from harness.tools import ToolContext, default_tools, read_file
 from harness.trace import Recorder
@@ -141,7 +141,7 @@ async def loop(url: str, scenario: str, tmp: Path, **config: Any) -> tuple[RunSt
     workspace = create_workspace(tmp / "ws")
     recorder = Recorder(state_dir=tmp / "state")
     async with ProviderClient(url) as client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig(**config), recorder)
+        await run_loop(state, client, default_tools(), workspace, LoopConfig.of(**config), recorder)
     return state, workspace
 
 
@@ -225,7 +225,7 @@ async def test_a_successful_retry_is_evidence_after_an_identical_call_failed(
     )
     state = new_run("fake", "Which file mentions a timeout?")
     async with fake_client(replies) as client:
-        await run_loop(state, client, tools, workspace, LoopConfig(repeat_guard="off"))
+        await run_loop(state, client, tools, workspace, LoopConfig.of(repeat_guard="off"))
     assert [(r.ok, r.ran, r.cached) for r in state.tool_log] == [
         (False, True, False),
         (True, True, False),

@@ -20,7 +20,7 @@ from evals.markdown import table
 from evals.records import read_records, summarize
 from evals.runner import EvalSettings, run_eval
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from harness.presets import PLAIN, preset
+from harness.policies.presets import PLAIN, preset
 from serve_local.backends.generation import DEFAULT_MAX_TOKENS
 from serve_local.models import QWEN_CODER
 

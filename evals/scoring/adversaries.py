@@ -27,7 +27,7 @@ from evals.runner import EvalSettings, run_eval
 from evals.scoring.strategies import FamilyReport, judge
 from evals.scoring.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from harness.presets import preset, presets
+from harness.policies.presets import preset, presets
 
 ORACLE = "oracle"
 

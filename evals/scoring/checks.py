@@ -18,7 +18,6 @@ rules hold for every check:
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -40,9 +39,10 @@ from evals.tasks import (
     ToolCalled,
     YesNo,
 )
-from harness.state import RunState, ToolRun
-from harness.steering import signature, submit_tool
+from harness.policies.submit import submit_tool
+from harness.state import RunState, ToolRun, signature
 from harness.tools import default_tools
+from harness.workspace import normal_name
 from serve_local.callshape import CALL_HEAD, call_spans
 
 # What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
@@ -139,15 +139,11 @@ def received(state: RunState) -> list[Received]:
     return found
 
 
-def _path(value: str) -> str:
-    return posixpath.normpath(value.strip())
-
-
 def _matches(given: dict[str, Any], wanted: dict[str, Any]) -> bool:
     for name, value in wanted.items():
         have = given.get(name)
         if isinstance(value, str) and isinstance(have, str):
-            if _path(have) != _path(value):
+            if normal_name(have) != normal_name(value):
                 return False
         elif have != value:
             return False
@@ -166,7 +162,7 @@ def observed(state: RunState, check: Observed) -> bool:
 def files_read(state: RunState) -> set[str]:
     """Files for which ``read_file`` returned their content."""
     return {
-        _path(str(r.arguments.get("path", "")))
+        normal_name(str(r.arguments.get("path", "")))
         for r in received(state)
         if r.name == "read_file" and isinstance(r.arguments.get("path"), str)
     }
@@ -196,7 +192,7 @@ def check_passes(check: Check, state: RunState) -> bool:
             return re.search(pattern, answer, re.IGNORECASE) is not None
         case FilesRead(files=files, exact=exact):
             read = files_read(state)
-            wanted = {_path(f) for f in files}
+            wanted = {normal_name(f) for f in files}
             return read == wanted if exact else wanted <= read
         case ToolCalled(name=name, arguments=arguments):
             return _called(state, name, arguments)

@@ -1,0 +1,88 @@
+"""The loop's side of the policies: each step asks every registered policy in turn."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness.client import TurnOptions
+from harness.policies.base import Prompt, TurnPlan
+from harness.policies.registry import POLICIES
+from harness.state import Ask
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import Call, RunState
+    from harness.toolrun import ToolOutcome
+    from harness.tools import Tool
+
+INTRO = (
+    "You are a careful assistant working in a folder of files. Use the tools to look at the "
+    "files before you answer."
+)
+FINISH = " When you know the answer, reply in one or two sentences."
+BASE_PROMPT = INTRO + FINISH  # the plain loop's
+
+
+def system_prompt(config: LoopConfig) -> str:
+    prompt = Prompt(INTRO, FINISH)
+    for policy in POLICIES:
+        policy.prompt(config, prompt)
+    return prompt.text()
+
+
+def offered_tools(tools: list[Tool], config: LoopConfig, declared: list[str] | None) -> list[Tool]:
+    for policy in POLICIES:
+        tools = policy.offer(config, tools, declared)
+    return tools
+
+
+def ask(state: RunState, config: LoopConfig, offered: set[str]) -> None:
+    """The first request a policy makes before this turn joins the transcript, recorded in the
+    run's ``asks`` (saved with the state, so a resumed run knows what was said)."""
+    for policy in POLICIES:
+        said = policy.ask(state, config, offered)
+        if said is not None:
+            state.messages.append({"role": "user", "content": said.text})
+            state.asks.append(Ask(policy.name, len(state.messages) - 1, said.data))
+            return
+
+
+def answer(state: RunState, config: LoopConfig) -> str | None:
+    for policy in POLICIES:
+        if (found := policy.answer(state, config)) is not None:
+            return found
+    return None
+
+
+def plan_turn(
+    state: RunState, config: LoopConfig, specs: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], TurnOptions]:
+    """The tools the next request offers and what else it asks."""
+    plan = TurnPlan(list(specs))
+    for policy in POLICIES:
+        policy.plan(state, config, plan)
+    options = TurnOptions(
+        tool_choice=plan.tool_choice,
+        temperature=config.temperature,
+        seed=config.seed,
+        **plan.options,
+    )
+    return plan.tools, options
+
+
+def answer_call(
+    state: RunState, config: LoopConfig, tools: Mapping[str, Tool], call: Call
+) -> tuple[ToolOutcome, str] | None:
+    """An answer to ``call`` without running its tool, if a policy gives one."""
+    for policy in POLICIES:
+        if (found := policy.answer_call(state, config, tools, call)) is not None:
+            return found
+    return None
+
+
+def conclusion(config: LoopConfig, limit: str) -> str | None:
+    for policy in POLICIES:
+        if (text := policy.conclusion(config, limit)) is not None:
+            return text
+    return None

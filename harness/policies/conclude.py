@@ -1,0 +1,34 @@
+"""``conclude_on_limit``: when a limit is reached, one last request without tools asks for the
+answer from what is known."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Setting
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+
+CONCLUDE = (
+    "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
+    "well as you can from what you already know, and say what you could not check."
+)
+
+CONCLUDE_ON: Setting[bool] = Setting(
+    "conclude_on_limit",
+    False,
+    "when a limit hits, ask once more for an answer without tools",
+    "bool",
+)
+
+
+class Conclude(LoopPolicy):
+    name = "conclude_on_limit"
+    settings = (CONCLUDE_ON,)
+
+    def conclusion(self, config: LoopConfig, limit: str) -> str | None:
+        return CONCLUDE.format(limit=limit) if CONCLUDE_ON.of(config) else None
+
+
+POLICY = Conclude()

@@ -1,0 +1,39 @@
+"""``example``: one worked example in the system prompt, from another folder and another
+question (a test checks that no task set holds its text)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Prompt, Setting
+from harness.policies.submit import SUBMIT_ON
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+
+# A different folder (recipes) and a different question; the calls are written as the model
+# would send them.
+EXAMPLE = (
+    '\n\nAn example from another folder. Asked "Which recipe needs basil?", you call '
+    "list_files {{}} and see soup.md, pasta.md and cake.md; you call read_file "
+    '{{"path": "pasta.md"}} and read that it uses fresh basil; then you {finish}. '
+    "Never guess a file name you have not seen, and never answer before you have read what "
+    "the answer depends on."
+)
+EXAMPLE_ANSWER = "answer: pasta.md needs basil"
+EXAMPLE_SUBMIT = 'call submit {"answer": "pasta.md needs basil."}'
+
+EXAMPLE_ON: Setting[bool] = Setting("example", False, "worked example in prompt", "bool")
+
+
+class Example(LoopPolicy):
+    name = "example"
+    settings = (EXAMPLE_ON,)
+
+    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+        if EXAMPLE_ON.of(config):
+            finish = EXAMPLE_SUBMIT if SUBMIT_ON.of(config) else EXAMPLE_ANSWER
+            prompt.examples.append(EXAMPLE.format(finish=finish))
+
+
+POLICY = Example()

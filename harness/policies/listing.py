@@ -1,0 +1,49 @@
+"""``listing``: how list_files reports the folder, by name or by size, biggest first (as
+``ls -S`` does)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from harness.policies.base import LoopPolicy, Setting
+from harness.tools import LIST_TOOL, ToolContext, listed_line
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.tools import Tool
+
+# No count in the header: a listing that states how many files there are would be an answer
+# an echo of the tool result passes for.
+BY_SIZE_HEAD = "Files sorted by size, biggest first:"
+
+LISTING: Setting[Literal["plain", "by_size"]] = Setting(
+    "listing",
+    "plain",
+    "list_files by name, or by size, biggest first",
+    "choice",
+    choices=("plain", "by_size"),
+)
+
+
+async def list_by_size(_: dict[str, Any], ctx: ToolContext) -> str:
+    files = ctx.workspace.files()
+    if not files:
+        return "The workspace is empty."
+    ordered = sorted(files, key=lambda p: (-p.stat().st_size, p.name))
+    return "\n".join([BY_SIZE_HEAD, *map(listed_line, ordered)])
+
+
+class Listing(LoopPolicy):
+    name = "listing"
+    settings = (LISTING,)
+
+    def offer(
+        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
+    ) -> list[Tool]:
+        if LISTING.of(config) != "by_size":
+            return tools
+        return [replace(t, fn=list_by_size) if t.name == LIST_TOOL else t for t in tools]
+
+
+POLICY = Listing()

@@ -1,0 +1,38 @@
+"""``tools``: which tools a run is offered."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from harness.policies.base import LoopPolicy, Setting
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.tools import Tool
+
+TOOLS: Setting[Literal["all", "read_only", "task"]] = Setting(
+    "tools",
+    "all",
+    "tools offered: all; read_only: those that change nothing; task: those the task declares "
+    "(the read-only ones for a task that declares none)",
+    "choice",
+    choices=("all", "read_only", "task"),
+)
+
+
+class Offer(LoopPolicy):
+    name = "tools"
+    settings = (TOOLS,)
+
+    def offer(
+        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
+    ) -> list[Tool]:
+        wanted = TOOLS.of(config)
+        if wanted == "task" and declared is not None:
+            return [t for t in tools if t.name in declared]
+        if wanted in ("task", "read_only"):
+            return [t for t in tools if t.read_only]
+        return list(tools)
+
+
+POLICY = Offer()

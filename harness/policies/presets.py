@@ -1,0 +1,110 @@
+"""Named loop policies: presets read from ``presets.json``, and the flags that pick or adjust one.
+
+A policy is recorded as its name and every setting it ends up with, so a result says exactly
+which loop produced it. A flag given beside ``--policy`` overrides that setting, and the name
+then carries a ``+`` (``guarded+tool_choice``) so it never passes for the plain preset. The
+flags, their checks and the settings a record holds all come from the registry
+(``harness.policies.registry``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness.config import LoopConfig
+from harness.policies.base import Setting, UnknownPolicy
+from harness.policies.registry import SETTINGS, defaults, settings_of
+
+__all__ = [
+    "PLAIN",
+    "Policy",
+    "UnknownPolicy",
+    "add_policy_flags",
+    "apply",
+    "plain_settings",
+    "policy_from_args",
+    "preset",
+    "presets",
+]
+
+PRESETS_FILE = Path(__file__).with_name("presets.json")
+PLAIN = "no-helpers"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named choice of settings, as a run records it."""
+
+    name: str
+    settings: dict[str, Any]
+
+    def record(self) -> dict[str, Any]:
+        return {"name": self.name, "settings": dict(self.settings)}
+
+
+def presets() -> dict[str, dict[str, Any]]:
+    data: dict[str, dict[str, Any]] = json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+def plain_settings() -> dict[str, Any]:
+    return defaults()
+
+
+def preset(name: str) -> Policy:
+    known = presets()
+    if name not in known:
+        raise UnknownPolicy(f"no policy {name!r}; the presets are: {', '.join(known)}")
+    try:
+        settings = settings_of(known[name]["settings"])
+    except UnknownPolicy as exc:
+        raise UnknownPolicy(f"policy {name!r} in {PRESETS_FILE.name}: {exc}") from exc
+    return Policy(name, dict(settings))
+
+
+def _on_off(text: str) -> bool:
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError("write on or off")
+    return text == "on"
+
+
+def _flag(group: argparse._ArgumentGroup, setting: Setting[Any]) -> None:
+    if setting.kind == "bool":
+        group.add_argument(
+            setting.flag, type=_on_off, nargs="?", const=True, metavar="on|off", help=setting.help
+        )
+    elif setting.kind == "choice":
+        group.add_argument(setting.flag, choices=setting.choices, help=setting.help)
+    else:
+        kind = {"int": int, "float": float, "text": str}[setting.kind]
+        group.add_argument(setting.flag, type=kind, metavar=setting.metavar, help=setting.help)
+
+
+def add_policy_flags(p: argparse.ArgumentParser) -> None:
+    """Every policy setting as a flag; unset flags leave the preset's value. A bare on|off flag
+    (``--dedupe``) means on."""
+    g = p.add_argument_group("loop policy (each flag overrides the --policy preset)")
+    g.add_argument("--policy", default=PLAIN, help=f"a preset of {PRESETS_FILE.name}")
+    for setting in SETTINGS.values():
+        _flag(g, setting)
+
+
+def policy_from_args(args: argparse.Namespace) -> Policy:
+    chosen = preset(args.policy)
+    overrides = {
+        name: getattr(args, name)
+        for name in SETTINGS
+        if getattr(args, name, None) is not None and getattr(args, name) != chosen.settings[name]
+    }
+    if not overrides:
+        return chosen
+    return Policy(f"{chosen.name}+{','.join(overrides)}", {**chosen.settings, **overrides})
+
+
+def apply(config: LoopConfig, policy: Policy) -> LoopConfig:
+    """``config`` with the policy's settings."""
+    return replace(config, policy=policy.settings)

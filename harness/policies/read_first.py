@@ -1,0 +1,49 @@
+"""``read_before_answer``: an answer given before any file was read is met, once, with a request
+to read the file it depends on (with the user's question); the reply to it must call a tool."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan
+from harness.policies.reads import answered_last, question
+from harness.tools import READ_TOOL
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import RunState
+
+READ_FIRST = (
+    "You have not read any file yet. Read the file your answer depends on with read_file. Then "
+    "answer the question from the tool results: {question}"
+)
+
+READ_BEFORE_ANSWER: Setting[bool] = Setting(
+    "read_before_answer",
+    False,
+    "an answer given before any file was read is met, once, with a request to read the file "
+    "it depends on; the next reply must call a tool",
+    "bool",
+)
+
+
+class ReadFirst(LoopPolicy):
+    name = "read_before_answer"
+    settings = (READ_BEFORE_ANSWER,)
+
+    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+        """Only when read_file is offered; a read counts when it succeeded."""
+        if not READ_BEFORE_ANSWER.of(config) or state.concluding is not None:
+            return None
+        if READ_TOOL not in offered or not answered_last(state) or state.asked(self.name):
+            return None
+        if any(run.ok and run.name == READ_TOOL for run in state.tool_log):
+            return None
+        return Said(READ_FIRST.format(question=question(state)))
+
+    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+        if READ_BEFORE_ANSWER.of(config) and state.just_asked(self.name):
+            plan.require("required")
+
+
+POLICY = ReadFirst()

@@ -1,0 +1,61 @@
+"""``read_listed``: an answer given while files list_files showed are still unread is met with a
+request to read those the answer depends on (with the user's question, naming no file and no
+count); the reply to it must call a tool. Never twice for the same unread files, and at most
+:data:`ASKS` times a run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan
+from harness.policies.reads import answered_last, listed_files, question, read_files
+from harness.tools import READ_TOOL
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import RunState
+
+# It names no file and no number: a name or a count here would be an answer the model could
+# copy (the last unread file, the number of files) without having read anything.
+READ_LISTED = (
+    "Some files list_files showed are still unread. If your answer depends on any of them, "
+    "read it with read_file, one call per file. Then answer the question from the tool "
+    "results: {question}"
+)
+ASKS = 3
+
+READ_LISTED_ON: Setting[bool] = Setting(
+    "read_listed",
+    False,
+    "an answer given while files list_files showed are unread is met with a request to read "
+    "those it depends on (naming none); the next reply must call a tool",
+    "bool",
+)
+
+
+class ReadListed(LoopPolicy):
+    name = "read_listed"
+    settings = (READ_LISTED_ON,)
+
+    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+        """Only when read_file is offered. The unread files at each request are kept with it
+        (the run's ``asks``), so a resumed run counts them."""
+        if not READ_LISTED_ON.of(config) or state.concluding is not None:
+            return None
+        if READ_TOOL not in offered or not answered_last(state):
+            return None
+        done = read_files(state)
+        unread = [name for name in listed_files(state) if name not in done]
+        if not unread:
+            return None
+        asked = [(a.data or {}).get("unread") for a in state.asked(self.name)]
+        if len(asked) >= ASKS or unread in asked:
+            return None
+        return Said(READ_LISTED.format(question=question(state)), {"unread": unread})
+
+    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+        if READ_LISTED_ON.of(config) and state.just_asked(self.name):
+            plan.require("required")
+
+
+POLICY = ReadListed()

@@ -1,0 +1,32 @@
+"""``required_turns``: the first N replies must call a tool, so an answer comes only after that
+many looks (after a first-turn ``tool_choice``, if any)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Setting, TurnPlan
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import RunState
+
+REQUIRED_TURNS: Setting[int] = Setting(
+    "required_turns",
+    0,
+    "the first N replies must call a tool (after a first-turn --tool-choice)",
+    "int",
+    metavar="N",
+)
+
+
+class RequiredTurns(LoopPolicy):
+    name = "required_turns"
+    settings = (REQUIRED_TURNS,)
+
+    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+        if state.turns < REQUIRED_TURNS.of(config):
+            plan.require("required")
+
+
+POLICY = RequiredTurns()

@@ -1,0 +1,44 @@
+"""What every request asks of the sampler: a token cap per turn and the penalties."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harness.policies.base import LoopPolicy, Setting, TurnPlan
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import RunState
+
+MAX_TOKENS: Setting[int | None] = Setting(
+    "max_tokens_per_turn", None, "the most tokens one reply may take", "int", optional=True
+)
+REPETITION: Setting[float | None] = Setting(
+    "repetition_penalty", None, "sent as repetition_penalty", "float", optional=True
+)
+FREQUENCY: Setting[float | None] = Setting(
+    "frequency_penalty", None, "sent as frequency_penalty", "float", optional=True
+)
+PRESENCE: Setting[float | None] = Setting(
+    "presence_penalty", None, "sent as presence_penalty", "float", optional=True
+)
+# The request field each setting fills.
+FIELDS: tuple[tuple[Setting[Any], str], ...] = (
+    (MAX_TOKENS, "max_tokens"),
+    (REPETITION, "repetition_penalty"),
+    (FREQUENCY, "frequency_penalty"),
+    (PRESENCE, "presence_penalty"),
+)
+
+
+class Sampling(LoopPolicy):
+    name = "sampling"
+    settings = tuple(setting for setting, _ in FIELDS)
+
+    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+        for setting, wire in FIELDS:
+            if (value := setting.of(config)) is not None:
+                plan.options[wire] = value
+
+
+POLICY = Sampling()

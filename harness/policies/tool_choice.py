@@ -1,0 +1,36 @@
+"""``tool_choice``: the first reply (``required``, or a tool's name) or every reply (``always``)
+must call a tool."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Setting, TurnPlan, named
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import RunState
+
+TOOL_CHOICE: Setting[str] = Setting(
+    "tool_choice",
+    "auto",
+    "required: the first reply must call a tool; always: every reply must; a tool's name: the "
+    "first reply must call that tool",
+    "text",
+    metavar="auto|required|always|TOOL",
+)
+
+
+class ToolChoice(LoopPolicy):
+    name = "tool_choice"
+    settings = (TOOL_CHOICE,)
+
+    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+        choice = TOOL_CHOICE.of(config)
+        if choice == "always" or (choice == "required" and state.turns == 0):
+            plan.require("required")
+        elif choice not in ("auto", "required") and state.turns == 0:
+            plan.require(named(choice))
+
+
+POLICY = ToolChoice()
