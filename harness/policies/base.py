@@ -7,9 +7,10 @@ the plain loop would have it. The loop calls the hooks of every registered polic
 
 * ``prompt``: edits the system prompt the loop gives a run that has none;
 * ``offer``: edits the tools the run is offered (filters them, adds one, wraps one);
-* ``ask``: before a turn, a request to say to the model, or None; the loop appends it and
-  records it as the policy's :class:`~harness.state.Ask`, the run's typed record of what each
-  policy said, so no text in the transcript can be taken for one;
+* ``ask``: after each reply is recorded (before its calls run), a request to say to the
+  model, or None; the loop appends it and records it as the policy's
+  :class:`~harness.state.Ask`, the run's typed record of what each policy said, so no text in
+  the transcript can be taken for one;
 * ``answer``: the run's final answer read from the newest reply (``submit``);
 * ``plan``: what the next request asks (tools offered, ``tool_choice``, sampling fields);
 * ``answer_call``: an answer to a call without running its tool (dedupe, the repeat guard);
