@@ -20,7 +20,7 @@ import httpx
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.config import LoopConfig
-from harness.loop import SYSTEM_PROMPT, run_loop
+from harness.loop import run_loop
 from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -119,7 +119,7 @@ async def record_transcripts(base_url: str, echo: Echo) -> list[list[list[dict[s
     """Run the six tasks on our server; every turn's request (messages) per task."""
     transcripts = []
     for task in load_tasks().tasks:
-        state = new_run(QWEN_CODER, task.question, system=SYSTEM_PROMPT)
+        state = new_run(QWEN_CODER, task.question)
         with tempfile.TemporaryDirectory() as folder:
             async with ProviderClient(base_url) as client:
                 await run_loop(

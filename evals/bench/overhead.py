@@ -9,7 +9,7 @@ from evals.bench.common import Echo, Figures, Part, median, verdict
 from evals.markdown import table
 from harness.client import ProviderClient
 from harness.config import LoopConfig
-from harness.loop import SYSTEM_PROMPT, run_loop
+from harness.loop import run_loop
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -19,7 +19,7 @@ from serve_local.inprocess import running_server
 
 
 async def _harness_ms(url: str, model: str, cap: int) -> tuple[float, int]:
-    state = new_run(model, "Which file mentions a timeout?", system=SYSTEM_PROMPT)
+    state = new_run(model, "Which file mentions a timeout?")
     with tempfile.TemporaryDirectory() as folder:
         async with ProviderClient(url) as client:
             await run_loop(

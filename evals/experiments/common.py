@@ -10,7 +10,7 @@ from evals.markdown import cell, table
 from harness.cancel import CancelToken
 from harness.client import RetryPolicy
 from harness.config import LoopConfig
-from harness.loop import SYSTEM_PROMPT, run_loop
+from harness.loop import run_loop
 from harness.providers import provider
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run
@@ -67,7 +67,7 @@ async def drive(
     **config: Any,
 ) -> tuple[RunState, Workspace]:
     scenario = model.removeprefix("scripted:").split("+")[0]
-    state = state or new_run(model, task or SCENARIO_TASKS[scenario], system=SYSTEM_PROMPT)
+    state = state or new_run(model, task or SCENARIO_TASKS[scenario])
     workspace = workspace or create_workspace(env.scratch / state.run_id)
     async with provider(api, url or env.url, retry=FAST_RETRY) as client:
         await run_loop(
@@ -75,7 +75,7 @@ async def drive(
             client,
             tools or default_tools(),
             workspace,
-            LoopConfig(**config),
+            LoopConfig.of(**config),
             recorder,
             cancel,
         )

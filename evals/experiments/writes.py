@@ -8,7 +8,6 @@ from typing import Any
 from evals.experiments.common import Env, Result, drive
 from harness.approvals import approve, reject
 from harness.execute import idempotency_key
-from harness.loop import SYSTEM_PROMPT
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, asked_calls, new_run
 from harness.tools import Tool, ToolContext, default_tools
@@ -39,7 +38,7 @@ def _logger_tool(workspace: Workspace) -> Tool:
 
 
 async def _approve_all(env: Env, model: str, **config: Any) -> tuple[RunState, Workspace]:
-    state = new_run(model, SCENARIO_TASKS["double_delete"], system=SYSTEM_PROMPT)
+    state = new_run(model, SCENARIO_TASKS["double_delete"])
     workspace = create_workspace(env.scratch / state.run_id)
     tools = [t for t in default_tools() if t.name != "delete_file"] + [_logger_tool(workspace)]
     await drive(env, model, state=state, tools=tools, workspace=workspace, **config)
