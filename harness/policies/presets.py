@@ -72,7 +72,8 @@ def _on_off(text: str) -> bool:
     return text == "on"
 
 
-def _flag(group: argparse._ArgumentGroup, setting: Setting[Any]) -> None:
+def _flag(group: Any, setting: Setting[Any]) -> None:
+    """Add ``setting``'s flag to an argument group (``ArgumentParser.add_argument_group``)."""
     if setting.kind == "bool":
         group.add_argument(
             setting.flag, type=_on_off, nargs="?", const=True, metavar="on|off", help=setting.help
