@@ -9,20 +9,22 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from evals.bench import PARTS as BENCH_PARTS
-from evals.bench import rerender, run_bench
 from evals.bfcl.cli import add_bfcl_arguments, bfcl_command
-from evals.compare import compare, paired_table
-from evals.experiments import EXPERIMENTS, run_experiments, write
-from evals.runner import RESULTS, EvalError, EvalSettings, run_evals
-from evals.scoring import adversaries, grader_check, power
+from evals.report import power
+from evals.report.compare import compare, paired_table
+from evals.report.stats import PairingError
+from evals.report.view import write_report
+from evals.run.runner import RESULTS, EvalError, EvalSettings, run_evals
+from evals.run.settings import resumed_settings
+from evals.scoring import grader_check
 from evals.scoring.rescore import RescoreError, rescore
 from evals.scoring.rescore import markdown as rescore_markdown
-from evals.scoring.stats import PairingError
-from evals.settings import resumed_settings
-from evals.sweep import SweepSettings, rewrite, run_sweep
+from evals.studies import adversaries
+from evals.studies.experiments import EXPERIMENTS, run_experiments, write
+from evals.studies.serving import PARTS as BENCH_PARTS
+from evals.studies.serving import rerender, run_bench
+from evals.studies.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS, TaskFileError, generate
-from evals.view import write_report
 from harness.client import base_url_from_env
 from harness.policies.presets import UnknownPolicy, add_policy_flags, policy_from_args
 from harness.providers import APIS, base_url_for
@@ -356,7 +358,7 @@ def _paired(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from evals.inspect_export import ExportError, export
+    from evals.report.inspect_export import ExportError, export
 
     try:
         logs = export(args.files, args.out)

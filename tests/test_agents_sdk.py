@@ -1,6 +1,6 @@
-"""The OpenAI Agents SDK as a client of our server (``evals.agents_sdk``): its requests, with
-the SDK's defaults, are accepted and its tool calls round-trip, on the scripted provider and on
-the real packaged default model. Observed at the server, real uvicorn, real SDK."""
+"""The OpenAI Agents SDK as a client of our server (``evals.conformance.agents_sdk``): its
+requests, with the SDK's defaults, are accepted and its tool calls round-trip, on the scripted
+provider and on the real packaged default model. Observed at the server, real uvicorn, real SDK."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evals.agents_sdk import ask, ask_all, main
+from evals.conformance.agents_sdk import ask, ask_all, main
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop

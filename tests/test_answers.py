@@ -14,7 +14,7 @@ import pytest
 
 from evals.scoring.answers import commitment, credits
 from evals.scoring.grader_check import CORPUS, read_corpus, replay, summary
-from evals.scoring.strategies import KNOWN_HEDGE, judge
+from evals.studies.strategies import KNOWN_HEDGE, judge
 from evals.tasks import DEFAULT_TASKS, NumberIs, OneOf, TaskSet, YesNo, load_tasks
 from evals.tasks.generate import generate
 from tests.helpers import ROOT

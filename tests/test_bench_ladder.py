@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from evals.bench import ladder
-from evals.bench.suite import PARTS
+from evals.studies.serving import ladder
+from evals.studies.serving.suite import PARTS
 
 
 def test_a_packaged_model_is_measured_on_both_servers() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from evals.bench import PARTS, peer, scale
-from evals.bench.common import server_process
+from evals.studies.serving import PARTS, peer, scale
+from evals.studies.serving.common import server_process
 
 ROW_KEYS = {
     "concurrency", "wall_s", "task_runs", "runs_per_s", "speedup", "turns", "mean_turn_ms",

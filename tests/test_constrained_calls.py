@@ -12,7 +12,7 @@ import jsonschema
 import openai
 import pytest
 
-from evals.records import task_record
+from evals.run.records import task_record
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.records import read_records
-from evals.runner import EvalSettings, run_eval
+from evals.run.records import read_records
+from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import load_tasks
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evals.compare import compare
-from evals.records import read_records, summarize
-from evals.runner import EvalError, EvalSettings, run_eval
+from evals.report.compare import compare
+from evals.run.records import read_records, summarize
+from evals.run.runner import EvalError, EvalSettings, run_eval
+from evals.run.settings import resumed_settings
 from evals.scoring import score
-from evals.settings import resumed_settings
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
 from harness.config import LoopConfig
 from harness.loop import run_loop
@@ -363,7 +363,7 @@ async def test_paths_no_file_can_have_do_not_abort_the_eval(tmp_path: Path) -> N
 
 
 def test_calls_left_as_text_are_counted() -> None:
-    from evals.records import call_shaped_text
+    from evals.run.records import call_shaped_text
     from harness.state import new_run
 
     state = new_run("m", "How many files are there?")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evals.experiments import EXPERIMENTS, Result, run_experiments, write
+from evals.studies.experiments import EXPERIMENTS, Result, run_experiments, write
 
 FAST = [
     "plan",

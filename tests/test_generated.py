@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from evals.records import read_records
-from evals.runner import EvalSettings, run_eval
-from evals.scoring.adversaries import run_adversaries, weak
+from evals.run.records import read_records
+from evals.run.runner import EvalSettings, run_eval
+from evals.studies.adversaries import run_adversaries, weak
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from evals.tasks.generate import KINDS, PHRASINGS, generate, set_name, write
 from serve_local.scenarios import ADVERSARIES

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from evals.cli import main
-from evals.inspect_export import INSTALL, ExportError, export
-from evals.records import kept_file, read_records, read_text
-from evals.runner import EvalSettings, run_eval
+from evals.report.inspect_export import INSTALL, ExportError, export
+from evals.run.records import kept_file, read_records, read_text
+from evals.run.runner import EvalSettings, run_eval
 from tests.helpers import ROOT, free_port
 from tests.test_report import CHROMIUM, CHROMIUM_FLAGS, needs_browser
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evals.records import read_records
-from evals.runner import EvalSettings, run_eval
+from evals.run.records import read_records
+from evals.run.runner import EvalSettings, run_eval
 from harness.policies.presets import preset
 from serve_local import daemon, llama_server
 from serve_local.models import QWEN_CODER

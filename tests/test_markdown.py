@@ -6,8 +6,8 @@ import ast
 import json
 from pathlib import Path
 
-from evals.bench import markdown as bench_markdown
-from evals.markdown import table
+from evals.report.markdown import table
+from evals.studies.serving import markdown as bench_markdown
 from tests.helpers import ROOT
 
 

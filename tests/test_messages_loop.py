@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evals.records import read_records
-from evals.runner import EvalSettings, run_eval
+from evals.run.records import read_records
+from evals.run.runner import EvalSettings, run_eval
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals.records import read_records
-from evals.runner import EvalSettings, run_eval
+from evals.run.records import read_records
+from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.checks import stated
 from evals.tasks import load_tasks
 from serve_local.callshape import call_spans, scan_calls

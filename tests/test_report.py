@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from evals import records
-from evals.compare import load_runs
-from evals.records import kept_file, read_records
-from evals.runner import EvalSettings, run_eval
-from evals.scoring.stats import wilson
+from evals.report.compare import load_runs
+from evals.report.stats import wilson
+from evals.report.view import render, write_report
+from evals.run import records
+from evals.run.records import kept_file, read_records
+from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import generate
-from evals.view import render, write_report
 
 CHROMIUM = shutil.which("chromium")
 # The machine has no network: Playwright cannot fetch its own browser, so it drives the system's.

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evals.records import task_record
+from evals.run.records import task_record
 from harness.approvals import approve
 from harness.config import LoopConfig
 from harness.errors import PathRefused

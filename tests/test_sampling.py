@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from evals.records import kept_file, read_records, read_text
-from evals.runner import EvalSettings, run_eval
+from evals.run.records import kept_file, read_records, read_text
+from evals.run.runner import EvalSettings, run_eval
 from harness.policies.presets import Policy, plain_settings
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import SMOLLM2, resolve

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evals.records import read_records
-from evals.runner import EvalError, EvalSettings, run_eval, run_evals
-from evals.servers import Server, ServerPool, server_software, servers_for
+from evals.run.records import read_records
+from evals.run.runner import EvalError, EvalSettings, run_eval, run_evals
+from evals.run.servers import Server, ServerPool, server_software, servers_for
 from evals.tasks import load_tasks
 from serve_local.app import SERVER, create_app
 from serve_local.backends.base import Completion

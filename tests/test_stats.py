@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from evals.compare import compare
-from evals.runner import EvalSettings, run_eval
-from evals.scoring.stats import (
+from evals.report.compare import compare
+from evals.report.stats import (
     PairingError,
     accuracy,
     detectable_difference,
@@ -26,7 +25,8 @@ from evals.scoring.stats import (
     tasks_needed,
     wilson,
 )
-from evals.sweep import rewrite
+from evals.run.runner import EvalSettings, run_eval
+from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
 from tests.helpers import ROOT
 

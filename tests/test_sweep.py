@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evals.compare import compare
-from evals.records import read_records
-from evals.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
+from evals.report.compare import compare
+from evals.run.records import read_records
+from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
 
 
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:

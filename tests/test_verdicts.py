@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from evals.records import read_records
-from evals.runner import EvalSettings, run_eval
+from evals.run.records import read_records
+from evals.run.runner import EvalSettings, run_eval
 from evals.scoring import files_read, received, score, stated
-from evals.scoring.adversaries import run_adversaries, weak, write
 from evals.scoring.rescore import RescoreError, rescore
+from evals.studies.adversaries import run_adversaries, weak, write
 from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
 from harness.approvals import reject
 from harness.client import ProviderClient

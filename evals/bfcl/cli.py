@@ -9,7 +9,7 @@ from pathlib import Path
 
 from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
 from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
-from evals.servers import EvalError
+from evals.run.servers import EvalError
 from harness.client import base_url_from_env
 
 

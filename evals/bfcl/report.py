@@ -11,8 +11,8 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from evals.markdown import table
-from evals.records import mean, p95, read_records
+from evals.report.markdown import table
+from evals.run.records import mean, p95, read_records
 
 PUBLISHED = Path(__file__).with_name("published.json")
 

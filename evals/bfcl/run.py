@@ -29,11 +29,19 @@ from evals.bfcl.items import (
     schema_problem,
 )
 from evals.bfcl.report import write_comparison, write_summaries
-from evals.progress import Progress
-from evals.records import code_version, machine, read_records
-from evals.runfiles import durable_append, start_partial
-from evals.runner import RESULTS, default_out, model_entry
-from evals.servers import EvalError, PooledClient, Server, ServerPool, discover, servers_for, share
+from evals.run.progress import Progress
+from evals.run.records import code_version, machine, read_records
+from evals.run.runfiles import durable_append, start_partial
+from evals.run.runner import RESULTS, default_out, model_entry
+from evals.run.servers import (
+    EvalError,
+    PooledClient,
+    Server,
+    ServerPool,
+    discover,
+    servers_for,
+    share,
+)
 from harness.client import ModelReply, TurnOptions
 from harness.errors import ProviderError
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evals.markdown import table
+from evals.report.markdown import table
 from evals.scoring.answers import commitment
 from evals.scoring.checks import check_passes, stated
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evals.markdown import table
-from evals.records import code_version, kept_file, read_records, read_text, run_files
-from evals.runfiles import start_partial, write_summaries
+from evals.report.markdown import table
+from evals.run.records import code_version, kept_file, read_records, read_text, run_files
+from evals.run.runfiles import start_partial, write_summaries
+from evals.run.status import NOT_RUN
 from evals.scoring.checks import score
-from evals.status import NOT_RUN
 from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
 from harness.state import RunState
 

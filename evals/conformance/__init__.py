@@ -1,0 +1,1 @@
+"""Conformance clients of the server: the OpenAI Agents SDK and Inspect AI."""

@@ -1,0 +1,1 @@
+"""The report: comparison tables, statistics, the HTML view, Markdown, exports."""

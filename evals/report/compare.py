@@ -1,0 +1,228 @@
+"""Side-by-side comparison of run files: a Markdown table and two PNG plots."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.report.markdown import table as markdown_table
+from evals.report.stats import Accuracy, PairingError, accuracy, paired
+from evals.run.records import read_records, summarize
+from harness.policies.presets import plain_settings
+
+NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
+
+
+@dataclass
+class Run:
+    label: str
+    path: Path
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    @property
+    def accuracy(self) -> Accuracy:
+        return accuracy(self.records)
+
+
+def run_files(paths: Sequence[Path]) -> list[Path]:
+    """The run files named, a folder standing for every ``*.jsonl`` directly in it."""
+    found: list[Path] = []
+    for path in paths:
+        found += sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    return found
+
+
+def load_runs(paths: Sequence[Path]) -> list[Run]:
+    runs: list[Run] = []
+    seen: dict[str, int] = {}
+    for path in run_files(paths):
+        records = read_records(path)
+        if not records:
+            continue
+        summary = summarize(records)
+        label = str(summary["label"] or path.stem)
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label = f"{label} ({path.stem[:15]})"
+        runs.append(Run(label, path, records, summary))
+    return runs
+
+
+def _cell(records: list[dict[str, Any]]) -> str:
+    if not records:
+        return "–"
+    correct = sum(bool(r["correct"]) for r in records)
+    mark = ("✓" if correct else "✗") if len(records) == 1 else f"{correct}/{len(records)}"
+    turns = statistics.fmean(r["turns"] for r in records)
+    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    ms = f"{statistics.fmean(latencies):,.0f}ms" if latencies else "–"
+    return f"{mark} {turns:g}t {ms}"
+
+
+def policy_name(policy: dict[str, Any] | None) -> str:
+    """A run written before loop policies were recorded ran the plain loop."""
+    return str(policy["name"]) if policy else "no-helpers (unrecorded)"
+
+
+def policy_settings(policy: dict[str, Any] | None) -> str:
+    """The settings that differ from the plain loop's, so the cell stays readable."""
+    if not policy:
+        return "–"
+    plain = plain_settings()
+    changed = {k: v for k, v in policy["settings"].items() if plain.get(k) != v}
+    return ", ".join(f"{k}={v}" for k, v in changed.items()) or "(plain loop)"
+
+
+def _fmt(value: Any, spec: str = ",.0f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def table(runs: list[Run]) -> str:
+    tasks: list[str] = []
+    for run in runs:
+        for r in run.records:
+            if r["task_id"] not in tasks:
+                tasks.append(r["task_id"])
+    labels = [r.label for r in runs]
+    per_task = [
+        [task, *(_cell([r for r in run.records if r["task_id"] == task]) for run in runs)]
+        for task in tasks
+    ]
+    totals: list[list[str]] = [
+        ["accuracy", *(str(r.accuracy) for r in runs)],
+        [
+            "pass^k (k = epochs)",
+            *(f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs),
+        ],
+        [
+            "errors (not answers; rerun with --resume)",
+            *(str(r.summary.get("errors") or 0) for r in runs),
+        ],
+        ["turns", *(str(r.summary["turns"]) for r in runs)],
+        ["tool runs", *(str(r.summary["tool_runs"]) for r in runs)],
+        [
+            "calls with invalid arguments",
+            *(_fmt(r.summary.get("invalid_calls"), "d") for r in runs),
+        ],
+        [
+            "calls left as text",
+            *(_fmt(r.summary.get("call_shaped_text"), "d") for r in runs),
+        ],
+        ["wall ms", *(_fmt(r.summary["wall_ms"]) for r in runs)],
+        ["mean turn ms", *(_fmt(r.summary["mean_turn_ms"]) for r in runs)],
+        ["p95 turn ms", *(_fmt(r.summary["p95_turn_ms"]) for r in runs)],
+        ["prompt tokens", *(_fmt(r.summary["prompt_tokens"], ",") for r in runs)],
+        ["completion tokens", *(_fmt(r.summary["completion_tokens"], ",") for r in runs)],
+        ["cost at list price", *(f"${r.summary['cost_usd']:.6f}" for r in runs)],
+        ["backend", *(str(r.summary["backend"]) for r in runs)],
+        ["tool grammar", *(str(r.summary.get("tool_grammar") or "–") for r in runs)],
+        ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],
+        ["policy", *(policy_name(r.summary.get("policy")) for r in runs)],
+        ["policy settings", *(policy_settings(r.summary.get("policy")) for r in runs)],
+        [
+            "loop",
+            *(", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs),
+        ],
+        ["run file", *(f"`{r.path.name}`" for r in runs)],
+    ]
+    return (
+        "Per task: correct, turns, mean turn latency.\n\n"
+        + markdown_table(["task", *labels], per_task)
+        + "\nTotals.\n\n"
+        + markdown_table(["total", *labels], totals)
+    )
+
+
+def plot(runs: list[Run], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = list(dict.fromkeys(r["task_id"] for run in runs for r in run.records))
+    width = 0.8 / max(len(runs), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(tasks)), 4))
+    for i, run in enumerate(runs):
+        walls = [
+            statistics.fmean([r["wall_ms"] / 1000 for r in run.records if r["task_id"] == t] or [0])
+            for t in tasks
+        ]
+        ax.bar([x + i * width for x in range(len(tasks))], walls, width, label=run.label)
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(tasks))], tasks)
+    ax.set_ylabel("wall time per task (s)")
+    ax.set_title("Wall time per task")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    wall_png = folder / "task_wall.png"
+    fig.savefig(wall_png, dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in runs:
+        by_index: dict[int, list[float]] = {}
+        for r in run.records:
+            for i, ms in enumerate(r.get("turn_latency_ms", []), start=1):
+                by_index.setdefault(i, []).append(ms)
+        xs = sorted(by_index)
+        ax.plot(xs, [statistics.median(by_index[x]) for x in xs], marker="o", label=run.label)
+    ax.set_xlabel("turn index within a task")
+    ax.set_ylabel("median latency per turn (ms)")
+    ax.set_title("Latency per turn")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    turn_png = folder / "turn_latency.png"
+    fig.savefig(turn_png, dpi=110)
+    plt.close(fig)
+    return [wall_png, turn_png]
+
+
+def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None = None) -> str:
+    runs = load_runs(paths)
+    text = "# Comparison\n\n" + (table(runs) if runs else NO_RUNS)
+    if plots is not None and runs:
+        images = plot(runs, plots)
+        if out is not None:
+            links = [
+                p.relative_to(out.parent) if p.is_relative_to(out.parent) else p for p in images
+            ]
+            text += "\n" + "".join(f"![{link.stem}]({link})\n" for link in links)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    return text
+
+
+def paired_table(path_a: Path, path_b: Path) -> str:
+    """Run B against run A, task by task: the verdict of the exact test, the difference with
+    its interval, the smallest difference the tasks could detect, and the tasks each did
+    better on. Different task sets are refused (:class:`PairingError`)."""
+    for path in (path_a, path_b):
+        if not path.is_file() or not read_records(path):
+            raise PairingError(f"{path}: not a run file with records")
+    a, b = load_runs([path_a, path_b])
+    result = paired(a.records, b.records, a.label, b.label)
+    rows = [
+        [run.label, f"`{run.path.name}`", str(run.accuracy), ", ".join(better) or "–"]
+        for run, better in ((a, result.only_a), (b, result.only_b))
+    ]
+    epochs = max(a.summary["epochs"], b.summary["epochs"])
+    unit = (
+        "each task counted once, as its share of right epochs"
+        if epochs > 1
+        else "one run of each task"
+    )
+    return (
+        f"# Paired comparison\n\n{result.sentence()}.\n\n"
+        f"{result.tasks} tasks in both ({unit}); {len(result.only_a)} better in {a.label}, "
+        f"{len(result.only_b)} better in {b.label}. The verdict is an exact two-sided sign test "
+        "on the tasks where the runs differ (McNemar's exact test when each task is right or "
+        "wrong); the interval is a paired bootstrap over tasks and never overrides it. The "
+        "smallest detectable difference is at 80 % power and 5 % significance, for rates near "
+        "50 %, treating the runs as independent samples of the tasks.\n\n"
+        + markdown_table(["run", "run file", "correct", "better here than in the other"], rows)
+    )

@@ -1,0 +1,328 @@
+"""How sure an accuracy is, and whether two runs differ: every formula is a library's.
+
+The task is the unit. Epochs of one task are one observation: a task counts as its share of
+right epochs, so ten identical greedy epochs weigh what one does.
+
+* :func:`wilson`: a 95 % Wilson score interval on k right out of n
+  (``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``).
+* :func:`accuracy`: a run's accuracy over its tasks: Wilson's interval over the tasks where
+  every task's epochs agree, else a t interval on the per-task means (the standard error
+  clustered by task; ``statsmodels`` ``DescrStatsW.tconfint_mean``).
+* :func:`paired`: two runs over the same tasks, one pair per task. The verdict is an exact
+  two-sided sign test on the tasks where the runs differ (McNemar's exact test where each
+  task's outcome is right or wrong); a paired bootstrap over tasks (percentile method, fixed
+  random state) gives the interval and never overrides the test. Every "no difference
+  detected" states the smallest rise the set could have detected.
+* :func:`detectable_difference` and :func:`tasks_needed`: power at 80 % and 5 % two-sided
+  significance (``statsmodels`` ``NormalIndPower`` on Cohen's h), treating the runs as
+  independent samples of the tasks, so the figure is conservative for a paired comparison.
+  Runs over different task sets are refused, never compared.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest, bootstrap
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_effectsize
+from statsmodels.stats.weightstats import DescrStatsW
+
+from evals.run.status import is_error
+
+CONFIDENCE = 0.95
+RESAMPLES = 9999
+RANDOM_STATE = 0  # the same two runs always get the same interval
+POWER = 0.8
+
+
+class PairingError(ValueError):
+    """Two runs that cannot be compared pair by pair; the message names the difference."""
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """k correct out of n, with its 95 % Wilson interval (as fractions)."""
+
+    k: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def rate(self) -> float:
+        return self.k / self.n if self.n else 0.0
+
+    def interval(self) -> str:
+        """``33 % [10, 70]``: the rate and its interval, in percent."""
+        return f"{100 * self.rate:.0f} % [{100 * self.low:.0f}, {100 * self.high:.0f}]"
+
+    def __str__(self) -> str:
+        if not self.n:
+            return "0/0"
+        return (
+            f"{self.k}/{self.n} = {100 * self.rate:.0f} % "
+            f"(95 % CI {100 * self.low:.0f}–{100 * self.high:.0f} %)"
+        )
+
+
+def wilson(k: int, n: int) -> Proportion:
+    """k of n with its 95 % Wilson score interval; no runs at all say nothing: [0, 1]."""
+    if n == 0:
+        return Proportion(0, 0, 0.0, 1.0)
+    ci = binomtest(k, n).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
+    return Proportion(k, n, float(ci.low), float(ci.high))
+
+
+def by_task(records: Sequence[dict[str, Any]]) -> dict[str, list[bool]]:
+    """Each task's outcomes, one per epoch, in the records' order; a task run the machinery
+    ended, or that never ran, is no outcome."""
+    outcomes: dict[str, list[bool]] = {}
+    for r in records:
+        if not is_error(r):
+            outcomes.setdefault(str(r["task_id"]), []).append(bool(r["correct"]))
+    return outcomes
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """An accuracy with the task as the unit: each task counts once, as the share of its epochs
+    it got right. Where every task's epochs agree (greedy epochs repeat one transcript), the
+    interval is Wilson's over the tasks; otherwise a t interval on the per-task means, which is
+    the standard error clustered by task."""
+
+    tasks: int
+    epochs: int
+    rate: float
+    low: float
+    high: float
+    right: int | None  # tasks right, when every task's epochs agree
+
+    @property
+    def k(self) -> float:
+        """Tasks right: a whole number where epochs agree, else the sum of the shares."""
+        return self.right if self.right is not None else round(self.rate * self.tasks, 2)
+
+    @property
+    def n(self) -> int:
+        return self.tasks
+
+    def interval(self) -> str:
+        return f"{100 * self.rate:.0f} % [{100 * self.low:.0f}, {100 * self.high:.0f}]"
+
+    def __str__(self) -> str:
+        if self.right is not None:
+            text = str(Proportion(self.right, self.tasks, self.low, self.high))
+            if self.epochs > 1:
+                text += f" ({self.epochs} identical epochs count once)"
+            return text
+        return (
+            f"{100 * self.rate:.0f} % of {self.tasks} tasks x {self.epochs} epochs "
+            f"(95 % CI {100 * self.low:.0f}–{100 * self.high:.0f} %, clustered by task)"
+        )
+
+
+def accuracy_of(summary: dict[str, Any]) -> Accuracy:
+    """A run summary's accuracy over its tasks (a summary written before tasks were the unit:
+    Wilson's over its task runs)."""
+    if "task_accuracy" in summary:
+        return Accuracy(**summary["task_accuracy"])
+    p = wilson(summary["correct"], summary["runs"])
+    return Accuracy(summary["runs"], 1, p.rate, p.low, p.high, summary["correct"])
+
+
+def accuracy(records: Sequence[dict[str, Any]]) -> Accuracy:
+    outcomes = by_task(records)
+    epochs = max((len(v) for v in outcomes.values()), default=0)
+    if all(len(set(v)) == 1 for v in outcomes.values()):
+        right = sum(v[0] for v in outcomes.values())
+        p = wilson(right, len(outcomes))
+        return Accuracy(len(outcomes), epochs, p.rate, p.low, p.high, right)
+    means = np.array([np.mean(v) for v in outcomes.values()])
+    low, high = DescrStatsW(means).tconfint_mean(alpha=1 - CONFIDENCE)
+    rate = float(means.mean())
+    return Accuracy(len(outcomes), epochs, rate, max(0.0, float(low)), min(1.0, float(high)), None)
+
+
+def detectable_difference(
+    tasks: int, baseline: float | None = None, power: float = POWER
+) -> float | None:
+    """The smallest difference ``tasks`` tasks detect with ``power`` at 5 % two-sided
+    significance, in points, treating the two runs as independent samples of the tasks
+    (pairing can only lower it). Without ``baseline``: two rates either side of 50 %, the worst
+    case; with it, a rise over that rate (None when no rise within 100 % is detectable)."""
+    if tasks < 2:
+        return None
+    h = float(
+        NormalIndPower().solve_power(nobs1=tasks, alpha=1 - CONFIDENCE, power=power, ratio=1.0)
+    )
+    if baseline is None:
+        # Rates 50 % -/+ d/2 are h apart in Cohen's arcsine scale when d = sin(h / 2).
+        return 100 * math.sin(h / 2) if h <= math.pi else None
+    angle = math.asin(math.sqrt(min(max(baseline, 0.0), 1.0))) + h / 2
+    if angle > math.pi / 2:
+        return None
+    return 100 * (math.sin(angle) ** 2 - baseline)
+
+
+def tasks_needed(difference: float, baseline: float = 0.5, power: float = POWER) -> int | None:
+    """How many tasks a rise of ``difference`` points over ``baseline`` needs to be detected
+    with ``power`` at 5 % two-sided significance (independent samples, as above)."""
+    target = baseline + difference / 100
+    if difference <= 0 or target > 1:
+        return None
+    h = abs(proportion_effectsize(target, baseline))
+    n = NormalIndPower().solve_power(effect_size=h, alpha=1 - CONFIDENCE, power=power, ratio=1.0)
+    return math.ceil(float(n))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Run B against run A over the tasks both ran, each task counted once (its share of right
+    epochs in each run)."""
+
+    label_a: str
+    label_b: str
+    tasks: int
+    correct_a: float  # tasks right in A (fractional where sampled epochs disagree)
+    correct_b: float
+    only_a: list[str] = field(default_factory=list)  # tasks A did better on
+    only_b: list[str] = field(default_factory=list)  # tasks B did better on
+    difference: float = 0.0  # accuracy of B minus A, in points
+    low: float = 0.0  # its 95 % paired bootstrap interval over tasks, in points
+    high: float = 0.0
+    p_value: float = 1.0  # exact sign test over tasks (McNemar's where outcomes are 0 or 1)
+    # The smallest difference these tasks detect at 80 % power, in points, at the worst case
+    # (rates near 50 %): what a "no difference detected" could have seen.
+    detectable: float | None = None
+
+    @property
+    def detected(self) -> bool:
+        """The exact test says one run is better; the bootstrap interval never decides."""
+        return self.p_value < 1 - CONFIDENCE
+
+    def sentence(self) -> str:
+        interval = f"95 % CI [{_points(self.low)}, {_points(self.high)}]"
+        p = f"exact test p = {self.p_value:.2g}"
+        if self.detected and self.difference > 0:
+            return f"{self.label_b} is better by {_points(self.difference)} points, {interval}, {p}"
+        if self.detected:
+            flipped = f"95 % CI [{_points(-self.high)}, {_points(-self.low)}]"
+            return f"{self.label_a} is better by {_points(-self.difference)} points, {flipped}, {p}"
+        power = (
+            f"; at {100 * POWER:.0f} % power {self.tasks} tasks detect a difference of "
+            f"{_points(self.detectable)} points or more near 50 %"
+            if self.detectable is not None
+            else f"; {self.tasks} tasks cannot detect any difference at {100 * POWER:.0f} % power"
+        )
+        return (
+            f"no difference detected ({self.label_b} minus {self.label_a}: "
+            f"{_points(self.difference, signed=True)} points, {interval}, {p}{power})"
+        )
+
+
+def _points(value: float, signed: bool = False) -> str:
+    """Whole points; a value that rounds to zero is 0, never -0."""
+    whole = round(value)
+    return f"{whole:+d}" if signed and whole else str(whole)
+
+
+def _check_same_tasks(
+    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], label_a: str, label_b: str
+) -> None:
+    sets_a = {r.get("task_set") for r in a}
+    sets_b = {r.get("task_set") for r in b}
+    if sets_a != sets_b:
+        raise PairingError(
+            f"the runs are over different task sets: {label_a} ran "
+            f"{', '.join(sorted(map(str, sets_a)))}, {label_b} ran "
+            f"{', '.join(sorted(map(str, sets_b)))}"
+        )
+    ids_a = {str(r["task_id"]) for r in a}
+    ids_b = {str(r["task_id"]) for r in b}
+    if ids_a != ids_b:
+        parts = []
+        if ids_a - ids_b:
+            parts.append(f"only {label_a} has {', '.join(sorted(ids_a - ids_b))}")
+        if ids_b - ids_a:
+            parts.append(f"only {label_b} has {', '.join(sorted(ids_b - ids_a))}")
+        raise PairingError(f"the runs have different task ids: {'; '.join(parts)}")
+    for key, what, remedy in (
+        ("task_hash", "was asked differently (question, workspace or tools)", "pair runs of one "
+         "task file"),
+        ("checks_hash", "was judged by other checks", "rescore both runs first"),
+    ):  # fmt: skip
+        seen_a = {str(r["task_id"]): r[key] for r in a if r.get(key)}
+        seen_b = {str(r["task_id"]): r[key] for r in b if r.get(key)}
+        differ = sorted(t for t in seen_a.keys() & seen_b.keys() if seen_a[t] != seen_b[t])
+        if differ:
+            first = differ[0]
+            raise PairingError(
+                f"task {first} {what} in the two runs ({key} {seen_a[first]} in {label_a}, "
+                f"{seen_b[first]} in {label_b}"
+                + (f"; {len(differ) - 1} more tasks differ" if len(differ) > 1 else "")
+                + f"): {remedy}"
+            )
+
+
+def _mean_difference(a: Any, b: Any, axis: int = -1) -> Any:
+    return np.mean(b - a, axis=axis)
+
+
+def paired(
+    a: Sequence[dict[str, Any]],
+    b: Sequence[dict[str, Any]],
+    label_a: str = "A",
+    label_b: str = "B",
+) -> Paired:
+    """B against A over the tasks both ran; different task sets are refused. Each task is one
+    pair (its share of right epochs in each run), the verdict is an exact sign test on the
+    tasks where the runs differ, and the interval a bootstrap over tasks."""
+    _check_same_tasks(a, b, label_a, label_b)
+    got_a, got_b = by_task(a), by_task(b)
+    keys = [k for k in got_a if k in got_b]  # in A's order; a task with only errors is left out
+    if not keys:
+        raise PairingError(f"{label_a} and {label_b} share no task with an outcome")
+    xs = np.array([np.mean(got_a[k]) for k in keys], dtype=float)
+    ys = np.array([np.mean(got_b[k]) for k in keys], dtype=float)
+    only_a = [k for k, x, y in zip(keys, xs, ys, strict=True) if x > y]
+    only_b = [k for k, x, y in zip(keys, xs, ys, strict=True) if y > x]
+    differences = ys - xs
+    difference = float(_mean_difference(xs, ys))
+    if np.all(differences == differences[0]):
+        # Every pair differs by the same amount: each resample gives it back, and scipy would
+        # warn of degenerate data. The interval is that one value.
+        low = high = difference
+    else:
+        result = bootstrap(
+            (xs, ys),
+            _mean_difference,
+            paired=True,
+            vectorized=True,
+            n_resamples=RESAMPLES,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            random_state=RANDOM_STATE,
+        )
+        low = float(result.confidence_interval.low)
+        high = float(result.confidence_interval.high)
+    discordant = len(only_a) + len(only_b)
+    p_value = float(binomtest(len(only_a), discordant, 0.5).pvalue) if discordant else 1.0
+    return Paired(
+        label_a=label_a,
+        label_b=label_b,
+        tasks=len(keys),
+        correct_a=float(xs.sum()),
+        correct_b=float(ys.sum()),
+        only_a=only_a,
+        only_b=only_b,
+        difference=100 * difference,
+        low=100 * low,
+        high=100 * high,
+        p_value=min(1.0, p_value),
+        detectable=detectable_difference(len(keys)),
+    )

@@ -1,0 +1,313 @@
+"""``python -m evals view``: run files as one self-contained HTML report.
+
+It opens on a leaderboard (one row per run, the most accurate first, each accuracy with its
+95 % Wilson interval drawn as a bar), then accuracy per kind of task (a generated task's
+``kind``; a task without one is its own kind), then the comparison (runs as columns, tasks as
+rows) linking every cell to its transcript, read from the task's state file and trace kept
+beside the run file. Everything the page needs is inlined, so it opens from ``file://`` with no
+network.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from evals.report.compare import Run, load_runs, policy_name
+from evals.report.stats import Accuracy, accuracy
+from evals.run.records import kept_file, read_text
+from harness.state import RunState, TurnRecord, asked_calls, new_run
+
+
+@dataclass
+class Call:
+    call_id: str
+    name: str
+    arguments: str
+    result: str | None = None
+    ok: bool | None = None  # None: no tool result was recorded
+    error: str | None = None
+    decision: str | None = None  # the approval and its reason, in words
+
+
+@dataclass
+class Timing:
+    prompt_n: int
+    cache_n: int
+    predicted_n: int
+    ms: float
+    scale: float  # this turn's tokens over the largest turn's in the transcript, for the bar
+
+    def share(self, tokens: int) -> float:
+        """A segment's width in percent of the bar's full length."""
+        total = self.prompt_n + self.cache_n + self.predicted_n
+        return round(100 * self.scale * tokens / total, 2) if total else 0.0
+
+
+@dataclass
+class Turn:
+    index: int
+    asked: list[str]  # user messages sent with this turn's request, after the task itself
+    text: str
+    calls: list[Call]
+    finish_reason: str | None
+    latency_ms: float | None
+    timing: Timing | None
+
+
+@dataclass
+class Transcript:
+    anchor: str
+    run: int
+    run_label: str
+    task_id: str
+    epoch: int
+    status: str
+    correct: bool
+    system: str
+    user: str
+    turns: list[Turn]
+    checks: list[dict[str, Any]]
+    answer: str | None
+    error: str | None
+    interruption: dict[str, Any] | None
+    files: list[str] = field(default_factory=list)  # the kept files this transcript came from
+
+
+@dataclass
+class Cell:
+    text: str
+    correct: bool
+    anchors: list[str]  # one transcript per epoch
+
+
+def _decision(key: str | None, state: RunState) -> str | None:
+    """The approval given to a call (named by its key, turn.index), with the reason, in words."""
+    if key in state.approved:
+        return "approved"
+    if key is not None and key in state.rejected:
+        return f"rejected: {state.rejected[key] or '(no reason given)'}"
+    return None
+
+
+def _calls(
+    message: dict[str, Any], results: dict[str, dict[str, Any]], state: RunState
+) -> list[Call]:
+    log = {r.call_id: r for r in state.tool_log}
+    keys = {c.id: c.key for c in asked_calls(state)}
+    calls = []
+    for c in message.get("tool_calls") or []:
+        call_id = c.get("id", "")
+        function = c.get("function", {})
+        calls.append(
+            Call(
+                call_id=call_id,
+                name=function.get("name", ""),
+                arguments=_pretty(function.get("arguments", "")),
+                result=(results.get(call_id) or {}).get("content"),
+                ok=log[call_id].ok if call_id in log else None,
+                error=log[call_id].error if call_id in log else None,
+                decision=_decision(keys.get(call_id), state),
+            )
+        )
+    return calls
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False)
+    except (json.JSONDecodeError, RecursionError, TypeError):
+        return str(arguments)  # what the model sent, shown as sent
+
+
+def _timings(records: list[TurnRecord]) -> list[Timing | None]:
+    """Each turn's server timings, scaled to the transcript's largest turn."""
+
+    def tokens(t: dict[str, Any]) -> int:
+        return int(t.get("prompt_n", 0)) + int(t.get("cache_n", 0)) + int(t.get("predicted_n", 0))
+
+    largest = max((tokens(r.timings) for r in records if r.timings), default=0)
+    found: list[Timing | None] = []
+    for r in records:
+        t = r.timings
+        if not t or not largest:
+            found.append(None)
+            continue
+        found.append(
+            Timing(
+                prompt_n=int(t.get("prompt_n", 0)),
+                cache_n=int(t.get("cache_n", 0)),
+                predicted_n=int(t.get("predicted_n", 0)),
+                ms=float(t.get("prompt_ms", 0)) + float(t.get("predicted_ms", 0)),
+                scale=tokens(t) / largest,
+            )
+        )
+    return found
+
+
+def transcript(run: Run, index: int, number: int, record: dict[str, Any]) -> Transcript:
+    """One task run's transcript: from its state file when one was kept, else its record."""
+    state_file = kept_file(run.path, f"{record['run_id']}.json") if record.get("run_id") else None
+    # A task that never ran (the server had gone) kept no state: its record alone is shown.
+    state = (
+        RunState.from_dict(json.loads(read_text(state_file)))
+        if state_file
+        else new_run(record["model"], record["question"])
+    )
+    results = {m.get("tool_call_id", ""): m for m in state.messages if m["role"] == "tool"}
+    timings = _timings(state.turn_records)
+    turns: list[Turn] = []
+    asked: list[str] = []  # user messages since the last reply (a nudge, a conclude request)
+    for message in state.messages[2 if state.messages[0]["role"] == "system" else 1 :]:
+        if message["role"] == "user":
+            asked.append(message.get("content") or "")
+        if message["role"] != "assistant":
+            continue
+        i = len(turns)
+        # Replies and turn records pair up one to one in a state the loop wrote.
+        turn = state.turn_records[i] if i < len(state.turn_records) else None
+        turns.append(
+            Turn(
+                index=i + 1,
+                asked=asked,
+                text=message.get("content") or "",
+                calls=_calls(message, results, state),
+                finish_reason=turn.finish_reason if turn else None,
+                latency_ms=turn.latency_ms if turn else None,
+                timing=timings[i] if turn else None,
+            )
+        )
+        asked = []
+    trace_file = kept_file(run.path, f"{record['run_id']}.trace.jsonl") if state_file else None
+    return Transcript(
+        anchor=f"r{index}-{number}",
+        run=index,
+        run_label=run.label,
+        task_id=record["task_id"],
+        epoch=record["epoch"],
+        status=record["status"],
+        correct=bool(record["correct"]),
+        system=next((m["content"] for m in state.messages if m["role"] == "system"), ""),
+        user=next(m["content"] for m in state.messages if m["role"] == "user"),
+        turns=turns,
+        checks=record.get("checks") or [],
+        answer=record.get("answer"),
+        error=record.get("error"),
+        interruption=record.get("interruption"),
+        files=[str(p.name) for p in (state_file, trace_file) if p is not None],
+    )
+
+
+def _cell(transcripts: list[Transcript], records: list[dict[str, Any]]) -> Cell:
+    correct = sum(bool(r["correct"]) for r in records)
+    mark = ("✓" if correct else "✗") if len(records) == 1 else f"{correct}/{len(records)}"
+    turns = statistics.fmean(r["turns"] for r in records)
+    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    ms = f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–"
+    return Cell(
+        text=f"{mark} {turns:g} turns {ms}",
+        correct=correct == len(records),
+        anchors=[t.anchor for t in transcripts],
+    )
+
+
+@dataclass
+class Standing:
+    """One run's row of the leaderboard."""
+
+    run: int  # the run's index, as in the columns and filters
+    label: str
+    model: str
+    backend: str
+    policy: str
+    task_set: str
+    accuracy: Accuracy
+    mean_turn_ms: float | None
+    wall_s: float
+
+    def bar(self) -> dict[str, float]:
+        """The interval's and the rate's place on a 0-100 % bar, in percent."""
+        low, high = 100 * self.accuracy.low, 100 * self.accuracy.high
+        return {
+            "left": round(low, 2),
+            "width": round(high - low, 2),
+            "point": round(100 * self.accuracy.rate, 2),
+        }
+
+
+def leaderboard(runs: list[Run]) -> list[Standing]:
+    """Every run, the most accurate first; a tie goes to the higher lower bound, then the
+    order the runs were given in."""
+    rows = [
+        Standing(
+            run=i,
+            label=run.label,
+            model=str(run.summary["model"]),
+            backend=str(run.summary["backend"] or "–"),
+            policy=policy_name(run.summary.get("policy")),
+            task_set=", ".join(dict.fromkeys(str(r.get("task_set")) for r in run.records)),
+            accuracy=run.accuracy,
+            mean_turn_ms=run.summary["mean_turn_ms"],
+            wall_s=run.summary["wall_ms"] / 1000,
+        )
+        for i, run in enumerate(runs)
+    ]
+    return sorted(rows, key=lambda s: (-s.accuracy.rate, -s.accuracy.low, s.run))
+
+
+def kind_of(record: dict[str, Any]) -> str:
+    return str(record.get("kind") or record["task_id"])
+
+
+def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Accuracy | None]]]:
+    """Accuracy per kind of task, run by run (None: the run has no task of that kind)."""
+    kinds = list(dict.fromkeys(kind_of(r) for run in runs for r in run.records))
+    table: dict[str, list[Accuracy | None]] = {}
+    for kind in kinds:
+        table[kind] = []
+        for run in runs:
+            mine = [r for r in run.records if kind_of(r) == kind]
+            table[kind].append(accuracy(mine) if mine else None)
+    return kinds, table
+
+
+def render(paths: Sequence[Path]) -> str:
+    runs = load_runs(paths)
+    tasks = list(dict.fromkeys(r["task_id"] for run in runs for r in run.records))
+    transcripts: list[Transcript] = []
+    grid: dict[str, list[Cell | None]] = {task: [] for task in tasks}
+    for index, run in enumerate(runs):
+        made = [transcript(run, index, n, r) for n, r in enumerate(run.records)]
+        transcripts += made
+        for task in tasks:
+            records = [r for r in run.records if r["task_id"] == task]
+            mine = [t for t in made if t.task_id == task]
+            grid[task].append(_cell(mine, records) if records else None)
+    env = Environment(
+        loader=PackageLoader("evals.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    kinds, kind_table = by_kind(runs)
+    return env.get_template("report.html.j2").render(
+        runs=runs,
+        tasks=tasks,
+        grid=grid,
+        transcripts=transcripts,
+        standings=leaderboard(runs),
+        kinds=kinds,
+        kind_table=kind_table,
+    )
+
+
+def write_report(paths: Sequence[Path], out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(paths), encoding="utf-8")
+    return out

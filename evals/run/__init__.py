@@ -1,0 +1,1 @@
+"""The run: the runner, its settings, run files, servers, progress and the record."""

@@ -1,0 +1,389 @@
+"""The eval runner: every task of a task set through the real loop, for one model or several,
+``concurrency`` task runs in flight, their requests spread over the servers of each model."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from evals.report.stats import accuracy_of
+from evals.run.progress import Progress
+from evals.run.records import (
+    code_version,
+    errors_note,
+    keep_compact,
+    machine,
+    not_run_record,
+    task_folder,
+)
+from evals.run.records import task_record as make_record
+from evals.run.runfiles import durable_append, finish, start_partial, write_summaries
+from evals.run.servers import (
+    EvalError,
+    PooledClient,
+    Server,
+    ServerPool,
+    discover,
+    fetch_models,
+    servers_for,
+    share,
+)
+from evals.run.settings import EvalSettings, eval_id, kept_records
+from evals.scoring import score
+from evals.tasks import Task, TaskSet, load_tasks
+from harness.approvals import reject
+from harness.client import ChatClient
+from harness.faults import crash_point
+from harness.loop import LoopConfig, run_loop
+from harness.persist import state_path
+from harness.policies.presets import apply
+from harness.state import RunState, new_run
+from harness.tools import default_tools
+from harness.trace import Recorder
+from harness.workspace import create_workspace
+
+__all__ = ["EvalError", "EvalSettings", "fetch_models", "run_eval", "run_evals"]
+
+RESULTS = Path("results")
+
+
+EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80]
+
+
+def default_out(label: str, folder: Path = RESULTS / "runs") -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return folder / f"{stamp}-{slug(label)}.jsonl"
+
+
+def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
+    base = LoopConfig(
+        max_turns=settings.max_turns,
+        max_budget_usd=settings.budget_usd,
+        tool_errors=settings.tool_errors,
+        timeout_s=settings.task_timeout_s,
+        temperature=settings.temperature,
+        seed=settings.epoch_seed(epoch),
+    )
+    return apply(base, settings.policy)
+
+
+async def run_task(
+    task: Task,
+    settings: EvalSettings,
+    model: str,
+    run_id: str,
+    scratch: Path,
+    keep: Path,
+    client: ChatClient,
+    epoch: int = 1,
+) -> RunState:
+    """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
+    config = loop_config(settings, epoch)
+    state = new_run(model, task.question, run_id=run_id)
+    state.meta["task_tools"] = task.tools
+    recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
+    workspace = create_workspace(scratch / run_id / "workspace", files=task.workspace)
+    await run_loop(state, client, default_tools(), workspace, config, recorder)
+    while (
+        settings.approvals == "reject"
+        and state.interruption
+        and state.interruption.get("type") == "approval"
+    ):
+        reject(state, state.interruption["call_id"], EVAL_REJECTION)
+        await run_loop(state, client, default_tools(), workspace, config, recorder)
+    return state
+
+
+def result_line(record: dict[str, Any]) -> str:
+    answer = (record.get("answer") or "").replace("\n", " ")
+    if len(answer) > 70:
+        answer = answer[:67] + "..."
+    mark = "✓" if record["correct"] else "✗"
+    status = "" if record["status"] == "completed" else f"  [{record['status']}]"
+    return (
+        f"turns={record['turns']} tools={record['tool_runs']} wall={record['wall_ms']:>8,.0f}ms"
+        f'  {record["question"]}  -> "{answer}"  {mark}{status}'
+    )
+
+
+def total_line(summary: dict[str, Any]) -> str:
+    mean_turn = summary["mean_turn_ms"]
+    return (
+        f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
+        f"wall={summary['wall_ms']:,.0f}ms  mean turn="
+        f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
+        f"correct={accuracy_of(summary)}{errors_note(summary)}"
+        + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
+    )
+
+
+def model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
+    """The model's /v1/models entry; servers that disagree on its weights are an error."""
+    entries = [s.entry(requested) for s in servers]
+    weights = {e.get("sha256") for e in entries} - {None}
+    if len(weights) > 1:
+        pairs = zip(servers, entries, strict=True)
+        listed = ", ".join(f"{s.base_url}: {e.get('sha256')}" for s, e in pairs)
+        raise EvalError(f"the servers of {entries[0]['id']!r} serve different weights ({listed})")
+    return entries[0]
+
+
+@dataclass
+class _Eval:
+    """One model's eval in progress: its settings, files, and the servers that serve it."""
+
+    settings: EvalSettings
+    servers: list[Server]
+    model: str
+    context: dict[str, Any]
+    out: Path
+    keep: Path
+    eval_id: str
+    order: list[tuple[str, int]]
+    kept: dict[tuple[str, int], dict[str, Any]]
+    tasks: list[Task]
+    written: int = 0
+    server_gone: str | None = None
+    file: IO[str] | None = None
+    finished_at: float | None = None  # monotonic time of its last record
+
+    @property
+    def partial(self) -> Path:
+        return self.out.with_name(self.out.name + ".partial")
+
+    def todo(self) -> list[tuple[int, Task, int]]:
+        """(position in the task set, task, epoch) of each task run still to do."""
+        return [
+            (i, t, e)
+            for e in range(1, self.settings.epochs + 1)
+            for i, t in enumerate(self.tasks)
+            if (t.id, e) not in self.kept
+        ]
+
+    def append(self, record: dict[str, Any]) -> None:
+        assert self.file is not None
+        durable_append(self.file, record)
+        self.written += 1
+        crash_point("LOOPBENCH_CRASH_AFTER_TASK", str(len(self.kept) + self.written))
+
+
+def _prepare(
+    settings: EvalSettings, taskset: TaskSet, servers: list[Server], echo: Callable[[str], None]
+) -> _Eval:
+    chosen = servers_for(servers, settings.model)
+    info = model_entry(chosen, settings.model)
+    model = str(info["id"])
+    backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
+    shape = "" if settings.api == "openai" else f"/{settings.api}"
+    label = settings.label or f"{model}@{backend}{shape}"
+    loop_keys = (
+        "max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s", "temperature",
+        "seed",
+    )  # fmt: skip
+    loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
+    context = {
+        "label": label,
+        "model": model,
+        "model_sha256": info.get("sha256"),
+        "backend": backend,
+        # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
+        "tool_grammar": info.get("tool_grammar"),
+        # Speculative decoding (serve_local's --draft), when the server says.
+        "draft": info.get("draft"),
+        "base_url": chosen[0].base_url,
+        "servers": [{"base_url": s.base_url, "software": s.software} for s in chosen],
+        "api": settings.api,
+        "loop": loop,
+        "policy": settings.policy.record(),
+        "task_set": taskset.name,
+        "machine": machine(),
+        "code_version": code_version(),
+    }
+    out = settings.out or default_out(label)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    keep = task_folder(out)  # each task's state file (transcript) and trace
+    kept = {(r["task_id"], r["epoch"]): r for r in kept_records(settings, out)}
+    order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
+    ev = _Eval(
+        settings, chosen, model, context, out, keep, eval_id(keep, settings), order, kept,
+        taskset.tasks,
+    )  # fmt: skip
+    software = ", ".join(sorted({s.software for s in chosen}))
+    echo(
+        f"eval {taskset.name}: {len(taskset.tasks)} tasks x {settings.epochs} epoch(s), "
+        f"model {model} ({backend}), policy {settings.policy.name}, "
+        f"{settings.api} shape, {len(chosen)} server(s) ({software}): "
+        + ", ".join(s.base_url for s in chosen)
+        + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
+    )
+    if settings.epochs > 1 and not settings.temperature:
+        echo(
+            f"warning: {settings.epochs} greedy epochs (temperature 0) repeat one transcript; "
+            "pass^k and per-task variance say nothing until --temperature T --seed S"
+        )
+    ungrounded = [t.id for t in taskset.tasks if not t.grounded]
+    if ungrounded:
+        echo(
+            f"warning: {len(ungrounded)} task(s) of {taskset.name} ({', '.join(ungrounded)}) "
+            "lack an answer check or an evidence check (observed, files_read): a pass there "
+            "does not show that the answer came from a tool result"
+        )
+    return ev
+
+
+async def _one(
+    ev: _Eval,
+    task: Task,
+    epoch: int,
+    pool: ServerPool,
+    scratch: Path,
+    progress: Progress,
+    after_task: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    if ev.server_gone:
+        why = f"not run: {ev.server_gone}"
+        record = not_run_record(ev.context, task.id, task.question, epoch, why)
+    else:
+        run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
+        client = PooledClient(pool, ev.servers)
+        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client, epoch)
+        keep_compact(state_path(ev.keep, run_id))
+        trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
+        record = make_record(
+            context=ev.context,
+            task_id=task.id,
+            question=task.question,
+            epoch=epoch,
+            state=state,
+            checks=score(task, state),
+            trace_path=str(trace),
+            queue_ms=client.queue_ms,
+        )
+        answered = list(dict.fromkeys(client.answered))
+        software = {s.base_url: s.software for s in ev.servers}
+        record["kind"] = task.kind  # the family a generated task belongs to
+        record["checks_hash"] = task.checks_hash
+        record["temperature"] = ev.settings.temperature
+        record["seed"] = ev.settings.epoch_seed(epoch)
+        record["answered_by"] = answered
+        record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
+        if state.status == "failed" and not await _any_reachable(ev.servers):
+            ev.server_gone = f"the model server stopped answering ({state.error})"
+    record["task_hash"] = task.task_hash  # what was asked, so runs pair only over one task
+    ev.append(record)
+    ev.finished_at = time.monotonic()
+    prefix = f"{ev.context['label']} " if progress.total > len(ev.order) else ""
+    progress.finished(f"{prefix}{task.id} e{epoch}: {result_line(record)}")
+    if after_task:
+        after_task(record)
+
+
+async def run_evals(
+    evals: list[EvalSettings],
+    echo: Callable[[str], None] = print,
+    bar: bool = False,
+    after_task: Callable[[dict[str, Any]], None] | None = None,
+) -> list[Path]:
+    """Run the task set for each settings (one model each), every task run of every model in
+    one queue, ``evals[0].concurrency`` in flight. One run file per settings.
+
+    Records go to ``RUN_FILE.partial`` as each task finishes (fsynced); the run file appears
+    only when every task has a record. ``resume`` keeps the finished records of an interrupted
+    eval and runs only the missing ones.
+    """
+    first = evals[0]
+    if first.concurrency < 1:
+        raise EvalError("--concurrency must be at least 1")
+    tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
+    servers = discover(first.base_urls)
+    runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
+    for ev in runs:
+        for server in ev.servers:
+            wanted = share(first.concurrency, len(ev.servers), first.per_server)
+            server.limit = max(server.limit, wanted)
+    # Epoch by epoch, task by task, the models side by side: every server has work early.
+    todo = sorted(
+        ((e, i, n, ev, t) for n, ev in enumerate(runs) for i, t, e in ev.todo()),
+        key=lambda item: item[:3],
+    )
+    pool = ServerPool(first.api)
+    scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
+    slots = asyncio.Semaphore(first.concurrency)
+    raised: list[Exception] = []
+
+    async def bounded(n: int, ev: _Eval, task: Task, epoch: int) -> None:
+        async with slots:
+            if raised:
+                return  # the eval stops: what is not started stays for --resume
+            try:  # each eval its own scratch: run ids repeat across models
+                await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
+            except Exception as exc:
+                raised.append(exc)
+
+    try:
+        for ev in runs:
+            start_partial(ev.partial, list(ev.kept.values()))
+            ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+        total = sum(len(ev.order) for ev in runs)
+        started = time.monotonic()
+        with Progress(total, echo, bar, already=total - len(todo)) as progress:
+            # A task run that raises stops the eval, but only once the runs in flight have
+            # ended: the files, clients and scratch folder close after the last of them, so
+            # their records are kept whole.
+            await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+        if raised:
+            kept = ", ".join(str(ev.partial) for ev in runs)
+            echo(f"a task run raised; the records of the others are kept in {kept}")
+            raise raised[0]
+        for ev in runs:
+            assert ev.file is not None
+            ev.file.close()
+            finish(ev.partial, ev.out, ev.order)
+    finally:
+        for ev in runs:
+            if ev.file is not None:
+                ev.file.close()
+        await pool.aclose()
+        shutil.rmtree(scratch, ignore_errors=True)
+    for ev in runs:
+        # The eval's own wall clock, from the queue's start to its last record: at concurrency
+        # above 1 it is less than the task runs' wall times added up.
+        elapsed = (ev.finished_at or started) - started
+        summary = write_summaries(ev.out, elapsed_ms=round(elapsed * 1000, 1))
+        echo((f"{ev.context['label']}: " if len(runs) > 1 else "") + total_line(summary))
+        echo(f"wrote {ev.out}")
+    return [ev.out for ev in runs]
+
+
+async def run_eval(
+    settings: EvalSettings,
+    echo: Callable[[str], None] = print,
+    bar: bool = False,
+    after_task: Callable[[dict[str, Any]], None] | None = None,
+) -> Path:
+    """One model's eval; returns its run file."""
+    (out,) = await run_evals([settings], echo, bar, after_task)
+    return out
+
+
+async def _any_reachable(servers: list[Server]) -> bool:
+    """Whether a server still answers; asked in a thread, so the other task runs go on."""
+    for server in servers:
+        try:
+            await asyncio.to_thread(fetch_models, server.base_url)
+        except EvalError:
+            continue
+        return True
+    return False

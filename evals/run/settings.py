@@ -1,0 +1,114 @@
+"""What one eval is asked to do (``EvalSettings``), saved beside its run file so that
+``--resume`` goes on with the same settings and run ids."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from evals.run.records import read_records, task_folder
+from evals.run.servers import EvalError
+from evals.run.status import is_error
+from evals.tasks import DEFAULT_TASKS
+from harness.policies.presets import PLAIN, Policy, preset
+from harness.tool_errors import ToolErrorPolicy
+
+
+@dataclass
+class EvalSettings:
+    base_url: str
+    model: str | None = None
+    tasks: Path = DEFAULT_TASKS
+    epochs: int = 1
+    max_turns: int | None = 10
+    budget_usd: float | None = None
+    tool_errors: ToolErrorPolicy = "descriptive"
+    label: str | None = None
+    out: Path | None = None
+    # A call that needs approval: "reject" declines it with a reason the model reads and goes
+    # on (the task set is read-only); "stop" records the run as interrupted.
+    approvals: str = "reject"
+    api: str = "openai"  # the wire shape: openai (chat completions) or anthropic (Messages)
+    policy: Policy = field(default_factory=lambda: preset(PLAIN))
+    task_timeout_s: float | None = None  # wall clock per task run; the run is then interrupted
+    resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
+    # More servers beside base_url: each request goes to one serving the model.
+    more_base_urls: tuple[str, ...] = ()
+    concurrency: int = 1  # task runs in flight (across every model of one command)
+    per_server: int | None = None  # requests in flight per server (default: spread evenly)
+    # Sampling: None is greedy. Epoch e of a task asks for seed + e - 1, so epochs differ
+    # from each other and a rerun repeats them.
+    temperature: float | None = None
+    seed: int | None = None
+
+    def epoch_seed(self, epoch: int) -> int | None:
+        return None if self.seed is None else self.seed + epoch - 1
+
+    @property
+    def base_urls(self) -> list[str]:
+        return [self.base_url, *self.more_base_urls]
+
+
+# What a resumed eval takes from the one it continues (not where the servers are, nor how
+# many task runs are in flight: neither changes a record).
+RESUMED = (
+    "model",
+    "tasks",
+    "epochs",
+    "max_turns",
+    "budget_usd",
+    "tool_errors",
+    "label",
+    "approvals",
+    "task_timeout_s",
+    "api",
+    "temperature",
+    "seed",
+)
+
+
+def settings_file(keep: Path) -> Path:
+    return keep / "eval.json"
+
+
+def resumed_settings(run_file: Path, base_url: str) -> EvalSettings:
+    """The settings of the eval ``run_file`` (or its ``.partial``) belongs to, to go on with."""
+    out = run_file.with_name(run_file.name.removesuffix(".partial"))
+    saved_path = settings_file(task_folder(out))
+    try:
+        saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalError(f"cannot resume {run_file}: {saved_path} is missing or unreadable") from exc
+    kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
+    kept["tasks"] = Path(kept["tasks"])
+    policy = Policy(saved["policy"]["name"], saved["policy"]["settings"])
+    return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)
+
+
+def kept_records(settings: EvalSettings, out: Path) -> list[dict[str, Any]]:
+    """Finished task runs of the eval being resumed (a not-run record, or one the machinery
+    ended, is not finished: it runs again)."""
+    if settings.resume is None:
+        return []
+    partial = out.with_name(out.name + ".partial")
+    source = next((p for p in (partial, out) if p.exists()), None)
+    if source is None:
+        raise EvalError(f"cannot resume: neither {out} nor {partial} exists")
+    return [r for r in read_records(source) if not is_error(r)]
+
+
+def eval_id(keep: Path, settings: EvalSettings) -> str:
+    """The prefix of this eval's run ids, kept with its settings so a resume reuses both."""
+    saved = settings_file(keep)
+    if settings.resume is not None and saved.exists():
+        return str(json.loads(saved.read_text(encoding="utf-8"))["eval_id"])
+    eval_id = datetime.now().strftime("%H%M%S")
+    keep.mkdir(parents=True, exist_ok=True)
+    fields = {k: v for k, v in asdict(settings).items() if k in RESUMED}
+    fields["tasks"] = str(settings.tasks)
+    fields.update(eval_id=eval_id, policy=settings.policy.record())
+    saved.write_text(json.dumps(fields, indent=2) + "\n", encoding="utf-8")
+    return eval_id

@@ -1,0 +1,2 @@
+"""Studies built on the run and the scores: the sweep, the chapter's experiments, the
+adversaries, and the serving benchmark."""

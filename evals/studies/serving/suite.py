@@ -1,0 +1,112 @@
+"""Every benchmark part by name: run the ones asked for, keep the others' last figures, write
+results/bench.json and results/bench.md."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from evals.run.records import code_version, machine
+from evals.studies.serving import (
+    draft,
+    engines,
+    grammar,
+    ladder,
+    overhead,
+    peer,
+    prefix,
+    scale,
+    serving,
+    throughput,
+)
+from evals.studies.serving.common import Echo, Part
+from serve_local.models import QWEN_CODER, resolve
+
+# The order ``make bench`` runs them in: the quick ones first.
+PARTS: dict[str, Part] = {
+    part.name: part
+    for part in (
+        overhead.PART,
+        throughput.PART,
+        prefix.PART,
+        grammar.PART,
+        serving.PART,
+        peer.PART,
+        engines.PART,
+        scale.PART,
+        ladder.PART,
+        draft.PART,
+    )
+}
+# The order bench.md shows them in: the serving comparison first.
+SHOWN = (
+    "serving",
+    "peer",
+    "ladder",
+    "draft",
+    "grammar",
+    "backends",
+    "prefix",
+    "harness",
+    "throughput",
+    "scale",
+)
+
+
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for module in ("llama_cpp", "torch", "transformers", "fastapi", "uvicorn"):
+        try:
+            found[module] = __import__(module).__version__
+        except ImportError:
+            found[module] = None
+    return found
+
+
+def run_bench(parts: list[str], out: Path, echo: Echo = print) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "versions": versions(),
+        "code_version": code_version(),
+        "model": QWEN_CODER,
+        "model_sha256": resolve(QWEN_CODER).sha256,
+        "parts": {},
+    }
+    previous = out / "bench.json"
+    if previous.exists():  # a part run alone keeps the others' last figures
+        report["parts"] = json.loads(previous.read_text()).get("parts", {})
+    for name in parts:
+        echo(f"{name} ...")
+        started = time.perf_counter()
+        report["parts"][name] = PARTS[name].run(echo)
+        report["parts"][name]["seconds"] = round(time.perf_counter() - started, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    previous.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (out / "bench.md").write_text(markdown(report))
+    return report
+
+
+def rerender(out: Path) -> None:
+    """bench.md again from the figures kept in bench.json, measuring nothing."""
+    (out / "bench.md").write_text(markdown(json.loads((out / "bench.json").read_text())))
+
+
+def markdown(report: dict[str, Any]) -> str:
+    m, parts = report["machine"], report["parts"]
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Machine: {m['cores']} cores, {m['cpu']}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+        + ". "
+        f"Model `{report['model']}` sha256 `{report['model_sha256']}`. Code "
+        f"`{report['code_version']}`. Produced by `make bench`; medians unless said otherwise.",
+        "",
+    ]
+    for name in SHOWN:
+        if name in parts:
+            lines += PARTS[name].render(parts[name])
+    return "\n".join(lines)

@@ -1,0 +1,329 @@
+"""Adversaries derived from each task's typed answer, for any task set that has them.
+
+Every strategy answers after the run has listed the workspace and read every file through the
+real loop and the real tools, so all the evidence a grounded check asks for is there: only the
+reading of the answer stands between a strategy and credit. The strategies, per answer type:
+
+* constant answers: each candidate in turn (the k-th listed file, the k-th smallest number),
+  yes, no;
+* the first and the last listed file, the largest and the smallest;
+* hedges over every candidate, with "or" and as a plain list, and the hedge
+  "The workspace contains no file by that name; there are 3, 4, 5 or 6 files.";
+* a ranked list of every candidate (which commits to its first);
+* everything read, echoed back.
+
+Each strategy says what it commits to (``intends``), so a credit where the strategy's answer is
+not the expected one is a false credit, whatever the rate. Per family (``Task.family``) the
+chance level comes from the task set itself: the mean of one over the number of candidates.
+The check fails when a hedge earns anything, when any strategy is credited where its answer
+is wrong, or when a strategy is credited clearly above its family's chance level (exact
+binomial test, one-sided, p < 0.01), except where the strategy is the family's own rule (the
+largest file for "which is the largest", everything echoed for "read every file").
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from scipy.stats import binomtest
+from statsmodels.stats.multitest import multipletests
+
+from evals.report.markdown import table
+from evals.report.stats import wilson
+from evals.scoring.checks import score
+from evals.tasks import Facts, NumberIs, OneOf, Task, TaskSet, YesNo
+from harness.client import ProviderClient, RetryPolicy
+from harness.config import LoopConfig
+from harness.loop import run_loop
+from harness.state import RunState, new_run
+from harness.tools import default_tools, listed_names
+from harness.workspace import SEED_FILES, create_workspace
+
+__all__ = ["KNOWN_HEDGE", "Attempt", "FamilyReport", "attempts", "judge", "markdown", "read_all"]
+
+KNOWN_HEDGE = "The workspace contains no file by that name; there are 3, 4, 5 or 6 files."
+UNKNOWN = "unknown"  # what an echo commits to is left to the reader; only chance judges it
+ALPHA = 0.01
+# A strategy that is the family's own rule is right by construction there.
+OWN_RULE = {
+    "largest": "one_of: largest",
+    "smallest": "one_of: smallest",
+    "echo everything read": "facts: every file",
+}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    strategy: str
+    text: str
+    intends: Any  # the candidate it commits to; None for a hedge; UNKNOWN for an echo
+    hedge: bool = False
+
+
+def _or(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" or {items[-1]}"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _over_all(shown: list[str], first: Any) -> list[Attempt]:
+    """Every candidate at once: hedged with "or", listed, and ranked (which commits to
+    ``first``, the one ranked first)."""
+    return [
+        Attempt("hedge: or", f"It is {_or(shown)}.", None, hedge=True),
+        Attempt("hedge: list", ", ".join(shown) + ".", None, hedge=True),
+        Attempt("ranked", f"{shown[0]} comes first, followed by {', '.join(shown[1:])}.", first),
+    ]
+
+
+def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[Attempt]:
+    """Every strategy's answer to ``task``, from what the run listed and read."""
+    answer = task.answer
+    echo = "\n".join(f"{name}:\n{contents[name]}" for name in listed)
+    common = [
+        Attempt("echo everything read", echo, UNKNOWN),
+        Attempt("known hedge", KNOWN_HEDGE, None, hedge=True),
+    ]
+    sizes = {name: len(contents[name].encode()) for name in listed}
+    match answer:
+        case OneOf(candidates=candidates):
+            names = [n for n in listed if n in candidates] or list(candidates)
+            by_size = sorted(names, key=lambda n: sizes.get(n, 0))
+            out = [Attempt(f"listed #{k + 1}", f"The file is {n}.", n) for k, n in enumerate(names)]
+            out += [
+                Attempt("first listed", f"{names[0]}.", names[0]),
+                Attempt("last listed", f"{names[-1]}.", names[-1]),
+                Attempt("largest", f"{by_size[-1]} is the one.", by_size[-1]),
+                Attempt("smallest", f"{by_size[0]} is the one.", by_size[0]),
+                *_over_all(names, names[0]),
+                Attempt("hedge: every file named", " ".join(f"{n}." for n in names), None, True),
+            ]
+            return out + common
+        case NumberIs(candidates=candidates):
+            values = sorted(set(candidates))
+            shown = [_number(v) for v in values]
+            out = [
+                Attempt(f"candidate #{k + 1}", f"The answer is {s}.", v)
+                for k, (v, s) in enumerate(zip(values, shown, strict=True))
+            ]
+            return out + _over_all(shown, values[0]) + common
+        case YesNo(subject=subject):
+            return [
+                Attempt("yes", f"Yes, {subject} is in the workspace.", True),
+                Attempt("no", f"No, there is no file named {subject}.", False),
+                Attempt("hedge: or", "Yes or no.", None, hedge=True),
+                Attempt("hedge: list", "Yes, no.", None, hedge=True),
+                Attempt("hedge: unsure", f"{subject} may or may not exist.", None, hedge=True),
+                *common,
+            ]
+        case Facts(facts=facts):
+            sources = [n for n in listed if n in facts] or list(facts)
+            out = [
+                Attempt(f"facts of listed #{k + 1}", contents.get(n, " ".join(facts[n])), {n})
+                for k, n in enumerate(sources)
+            ]
+            if len(sources) > 1:
+                first, second = facts[sources[0]][0], facts[sources[1]][0]
+                out.append(Attempt("hedge: or", f"It says {first} or {second}.", None, True))
+            return out + common
+    return common
+
+
+def _completion(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-strategy",
+        "object": "chat.completion",
+        "model": "strategy",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _reader(names: list[str]) -> Callable[[httpx.Request], httpx.Response]:
+    """A provider that lists the files, reads each one a turn, then says it is done."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        turn = sum(1 for m in json.loads(request.content)["messages"] if m["role"] == "assistant")
+        if turn == 0:
+            call = {"name": "list_files", "arguments": "{}"}
+        elif turn <= len(names):
+            call = {"name": "read_file", "arguments": json.dumps({"path": names[turn - 1]})}
+        else:
+            return httpx.Response(200, json=_completion({"role": "assistant", "content": "."}))
+        tool_call = {"id": f"c{turn + 1}", "type": "function", "function": call}
+        message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+        return httpx.Response(200, json=_completion(message))
+
+    return handle
+
+
+async def read_all(task: Task, scratch: Any) -> tuple[RunState, list[str], dict[str, str]]:
+    """The real loop over ``task``'s workspace, listing it and reading every file: the state
+    every strategy answers from, the names as listed, and the contents as read."""
+    files = task.workspace if task.workspace is not None else SEED_FILES
+    workspace = create_workspace(scratch / task.id / "workspace", files=files)
+    names = sorted(files)
+    state = new_run("strategy", task.question)
+    transport = httpx.MockTransport(_reader(names))
+    retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
+    async with ProviderClient("http://strategy.invalid/v1", retry=retry, transport=transport) as c:
+        await run_loop(state, c, default_tools(), workspace, LoopConfig(max_turns=len(names) + 3))
+    results = {m.get("tool_call_id"): str(m.get("content")) for m in state.messages}
+    listed = listed_names(results.get("c1", ""))
+    contents = {name: results.get(f"c{i + 2}", "") for i, name in enumerate(names)}
+    return state, listed or names, contents
+
+
+def answered(state: RunState, text: str) -> RunState:
+    """``state`` finished with ``text`` as its answer."""
+    done = copy.deepcopy(state)
+    done.answer = text
+    done.messages[-1] = {"role": "assistant", "content": text}
+    return done
+
+
+@dataclass
+class Cell:
+    strategy: str
+    hedge: bool
+    tasks: int = 0
+    credited: int = 0
+    false_credits: list[str] = field(default_factory=list)  # task ids credited a wrong answer
+    credited_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FamilyReport:
+    family: str
+    tasks: int
+    chance: float
+    cells: dict[str, Cell]
+    above: set[str] = field(default_factory=set)  # strategies clearly above chance (Holm)
+
+    def p_value(self, cell: Cell) -> float:
+        """One-sided exact binomial test of the strategy's credits against chance."""
+        if not cell.credited:
+            return 1.0
+        return float(
+            binomtest(cell.credited, cell.tasks, self.chance, alternative="greater").pvalue
+        )
+
+    def above_chance(self, cell: Cell) -> bool:
+        return cell.strategy in self.above
+
+    def problems(self) -> list[str]:
+        found = []
+        for cell in self.cells.values():
+            if cell.hedge and cell.credited:
+                found.append(f"{self.family}: hedge '{cell.strategy}' credited {cell.credited}")
+            if cell.false_credits:
+                found.append(
+                    f"{self.family}: '{cell.strategy}' credited a wrong answer on "
+                    + ", ".join(cell.false_credits)
+                )
+            if self.above_chance(cell) and OWN_RULE.get(cell.strategy) != self.family:
+                found.append(
+                    f"{self.family}: '{cell.strategy}' credited {cell.credited}/{cell.tasks}, "
+                    f"clearly above chance ({100 * self.chance:.0f} %)"
+                )
+        return found
+
+
+def chance_of(task: Task) -> float:
+    """One over the number of answers a question-blind strategy chooses among."""
+    match task.answer:
+        case OneOf(candidates=c):
+            return 1 / len(c)
+        case NumberIs(candidates=c):
+            return 1 / len(set(c))
+        case YesNo():
+            return 0.5
+        case Facts(facts=facts, expected=expected):
+            return 1 / len(facts) if len(expected) == 1 else 1 / (2 ** len(facts) - 1)
+    return 0.0
+
+
+def _due(intends: Any, task: Task) -> bool:
+    match task.answer:
+        case Facts(expected=expected):
+            return bool(intends == set(expected))
+        case OneOf(expected=expected) | NumberIs(expected=expected) | YesNo(expected=expected):
+            return bool(intends == expected)
+    return False
+
+
+async def judge(taskset: TaskSet, scratch: Any) -> list[FamilyReport]:
+    """Every strategy on every task with a typed answer, grouped by family."""
+    cells: dict[str, dict[str, Cell]] = defaultdict(dict)
+    chances: dict[str, list[float]] = defaultdict(list)
+    for task in taskset.tasks:
+        if task.answer is None:
+            continue
+        state, listed, contents = await read_all(task, scratch)
+        chances[task.family].append(chance_of(task))
+        for attempt in attempts(task, listed, contents):
+            cell = cells[task.family].setdefault(
+                attempt.strategy, Cell(attempt.strategy, attempt.hedge)
+            )
+            cell.tasks += 1
+            if all(c["passed"] for c in score(task, answered(state, attempt.text))):
+                cell.credited += 1
+                cell.credited_ids.append(task.id)
+                if attempt.intends != UNKNOWN and not _due(attempt.intends, task):
+                    cell.false_credits.append(task.id)
+    reports = [
+        FamilyReport(family, len(chances[family]), sum(chances[family]) / len(chances[family]), c)
+        for family, c in cells.items()
+    ]
+    _mark_above_chance(reports)
+    return reports
+
+
+def _mark_above_chance(reports: list[FamilyReport]) -> None:
+    """Holm's correction over every strategy and family of the task set: dozens of tests at
+    once would otherwise flag a coincidence of the data (the asked file listed third in five
+    of seven tasks) as a grader's fault."""
+    tested = [(r, c) for r in reports for c in r.cells.values() if not c.hedge]
+    if not tested:
+        return
+    rejected = multipletests([r.p_value(c) for r, c in tested], alpha=ALPHA, method="holm")[0]
+    for (report, cell), above in zip(tested, rejected, strict=True):
+        if above:
+            report.above.add(cell.strategy)
+
+
+def markdown(reports: list[FamilyReport]) -> str:
+    rows = []
+    for report in reports:
+        for cell in report.cells.values():
+            verdict = "hedge" if cell.hedge else ""
+            if report.above_chance(cell):
+                own = OWN_RULE.get(cell.strategy) == report.family
+                verdict = "the family's own rule" if own else "ABOVE CHANCE"
+            if cell.false_credits or (cell.hedge and cell.credited):
+                verdict = "FALSE CREDIT"
+            rows.append(
+                [
+                    report.family,
+                    f"{100 * report.chance:.0f} %",
+                    cell.strategy,
+                    f"{cell.credited}/{cell.tasks}, {wilson(cell.credited, cell.tasks).interval()}",
+                    verdict,
+                ]
+            )
+    problems = [p for r in reports for p in r.problems()]
+    verdict = (
+        "No hedge is credited, no strategy is credited a wrong answer, and no question-blind "
+        "strategy is clearly above its family's chance level."
+        if not problems
+        else "Problems: " + "; ".join(problems)
+    )
+    return table(["family", "chance", "strategy", "credited", "verdict"], rows) + "\n" + verdict
