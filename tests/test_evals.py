@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from evals.errors import EvalError
 from evals.report.compare import compare
 from evals.run.records import read_records, summarize
-from evals.run.runner import EvalError, EvalSettings, run_eval
+from evals.run.runner import EvalSettings, run_eval
 from evals.run.settings import resumed_settings
 from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks

@@ -18,8 +18,9 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from evals.errors import EvalError
 from evals.run.records import read_records
-from evals.run.runner import EvalError, EvalSettings, run_eval, run_evals
+from evals.run.runner import EvalSettings, run_eval, run_evals
 from evals.run.servers import Server, ServerPool, server_software, servers_for
 from evals.tasks import load_tasks
 from serve_local.app import SERVER, create_app

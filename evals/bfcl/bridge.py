@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evals.run.servers import EvalError
+from evals.errors import EvalError
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKER = Path(__file__).with_name("checker.py")

@@ -6,11 +6,23 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
 from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
-from evals.run.servers import EvalError
+from evals.errors import EvalError
 from harness.client import base_url_from_env
+
+
+def register(commands: Any) -> None:
+    """The ``bfcl`` subcommand, its arguments and its handler."""
+    bfcl = commands.add_parser(
+        "bfcl",
+        help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
+        "results/bfcl/",
+    )
+    add_bfcl_arguments(bfcl)
+    bfcl.set_defaults(handler=bfcl_command)
 
 
 def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import binomtest
-
 from evals.report.markdown import table
-from evals.run.records import mean, p95, read_records
+from evals.report.stats import wilson
+from evals.run.records import mean, p95, read_records, run_files
 
 PUBLISHED = Path(__file__).with_name("published.json")
 
@@ -28,10 +27,8 @@ class Rate:
 
     def wilson(self) -> tuple[float, float]:
         """The 95 % Wilson score interval of the accuracy."""
-        if not self.n:
-            return (0.0, 1.0)
-        ci = binomtest(self.correct, self.n).proportion_ci(confidence_level=0.95, method="wilson")
-        return (float(ci.low), float(ci.high))
+        found = wilson(self.correct, self.n)
+        return (found.low, found.high)
 
     def record(self) -> dict[str, Any]:
         low, high = self.wilson()
@@ -174,10 +171,6 @@ def write_summaries(run_file: Path, elapsed_ms: float | None = None) -> dict[str
     return summary
 
 
-def run_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.jsonl") if not p.name.endswith(".partial"))
-
-
 def comparison(files: list[Path]) -> str:
     """Every run by category, and the published figures, in one Markdown table."""
     runs = [(f, read_records(f)) for f in files]
@@ -212,5 +205,5 @@ def comparison(files: list[Path]) -> str:
 
 def write_comparison(folder: Path) -> Path:
     out = folder / "summary.md"
-    out.write_text(comparison(run_files(folder)), encoding="utf-8")
+    out.write_text(comparison(run_files([folder])), encoding="utf-8")
     return out

@@ -29,12 +29,12 @@ from evals.bfcl.items import (
     schema_problem,
 )
 from evals.bfcl.report import write_comparison, write_summaries
+from evals.errors import EvalError
 from evals.run.progress import Progress
 from evals.run.records import code_version, machine, read_records
 from evals.run.runfiles import durable_append, start_partial
 from evals.run.runner import RESULTS, default_out, model_entry
 from evals.run.servers import (
-    EvalError,
     PooledClient,
     Server,
     ServerPool,
@@ -98,10 +98,7 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         if out.exists():
             raise EvalError(f"{out} is finished (every item has a record): nothing to resume")
         raise EvalError(f"no {partial}: nothing to resume")
-    try:
-        records = read_records(partial)
-    except ValueError as exc:
-        raise EvalError(str(exc)) from exc
+    records = read_records(partial)
     if not records:
         raise EvalError(f"{partial} holds no record yet: start the run again instead")
     first = records[0]

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import validators
 
+from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.run.runner import slug
-from evals.run.servers import EvalError, fetch_models
+from evals.run.servers import fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env
 from harness.errors import ToolError

@@ -10,7 +10,7 @@ from typing import Any
 
 from evals.report.markdown import table as markdown_table
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
-from evals.run.records import read_records, summarize
+from evals.run.records import read_records, run_files, summarize
 from harness.policies.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -26,14 +26,6 @@ class Run:
     @property
     def accuracy(self) -> Accuracy:
         return accuracy(self.records)
-
-
-def run_files(paths: Sequence[Path]) -> list[Path]:
-    """The run files named, a folder standing for every ``*.jsonl`` directly in it."""
-    found: list[Path] = []
-    for path in paths:
-        found += sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-    return found
 
 
 def load_runs(paths: Sequence[Path]) -> list[Run]:

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.errors import EvalError
 from evals.report.stats import accuracy
 from evals.run.records import kept_file, read_records, read_text
 from evals.run.records import run_files as find_run_files
@@ -41,7 +42,7 @@ STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class ExportError(Exception):
+class ExportError(EvalError):
     """A run file that cannot be exported, or Inspect AI missing."""
 
 
@@ -57,10 +58,7 @@ def _require_inspect() -> None:
 def export(run_files: list[Path], out: Path) -> list[Path]:
     """One ``.eval`` log in ``out`` per run file (folders are searched for run files)."""
     _require_inspect()
-    try:
-        files = find_run_files(run_files)
-    except FileNotFoundError as exc:
-        raise ExportError(str(exc)) from exc
+    files = find_run_files(run_files)
     if not files:
         raise ExportError("no run files (*.jsonl) among " + ", ".join(map(str, run_files)))
     out.mkdir(parents=True, exist_ok=True)

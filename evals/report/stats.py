@@ -32,6 +32,7 @@ from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 from statsmodels.stats.weightstats import DescrStatsW
 
+from evals.errors import EvalError
 from evals.run.status import is_error
 
 CONFIDENCE = 0.95
@@ -40,7 +41,7 @@ RANDOM_STATE = 0  # the same two runs always get the same interval
 POWER = 0.8
 
 
-class PairingError(ValueError):
+class PairingError(EvalError):
     """Two runs that cannot be compared pair by pair; the message names the difference."""
 
 

@@ -8,11 +8,13 @@ import os
 import platform
 import shutil
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evals.errors import RunFileError
 from evals.report.markdown import table
 from evals.report.stats import accuracy, accuracy_of
 from evals.run.status import ERROR, NOT_RUN, is_error
@@ -202,9 +204,10 @@ def kept_file(run_file: Path, name: str) -> Path | None:
     return plain if plain.exists() else packed if packed.exists() else None
 
 
-def run_files(paths: list[Path]) -> list[Path]:
-    """The run files named, and those inside the folders named (``*.jsonl``, in name order);
-    FileNotFoundError names the first path that is neither."""
+def run_files(paths: Sequence[Path]) -> list[Path]:
+    """The run files named, and those inside the folders named (``*.jsonl``, in name order;
+    an unfinished ``.jsonl.partial`` only when named); a path that is neither is a
+    :class:`RunFileError` that names it."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -212,21 +215,30 @@ def run_files(paths: list[Path]) -> list[Path]:
         elif path.is_file():
             found.append(path)
         else:
-            raise FileNotFoundError(f"{path}: no such run file or folder")
+            raise RunFileError(f"{path}: no such run file or folder")
     return found
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file; a missing file, or a line that is no JSON object, is a
+    :class:`RunFileError` that names the file and the line."""
     records = []
-    with open(path, encoding="utf-8") as f:
+    try:
+        f = open(path, encoding="utf-8")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise RunFileError(f"{path}: cannot read the run file ({exc.strerror})") from exc
+    with f:
         for number, line in enumerate(f, start=1):
             if line.strip():
                 try:
-                    records.append(json.loads(line))
+                    record = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise ValueError(
+                    raise RunFileError(
                         f"{path}, line {number}: not a JSON record ({exc.msg})"
                     ) from exc
+                if not isinstance(record, dict):
+                    raise RunFileError(f"{path}, line {number}: not a JSON object")
+                records.append(record)
     return records
 
 

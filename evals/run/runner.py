@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from evals.errors import EvalError
 from evals.report.stats import accuracy_of
 from evals.run.progress import Progress
 from evals.run.records import (
@@ -27,7 +28,6 @@ from evals.run.records import (
 from evals.run.records import task_record as make_record
 from evals.run.runfiles import durable_append, finish, start_partial, write_summaries
 from evals.run.servers import (
-    EvalError,
     PooledClient,
     Server,
     ServerPool,
@@ -50,7 +50,7 @@ from harness.tools import default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
 
-__all__ = ["EvalError", "EvalSettings", "fetch_models", "run_eval", "run_evals"]
+__all__ = ["EvalSettings", "fetch_models", "run_eval", "run_evals"]
 
 RESULTS = Path("results")
 

@@ -17,13 +17,10 @@ from typing import Any
 
 import httpx
 
+from evals.errors import EvalError
 from harness.cancel import CancelToken
 from harness.client import ModelReply, ProviderClient, TurnOptions
 from harness.providers import provider
-
-
-class EvalError(RuntimeError):
-    """The eval cannot start (no server, bad task file); nothing was written."""
 
 
 def fetch_models(base_url: str) -> list[dict[str, Any]]:

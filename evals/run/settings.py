@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evals.errors import EvalError
 from evals.run.records import read_records, task_folder
-from evals.run.servers import EvalError
 from evals.run.status import is_error
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import PLAIN, Policy, preset

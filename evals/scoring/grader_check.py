@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.scoring.answers import commitment
 from evals.scoring.checks import check_passes, stated
@@ -50,7 +51,7 @@ class Row(BaseModel):
     reason: str
 
 
-class CorpusError(ValueError):
+class CorpusError(EvalError):
     """A corpus that cannot be read; the message names the file and line."""
 
 

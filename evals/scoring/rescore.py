@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.run.records import code_version, kept_file, read_records, read_text, run_files
 from evals.run.runfiles import start_partial, write_summaries
@@ -25,7 +26,7 @@ from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
 from harness.state import RunState
 
 
-class RescoreError(ValueError):
+class RescoreError(EvalError):
     """A run file that cannot be rescored; the message names it and says why."""
 
 
@@ -169,10 +170,7 @@ def markdown(results: list[Rescored]) -> str:
 
 
 def rescore(paths: list[Path], tasks: Path | None = None) -> list[Rescored]:
-    try:
-        files = run_files(paths)
-    except FileNotFoundError as exc:
-        raise RescoreError(str(exc)) from exc
+    files = run_files(paths)
     if not files:
         raise RescoreError(f"no run files (*.jsonl) in {', '.join(map(str, paths))}")
     taskset = load_tasks(tasks) if tasks else None

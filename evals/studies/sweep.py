@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.report.stats import accuracy_of
 from evals.run.records import read_records, summarize
-from evals.run.runner import EvalError, EvalSettings, default_out, run_eval, slug
+from evals.run.runner import EvalSettings, default_out, run_eval, slug
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import preset
 

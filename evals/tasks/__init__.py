@@ -18,10 +18,12 @@ from pydantic import (
     model_validator,
 )
 
+from evals.errors import EvalError
+
 DEFAULT_TASKS = Path(__file__).parent / "files6.json"
 
 
-class TaskFileError(ValueError):
+class TaskFileError(EvalError):
     """A task file that cannot be used; the message names the file and the line at fault."""
 
 

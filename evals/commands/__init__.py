@@ -1,0 +1,1 @@
+"""The subcommands of ``python -m evals``, one module per stage; ``evals.cli`` lists them."""

@@ -1,0 +1,164 @@
+"""``python -m evals run``: a task set through the loop, against the servers named."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evals.errors import EvalError
+from evals.report.compare import compare
+from evals.run.runner import EvalSettings, run_evals
+from evals.run.settings import resumed_settings
+from evals.tasks import DEFAULT_TASKS
+from harness.client import base_url_from_env
+from harness.policies.presets import add_policy_flags, policy_from_args
+from harness.providers import APIS, base_url_for
+from harness.tool_errors import TOOL_ERROR_POLICIES
+
+INTERRUPTED = (
+    "interrupted; every finished task is kept in the .partial file. Go on with "
+    "`python -m evals run --resume RUN_FILE.partial`."
+)
+
+
+def register(commands: Any) -> None:
+    run = commands.add_parser("run", help="run a task set against the server at LLM_BASE_URL")
+    run.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="a server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1); repeat it to "
+        "spread requests over several servers, each request going to one serving its model",
+    )
+    run.add_argument(
+        "--api",
+        choices=APIS,
+        default="openai",
+        help="wire shape: chat completions (openai) or Messages (anthropic)",
+    )
+    run.add_argument("--model", help="model name to ask for (default: the server's first)")
+    run.add_argument(
+        "--models",
+        metavar="A,B,C",
+        help="several served models in one command: one run file per model, one comparison",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="task runs in flight, across every model (default 1: one after another)",
+    )
+    run.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="M",
+        help="requests in flight per server (default: --concurrency spread over the servers "
+        "of each model)",
+    )
+    run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
+    run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
+    run.add_argument("--epochs", type=int, default=1)
+    run.add_argument(
+        "--temperature",
+        type=float,
+        metavar="T",
+        help="sample at this temperature on every request (default: greedy, so epochs repeat)",
+    )
+    run.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="sampling seed: epoch e of each task asks for S + e - 1 (recorded in each record)",
+    )
+    run.add_argument("--max-turns", type=int, default=10)
+    run.add_argument("--budget", type=float, default=None, help="USD per task run")
+    run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
+    run.add_argument(
+        "--approvals",
+        choices=["reject", "stop"],
+        default="reject",
+        help="a call needing approval: decline it and go on, or stop the task",
+    )
+    run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
+    run.add_argument("--label", help="name of this run in comparisons")
+    run.add_argument("--task-timeout", type=float, metavar="S", help="wall seconds per task run")
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_FILE",
+        help="go on with an interrupted eval (its run file or .partial): run only what is "
+        "missing, with its settings; only --base-url may change",
+    )
+    add_policy_flags(run)
+    run.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.epochs < 1:
+        raise EvalError("--epochs must be at least 1")
+    try:
+        _run(args)
+    except KeyboardInterrupt:
+        print(f"evals: {INTERRUPTED}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _run(args: argparse.Namespace) -> None:
+    urls = [base_url_for(args.api, u) for u in (args.base_url or [base_url_from_env()])]
+    if args.model and args.models:
+        raise EvalError("give --model or --models, not both")
+    models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [args.model]
+    if len(models) > 1 and (args.out or args.resume):
+        raise EvalError("--out and --resume name one run file; use them with one model")
+    if args.max_connections is not None and args.max_connections < 1:
+        raise EvalError("--max-connections must be at least 1")
+    spread = {
+        "more_base_urls": tuple(urls[1:]),
+        "concurrency": args.concurrency,
+        "per_server": args.max_connections,
+    }
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        raise EvalError("--temperature must be between 0 and 2")
+    if args.api != "openai" and (args.temperature is not None or args.seed is not None):
+        raise EvalError(
+            f"--temperature and --seed are sent in the openai shape only, not {args.api}"
+        )
+    if args.resume:
+        evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
+    else:
+        evals = [
+            EvalSettings(
+                base_url=urls[0],
+                api=args.api,
+                model=model,
+                tasks=args.tasks,
+                epochs=args.epochs,
+                max_turns=args.max_turns,
+                budget_usd=args.budget,
+                tool_errors=args.tool_errors,
+                label=f"{args.label}-{model}" if args.label and len(models) > 1 else args.label,
+                out=args.out,
+                approvals=args.approvals,
+                policy=policy_from_args(args),
+                task_timeout_s=args.task_timeout,
+                temperature=args.temperature,
+                seed=args.seed,
+                **spread,
+            )
+            for model in models
+        ]
+    outs = asyncio.run(run_evals(evals, echo=echo, bar=sys.stderr.isatty()))
+    if len(outs) > 1 or args.compare:
+        print(compare(outs, args.compare))
+        if args.compare:
+            print(f"wrote {args.compare}")
+
+
+def echo(line: str) -> None:
+    print(line, flush=True)

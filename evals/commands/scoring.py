@@ -1,0 +1,51 @@
+"""The scoring's commands: ``rescore``, ``grader-check``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from evals.scoring import grader_check
+from evals.scoring.rescore import markdown as rescore_markdown
+from evals.scoring.rescore import rescore
+
+
+def register(commands: Any) -> None:
+    again = commands.add_parser(
+        "rescore", help="apply today's checks to recorded runs; rewrite their verdicts"
+    )
+    again.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    again.add_argument(
+        "--tasks", type=Path, help="the task file to score with (default: the one each run names)"
+    )
+    again.add_argument(
+        "--report", type=Path, help="also write each run's first and current score here (.md)"
+    )
+    checking = commands.add_parser(
+        "grader-check",
+        help="replay the labelled answer corpus through today's answer checks: agreement, "
+        "false credits and refusals, every disagreement",
+    )
+    grader_check.add_arguments(checking)
+    again.set_defaults(handler=_rescore)
+    checking.set_defaults(handler=lambda args: grader_check.main(args.corpus, args.out))
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    results = rescore(args.files, args.tasks)
+    for result in results:
+        print(result.line())
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(rescore_markdown(results), encoding="utf-8")
+        print(f"wrote {args.report}")
+    before = sum(r.before for r in results)
+    after = sum(r.after for r in results)
+    runs = sum(r.runs for r in results)
+    missing = sum(len(r.missing) for r in results)
+    print(
+        f"rescored {len(results)} run file(s): {before}/{runs} correct before, {after}/{runs} "
+        f"after; {missing} record(s) without a state file kept their verdict"
+    )
+    return 0

@@ -1,0 +1,77 @@
+"""``python -m evals sweep``: the task set under each policy, for each model."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from evals.commands.run import INTERRUPTED, echo
+from evals.errors import EvalError
+from evals.studies.sweep import SweepSettings, rewrite, run_sweep
+from evals.tasks import DEFAULT_TASKS
+
+
+def register(commands: Any) -> None:
+    sweep = commands.add_parser("sweep", help="the task set under each policy; results/sweep.*")
+    sweep.add_argument("--policies", help="preset names, comma-separated")
+    sweep.add_argument(
+        "--from-runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_FILE",
+        help="run nothing: write the sweep's report from these run files",
+    )
+    sweep.add_argument(
+        "--models",
+        help="comma-separated; served here one at a time (serve_local, --backend) unless "
+        "--base-url names a server that serves them",
+    )
+    sweep.add_argument("--base-url", help="ask every model of this server instead")
+    sweep.add_argument("--epochs", type=int, default=1)
+    sweep.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
+    sweep.add_argument("--max-turns", type=int, default=10)
+    sweep.add_argument("--task-timeout", type=float, metavar="S")
+    sweep.add_argument("--backend", default="llama", help="for the servers the sweep starts")
+    sweep.add_argument("--threads", type=int)
+    sweep.add_argument("--tool-grammar", default="lazy")
+    sweep.add_argument("--out", type=Path, default=Path("results"))
+    sweep.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.epochs < 1:
+        raise EvalError("--epochs must be at least 1")
+    try:
+        return _sweep(args)
+    except KeyboardInterrupt:
+        print(f"evals: {INTERRUPTED}", file=sys.stderr)
+        return 130
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    if args.from_runs:
+        written = rewrite(args.from_runs, args.out)
+        print("wrote " + ", ".join(map(str, written)))
+        return 0
+    if not args.policies:
+        raise EvalError("name the policies (--policies A,B) or --from-runs")
+    models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [None]
+    settings = SweepSettings(
+        policies=[p for p in args.policies.split(",") if p],
+        models=models,
+        base_url=args.base_url.rstrip("/") if args.base_url else None,
+        epochs=args.epochs,
+        tasks=args.tasks,
+        max_turns=args.max_turns,
+        task_timeout_s=args.task_timeout,
+        backend=args.backend,
+        threads=args.threads,
+        tool_grammar=args.tool_grammar,
+        out=args.out,
+    )
+    written = asyncio.run(run_sweep(settings, echo=echo))
+    print("wrote " + ", ".join(map(str, written)))
+    return 0

@@ -1,0 +1,53 @@
+"""``python -m evals``: each subcommand registered by its own module, every help text renders,
+and an error raised on purpose is one line and exit status 1, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evals.cli import main, parser
+
+
+def test_every_subcommand_has_a_handler_and_a_help_that_renders(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    commands = next(a for a in parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    names = list(commands.choices)
+    assert {"run", "sweep", "bfcl", "compare", "rescore", "power", "view", "export"} <= set(names)
+    for name in names:
+        sub = commands.choices[name]
+        assert sub.get_default("handler") is not None, name
+        sub.format_help()
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    assert "power" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["compare", "nope.jsonl"], "evals compare: nope.jsonl: no such run file or folder"),
+        (["rescore", "nope"], "evals rescore: nope: no such run file or folder"),
+        (["run", "--epochs", "0"], "evals run: --epochs must be at least 1"),
+        (["run", "--policy", "nope"], "evals run: no policy 'nope'; the presets are: no-helpers"),
+        (["sweep"], "evals sweep: name the policies"),
+    ],
+)
+def test_an_error_is_one_line_and_status_1(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(said) and err.count("\n") == 1, err
+
+
+def test_a_run_file_with_a_line_that_is_no_record_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "a"}\n[1, 2]\n')
+    assert main(["compare", str(bad)]) == 1
+    assert f"{bad}, line 2: not a JSON object" in capsys.readouterr().err
