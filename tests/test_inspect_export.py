@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from evals.cli import main
+from evals.errors import RunFileError
 from evals.report.inspect_export import INSTALL, ExportError, export
 from evals.run.records import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
@@ -194,7 +195,7 @@ def test_a_committed_run_exports(tmp_path: Path) -> None:
 
 
 def test_a_missing_run_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(ExportError, match=r"nope\.jsonl"):
+    with pytest.raises(RunFileError, match=r"nope\.jsonl: no such run file or folder"):
         export([tmp_path / "nope.jsonl"], tmp_path / "out")
 
 
