@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from evals.run.record import RunRecord
+
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` with its bytes, to prove a folder was left untouched."""
@@ -90,3 +92,10 @@ DANGLING_REF = {"type": "object", "properties": {"path": {"$ref": "#/$defs/path"
 
 def tool_with(parameters: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": "read", "parameters": parameters}}
+
+
+def run_record(**fields: Any) -> RunRecord:
+    """A run record with what a test names and plain values for the rest."""
+    return RunRecord.model_validate(
+        {"model": "m", "question": "q", "status": "completed", **fields}
+    )

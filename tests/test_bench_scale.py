@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from evals.run.record import RunRecord
 from evals.studies.serving import PARTS, peer, scale
 from evals.studies.serving.common import server_process
+from tests.helpers import run_record
 
 ROW_KEYS = {
     "concurrency", "wall_s", "task_runs", "runs_per_s", "speedup", "turns", "mean_turn_ms",
@@ -86,13 +88,13 @@ def test_the_real_model_section_renders_figures_from_the_runner(
     assert "| same records as c1 | yes | yes | yes | yes |" in section
 
 
-def _record(**changes: Any) -> dict[str, Any]:
+def _record(**changes: Any) -> RunRecord:
     record = {
         "task_id": "count", "epoch": 1, "status": "completed", "turns": 3, "tool_runs": 2,
         "prompt_tokens": 10, "completion_tokens": 5, "answer": "3", "correct": True,
         "wall_ms": 100.0, "mean_turn_ms": 30.0,
     }  # fmt: skip
-    return {**record, **changes}
+    return run_record(**{**record, **changes})
 
 
 def test_records_differ_by_outcome_not_by_timing() -> None:

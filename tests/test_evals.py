@@ -12,6 +12,7 @@ import pytest
 
 from evals.errors import EvalError
 from evals.report.compare import compare
+from evals.run.record import RunRecord, read_runs
 from evals.run.records import read_records, summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.settings import resumed_settings
@@ -135,7 +136,7 @@ class _Interrupted(Exception):
 async def test_an_interrupted_eval_leaves_no_file_looking_complete(
     scripted_url: str, tmp_path: Path
 ) -> None:
-    def interrupt(_: dict[str, object]) -> None:
+    def interrupt(_: RunRecord) -> None:
         raise _Interrupted
 
     with pytest.raises(_Interrupted):
@@ -154,7 +155,7 @@ async def test_server_dying_between_tasks_marks_the_rest_not_run(tmp_path: Path)
     url = server.__enter__()
     stopped = [False]
 
-    def stop_server(_: dict[str, object]) -> None:
+    def stop_server(_: RunRecord) -> None:
         if not stopped[0]:
             stopped[0] = True
             server.__exit__(None, None, None)
@@ -169,7 +170,7 @@ async def test_server_dying_between_tasks_marks_the_rest_not_run(tmp_path: Path)
     assert "cannot reach the model server" in records[1]["error"]
     assert all("not run" in r["error"] for r in records[2:])
     assert not (tmp_path / "scripted:oracle.jsonl.partial").exists()
-    summary = summarize(records)
+    summary = summarize(read_runs(out))
     assert (summary["runs"], summary["correct"], summary["errors"]) == (1, 1, 5)
     total = out.with_suffix(".summary.md").read_text()
     assert "correct=1/1 = 100 %" in total and "errors=5 (rerun with --resume)" in total
@@ -192,7 +193,7 @@ async def test_a_provider_429_after_its_retries_is_an_error_not_a_wrong_answer(
     records = read_records(out)
     assert {r["status"] for r in records} == {"error"}
     assert all("gave up after" in r["error"] for r in records)
-    summary = summarize(records)
+    summary = summarize(read_runs(out))
     assert (summary["runs"], summary["correct"], summary["errors"]) == (0, 0, 6)
 
 

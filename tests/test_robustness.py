@@ -84,9 +84,15 @@ async def test_an_exception_in_a_tool_is_an_error_result_recorded_as_a_tool_bug(
     assert [e["bug"] for e in events if e["type"] == "tool_result"] == [True]
     assert load(tmp_path / "states", state.run_id) == state
     record = task_record(
-        context={}, task_id="t", question="q", epoch=1, state=state, checks=[], trace_path=None
+        context={"model": "m"},
+        task_id="t",
+        question="q",
+        epoch=1,
+        state=state,
+        checks=[],
+        trace_path=None,
     )
-    assert record["tool_bugs"] == [
+    assert record.tool_bugs == [
         "index: the tool index failed unexpectedly (RuntimeError: the index is corrupt)"
     ]
 

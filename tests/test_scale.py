@@ -19,6 +19,7 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.errors import EvalError
+from evals.run.record import RunRecord
 from evals.run.records import read_records
 from evals.run.runner import EvalSettings, run_eval, run_evals
 from evals.run.servers import Server, ServerPool, server_software, servers_for
@@ -312,8 +313,8 @@ async def test_a_task_run_that_raises_leaves_every_other_record_whole(tmp_path: 
     first = TASK_IDS[0]
     backend = Held(lambda r: not asks(r, load_tasks().tasks[0].question))
 
-    def fail_first(record: dict[str, Any]) -> None:
-        if record["task_id"] == first:
+    def fail_first(record: RunRecord) -> None:
+        if record.task_id == first:
             backend.release.set()
             raise Boom("the hook after the first task failed")
 
@@ -428,10 +429,10 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
     # an oracle task run, which has a timeout, has been recorded: that run can only end by
     # its timeout while it waits for the server.
     backend = Held(lambda r: r.model == "scripted:plan")
-    first_oracle: list[dict[str, Any]] = []
+    first_oracle: list[RunRecord] = []
 
-    def after(record: dict[str, Any]) -> None:
-        if record["model"] == "scripted:oracle" and not first_oracle:
+    def after(record: RunRecord) -> None:
+        if record.model == "scripted:oracle" and not first_oracle:
             first_oracle.append(record)
             backend.release.set()
 
@@ -447,8 +448,8 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
         await run_evals(settings, echo=print, after_task=after)
     assert set(backend.released_by) == {"release"}
     (waited,) = first_oracle
-    assert (waited["status"], waited["interruption"]) == ("interrupted", {"type": "timeout"})
-    assert waited["queue_ms"] > 0
+    assert (waited.status, waited.interruption) == ("interrupted", {"type": "timeout"})
+    assert waited.queue_ms and waited.queue_ms > 0
     # The wait is recorded apart: the run's state counts it, the record's wall time does not.
-    state = json.loads((Path(waited["trace_path"]).parent / f"{waited['run_id']}.json").read_text())
-    assert waited["wall_ms"] + waited["queue_ms"] == pytest.approx(state["wall_ms"], abs=0.2)
+    state = json.loads((Path(str(waited.trace_path)).parent / f"{waited.run_id}.json").read_text())
+    assert waited.wall_ms + waited.queue_ms == pytest.approx(state["wall_ms"], abs=0.2)

@@ -25,15 +25,16 @@ from evals.report.stats import (
     tasks_needed,
     wilson,
 )
+from evals.run.record import RunRecord
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_record
 
 
-def records(outcomes: list[bool], task_set: str = "t", epoch: int = 1) -> list[dict[str, Any]]:
+def records(outcomes: list[bool], task_set: str = "t", epoch: int = 1) -> list[RunRecord]:
     return [
-        {"task_id": f"task{i:02d}", "epoch": epoch, "correct": ok, "task_set": task_set}
+        run_record(task_id=f"task{i:02d}", epoch=epoch, correct=ok, task_set=task_set)
         for i, ok in enumerate(outcomes)
     ]
 
@@ -151,7 +152,7 @@ def test_sampled_epochs_get_an_interval_clustered_by_task() -> None:
     interval on those shares (twelve tasks, so no narrower for having four epochs each)."""
     shares = [1, 1, 0.75, 0.5, 0.5, 0.25, 0, 0, 0, 0, 1, 0.25]
     runs = [
-        {"task_id": f"task{i:02d}", "epoch": e, "correct": e <= 4 * share, "task_set": "t"}
+        run_record(task_id=f"task{i:02d}", epoch=e, correct=e <= 4 * share, task_set="t")
         for i, share in enumerate(shares)
         for e in range(1, 5)
     ]
@@ -266,14 +267,15 @@ def test_power_on_the_command_line(tmp_path: Path) -> None:
 
 
 def test_a_task_set_changed_under_the_same_name_is_refused() -> None:
-    a = [{**r, "task_hash": "aaaa", "checks_hash": "c1"} for r in records([True] * 3)]
-    b = [{**r, "task_hash": "aaaa", "checks_hash": "c1"} for r in records([False] * 3)]
+    hashes = {"task_hash": "aaaa", "checks_hash": "c1"}
+    a = [r.model_copy(update=hashes) for r in records([True] * 3)]
+    b = [r.model_copy(update=hashes) for r in records([False] * 3)]
     assert paired(a, b).tasks == 3
-    b[1]["task_hash"] = "bbbb"
+    b[1].task_hash = "bbbb"
     with pytest.raises(PairingError, match=r"task task01 was asked differently .*aaaa in A, bbbb"):
         paired(a, b, "A", "B")
-    b[1]["task_hash"] = "aaaa"
-    b[2]["checks_hash"] = "c2"
+    b[1].task_hash = "aaaa"
+    b[2].checks_hash = "c2"
     with pytest.raises(PairingError, match=r"judged by other checks.*rescore both runs first"):
         paired(a, b, "A", "B")
     # Records written before tasks were hashed pair by name and id, as before.

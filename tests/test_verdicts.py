@@ -268,7 +268,7 @@ async def test_rescore_applies_todays_checks_and_reports_before_and_after(
     assert "no state file, verdict kept: timeout" in proc.stdout
     after = {r["task_id"]: r for r in read_records(tmp_path / "run.jsonl")}
     assert not after["count"]["correct"] and after["count"]["rescored"]["first_verdict"] is True
-    assert after["timeout"]["correct"] and "rescored" not in after["timeout"]
+    assert after["timeout"]["correct"] and after["timeout"]["rescored"] is None
     summary = json.loads((tmp_path / "run.summary.json").read_text())
     assert summary["correct"] == 5
     assert "correct=5/6" in (tmp_path / "run.summary.md").read_text()

@@ -10,7 +10,8 @@ from typing import Any
 
 from evals.report.markdown import table as markdown_table
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
-from evals.run.records import read_records, run_files, summarize
+from evals.run.record import RunRecord, read_runs
+from evals.run.records import run_files, summarize
 from harness.policies.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -20,7 +21,7 @@ NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
 class Run:
     label: str
     path: Path
-    records: list[dict[str, Any]]
+    records: list[RunRecord]
     summary: dict[str, Any]
 
     @property
@@ -32,7 +33,7 @@ def load_runs(paths: Sequence[Path]) -> list[Run]:
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for path in run_files(paths):
-        records = read_records(path)
+        records = read_runs(path)
         if not records:
             continue
         summary = summarize(records)
@@ -44,13 +45,13 @@ def load_runs(paths: Sequence[Path]) -> list[Run]:
     return runs
 
 
-def _cell(records: list[dict[str, Any]]) -> str:
+def _cell(records: list[RunRecord]) -> str:
     if not records:
         return "–"
-    correct = sum(bool(r["correct"]) for r in records)
+    correct = sum(r.correct for r in records)
     mark = ("✓" if correct else "✗") if len(records) == 1 else f"{correct}/{len(records)}"
-    turns = statistics.fmean(r["turns"] for r in records)
-    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    turns = statistics.fmean(r.turns for r in records)
+    latencies = [ms for r in records for ms in r.turn_latency_ms]
     ms = f"{statistics.fmean(latencies):,.0f}ms" if latencies else "–"
     return f"{mark} {turns:g}t {ms}"
 
@@ -77,11 +78,11 @@ def table(runs: list[Run]) -> str:
     tasks: list[str] = []
     for run in runs:
         for r in run.records:
-            if r["task_id"] not in tasks:
-                tasks.append(r["task_id"])
+            if r.task_id not in tasks:
+                tasks.append(r.task_id)
     labels = [r.label for r in runs]
     per_task = [
-        [task, *(_cell([r for r in run.records if r["task_id"] == task]) for run in runs)]
+        [task, *(_cell([r for r in run.records if r.task_id == task]) for run in runs)]
         for task in tasks
     ]
     totals: list[list[str]] = [
@@ -136,12 +137,12 @@ def plot(runs: list[Run], folder: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    tasks = list(dict.fromkeys(r["task_id"] for run in runs for r in run.records))
+    tasks = list(dict.fromkeys(r.task_id for run in runs for r in run.records))
     width = 0.8 / max(len(runs), 1)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(tasks)), 4))
     for i, run in enumerate(runs):
         walls = [
-            statistics.fmean([r["wall_ms"] / 1000 for r in run.records if r["task_id"] == t] or [0])
+            statistics.fmean([r.wall_ms / 1000 for r in run.records if r.task_id == t] or [0])
             for t in tasks
         ]
         ax.bar([x + i * width for x in range(len(tasks))], walls, width, label=run.label)
@@ -158,7 +159,7 @@ def plot(runs: list[Run], folder: Path) -> list[Path]:
     for run in runs:
         by_index: dict[int, list[float]] = {}
         for r in run.records:
-            for i, ms in enumerate(r.get("turn_latency_ms", []), start=1):
+            for i, ms in enumerate(r.turn_latency_ms, start=1):
                 by_index.setdefault(i, []).append(ms)
         xs = sorted(by_index)
         ax.plot(xs, [statistics.median(by_index[x]) for x in xs], marker="o", label=run.label)
@@ -194,7 +195,7 @@ def paired_table(path_a: Path, path_b: Path) -> str:
     its interval, the smallest difference the tasks could detect, and the tasks each did
     better on. Different task sets are refused (:class:`PairingError`)."""
     for path in (path_a, path_b):
-        if not path.is_file() or not read_records(path):
+        if not path.is_file() or not read_runs(path):
             raise PairingError(f"{path}: not a run file with records")
     a, b = load_runs([path_a, path_b])
     result = paired(a.records, b.records, a.label, b.label)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from evals.errors import EvalError
 from evals.report.stats import accuracy
-from evals.run.records import kept_file, read_records, read_text
+from evals.run.record import RunRecord, read_runs
+from evals.run.records import kept_file, read_text
 from evals.run.records import run_files as find_run_files
 from evals.run.status import is_error
 from harness.state import RunState, ToolRun
@@ -68,14 +69,14 @@ def export(run_files: list[Path], out: Path) -> list[Path]:
 def export_run(run_file: Path, log_path: Path) -> Path:
     from inspect_ai.log import write_eval_log
 
-    records = read_records(run_file)
+    records = read_runs(run_file)
     if not records:
         raise ExportError(f"{run_file}: no records")
     write_eval_log(eval_log(run_file, records), log_path, format="eval")
     return log_path
 
 
-def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:
+def eval_log(run_file: Path, records: list[RunRecord]) -> EvalLog:
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -91,41 +92,42 @@ def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:
     from inspect_ai.model import ModelUsage
 
     first = records[0]
-    model = str(first.get("model") or "unknown")
+    model = str(first.model or "unknown")
     samples = [_sample(run_file, r) for r in records]
-    correct = sum(bool(r["correct"]) for r in records)
+    correct = sum(bool(r.correct) for r in records)
     times = [_finished(r) for r in records]
     started = min(_finished(r) - timedelta(milliseconds=_total_ms(r)) for r in records)
-    prompt = sum(r["prompt_tokens"] for r in records)
-    completion = sum(r["completion_tokens"] for r in records)
-    settings = {"loop": first.get("loop"), "policy": first.get("policy"), "api": first.get("api")}
+    prompt = sum(r.prompt_tokens for r in records)
+    completion = sum(r.completion_tokens for r in records)
+    line = first.line()
+    settings = {"loop": line["loop"], "policy": line["policy"], "api": line["api"]}
     spec = EvalSpec(
         created=started.isoformat(),
-        task=str(first.get("task_set") or "tasks"),
-        task_display_name=str(first.get("label") or run_file.stem),
+        task=str(first.task_set or "tasks"),
+        task_display_name=str(first.label or run_file.stem),
         dataset=EvalDataset(
-            name=first.get("task_set"),
-            samples=len({r["task_id"] for r in records}),
-            sample_ids=list(dict.fromkeys(r["task_id"] for r in records)),
+            name=first.task_set,
+            samples=len({r.task_id for r in records}),
+            sample_ids=list(dict.fromkeys(r.task_id for r in records)),
         ),
         model=model,
-        model_base_url=first.get("base_url"),
+        model_base_url=first.base_url,
         config=EvalConfig(
-            epochs=max(r["epoch"] for r in records),
+            epochs=max(r.epoch for r in records),
             message_limit=None,
         ),
         solver="harness.loop",
         solver_args=settings,
-        packages={"loopbench": str(first.get("code_version") or "unknown")},
+        packages={"loopbench": str(first.code_version or "unknown")},
         metadata={
             "run_file": run_file.name,
-            "label": first.get("label"),
-            "model_sha256": first.get("model_sha256"),
-            "backend": first.get("backend"),
-            "tool_grammar": first.get("tool_grammar"),
-            "servers": first.get("servers"),
-            "task_set": first.get("task_set"),
-            "machine": first.get("machine"),
+            "label": first.label,
+            "model_sha256": first.model_sha256,
+            "backend": first.backend,
+            "tool_grammar": first.tool_grammar,
+            "servers": first.servers,
+            "task_set": first.task_set,
+            "machine": first.machine,
             **settings,
         },
     )
@@ -162,18 +164,20 @@ def eval_log(run_file: Path, records: list[dict[str, Any]]) -> EvalLog:
     )
 
 
-def _finished(record: dict[str, Any]) -> datetime:
-    return datetime.fromisoformat(record["timestamp"])
+def _finished(record: RunRecord) -> datetime:
+    if record.timestamp is None:
+        raise ExportError(f"the record of {record.task_id} epoch {record.epoch} has no timestamp")
+    return datetime.fromisoformat(record.timestamp)
 
 
-def _total_ms(record: dict[str, Any]) -> float:
-    return float(record.get("wall_ms") or 0.0) + float(record.get("queue_ms") or 0.0)
+def _total_ms(record: RunRecord) -> float:
+    return float(record.wall_ms or 0.0) + float(record.queue_ms or 0.0)
 
 
-def _state(run_file: Path, record: dict[str, Any]) -> RunState | None:
-    if not record.get("run_id"):
+def _state(run_file: Path, record: RunRecord) -> RunState | None:
+    if not record.run_id:
         return None
-    path = kept_file(run_file, f"{record['run_id']}.json")
+    path = kept_file(run_file, f"{record.run_id}.json")
     return RunState.from_dict(json.loads(read_text(path))) if path else None
 
 
@@ -190,43 +194,41 @@ def explanation(checks: list[dict[str, Any]]) -> str:
     return "\n".join([head, *lines]) if checks else "no checks (the task did not run)"
 
 
-def _sample(run_file: Path, record: dict[str, Any]) -> EvalSample:
+def _sample(run_file: Path, record: RunRecord) -> EvalSample:
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
 
     state = _state(run_file, record)
-    model = str(record.get("model") or "unknown")
+    model = str(record.model or "unknown")
     messages = messages_of(state, model) if state else []
     replies = [m for m in messages if isinstance(m, ChatMessageAssistant)]
     finished = _finished(record)
     total_ms = _total_ms(record)
-    reason = STOP_REASONS.get(str(record.get("stop_reason")), "unknown")
+    reason = STOP_REASONS.get(str(record.stop_reason), "unknown")
     output = ModelOutput(
         model=model,
         choices=[ChatCompletionChoice(message=replies[-1], stop_reason=reason)] if replies else [],
     )
-    prompt, completion = record["prompt_tokens"], record["completion_tokens"]
-    checks = record.get("checks") or []
+    prompt, completion = record.prompt_tokens, record.completion_tokens
+    checks = record.checks or []
     error = (
-        EvalError(
-            message=str(record.get("error") or record["status"]), traceback="", traceback_ansi=""
-        )
+        EvalError(message=str(record.error or record.status), traceback="", traceback_ansi="")
         if is_error(record)
         else None
     )
     return EvalSample(
-        id=record["task_id"],
+        id=record.task_id,
         error=error,
-        epoch=record["epoch"],
-        input=record["question"],
+        epoch=record.epoch,
+        input=record.question,
         target=target(checks),
         messages=messages,
         output=output,
         scores={
             "checks": Score(
-                value="C" if record["correct"] else "I",
-                answer=record.get("answer"),
+                value="C" if record.correct else "I",
+                answer=record.answer,
                 explanation=explanation(checks),
                 metadata={"checks": checks},
             )
@@ -239,13 +241,13 @@ def _sample(run_file: Path, record: dict[str, Any]) -> EvalSample:
         started_at=(finished - timedelta(milliseconds=total_ms)).isoformat(),
         completed_at=finished.isoformat(),
         total_time=round(total_ms / 1000, 3),
-        working_time=round(float(record.get("wall_ms") or 0.0) / 1000, 3),
-        turn_count=record.get("turns"),
+        working_time=round(float(record.wall_ms or 0.0) / 1000, 3),
+        turn_count=record.turns,
         metadata=_sample_metadata(record, state),
     )
 
 
-def _sample_metadata(record: dict[str, Any], state: RunState | None) -> dict[str, Any]:
+def _sample_metadata(record: RunRecord, state: RunState | None) -> dict[str, Any]:
     keys = (
         "run_id",
         "status",
@@ -270,9 +272,10 @@ def _sample_metadata(record: dict[str, Any], state: RunState | None) -> dict[str
         "seed",
         "temperature",
     )
-    found = {k: record[k] for k in keys if k in record}
-    found["policy"] = record.get("policy")
-    found["loop"] = record.get("loop")
+    line = record.line()
+    found = {k: line[k] for k in keys}
+    found["policy"] = line["policy"]
+    found["loop"] = line["loop"]
     if state is None:
         found["state_file"] = None
     return found

@@ -33,6 +33,7 @@ from statsmodels.stats.proportion import proportion_effectsize
 from statsmodels.stats.weightstats import DescrStatsW
 
 from evals.errors import EvalError
+from evals.run.record import RunRecord
 from evals.run.status import is_error
 
 CONFIDENCE = 0.95
@@ -79,13 +80,13 @@ def wilson(k: int, n: int) -> Proportion:
     return Proportion(k, n, float(ci.low), float(ci.high))
 
 
-def by_task(records: Sequence[dict[str, Any]]) -> dict[str, list[bool]]:
+def by_task(records: Sequence[RunRecord]) -> dict[str, list[bool]]:
     """Each task's outcomes, one per epoch, in the records' order; a task run the machinery
     ended, or that never ran, is no outcome."""
     outcomes: dict[str, list[bool]] = {}
     for r in records:
         if not is_error(r):
-            outcomes.setdefault(str(r["task_id"]), []).append(bool(r["correct"]))
+            outcomes.setdefault(r.task_id, []).append(r.correct)
     return outcomes
 
 
@@ -136,7 +137,7 @@ def accuracy_of(summary: dict[str, Any]) -> Accuracy:
     return Accuracy(summary["runs"], 1, p.rate, p.low, p.high, summary["correct"])
 
 
-def accuracy(records: Sequence[dict[str, Any]]) -> Accuracy:
+def accuracy(records: Sequence[RunRecord]) -> Accuracy:
     outcomes = by_task(records)
     epochs = max((len(v) for v in outcomes.values()), default=0)
     if all(len(set(v)) == 1 for v in outcomes.values()):
@@ -233,18 +234,18 @@ def _points(value: float, signed: bool = False) -> str:
 
 
 def _check_same_tasks(
-    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], label_a: str, label_b: str
+    a: Sequence[RunRecord], b: Sequence[RunRecord], label_a: str, label_b: str
 ) -> None:
-    sets_a = {r.get("task_set") for r in a}
-    sets_b = {r.get("task_set") for r in b}
+    sets_a = {r.task_set for r in a}
+    sets_b = {r.task_set for r in b}
     if sets_a != sets_b:
         raise PairingError(
             f"the runs are over different task sets: {label_a} ran "
             f"{', '.join(sorted(map(str, sets_a)))}, {label_b} ran "
             f"{', '.join(sorted(map(str, sets_b)))}"
         )
-    ids_a = {str(r["task_id"]) for r in a}
-    ids_b = {str(r["task_id"]) for r in b}
+    ids_a = {r.task_id for r in a}
+    ids_b = {r.task_id for r in b}
     if ids_a != ids_b:
         parts = []
         if ids_a - ids_b:
@@ -257,8 +258,8 @@ def _check_same_tasks(
          "task file"),
         ("checks_hash", "was judged by other checks", "rescore both runs first"),
     ):  # fmt: skip
-        seen_a = {str(r["task_id"]): r[key] for r in a if r.get(key)}
-        seen_b = {str(r["task_id"]): r[key] for r in b if r.get(key)}
+        seen_a = {r.task_id: getattr(r, key) for r in a if getattr(r, key)}
+        seen_b = {r.task_id: getattr(r, key) for r in b if getattr(r, key)}
         differ = sorted(t for t in seen_a.keys() & seen_b.keys() if seen_a[t] != seen_b[t])
         if differ:
             first = differ[0]
@@ -275,8 +276,8 @@ def _mean_difference(a: Any, b: Any, axis: int = -1) -> Any:
 
 
 def paired(
-    a: Sequence[dict[str, Any]],
-    b: Sequence[dict[str, Any]],
+    a: Sequence[RunRecord],
+    b: Sequence[RunRecord],
     label_a: str = "A",
     label_b: str = "B",
 ) -> Paired:

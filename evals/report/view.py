@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from evals.report.compare import Run, load_runs, policy_name
 from evals.report.stats import Accuracy, accuracy
+from evals.run.record import RunRecord
 from evals.run.records import kept_file, read_text
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
@@ -151,14 +152,14 @@ def _timings(records: list[TurnRecord]) -> list[Timing | None]:
     return found
 
 
-def transcript(run: Run, index: int, number: int, record: dict[str, Any]) -> Transcript:
+def transcript(run: Run, index: int, number: int, record: RunRecord) -> Transcript:
     """One task run's transcript: from its state file when one was kept, else its record."""
-    state_file = kept_file(run.path, f"{record['run_id']}.json") if record.get("run_id") else None
+    state_file = kept_file(run.path, f"{record.run_id}.json") if record.run_id else None
     # A task that never ran (the server had gone) kept no state: its record alone is shown.
     state = (
         RunState.from_dict(json.loads(read_text(state_file)))
         if state_file
-        else new_run(record["model"], record["question"])
+        else new_run(record.model, record.question)
     )
     results = {m.get("tool_call_id", ""): m for m in state.messages if m["role"] == "tool"}
     timings = _timings(state.turn_records)
@@ -184,31 +185,31 @@ def transcript(run: Run, index: int, number: int, record: dict[str, Any]) -> Tra
             )
         )
         asked = []
-    trace_file = kept_file(run.path, f"{record['run_id']}.trace.jsonl") if state_file else None
+    trace_file = kept_file(run.path, f"{record.run_id}.trace.jsonl") if state_file else None
     return Transcript(
         anchor=f"r{index}-{number}",
         run=index,
         run_label=run.label,
-        task_id=record["task_id"],
-        epoch=record["epoch"],
-        status=record["status"],
-        correct=bool(record["correct"]),
+        task_id=record.task_id,
+        epoch=record.epoch,
+        status=record.status,
+        correct=record.correct,
         system=next((m["content"] for m in state.messages if m["role"] == "system"), ""),
         user=next(m["content"] for m in state.messages if m["role"] == "user"),
         turns=turns,
-        checks=record.get("checks") or [],
-        answer=record.get("answer"),
-        error=record.get("error"),
-        interruption=record.get("interruption"),
+        checks=record.checks,
+        answer=record.answer,
+        error=record.error,
+        interruption=record.interruption,
         files=[str(p.name) for p in (state_file, trace_file) if p is not None],
     )
 
 
-def _cell(transcripts: list[Transcript], records: list[dict[str, Any]]) -> Cell:
-    correct = sum(bool(r["correct"]) for r in records)
+def _cell(transcripts: list[Transcript], records: list[RunRecord]) -> Cell:
+    correct = sum(r.correct for r in records)
     mark = ("✓" if correct else "✗") if len(records) == 1 else f"{correct}/{len(records)}"
-    turns = statistics.fmean(r["turns"] for r in records)
-    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    turns = statistics.fmean(r.turns for r in records)
+    latencies = [ms for r in records for ms in r.turn_latency_ms]
     ms = f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–"
     return Cell(
         text=f"{mark} {turns:g} turns {ms}",
@@ -251,7 +252,7 @@ def leaderboard(runs: list[Run]) -> list[Standing]:
             model=str(run.summary["model"]),
             backend=str(run.summary["backend"] or "–"),
             policy=policy_name(run.summary.get("policy")),
-            task_set=", ".join(dict.fromkeys(str(r.get("task_set")) for r in run.records)),
+            task_set=", ".join(dict.fromkeys(str(r.task_set) for r in run.records)),
             accuracy=run.accuracy,
             mean_turn_ms=run.summary["mean_turn_ms"],
             wall_s=run.summary["wall_ms"] / 1000,
@@ -261,8 +262,8 @@ def leaderboard(runs: list[Run]) -> list[Standing]:
     return sorted(rows, key=lambda s: (-s.accuracy.rate, -s.accuracy.low, s.run))
 
 
-def kind_of(record: dict[str, Any]) -> str:
-    return str(record.get("kind") or record["task_id"])
+def kind_of(record: RunRecord) -> str:
+    return str(record.kind or record.task_id)
 
 
 def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Accuracy | None]]]:
@@ -279,14 +280,14 @@ def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Accuracy | None]
 
 def render(paths: Sequence[Path]) -> str:
     runs = load_runs(paths)
-    tasks = list(dict.fromkeys(r["task_id"] for run in runs for r in run.records))
+    tasks = list(dict.fromkeys(r.task_id for run in runs for r in run.records))
     transcripts: list[Transcript] = []
     grid: dict[str, list[Cell | None]] = {task: [] for task in tasks}
     for index, run in enumerate(runs):
         made = [transcript(run, index, n, r) for n, r in enumerate(run.records)]
         transcripts += made
         for task in tasks:
-            records = [r for r in run.records if r["task_id"] == task]
+            records = [r for r in run.records if r.task_id == task]
             mine = [t for t in made if t.task_id == task]
             grid[task].append(_cell(mine, records) if records else None)
     env = Environment(

@@ -17,6 +17,7 @@ from typing import Any
 from evals.errors import RunFileError
 from evals.report.markdown import table
 from evals.report.stats import accuracy, accuracy_of
+from evals.run.record import RunRecord
 from evals.run.status import ERROR, NOT_RUN, is_error
 from evals.scoring.checks import offerable_tools
 from harness.state import RunState
@@ -100,11 +101,11 @@ def task_record(
     checks: list[dict[str, Any]],
     trace_path: str | None,
     queue_ms: float = 0.0,
-) -> dict[str, Any]:
+) -> RunRecord:
     """``queue_ms``: time the run's turns waited for a server with room (an eval's queue); it
     is recorded apart and left out of wall time, which counts the task's own work."""
     latencies = [t.latency_ms for t in state.turn_records]
-    return {
+    fields = {
         **context,
         "run_id": state.run_id,
         "task_id": task_id,
@@ -143,12 +144,13 @@ def task_record(
         "trace_path": trace_path,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    return RunRecord.model_validate(fields)
 
 
 def not_run_record(
     context: dict[str, Any], task_id: str, question: str, epoch: int, reason: str
-) -> dict[str, Any]:
-    return {
+) -> RunRecord:
+    fields = {
         **context,
         "run_id": None,
         "task_id": task_id,
@@ -169,6 +171,7 @@ def not_run_record(
         "correct": False,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    return RunRecord.model_validate(fields)
 
 
 def keep_compact(path: Path) -> Path:
@@ -242,56 +245,54 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _total(values: list[int | None]) -> int | None:
+    """The sum, or None when a record was written before the figure was counted."""
+    return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+
+def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
     """Totals of one run file; pass^k counts a task only if every epoch got it right."""
-    latencies = [ms for r in records for ms in r.get("turn_latency_ms", [])]
+    latencies = [ms for r in records for ms in r.turn_latency_ms]
     answered = [r for r in records if not is_error(r)]
     by_task: dict[str, list[bool]] = {}
     for r in answered:
-        by_task.setdefault(r["task_id"], []).append(bool(r["correct"]))
+        by_task.setdefault(r.task_id, []).append(r.correct)
     epochs = max((len(v) for v in by_task.values()), default=0)
-    first = records[0] if records else {}
+    first = records[0] if records else None
+    correct = sum(r.correct for r in answered)
     return {
-        "label": first.get("label"),
-        "model": first.get("model"),
-        "model_sha256": first.get("model_sha256"),
-        "backend": first.get("backend"),
-        "tool_grammar": first.get("tool_grammar"),
-        "draft": first.get("draft"),
-        "loop": first.get("loop"),
-        "policy": first.get("policy"),
+        "label": first and first.label,
+        "model": first and first.model,
+        "model_sha256": first and first.model_sha256,
+        "backend": first and first.backend,
+        "tool_grammar": first and first.tool_grammar,
+        "draft": first and first.draft,
+        "loop": first and first.loop,
+        "policy": first.policy.model_dump() if first and first.policy else None,
         "tasks": len(by_task),
         "epochs": epochs,
         "runs": len(answered),
-        "correct": sum(bool(r["correct"]) for r in answered),
-        "accuracy": (sum(bool(r["correct"]) for r in answered) / len(answered))
-        if answered
-        else 0.0,
+        "correct": correct,
+        "accuracy": correct / len(answered) if answered else 0.0,
         # Task runs the machinery ended or that never ran: in no accuracy, rerun by --resume.
         "errors": len(records) - len(answered),
         "pass_k": (sum(all(v) for v in by_task.values()) / len(by_task)) if by_task else 0.0,
         "task_accuracy": asdict(accuracy(records)),
-        "not_run": sum(r["status"] == NOT_RUN for r in records),
-        "turns": sum(r["turns"] for r in records),
-        "tool_runs": sum(r["tool_runs"] for r in records),
+        "not_run": sum(r.status == NOT_RUN for r in records),
+        "turns": sum(r.turns for r in records),
+        "tool_runs": sum(r.tool_runs for r in records),
         # None for records written before the harness checked arguments against the schema.
-        "invalid_calls": sum(r["invalid_calls"] for r in records)
-        if all("invalid_calls" in r for r in records)
-        else None,
-        "refused_calls": sum(r["refused_calls"] for r in records)
-        if all("refused_calls" in r for r in records)
-        else None,
-        "call_shaped_text": sum(r["call_shaped_text"] for r in records)
-        if all("call_shaped_text" in r for r in records)
-        else None,
-        "wall_ms": round(sum(r["wall_ms"] for r in records), 1),
+        "invalid_calls": _total([r.invalid_calls for r in records]),
+        "refused_calls": _total([r.refused_calls for r in records]),
+        "call_shaped_text": _total([r.call_shaped_text for r in records]),
+        "wall_ms": round(sum(r.wall_ms for r in records), 1),
         "mean_turn_ms": mean(latencies),
         "p95_turn_ms": p95(latencies),
-        "prompt_tokens": sum(r["prompt_tokens"] for r in records),
-        "completion_tokens": sum(r["completion_tokens"] for r in records),
-        "cost_usd": round(sum(r["cost_usd"] for r in records), 6),
-        "harness_ms": round(sum(r.get("harness_ms") or 0.0 for r in records), 1),
-        "machine": first.get("machine"),
+        "prompt_tokens": sum(r.prompt_tokens for r in records),
+        "completion_tokens": sum(r.completion_tokens for r in records),
+        "cost_usd": round(sum(r.cost_usd for r in records), 6),
+        "harness_ms": round(sum(r.harness_ms or 0.0 for r in records), 1),
+        "machine": first and first.machine,
     }
 
 
@@ -301,18 +302,18 @@ def errors_note(summary: dict[str, Any]) -> str:
     return f"  errors={errors} (rerun with --resume)" if errors else ""
 
 
-def summary_markdown(name: str, summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRecord]) -> str:
     rows = [
         [
-            r["task_id"],
-            r["epoch"],
-            r["status"],
-            r["turns"],
-            r["tool_runs"],
-            f"{r['wall_ms']:,.0f}",
-            "" if r.get("mean_turn_ms") is None else f"{r['mean_turn_ms']:,.0f}",
-            "✓" if r["correct"] else "✗",
-            (r.get("answer") or "")[:80],
+            r.task_id,
+            r.epoch,
+            r.status,
+            r.turns,
+            r.tool_runs,
+            f"{r.wall_ms:,.0f}",
+            "" if r.mean_turn_ms is None else f"{r.mean_turn_ms:,.0f}",
+            "✓" if r.correct else "✗",
+            (r.answer or "")[:80],
         ]
         for r in records
     ]

@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from evals.run.records import read_records, summarize, summary_markdown
+from evals.run.record import read_runs
+from evals.run.records import summarize, summary_markdown
 
 
 def durable_append(f: IO[str], record: dict[str, Any]) -> None:
@@ -33,15 +34,15 @@ def start_partial(partial: Path, records: list[dict[str, Any]]) -> None:
 def finish(partial: Path, out: Path, order: list[tuple[str, int]]) -> None:
     """The run file: the partial's records in task order, however they finished."""
     rank = {key: i for i, key in enumerate(order)}
-    records = sorted(read_records(partial), key=lambda r: rank[(r["task_id"], r["epoch"])])
-    start_partial(partial, records)
+    records = sorted(read_runs(partial), key=lambda r: rank[(r.task_id, r.epoch)])
+    start_partial(partial, [r.line() for r in records])
     os.replace(partial, out)
 
 
 def write_summaries(path: Path, elapsed_ms: float | None = None) -> dict[str, Any]:
     """``RUN.summary.json`` and ``RUN.summary.md`` from the run file; ``elapsed_ms``: the wall
     clock of the command that finished the eval (a resume's own part only)."""
-    records = read_records(path)
+    records = read_runs(path)
     summary = summarize(records)
     if elapsed_ms is not None:
         summary["elapsed_ms"] = elapsed_ms

@@ -17,6 +17,7 @@ from typing import IO, Any
 from evals.errors import EvalError
 from evals.report.stats import accuracy_of
 from evals.run.progress import Progress
+from evals.run.record import RunRecord
 from evals.run.records import (
     code_version,
     errors_note,
@@ -106,15 +107,15 @@ async def run_task(
     return state
 
 
-def result_line(record: dict[str, Any]) -> str:
-    answer = (record.get("answer") or "").replace("\n", " ")
+def result_line(record: RunRecord) -> str:
+    answer = (record.answer or "").replace("\n", " ")
     if len(answer) > 70:
         answer = answer[:67] + "..."
-    mark = "✓" if record["correct"] else "✗"
-    status = "" if record["status"] == "completed" else f"  [{record['status']}]"
+    mark = "✓" if record.correct else "✗"
+    status = "" if record.status == "completed" else f"  [{record.status}]"
     return (
-        f"turns={record['turns']} tools={record['tool_runs']} wall={record['wall_ms']:>8,.0f}ms"
-        f'  {record["question"]}  -> "{answer}"  {mark}{status}'
+        f"turns={record.turns} tools={record.tool_runs} wall={record.wall_ms:>8,.0f}ms"
+        f'  {record.question}  -> "{answer}"  {mark}{status}'
     )
 
 
@@ -152,7 +153,7 @@ class _Eval:
     keep: Path
     eval_id: str
     order: list[tuple[str, int]]
-    kept: dict[tuple[str, int], dict[str, Any]]
+    kept: dict[tuple[str, int], RunRecord]
     tasks: list[Task]
     written: int = 0
     server_gone: str | None = None
@@ -172,9 +173,9 @@ class _Eval:
             if (t.id, e) not in self.kept
         ]
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: RunRecord) -> None:
         assert self.file is not None
-        durable_append(self.file, record)
+        durable_append(self.file, record.line())
         self.written += 1
         crash_point("LOOPBENCH_CRASH_AFTER_TASK", str(len(self.kept) + self.written))
 
@@ -214,7 +215,7 @@ def _prepare(
     out = settings.out or default_out(label)
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = task_folder(out)  # each task's state file (transcript) and trace
-    kept = {(r["task_id"], r["epoch"]): r for r in kept_records(settings, out)}
+    kept = {(r.task_id, r.epoch): r for r in kept_records(settings, out)}
     order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
     ev = _Eval(
         settings, chosen, model, context, out, keep, eval_id(keep, settings), order, kept,
@@ -250,7 +251,7 @@ async def _one(
     pool: ServerPool,
     scratch: Path,
     progress: Progress,
-    after_task: Callable[[dict[str, Any]], None] | None,
+    after_task: Callable[[RunRecord], None] | None,
 ) -> None:
     if ev.server_gone:
         why = f"not run: {ev.server_gone}"
@@ -273,15 +274,15 @@ async def _one(
         )
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
-        record["kind"] = task.kind  # the family a generated task belongs to
-        record["checks_hash"] = task.checks_hash
-        record["temperature"] = ev.settings.temperature
-        record["seed"] = ev.settings.epoch_seed(epoch)
-        record["answered_by"] = answered
-        record["server_software"] = ", ".join(dict.fromkeys(software[u] for u in answered))
+        record.kind = task.kind  # the family a generated task belongs to
+        record.checks_hash = task.checks_hash
+        record.temperature = ev.settings.temperature
+        record.seed = ev.settings.epoch_seed(epoch)
+        record.answered_by = answered
+        record.server_software = ", ".join(dict.fromkeys(software[u] for u in answered))
         if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
-    record["task_hash"] = task.task_hash  # what was asked, so runs pair only over one task
+    record.task_hash = task.task_hash  # what was asked, so runs pair only over one task
     ev.append(record)
     ev.finished_at = time.monotonic()
     prefix = f"{ev.context['label']} " if progress.total > len(ev.order) else ""
@@ -294,7 +295,7 @@ async def run_evals(
     evals: list[EvalSettings],
     echo: Callable[[str], None] = print,
     bar: bool = False,
-    after_task: Callable[[dict[str, Any]], None] | None = None,
+    after_task: Callable[[RunRecord], None] | None = None,
 ) -> list[Path]:
     """Run the task set for each settings (one model each), every task run of every model in
     one queue, ``evals[0].concurrency`` in flight. One run file per settings.
@@ -334,7 +335,7 @@ async def run_evals(
 
     try:
         for ev in runs:
-            start_partial(ev.partial, list(ev.kept.values()))
+            start_partial(ev.partial, [r.line() for r in ev.kept.values()])
             ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
         total = sum(len(ev.order) for ev in runs)
         started = time.monotonic()
@@ -371,7 +372,7 @@ async def run_eval(
     settings: EvalSettings,
     echo: Callable[[str], None] = print,
     bar: bool = False,
-    after_task: Callable[[dict[str, Any]], None] | None = None,
+    after_task: Callable[[RunRecord], None] | None = None,
 ) -> Path:
     """One model's eval; returns its run file."""
     (out,) = await run_evals([settings], echo, bar, after_task)

@@ -7,10 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from evals.errors import EvalError
-from evals.run.records import read_records, task_folder
+from evals.run.record import RunRecord, read_runs
+from evals.run.records import task_folder
 from evals.run.status import is_error
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import PLAIN, Policy, preset
@@ -88,7 +88,7 @@ def resumed_settings(run_file: Path, base_url: str) -> EvalSettings:
     return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)
 
 
-def kept_records(settings: EvalSettings, out: Path) -> list[dict[str, Any]]:
+def kept_records(settings: EvalSettings, out: Path) -> list[RunRecord]:
     """Finished task runs of the eval being resumed (a not-run record, or one the machinery
     ended, is not finished: it runs again)."""
     if settings.resume is None:
@@ -97,7 +97,7 @@ def kept_records(settings: EvalSettings, out: Path) -> list[dict[str, Any]]:
     source = next((p for p in (partial, out) if p.exists()), None)
     if source is None:
         raise EvalError(f"cannot resume: neither {out} nor {partial} exists")
-    return [r for r in read_records(source) if not is_error(r)]
+    return [r for r in read_runs(source) if not is_error(r)]
 
 
 def eval_id(keep: Path, settings: EvalSettings) -> str:

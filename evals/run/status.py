@@ -9,12 +9,15 @@ an empty answer) stays a wrong answer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evals.run.record import RunRecord
 
 NOT_RUN = "not_run"
 ERROR = "error"
 
 
-def is_error(record: dict[str, Any]) -> bool:
+def is_error(record: RunRecord) -> bool:
     """A task run that says nothing about the model."""
-    return record.get("status") in (ERROR, NOT_RUN)
+    return record.status in (ERROR, NOT_RUN)

@@ -14,11 +14,11 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from evals.errors import EvalError
 from evals.report.markdown import table
-from evals.run.records import code_version, kept_file, read_records, read_text, run_files
+from evals.run.record import RunRecord, read_runs
+from evals.run.records import code_version, kept_file, read_text, run_files
 from evals.run.runfiles import start_partial, write_summaries
 from evals.run.status import NOT_RUN
 from evals.scoring.checks import score
@@ -50,10 +50,10 @@ class Rescored:
         return text
 
 
-def task_set_for(records: list[dict[str, Any]], run_file: Path) -> TaskSet:
+def task_set_for(records: list[RunRecord], run_file: Path) -> TaskSet:
     """The task set a run was made from, as its file reads today: the one its records name,
     looked up beside the default task set."""
-    names = {r.get("task_set") for r in records}
+    names = {r.task_set for r in records}
     if len(names) != 1 or None in names:
         raise RescoreError(
             f"{run_file}: its records name no single task set ({names}); use --tasks"
@@ -76,7 +76,7 @@ def _state(run_file: Path, run_id: str) -> RunState | None:
 
 
 def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
-    records = read_records(run_file)
+    records = read_runs(run_file)
     if not records:
         raise RescoreError(f"{run_file}: no records")
     taskset = tasks or task_set_for(records, run_file)
@@ -84,52 +84,53 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
     result = Rescored(run_file, len(records), 0, 0)
     stamp = {"by": code_version(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
     for record in records:
-        before = bool(record["correct"])
+        before = record.correct
         result.before += before
-        state = None if record["status"] == NOT_RUN else _state(run_file, record["run_id"])
-        task = by_id.get(record["task_id"])
+        state = None if record.status == NOT_RUN else _state(run_file, str(record.run_id))
+        task = by_id.get(record.task_id)
         if task is None:
-            raise RescoreError(f"{run_file}: task {record['task_id']!r} is not in {taskset.name}")
-        if record.get("task_hash") not in (None, task.task_hash):
+            raise RescoreError(f"{run_file}: task {record.task_id!r} is not in {taskset.name}")
+        if record.task_hash not in (None, task.task_hash):
             raise RescoreError(
                 f"{run_file}: task {task.id!r} is not the one this run was asked: the record's "
-                f"task hash is {record['task_hash']}, {taskset.name}'s is now {task.task_hash} "
+                f"task hash is {record.task_hash}, {taskset.name}'s is now {task.task_hash} "
                 "(its question, workspace or tools changed); rescore against the task file the "
                 "run was made from, with --tasks"
             )
-        if record["status"] != NOT_RUN and state is None:
-            result.missing.append(record["task_id"])
+        if record.status != NOT_RUN and state is None:
+            result.missing.append(record.task_id)
         checks = None if state is None else score(task, state)
-        if checks is not None and checks != record["checks"]:
-            record["checks"] = checks
-            record["correct"] = all(c["passed"] for c in checks)
+        if checks is not None and checks != record.checks:
+            record.checks = checks
+            record.correct = all(c["passed"] for c in checks)
             # The first verdict a record had stays named, however often it is rescored; a
             # record whose checks come out the same is left as it is.
-            first = record.get("rescored", {}).get("first_verdict", before)
-            record["rescored"] = {**stamp, "first_verdict": first}
-        if checks is not None or record["status"] == NOT_RUN:
-            record["checks_hash"] = task.checks_hash  # judged by today's checks
-        after = bool(record["correct"])
-        first = bool(record.get("rescored", {}).get("first_verdict", after))
+            first = (record.rescored or {}).get("first_verdict", before)
+            record.rescored = {**stamp, "first_verdict": first}
+        if checks is not None or record.status == NOT_RUN:
+            record.checks_hash = task.checks_hash  # judged by today's checks
+        after = record.correct
+        first = bool((record.rescored or {}).get("first_verdict", after))
         result.after += after
         result.first += first
         if after != first:
             mark = {True: "✓", False: "✗"}
             result.changed.append(
-                f"{record['task_id']} e{record['epoch']}: {mark[first]} -> {mark[after]}"
+                f"{record.task_id} e{record.epoch}: {mark[first]} -> {mark[after]}"
             )
     _rewrite(run_file, records)
     return result
 
 
-def _rewrite(run_file: Path, records: list[dict[str, Any]]) -> None:
+def _rewrite(run_file: Path, records: list[RunRecord]) -> None:
     """The run file with its new verdicts, replaced in one step, and its summaries."""
     summary_json = run_file.with_suffix(".summary.json")
     try:
         elapsed = json.loads(summary_json.read_text(encoding="utf-8")).get("elapsed_ms")
     except (OSError, json.JSONDecodeError):
         elapsed = None
-    start_partial(run_file, records)  # written beside it, fsynced, then put in its place
+    # Written beside it, fsynced, then put in its place.
+    start_partial(run_file, [r.line() for r in records])
     write_summaries(run_file, elapsed_ms=elapsed)
 
 

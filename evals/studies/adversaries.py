@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.report.markdown import table
-from evals.run.records import read_records
+from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown
@@ -71,8 +71,8 @@ async def _cell(url: str, scenario: str, policy: str, tasks: Path, scratch: Path
         out=out,
         concurrency=4,
     )
-    records = read_records(await run_eval(settings, echo=lambda _: None))
-    credited = [r["task_id"] for r in records if r["correct"]]
+    records = read_runs(await run_eval(settings, echo=lambda _: None))
+    credited = [r.task_id for r in records if r.correct]
     return Cell(scenario, policy, len(credited), len(records), credited)
 
 

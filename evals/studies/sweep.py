@@ -29,7 +29,8 @@ from typing import Any
 from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.report.stats import accuracy_of
-from evals.run.records import read_records, summarize
+from evals.run.record import read_runs
+from evals.run.records import summarize
 from evals.run.runner import EvalSettings, default_out, run_eval, slug
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import preset
@@ -114,7 +115,7 @@ async def _sweep_model(
 
 def row(run_file: Path) -> dict[str, Any]:
     """One line of the sweep: a run file's summary, named by its model and policy."""
-    summary = summarize(read_records(run_file))
+    summary = summarize(read_runs(run_file))
     policy = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
     accuracy = accuracy_of(summary)
     return {

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.report.markdown import table
-from evals.run.records import read_records, summarize
+from evals.run.record import RunRecord, read_runs
+from evals.run.records import summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from evals.studies.serving.peer import WARM, llama_server_args, load_average, ours_args, send
@@ -39,12 +40,12 @@ OUTCOME = (
 )  # fmt: skip
 
 
-def outcomes(records: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def outcomes(records: list[RunRecord]) -> dict[str, list[Any]]:
     """Each task run's outcome, keyed by ``task_id eEPOCH``, timing fields left out."""
-    return {f"{r['task_id']} e{r['epoch']}": [r.get(k) for k in OUTCOME] for r in records}
+    return {f"{r.task_id} e{r.epoch}": [getattr(r, k) for k in OUTCOME] for r in records}
 
 
-def differing(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[str]:
+def differing(a: list[RunRecord], b: list[RunRecord]) -> list[str]:
     """The task runs (``task_id eEPOCH``) whose outcomes differ between two run files."""
     x, y = outcomes(a), outcomes(b)
     return sorted(k for k in x.keys() | y.keys() if x.get(k) != y.get(k))
@@ -71,7 +72,7 @@ def over_levels(
     level's wall seconds, rate, speedup over the first level, and whether its records are the
     same as the first level's (timing fields aside)."""
     rows: list[dict[str, Any]] = []
-    first: list[dict[str, Any]] = []
+    first: list[RunRecord] = []
     for concurrency in levels:
         settings = EvalSettings(
             base_url=url,
@@ -87,7 +88,7 @@ def over_levels(
         start = time.perf_counter()
         run_file = asyncio.run(run_eval(settings, echo=_quiet(echo, f"{name} c{concurrency}")))
         wall_s = time.perf_counter() - start
-        records = read_records(run_file)
+        records = read_runs(run_file)
         summary = summarize(records)
         first = first or records
         changed = differing(first, records)
@@ -100,15 +101,13 @@ def over_levels(
                 "speedup": round(rows[0]["wall_s"] / wall_s, 2) if rows else 1.0,
                 "turns": summary["turns"],
                 "tool_runs": summary["tool_runs"],
-                "length_turns": sum(
-                    (r.get("turn_finish_reasons") or []).count("length") for r in records
-                ),
+                "length_turns": sum((r.turn_finish_reasons or []).count("length") for r in records),
                 "mean_turn_ms": summary["mean_turn_ms"] and round(summary["mean_turn_ms"], 1),
                 "correct": summary["correct"],
                 "not_run": summary["not_run"],
                 "same_records": not changed,
                 "differing": changed,
-                "server_software": sorted({str(r.get("server_software")) for r in records}),
+                "server_software": sorted({str(r.server_software) for r in records}),
                 "load_before": load,
             }
         )

@@ -1,0 +1,77 @@
+"""The run record: every committed run file reads through the typed model, old shapes are
+brought to the current one, and what is no record is named with its file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evals.errors import RunFileError
+from evals.run.record import RECORD_VERSION, RunRecord, read_runs
+from evals.run.records import summarize
+from tests.helpers import ROOT
+
+# Run files of the eval runner; BFCL's items and the Agents SDK's answers are records of
+# their own.
+OTHER_KINDS = ("bfcl", "agents_sdk")
+
+
+def committed_run_files() -> list[Path]:
+    return [
+        p
+        for p in sorted((ROOT / "results").rglob("*.jsonl"))
+        if ".runs" not in str(p) and not any(k in p.parts for k in OTHER_KINDS)
+    ]
+
+
+def test_every_committed_record_reads_through_the_typed_model() -> None:
+    files = committed_run_files()
+    records = [r for f in files for r in read_runs(f)]
+    assert len(files) >= 78 and len(records) >= 846
+    assert all(r.record_version == RECORD_VERSION for r in records)
+    # Written before the figure existed: None, never a missing key or a zero.
+    old = [r for r in records if r.invalid_calls is None]
+    assert old and summarize(old)["invalid_calls"] is None
+    assert summarize([r for r in records if r.invalid_calls is not None])["invalid_calls"] >= 0
+
+
+def test_a_version_1_record_is_brought_to_the_current_shape(tmp_path: Path) -> None:
+    v1 = {"model": "m", "task_id": "a", "question": "q", "status": "completed", "correct": True}
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(v1) + "\n")
+    (record,) = read_runs(path)
+    assert (record.record_version, record.correct, record.policy, record.queue_ms) == (
+        RECORD_VERSION,
+        True,
+        None,
+        None,
+    )
+    again = tmp_path / "again.jsonl"
+    again.write_text(json.dumps(record.line()) + "\n")
+    assert read_runs(again) == [record]
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ({"model": "m", "question": "q", "status": "x"}, "task_id: Field required"),
+        (
+            {"model": "m", "task_id": "a", "question": "q", "status": "x", "colour": 1},
+            "colour: Extra inputs are not permitted",
+        ),
+        (
+            {"model": "m", "task_id": "a", "question": "q", "status": "x", "record_version": 99},
+            "record_version 99 is newer than this code reads",
+        ),
+    ],
+)
+def test_what_is_no_record_is_named_with_its_line(
+    tmp_path: Path, line: dict[str, object], said: str
+) -> None:
+    good = RunRecord(model="m", task_id="a", question="q", status="completed").line()
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(RunFileError, match=f"run.jsonl, line 2: not a run record .*{said}"):
+        read_runs(path)
