@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from evals.errors import EvalError
 from evals.run.records import read_records
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.settings import resumed_settings
 from evals.tasks import load_tasks
+from harness.policies.presets import preset
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
@@ -145,3 +149,74 @@ async def test_task_timeout_stops_one_task_and_the_eval_goes_on(
     assert all(r["interruption"]["type"] == "timeout" for r in records)
     assert all(r["wall_ms"] < 3000 for r in records)  # the 3 s scan never finished
     assert records[0]["loop"]["task_timeout_s"] == 0.3
+
+
+def test_a_task_killed_in_flight_starts_a_trace_of_its_own_on_resume(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """The killed attempt's trace and state are kept as ``RUN_ID.attempt-1.*``; the next
+    attempt's trace opens with an ``attempt`` event and holds only its own run."""
+    out = tmp_path / "oracle.jsonl"
+    killed = evals(
+        "--model",
+        "scripted:oracle",
+        "--out",
+        str(out),
+        url=scripted_url,
+        cwd=tmp_path,
+        env={"LOOPBENCH_CRASH_AFTER_TOOL": "read_file"},
+    )
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    runs = tmp_path / "oracle.runs"
+    before = {p.name: p.read_text() for p in runs.glob("*.trace.jsonl")}
+    resumed = evals(
+        "--resume", str(out.with_name(out.name + ".partial")), url=scripted_url, cwd=tmp_path
+    )
+    _, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    (attempt,) = runs.glob("*.attempt-1.trace.jsonl")
+    run_id = attempt.name.removesuffix(".attempt-1.trace.jsonl")
+    assert attempt.read_text() == before[f"{run_id}.trace.jsonl"]  # the killed attempt, whole
+    assert (runs / f"{run_id}.attempt-1.json").exists()
+    events = [
+        json.loads(line) for line in (runs / f"{run_id}.trace.jsonl").read_text().splitlines()
+    ]
+    assert (events[0]["type"], events[0]["attempt"]) == ("attempt", 2)
+    record = next(r for r in read_records(out) if r["run_id"] == run_id)
+    assert sum(e["type"] == "turn" for e in events) == record["turns"]  # its own turns only
+    assert record["correct"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("model_sha256", "abc123", "weights (sha256) 'abc123', and this run would use none"),
+        ("tool_grammar", "off", "tool grammar 'off', and this run would use none"),
+        ("draft", "prompt-lookup", "draft 'prompt-lookup', and this run would use none"),
+        ("policy", None, "loop policy 'focused' (nudges=5), and this run would use 'focused'"),
+    ],
+)
+async def test_resume_refuses_records_made_with_another_setup(
+    scripted_url: str, tmp_path: Path, field: str, value: object, said: str
+) -> None:
+    out = await run_eval(
+        EvalSettings(
+            base_url=scripted_url, model="scripted:oracle", out=tmp_path / "run.jsonl",
+            policy=preset("focused"),
+        ),
+        echo=lambda _: None,
+    )  # fmt: skip
+    kept = read_records(out)[:3]
+    if field == "policy":
+        kept[0]["policy"]["settings"]["nudges"] = 5
+    else:
+        kept[0][field] = value
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    out.unlink()
+    with pytest.raises(
+        EvalError, match=re.escape(f"cannot resume run.jsonl: its records were made with {said}")
+    ):
+        await run_eval(resumed_settings(partial, scripted_url), echo=lambda _: None)
+    assert partial.read_text().count("\n") == 3  # nothing lost

@@ -94,7 +94,10 @@ async def run_task(
     config = loop_config(settings, epoch)
     state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
+    earlier = set_aside_attempt(keep, run_id)
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
+    if earlier is not None:
+        recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
     workspace = create_workspace(scratch / run_id / "workspace", files=task.workspace)
     await run_loop(state, client, default_tools(), workspace, config, recorder)
     while (
@@ -105,6 +108,27 @@ async def run_task(
         reject(state, state.interruption["call_id"], EVAL_REJECTION)
         await run_loop(state, client, default_tools(), workspace, config, recorder)
     return state
+
+
+def set_aside_attempt(keep: Path, run_id: str) -> int | None:
+    """A task run that was in flight when its eval was killed left a state file and a trace;
+    they are kept as ``RUN_ID.attempt-N.*`` so the next attempt starts files of its own.
+    Returns N, or None when there was no earlier attempt."""
+    trace, state = keep / f"{run_id}.trace.jsonl", state_path(keep, run_id)
+    if not trace.exists() and not state.exists():
+        return None
+    n = 1
+    while (keep / f"{run_id}.attempt-{n}.trace.jsonl").exists() or (
+        keep / f"{run_id}.attempt-{n}.json"
+    ).exists():
+        n += 1
+    for path, kept in (
+        (trace, f"{run_id}.attempt-{n}.trace.jsonl"),
+        (state, f"{run_id}.attempt-{n}.json"),
+    ):
+        if path.exists():
+            path.replace(keep / kept)
+    return n
 
 
 def result_line(record: RunRecord) -> str:
@@ -216,6 +240,7 @@ def _prepare(
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = task_folder(out)  # each task's state file (transcript) and trace
     kept = {(r.task_id, r.epoch): r for r in kept_records(settings, out)}
+    refuse_changed_setup(out, list(kept.values()), context)
     order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
     ev = _Eval(
         settings, chosen, model, context, out, keep, eval_id(keep, settings), order, kept,
@@ -242,6 +267,46 @@ def _prepare(
             "does not show that the answer came from a tool result"
         )
     return ev
+
+
+# What a resumed eval's server and loop must have as its kept records had, or the run file
+# would mix answers of two setups under one label: (record field, what it is).
+SAME_ON_RESUME = (
+    ("model_sha256", "weights (sha256)"),
+    ("tool_grammar", "tool grammar"),
+    ("draft", "draft"),
+    ("policy", "loop policy"),
+)
+
+
+def refuse_changed_setup(out: Path, kept: list[RunRecord], context: dict[str, Any]) -> None:
+    """An :class:`EvalError` naming both values when the records being resumed were made with
+    other weights, another tool grammar, draft or loop policy than this run would use."""
+    for record in kept:
+        had = record.line()
+        for key, what in SAME_ON_RESUME:
+            if had[key] != context[key]:
+                raise EvalError(
+                    f"cannot resume {out.name}: its records were made with {what} "
+                    f"{_shown(had[key], context[key])}, and this run would use "
+                    f"{_shown(context[key], had[key])}; "
+                    "serve what the records were made with, or start a new run"
+                )
+
+
+def _shown(value: Any, other: Any) -> str:
+    """A recorded value as the refusal names it; a policy by its name, and by the settings
+    that differ when the names agree."""
+    if isinstance(value, dict) and isinstance(other, dict) and "name" in value:
+        settings, theirs = value.get("settings") or {}, other.get("settings") or {}
+        changed = {k: settings.get(k) for k in settings.keys() | theirs.keys()}
+        changed = {k: v for k, v in changed.items() if v != theirs.get(k)}
+        if value.get("name") == other.get("name") and changed:
+            return (
+                f"{value['name']!r} ({', '.join(f'{k}={v}' for k, v in sorted(changed.items()))})"
+            )
+        return repr(value.get("name"))
+    return "none" if value is None else repr(value)
 
 
 async def _one(
