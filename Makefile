@@ -39,7 +39,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -238,9 +238,20 @@ bfcl: $(STAMP_DEV) $(STAMP_BFCL)
 experiments: $(STAMP_DEV)
 	$(PY) -m evals experiments --out results
 
-# The peer tests need llama-server: built once (about 10 minutes), then cached.
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server
-	$(PY) -m pytest -q
+# The report's browser tests drive Debian's chromium (Playwright never downloads a browser
+# here): installed with apt-get where this user may (root, or sudo without a password). Where
+# it cannot be, the browser tests are skipped and pytest's summary names each skip (-rs).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo "sudo -n"); \
+		$$sudo apt-get install -y chromium >/dev/null 2>&1 || \
+		{ $$sudo apt-get update >/dev/null 2>&1 && $$sudo apt-get install -y chromium >/dev/null 2>&1; } || \
+		echo "make: chromium could not be installed (needs root or sudo): the browser tests will be skipped"; }
+
+# The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
+# names every skipped test and the 20 slowest.
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server chromium
+	$(PY) -m pytest -q -rs --durations=20
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)
 	$(PY) -m ruff check .

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evals.cli import main, parser
+from tests.helpers import ROOT
 
 
 def test_every_subcommand_has_a_handler_and_a_help_that_renders(
@@ -51,3 +52,14 @@ def test_a_run_file_with_a_line_that_is_no_record_is_named(
     bad.write_text('{"task_id": "a"}\n[1, 2]\n')
     assert main(["compare", str(bad)]) == 1
     assert f"{bad}, line 2: not a JSON object" in capsys.readouterr().err
+
+
+def test_compare_of_every_committed_run_with_plots_prints_no_warning(tmp_path: Path) -> None:
+    """What ``make eval`` runs after each eval: nothing the user did not ask for reaches the
+    terminal, however many runs the plots' legends hold."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["compare", str(ROOT / "results" / "runs"), "--plots", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"task_wall.png", "turn_latency.png"}

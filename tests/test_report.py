@@ -33,7 +33,7 @@ CHROMIUM_FLAGS = [
 ]
 needs_browser = pytest.mark.skipif(
     CHROMIUM is None,
-    reason="no chromium on this machine: apt-get install -y chromium (.ci/run installs it)",
+    reason="no chromium on this machine: make chromium installs it (root or sudo), or apt-get",
 )
 TIMINGS = {"prompt_n": 30, "cache_n": 60, "predicted_n": 10, "prompt_ms": 150.0}
 

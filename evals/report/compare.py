@@ -149,10 +149,9 @@ def plot(runs: list[Run], folder: Path) -> list[Path]:
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(tasks))], tasks)
     ax.set_ylabel("wall time per task (s)")
     ax.set_title("Wall time per task")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    _legend(ax, len(runs))
     wall_png = folder / "task_wall.png"
-    fig.savefig(wall_png, dpi=110)
+    fig.savefig(wall_png, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -166,12 +165,26 @@ def plot(runs: list[Run], folder: Path) -> list[Path]:
     ax.set_xlabel("turn index within a task")
     ax.set_ylabel("median latency per turn (ms)")
     ax.set_title("Latency per turn")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    _legend(ax, len(runs))
     turn_png = folder / "turn_latency.png"
-    fig.savefig(turn_png, dpi=110)
+    fig.savefig(turn_png, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return [wall_png, turn_png]
+
+
+# Legend entries per column beside the plot; more runs take more columns.
+LEGEND_ROWS = 24
+
+
+def _legend(ax: Any, runs: int) -> None:
+    """The legend beside the axes, not over them: with many runs it is taller than the plot,
+    and the saved figure grows to hold it (``bbox_inches="tight"``) instead of warning."""
+    ax.legend(
+        fontsize="x-small",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        ncol=max(1, -(-runs // LEGEND_ROWS)),
+    )
 
 
 def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None = None) -> str:
