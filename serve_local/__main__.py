@@ -14,22 +14,10 @@ import sys
 import uvicorn
 
 from serve_local.app import create_app
-from serve_local.backends.base import Backend
-from serve_local.backends.draft import DRAFT_MODES, DraftSettings
+from serve_local.backends.draft import DRAFT_MODES
+from serve_local.backends.registry import BACKENDS, DEFAULT, build
 from serve_local.errors import StartupError
-from serve_local.models import ModelUnavailable, ResolvedModel, resolve
 from serve_local.toolgrammar import GRAMMAR_MODES
-
-GGUF_MAGIC = b"GGUF"
-
-
-def check_weights(model: ResolvedModel) -> None:
-    """Fail at startup, naming the file, when the weights are plainly not loadable."""
-    if model.kind == "gguf" or model.path.suffix == ".gguf":
-        with open(model.path, "rb") as f:
-            head = f.read(4)
-        if head != GGUF_MAGIC:
-            raise ModelUnavailable(f"{model.path} is not a GGUF file (it starts with {head!r})")
 
 
 def _at_least_one(text: str) -> int:
@@ -39,52 +27,13 @@ def _at_least_one(text: str) -> int:
     return value
 
 
-def build_backend(args: argparse.Namespace) -> Backend:
-    if args.backend == "scripted":
-        from serve_local.backends.scripted import ScriptedBackend
-
-        return ScriptedBackend(latency_ms=args.latency_ms)
-    if args.draft != "off" and args.backend != "llama":
-        raise StartupError(
-            f"--draft {args.draft} is a llama backend option (the {args.backend} backend decodes "
-            "one token at a time); start with --draft off"
-        )
-    model = resolve(args.model)
-    check_weights(model)
-    if args.backend == "llama":
-        if model.kind != "gguf":
-            raise ModelUnavailable(
-                f"the llama backend needs a GGUF file; {model.path} is a {model.kind}. "
-                "Use --backend transformers for a Hugging Face folder."
-            )
-        from serve_local.backends.llama import LlamaBackend
-
-        return LlamaBackend(
-            model,
-            n_ctx=args.ctx,
-            n_threads=args.threads,
-            reuse_prefix=not args.no_prefix_cache,
-            tool_grammar=args.tool_grammar,
-            draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
-        )
-    from serve_local.backends.transformers import TransformersBackend
-
-    return TransformersBackend(
-        model,
-        n_ctx=args.ctx,
-        device=args.device,
-        n_threads=args.threads,
-        tool_grammar=args.tool_grammar,
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m serve_local",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--backend", default="llama", choices=["scripted", "llama", "transformers"])
+    parser.add_argument("--backend", default=DEFAULT, choices=list(BACKENDS))
     parser.add_argument(
         "--model",
         default=os.environ.get("MODEL") or None,
@@ -135,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     try:
-        backend = build_backend(args)
+        backend = build(args)
     except StartupError as exc:
         print(f"serve_local: {exc}", file=sys.stderr, flush=True)
         return 2

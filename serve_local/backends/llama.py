@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from serve_local.backends.generation import (
     cut_at_stop,
 )
 from serve_local.chat_template import ChatTemplate
-from serve_local.models import ResolvedModel
+from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
 
 # ChatML, for a GGUF that carries no template of its own.
@@ -233,3 +234,21 @@ def _masker(constraint: CallConstraint) -> Callable[[Any, Any], Any]:
         return scores
 
     return mask
+
+
+def from_args(args: argparse.Namespace) -> LlamaBackend:
+    """``--backend llama``: a GGUF file, with its prefix cache, tool grammar and draft."""
+    model = check_weights(resolve(args.model))
+    if model.kind != "gguf":
+        raise ModelUnavailable(
+            f"the llama backend needs a GGUF file; {model.path} is a {model.kind}. "
+            "Use --backend transformers for a Hugging Face folder."
+        )
+    return LlamaBackend(
+        model,
+        n_ctx=args.ctx,
+        n_threads=args.threads,
+        reuse_prefix=not args.no_prefix_cache,
+        tool_grammar=args.tool_grammar,
+        draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
+    )

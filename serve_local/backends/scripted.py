@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import threading
@@ -137,3 +138,8 @@ class ScriptedBackend:
             stop_reason=stop_reason,
             stop_sequence=stop_sequence,
         )
+
+
+def from_args(args: argparse.Namespace) -> ScriptedBackend:
+    """``--backend scripted``: no weights; ``--latency-ms`` before each reply."""
+    return ScriptedBackend(latency_ms=args.latency_ms)

@@ -7,6 +7,7 @@ the whole prompt (``cache_n`` is 0), which is what plain ``generate`` does.
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from serve_local.backends.generation import (
 from serve_local.backends.llama import CHATML
 from serve_local.chat_template import ChatTemplate
 from serve_local.errors import StartupError
-from serve_local.models import ResolvedModel
+from serve_local.models import ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
 
 
@@ -223,3 +224,19 @@ def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def from_args(args: argparse.Namespace) -> TransformersBackend:
+    """``--backend transformers``: a Hugging Face folder or a GGUF, one token at a time."""
+    if args.draft != "off":
+        raise StartupError(
+            f"--draft {args.draft} is a llama backend option (the transformers backend decodes "
+            "one token at a time); start with --draft off"
+        )
+    return TransformersBackend(
+        check_weights(resolve(args.model)),
+        n_ctx=args.ctx,
+        device=args.device,
+        n_threads=args.threads,
+        tool_grammar=args.tool_grammar,
+    )
