@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from evals.scoring.answers import credits
 from evals.tasks import (
@@ -202,7 +202,8 @@ def check_passes(check: Check, state: RunState) -> bool:
             return state.status == value
         case OneOf() | NumberIs() | YesNo() | Facts():
             return credits(check, answer)
-    raise AssertionError(f"unhandled check {check!r}")
+        case _:
+            assert_never(check)
 
 
 def describe(check: Check) -> str:

@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -265,18 +265,23 @@ class TaskSet(BaseModel):
         return tasks
 
 
-_CHECK_KINDS = {
-    "contains",
-    "contains_any",
-    "not_contains",
-    "regex",
-    "files_read",
-    "tool_called",
-    "observed",
-    "status",
-    "answer",
-    *ANSWER_TYPES,
-}
+def _kinds(union: Any) -> set[str]:
+    """Every ``kind`` (and answer ``type``) tag of a discriminated union of check models."""
+    tags: set[str] = set()
+    for model in get_args(get_args(union)[0]):
+        if get_origin(model) is Annotated:
+            tags |= _kinds(model)
+            continue
+        for name in ("kind", "type"):
+            annotation = model.model_fields[name].annotation if name in model.model_fields else None
+            if get_origin(annotation) is Literal:
+                tags |= set(get_args(annotation))
+    return tags
+
+
+# Read from the Check union itself: a new kind is one model there and one case in
+# evals.scoring.checks.check_passes (which mypy holds to every kind, by assert_never).
+_CHECK_KINDS = _kinds(Check)
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
