@@ -318,7 +318,6 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         for r in records
     ]
     head = ["task", "epoch", "status", "turns", "tools", "wall ms", "mean turn ms", "correct"]
-    mean_turn = summary["mean_turn_ms"]
     lines = [
         f"# {name}",
         "",
@@ -327,11 +326,19 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         f"`{json.dumps(summary.get('policy'))}`.",
         "",
         table([*head, "answer"], rows),
+        total_line(summary),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def total_line(summary: dict[str, Any]) -> str:
+    """The one line that totals a run file, as the runner prints it and its summary ends."""
+    mean_turn = summary["mean_turn_ms"]
+    return (
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
         f"correct={accuracy_of(summary)}{errors_note(summary)}  cost=${summary['cost_usd']:.6f}"
-        + (f"  elapsed={summary['elapsed_ms']:,.0f}ms" if "elapsed_ms" in summary else ""),
-        "",
-    ]
-    return "\n".join(lines)
+        + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
+    )

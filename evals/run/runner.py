@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from evals.errors import EvalError
-from evals.report.stats import accuracy_of
 from evals.run.progress import Progress
 from evals.run.record import RunRecord
 from evals.run.records import (
     code_version,
-    errors_note,
     keep_compact,
     machine,
     not_run_record,
     task_folder,
+    total_line,
 )
 from evals.run.records import task_record as make_record
+from evals.run.resume import refuse_changed_setup, set_aside_attempt
 from evals.run.runfiles import durable_append, finish, start_partial, write_summaries
 from evals.run.servers import (
     PooledClient,
@@ -110,27 +110,6 @@ async def run_task(
     return state
 
 
-def set_aside_attempt(keep: Path, run_id: str) -> int | None:
-    """A task run that was in flight when its eval was killed left a state file and a trace;
-    they are kept as ``RUN_ID.attempt-N.*`` so the next attempt starts files of its own.
-    Returns N, or None when there was no earlier attempt."""
-    trace, state = keep / f"{run_id}.trace.jsonl", state_path(keep, run_id)
-    if not trace.exists() and not state.exists():
-        return None
-    n = 1
-    while (keep / f"{run_id}.attempt-{n}.trace.jsonl").exists() or (
-        keep / f"{run_id}.attempt-{n}.json"
-    ).exists():
-        n += 1
-    for path, kept in (
-        (trace, f"{run_id}.attempt-{n}.trace.jsonl"),
-        (state, f"{run_id}.attempt-{n}.json"),
-    ):
-        if path.exists():
-            path.replace(keep / kept)
-    return n
-
-
 def result_line(record: RunRecord) -> str:
     answer = (record.answer or "").replace("\n", " ")
     if len(answer) > 70:
@@ -140,17 +119,6 @@ def result_line(record: RunRecord) -> str:
     return (
         f"turns={record.turns} tools={record.tool_runs} wall={record.wall_ms:>8,.0f}ms"
         f'  {record.question}  -> "{answer}"  {mark}{status}'
-    )
-
-
-def total_line(summary: dict[str, Any]) -> str:
-    mean_turn = summary["mean_turn_ms"]
-    return (
-        f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
-        f"wall={summary['wall_ms']:,.0f}ms  mean turn="
-        f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={accuracy_of(summary)}{errors_note(summary)}"
-        + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
     )
 
 
@@ -267,46 +235,6 @@ def _prepare(
             "does not show that the answer came from a tool result"
         )
     return ev
-
-
-# What a resumed eval's server and loop must have as its kept records had, or the run file
-# would mix answers of two setups under one label: (record field, what it is).
-SAME_ON_RESUME = (
-    ("model_sha256", "weights (sha256)"),
-    ("tool_grammar", "tool grammar"),
-    ("draft", "draft"),
-    ("policy", "loop policy"),
-)
-
-
-def refuse_changed_setup(out: Path, kept: list[RunRecord], context: dict[str, Any]) -> None:
-    """An :class:`EvalError` naming both values when the records being resumed were made with
-    other weights, another tool grammar, draft or loop policy than this run would use."""
-    for record in kept:
-        had = record.line()
-        for key, what in SAME_ON_RESUME:
-            if had[key] != context[key]:
-                raise EvalError(
-                    f"cannot resume {out.name}: its records were made with {what} "
-                    f"{_shown(had[key], context[key])}, and this run would use "
-                    f"{_shown(context[key], had[key])}; "
-                    "serve what the records were made with, or start a new run"
-                )
-
-
-def _shown(value: Any, other: Any) -> str:
-    """A recorded value as the refusal names it; a policy by its name, and by the settings
-    that differ when the names agree."""
-    if isinstance(value, dict) and isinstance(other, dict) and "name" in value:
-        settings, theirs = value.get("settings") or {}, other.get("settings") or {}
-        changed = {k: settings.get(k) for k in settings.keys() | theirs.keys()}
-        changed = {k: v for k, v in changed.items() if v != theirs.get(k)}
-        if value.get("name") == other.get("name") and changed:
-            return (
-                f"{value['name']!r} ({', '.join(f'{k}={v}' for k, v in sorted(changed.items()))})"
-            )
-        return repr(value.get("name"))
-    return "none" if value is None else repr(value)
 
 
 async def _one(
