@@ -75,17 +75,24 @@ _PATH_ARG: dict[str, Any] = {
 
 LIST_TOOL = "list_files"
 READ_TOOL = "read_file"
-# One line of list_files' result per file: "NAME  SIZE bytes".
-LISTED_LINE = re.compile(r"^(\S.*?)  \d+ bytes$")
+# One line of list_files' result per file: "NAME  SIZE bytes" (a name may hold spaces). The
+# one definition of the format: the scripted provider reads listings with listed_sizes too.
+LISTED_LINE = re.compile(r"^(\S.*?)  (\d+) bytes$")
 
 
 def listed_line(path: Path) -> str:
     return f"{path.name}  {path.stat().st_size} bytes"
 
 
+def listed_sizes(result: str) -> dict[str, int]:
+    """The files a list_files result shows, in its order, with their sizes in bytes."""
+    found = (LISTED_LINE.match(line.strip()) for line in result.splitlines())
+    return {m.group(1): int(m.group(2)) for m in found if m}
+
+
 def listed_names(result: str) -> list[str]:
     """The file names a list_files result shows, in its order."""
-    return [m.group(1) for line in result.splitlines() if (m := LISTED_LINE.match(line.strip()))]
+    return list(listed_sizes(result))
 
 
 async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.tools import listed_sizes
+
 
 @dataclass(frozen=True)
 class Transcript:
@@ -122,12 +124,9 @@ def malformed(t: Transcript) -> Reply:
     return text("Both calls failed, so I have nothing to report.")
 
 
-_SIZE_LINE = re.compile(r"^(?P<name>\S+)\s+(?P<size>\d+) bytes$", re.MULTILINE)
-
-
 def _listed(tool_text: str) -> dict[str, int]:
-    """Names and sizes from a ``list_files`` result (one ``name  N bytes`` line per file)."""
-    return {m["name"]: int(m["size"]) for m in _SIZE_LINE.finditer(tool_text)}
+    """Names and sizes from a ``list_files`` result, read as the harness writes it."""
+    return listed_sizes(tool_text)
 
 
 _QUOTED = re.compile(r'"([^"]+)"')

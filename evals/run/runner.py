@@ -37,7 +37,7 @@ from evals.run.servers import (
     servers_for,
     share,
 )
-from evals.run.settings import EvalSettings, eval_id, kept_records
+from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
 from evals.scoring import score
 from evals.tasks import Task, TaskSet, load_tasks
 from harness.approvals import reject
@@ -181,11 +181,7 @@ def _prepare(
     backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
     shape = "" if settings.api == "openai" else f"/{settings.api}"
     label = settings.label or f"{model}@{backend}{shape}"
-    loop_keys = (
-        "max_turns", "budget_usd", "tool_errors", "approvals", "task_timeout_s", "temperature",
-        "seed",
-    )  # fmt: skip
-    loop = {k: v for k, v in asdict(settings).items() if k in loop_keys}
+    loop = {k: v for k, v in asdict(settings).items() if k in LOOP_FIELDS}
     context = {
         "label": label,
         "model": model,

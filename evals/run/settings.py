@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 
@@ -16,24 +16,32 @@ from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import PLAIN, Policy, preset
 from harness.tool_errors import ToolErrorPolicy
 
+# How a field of EvalSettings is kept: LOOP, in every record's ``loop`` (it changes what a
+# task run does); RESUMED, taken by a resumed eval from the one it continues (not where the
+# servers are, nor how many task runs are in flight: neither changes a record).
+LOOP = {"loop": True, "resumed": True}
+RESUMED_ONLY = {"resumed": True}
+
 
 @dataclass
 class EvalSettings:
     base_url: str
-    model: str | None = None
-    tasks: Path = DEFAULT_TASKS
-    epochs: int = 1
-    max_turns: int | None = 10
-    budget_usd: float | None = None
-    tool_errors: ToolErrorPolicy = "descriptive"
-    label: str | None = None
+    model: str | None = field(default=None, metadata=RESUMED_ONLY)
+    tasks: Path = field(default=DEFAULT_TASKS, metadata=RESUMED_ONLY)
+    epochs: int = field(default=1, metadata=RESUMED_ONLY)
+    max_turns: int | None = field(default=10, metadata=LOOP)
+    budget_usd: float | None = field(default=None, metadata=LOOP)
+    tool_errors: ToolErrorPolicy = field(default="descriptive", metadata=LOOP)
+    label: str | None = field(default=None, metadata=RESUMED_ONLY)
     out: Path | None = None
     # A call that needs approval: "reject" declines it with a reason the model reads and goes
     # on (the task set is read-only); "stop" records the run as interrupted.
-    approvals: str = "reject"
-    api: str = "openai"  # the wire shape: openai (chat completions) or anthropic (Messages)
+    approvals: str = field(default="reject", metadata=LOOP)
+    # The wire shape: openai (chat completions) or anthropic (Messages).
+    api: str = field(default="openai", metadata=RESUMED_ONLY)
     policy: Policy = field(default_factory=lambda: preset(PLAIN))
-    task_timeout_s: float | None = None  # wall clock per task run; the run is then interrupted
+    # Wall clock per task run; the run is then interrupted.
+    task_timeout_s: float | None = field(default=None, metadata=LOOP)
     resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
     # More servers beside base_url: each request goes to one serving the model.
     more_base_urls: tuple[str, ...] = ()
@@ -41,8 +49,8 @@ class EvalSettings:
     per_server: int | None = None  # requests in flight per server (default: spread evenly)
     # Sampling: None is greedy. Epoch e of a task asks for seed + e - 1, so epochs differ
     # from each other and a rerun repeats them.
-    temperature: float | None = None
-    seed: int | None = None
+    temperature: float | None = field(default=None, metadata=LOOP)
+    seed: int | None = field(default=None, metadata=LOOP)
 
     def epoch_seed(self, epoch: int) -> int | None:
         return None if self.seed is None else self.seed + epoch - 1
@@ -52,22 +60,8 @@ class EvalSettings:
         return [self.base_url, *self.more_base_urls]
 
 
-# What a resumed eval takes from the one it continues (not where the servers are, nor how
-# many task runs are in flight: neither changes a record).
-RESUMED = (
-    "model",
-    "tasks",
-    "epochs",
-    "max_turns",
-    "budget_usd",
-    "tool_errors",
-    "label",
-    "approvals",
-    "task_timeout_s",
-    "api",
-    "temperature",
-    "seed",
-)
+LOOP_FIELDS = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("loop"))
+RESUMED = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("resumed"))
 
 
 def settings_file(keep: Path) -> Path:
