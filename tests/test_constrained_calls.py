@@ -186,7 +186,7 @@ async def test_without_the_grammar_refused_calls_are_reported_and_counted(
         async with ProviderClient(unconstrained) as client:
             await run_loop(state, client, default_tools(), workspace, LoopConfig.of(max_turns=1))
         record = task_record(
-            context={},
+            context={"model": QWEN_CODER},
             task_id="t",
             question=question,
             epoch=1,
@@ -195,8 +195,8 @@ async def test_without_the_grammar_refused_calls_are_reported_and_counted(
             trace_path=None,
         )
         turn_refused = [r for t in state.turn_records for r in t.refused_calls or []]
-        assert record["refused_calls"] == len(turn_refused)
-        counted += record["refused_calls"]
+        assert record.refused_calls == len(turn_refused)
+        counted += record.refused_calls
     assert counted >= 1
 
 
