@@ -125,14 +125,14 @@ def test_a_weak_reader_is_caught_by_the_derived_strategies(
 ) -> None:
     """A reader of yes/no answers as the generated sets had one before typed answers (any
     "yes" affirms): the hedge "Yes or no." passes it, and the judge says so."""
-    from evals.scoring import checks
+    from evals.scoring import answers
 
     def weak(answer: Any, text: str) -> bool:
         if isinstance(answer, YesNo):
             return ("yes" in text.lower()) == answer.expected
         return credits(answer, text)
 
-    monkeypatch.setattr(checks, "credits", weak)
+    monkeypatch.setattr(answers, "credits", weak)
     problems = [p for r in asyncio.run(judge(load_tasks(GEN_TEST), tmp_path)) for p in r.problems()]
     assert any("hedge 'hedge: or' credited" in p for p in problems), problems
     assert any("credited a wrong answer" in p for p in problems), problems

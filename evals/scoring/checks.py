@@ -20,24 +20,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any
 
-from evals.scoring.answers import credits
 from evals.tasks import (
     Check,
-    Contains,
-    ContainsAny,
-    Facts,
-    FilesRead,
-    NotContains,
-    NumberIs,
-    Observed,
-    OneOf,
-    Regex,
-    StatusIs,
     Task,
-    ToolCalled,
-    YesNo,
 )
 from harness.policies.submit import submit_tool
 from harness.state import RunState, ToolRun, signature
@@ -150,15 +137,6 @@ def _matches(given: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return True
 
 
-def observed(state: RunState, check: Observed) -> bool:
-    return any(
-        r.name == check.tool
-        and _matches(r.arguments, check.arguments or {})
-        and all(s.lower() in r.content.lower() for s in check.result_contains)
-        for r in received(state)
-    )
-
-
 def files_read(state: RunState) -> set[str]:
     """Files for which ``read_file`` returned their content."""
     return {
@@ -178,32 +156,40 @@ def _called(state: RunState, name: str, arguments: dict[str, Any] | None) -> boo
     return False
 
 
+@dataclass
+class RunEvidence:
+    """What a finished run shows its checks (:class:`evals.tasks.Evidence`), read from its
+    state: the answer it stated, and only the tool results it received as evidence."""
+
+    state: RunState
+
+    @property
+    def answer(self) -> str:
+        return stated(self.state.answer)
+
+    @property
+    def status(self) -> str:
+        return self.state.status
+
+    def files_read(self) -> set[str]:
+        return files_read(self.state)
+
+    def observed(self, tool: str, arguments: dict[str, Any], result_contains: list[str]) -> bool:
+        return any(
+            r.name == tool
+            and _matches(r.arguments, arguments)
+            and all(s.lower() in r.content.lower() for s in result_contains)
+            for r in received(self.state)
+        )
+
+    def called(self, name: str, arguments: dict[str, Any] | None) -> bool:
+        return _called(self.state, name, arguments)
+
+
 def check_passes(check: Check, state: RunState) -> bool:
-    answer = stated(state.answer)
-    lowered = answer.lower()
-    match check:
-        case Contains(value=value):
-            return value.lower() in lowered
-        case ContainsAny(values=values):
-            return any(v.lower() in lowered for v in values)
-        case NotContains(values=values):
-            return not any(v.lower() in lowered for v in values)
-        case Regex(pattern=pattern):
-            return re.search(pattern, answer, re.IGNORECASE) is not None
-        case FilesRead(files=files, exact=exact):
-            read = files_read(state)
-            wanted = {normal_name(f) for f in files}
-            return read == wanted if exact else wanted <= read
-        case ToolCalled(name=name, arguments=arguments):
-            return _called(state, name, arguments)
-        case Observed():
-            return observed(state, check)
-        case StatusIs(value=value):
-            return state.status == value
-        case OneOf() | NumberIs() | YesNo() | Facts():
-            return credits(check, answer)
-        case _:
-            assert_never(check)
+    """Whether ``check`` passes on the finished run ``state``; the logic is the check kind's
+    own (``evals.tasks.checks``)."""
+    return check.passes(RunEvidence(state))
 
 
 def describe(check: Check) -> str:

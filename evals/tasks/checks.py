@@ -1,0 +1,246 @@
+"""Check kinds: each one's model (what a task file writes) and its pass logic together.
+
+A check passes or fails on :class:`Evidence`, what a finished run shows: the answer it stated,
+its status, the files it read, the tool results it received and the calls it made
+(``evals.scoring.checks`` reads these from a run's state). The ``Check`` union below is the
+registry: a new kind is one model with ``kind`` and ``passes``, and one line there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Protocol, cast, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.workspace import normal_name
+
+
+class Evidence(Protocol):
+    """What a finished run shows a check."""
+
+    @property
+    def answer(self) -> str:
+        """The answer the run stated (calls and tool results written as text left out)."""
+        ...
+
+    @property
+    def status(self) -> str: ...
+
+    def files_read(self) -> set[str]:
+        """Files whose content a successful read_file returned, by workspace name."""
+        ...
+
+    def observed(self, tool: str, arguments: dict[str, Any], result_contains: list[str]) -> bool:
+        """A result the run received (a call that succeeded) of ``tool`` with ``arguments``
+        (paths compared as paths) holding every string of ``result_contains``."""
+        ...
+
+    def called(self, name: str, arguments: dict[str, Any] | None) -> bool:
+        """A call of ``name`` (with ``arguments``, when given) was answered, whatever its
+        outcome."""
+        ...
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Contains(_Check):
+    kind: Literal["contains"]
+    value: str
+
+    def passes(self, run: Evidence) -> bool:
+        return self.value.lower() in run.answer.lower()
+
+
+class ContainsAny(_Check):
+    kind: Literal["contains_any"]
+    values: list[str] = Field(min_length=1)
+
+    def passes(self, run: Evidence) -> bool:
+        return any(v.lower() in run.answer.lower() for v in self.values)
+
+
+class NotContains(_Check):
+    kind: Literal["not_contains"]
+    values: list[str] = Field(min_length=1)
+
+    def passes(self, run: Evidence) -> bool:
+        return not any(v.lower() in run.answer.lower() for v in self.values)
+
+
+class Regex(_Check):
+    kind: Literal["regex"]
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from exc
+        return value
+
+    def passes(self, run: Evidence) -> bool:
+        return re.search(self.pattern, run.answer, re.IGNORECASE) is not None
+
+
+class FilesRead(_Check):
+    """``read_file`` returned content for these files (and, with ``exact``, no others)."""
+
+    kind: Literal["files_read"]
+    files: list[str] = Field(min_length=1)
+    exact: bool = False
+
+    def passes(self, run: Evidence) -> bool:
+        read, wanted = run.files_read(), {normal_name(f) for f in self.files}
+        return read == wanted if self.exact else wanted <= read
+
+
+class ToolCalled(_Check):
+    """A call of this tool was answered, whatever its outcome: a record of behaviour, never
+    evidence (use ``observed`` for what the run learned)."""
+
+    kind: Literal["tool_called"]
+    name: str
+    arguments: dict[str, Any] | None = None
+
+    def passes(self, run: Evidence) -> bool:
+        return run.called(self.name, self.arguments)
+
+
+class Observed(_Check):
+    """The run received this tool's result: a call of ``tool`` that succeeded (not refused,
+    failed, declined, nor a copy of a failure) whose arguments include ``arguments`` (paths
+    compared as paths: ``./notes.txt`` is ``notes.txt``) and whose result holds every string
+    of ``result_contains``. This is what grounds an answer: the fact it states came from a tool
+    result the model read."""
+
+    kind: Literal["observed"]
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] | None = None
+    result_contains: list[str] = Field(default_factory=list)
+
+    def passes(self, run: Evidence) -> bool:
+        return run.observed(self.tool, self.arguments or {}, self.result_contains)
+
+
+class StatusIs(_Check):
+    kind: Literal["status"]
+    value: Literal["completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"]
+
+    def passes(self, run: Evidence) -> bool:
+        return run.status == self.value
+
+
+class _Answer(_Check):
+    """What kind of answer the task wants and the candidates it is chosen from: the answer is
+    credited when it commits to the expected candidate and to no competing one. How an answer's
+    commitment is read is :mod:`evals.scoring.answers`."""
+
+    kind: Literal["answer"]
+
+    def passes(self, run: Evidence) -> bool:
+        from evals.scoring.answers import credits  # reads commitment; it imports these models
+
+        # Every answer model is one of the four the Answer union names.
+        return credits(cast("OneOf | NumberIs | YesNo | Facts", self), run.answer)
+
+
+class OneOf(_Answer):
+    """One of ``candidates`` (a file of the workspace, say)."""
+
+    type: Literal["one_of"]
+    expected: str = Field(min_length=1)
+    candidates: list[str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _expected_is_a_candidate(self) -> OneOf:
+        if self.expected not in self.candidates:
+            raise ValueError(f"expected {self.expected!r} is not among the candidates")
+        if len(set(self.candidates)) != len(self.candidates):
+            raise ValueError("the candidates repeat one another")
+        return self
+
+
+class NumberIs(_Answer):
+    """A number (a count, a setting's value) among ``candidates``, the numbers a question-blind
+    answer could give; within ``tolerance`` of ``expected``."""
+
+    type: Literal["number"]
+    expected: float
+    candidates: list[float] = Field(min_length=2)
+    tolerance: float = Field(default=0.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _expected_is_a_candidate(self) -> NumberIs:
+        if self.expected not in self.candidates:
+            raise ValueError(f"expected {self.expected:g} is not among the candidates")
+        return self
+
+
+class YesNo(_Answer):
+    """Yes or no, about ``subject`` (the file a question names)."""
+
+    type: Literal["yes_no"]
+    expected: bool
+    subject: str = Field(min_length=1)
+
+
+class Facts(_Answer):
+    """Facts by source: the answer states some fact of every ``expected`` source and no fact of
+    any other (``expected`` one file for "what does X say", every file for "read each one")."""
+
+    type: Literal["facts"]
+    expected: list[str] = Field(min_length=1)
+    facts: dict[str, list[str]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _sources_have_facts(self) -> Facts:
+        unknown = [s for s in self.expected if s not in self.facts]
+        if unknown:
+            raise ValueError(f"expected sources without facts: {', '.join(unknown)}")
+        if any(not facts for facts in self.facts.values()):
+            raise ValueError("every source needs at least one fact")
+        return self
+
+
+Answer = Annotated[OneOf | NumberIs | YesNo | Facts, Field(discriminator="type")]
+ANSWER_TYPES = frozenset({"one_of", "number", "yes_no", "facts"})
+
+Check = Annotated[
+    Contains
+    | ContainsAny
+    | NotContains
+    | Regex
+    | FilesRead
+    | ToolCalled
+    | Observed
+    | StatusIs
+    | Answer,
+    Field(discriminator="kind"),
+]
+
+# Checks on the answer's text, and checks that the run saw the fact the answer states.
+ANSWER_KINDS = frozenset({"answer", "contains", "contains_any", "regex"})
+EVIDENCE_KINDS = frozenset({"observed", "files_read"})
+
+
+def _kinds(union: Any) -> set[str]:
+    """Every ``kind`` (and answer ``type``) tag of a discriminated union of check models."""
+    tags: set[str] = set()
+    for model in get_args(get_args(union)[0]):
+        if get_origin(model) is Annotated:
+            tags |= _kinds(model)
+            continue
+        for name in ("kind", "type"):
+            annotation = model.model_fields[name].annotation if name in model.model_fields else None
+            if get_origin(annotation) is Literal:
+                tags |= set(get_args(annotation))
+    return tags
+
+
+# Read from the Check union itself, so a task file's error points past every kind there is.
+CHECK_KINDS = frozenset(_kinds(Check))
