@@ -6,9 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
+from evals.errors import EvalError
 from evals.report.compare import compare
 from evals.run.records import read_records
-from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
+from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep, served
 
 
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
@@ -112,3 +116,23 @@ async def test_the_report_can_be_written_again_from_the_run_files(
     rewrite([Path(r["run_file"]) for r in first["runs"]], tmp_path / "again")
     again = json.loads((tmp_path / "again" / "sweep.json").read_text())
     assert again == first
+
+
+def test_a_model_the_sweep_serves_is_up_in_the_block_and_stopped_after_it() -> None:
+    said: list[str] = []
+    settings = SweepSettings(policies=["no-helpers"], models=["x"], backend="scripted")
+    with served("x", settings, said.append) as url:
+        assert httpx.get(f"{url}/models", timeout=5).status_code == 200
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/models", timeout=5)
+    assert (
+        said[0].startswith("serving x on http://127.0.0.1:")
+        and said[-1] == "stopped the server of x"
+    )
+    # A server that cannot start is an EvalError that says why.
+    bad = SweepSettings(policies=["no-helpers"], models=["nope"], backend="llama")
+    with (
+        pytest.raises(EvalError, match=r"could not serve nope: .* exited; see "),
+        served("nope", bad, said.append),
+    ):
+        pass

@@ -2,7 +2,7 @@
 
 How models reach servers: with ``--base-url`` every model is asked of that server, as it is
 (a running ``make serve-local``, or the scripted provider). Without it, the sweep serves each
-model itself: ``serve_local.daemon`` starts one server per model on a free port (backend,
+model itself: ``serve_local.process`` starts one server per model on a free port (backend,
 threads and tool grammar as given), every policy runs against it, and it is stopped before the
 next model starts, so two models never share the cores.
 
@@ -16,12 +16,9 @@ the machine's load).
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +28,11 @@ from evals.report.markdown import table
 from evals.report.stats import accuracy_of
 from evals.run.record import read_runs
 from evals.run.records import summarize
-from evals.run.runner import EvalSettings, default_out, run_eval, slug
+from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import preset
+from serve_local.errors import StartupError
+from serve_local.process import server_process
 
 
 @dataclass
@@ -51,35 +50,22 @@ class SweepSettings:
     out: Path = Path("results")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> Iterator[str]:
-    """A serve_local server for ``model``, started and stopped by its pid file."""
-    name, port = f"sweep-{slug(model)}", _free_port()
-    server_args = ["--backend", settings.backend, "--model", model]
-    server_args += ["--tool-grammar", settings.tool_grammar]
+    """A serve_local server for ``model`` in a child process, stopped when the block ends."""
+    command = [sys.executable, "-m", "serve_local", "--backend", settings.backend]
+    command += ["--model", model, "--tool-grammar", settings.tool_grammar]
     if settings.threads:
-        server_args += ["--threads", str(settings.threads)]
-    daemon = [sys.executable, "-m", "serve_local.daemon"]
-    started = subprocess.run(
-        [*daemon, "start", name, str(port), "--timeout", "900", "--", *server_args],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-    )
-    echo(started.stdout.strip())
-    if started.returncode != 0:
-        raise EvalError(f"could not serve {model}: {started.stdout.strip()} {started.stderr}")
+        command += ["--threads", str(settings.threads)]
+    stack = ExitStack()
     try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        stopped = subprocess.run([*daemon, "stop", name], capture_output=True, text=True)
-        echo(stopped.stdout.strip())
+        url, ready_s, pid = stack.enter_context(server_process(command, timeout_s=900))
+    except StartupError as exc:
+        raise EvalError(f"could not serve {model}: {exc}") from exc
+    with stack:
+        echo(f"serving {model} on {url} (pid {pid}, ready in {ready_s:.0f} s)")
+        yield url
+    echo(f"stopped the server of {model}")
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, Any]:

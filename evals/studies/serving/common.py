@@ -1,16 +1,12 @@
-"""What the benchmark parts share: a part's shape, servers in their own processes, the recorded
-six-task transcripts and the request every replay sends."""
+"""What the benchmark parts share: a part's shape, the recorded six-task transcripts and the
+request every replay sends. Servers in their own processes are ``serve_local.process``'s."""
 
 from __future__ import annotations
 
-import os
-import socket
 import statistics
-import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +21,9 @@ from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
 from serve_local.models import QWEN_CODER
+from serve_local.process import free_port, server_process
+
+__all__ = ["free_port", "server_process"]
 
 MAX_TOKENS = 256
 RECORD_TURNS = 4
@@ -41,44 +40,6 @@ class Part:
     name: str
     run: Callable[[Echo], Figures]
     render: Callable[[Figures], list[str]]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def server_process(args: list[str], timeout_s: float = 900) -> Iterator[tuple[str, float, int]]:
-    """A server in its own process; yields (base URL, seconds until ready, pid)."""
-    port = free_port()
-    fd, log_name = tempfile.mkstemp(prefix="bench-server-", suffix=".log")
-    started = time.perf_counter()
-    with os.fdopen(fd, "wb") as log:
-        proc = subprocess.Popen([*args, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{args[:4]} exited; see {log_name}")
-            if time.perf_counter() - started > timeout_s:
-                raise RuntimeError(f"{args[:4]} did not get ready; see {log_name}")
-            try:
-                ok = httpx.get(f"{url}/v1/models", timeout=2).status_code == 200
-                health = httpx.get(f"{url}/health", timeout=2).status_code
-                if ok and health in (200, 404):  # llama_cpp.server has no /health
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        yield f"{url}/v1", time.perf_counter() - started, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def peak_rss_mb(pid: int) -> float | None:
