@@ -22,10 +22,13 @@ from evals.report.stats import (
     accuracy,
     detectable_difference,
     paired,
+    pass_hat_curve,
+    pass_hat_k,
     tasks_needed,
     wilson,
 )
 from evals.run.record import RunRecord
+from evals.run.records import summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
@@ -280,3 +283,22 @@ def test_a_task_set_changed_under_the_same_name_is_refused() -> None:
         paired(a, b, "A", "B")
     # Records written before tasks were hashed pair by name and id, as before.
     assert paired(records([True] * 3), b, "A", "B").tasks == 3
+
+
+def test_pass_hat_k_is_tau_benchs_estimator_over_tasks() -> None:
+    """A right in 2 of 4 epochs, B in 4 of 4: pass^k is the mean over the two tasks of
+    C(c, k) / C(4, k), the chance that k epochs drawn from a task's four are all right."""
+    outcomes = {"A": [True, False, True, False], "B": [True] * 4}
+    runs = [
+        run_record(task_id=t, epoch=e, correct=ok, task_set="t")
+        for t, oks in outcomes.items()
+        for e, ok in enumerate(oks, start=1)
+    ]
+    assert pass_hat_k(runs, 1) == pytest.approx((2 / 4 + 1) / 2)
+    assert pass_hat_k(runs, 2) == pytest.approx((1 / 6 + 1) / 2)
+    assert pass_hat_k(runs, 4) == pytest.approx((0 + 1) / 2)
+    assert pass_hat_k(runs, 5) is None  # no task has five epochs
+    assert pass_hat_curve(runs) == {"1": 0.75, "2": 0.5833, "3": 0.5, "4": 0.5}
+    # One epoch each: pass^1 is the accuracy, and the summary keeps it beside pass_k.
+    summary = summarize(records([True, False, True]))
+    assert summary["pass_hat_k"] == {"1": 0.6667} and summary["pass_k"] == pytest.approx(2 / 3)

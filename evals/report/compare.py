@@ -70,6 +70,11 @@ def policy_settings(policy: dict[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in changed.items()) or "(plain loop)"
 
 
+def _curve(curve: dict[str, float] | None) -> str:
+    """pass^1, pass^2, ... as a list; a summary written before the curve was kept has none."""
+    return ", ".join(f"{v:.2f}" for v in curve.values()) if curve else "–"
+
+
 def _fmt(value: Any, spec: str = ",.0f") -> str:
     return "–" if value is None else format(value, spec)
 
@@ -91,6 +96,7 @@ def table(runs: list[Run]) -> str:
             "pass^k (k = epochs)",
             *(f"{r.summary['pass_k']:.2f} (k={r.summary['epochs']})" for r in runs),
         ],
+        ["pass^k for k = 1, 2, ...", *(_curve(r.summary.get("pass_hat_k")) for r in runs)],
         [
             "errors (not answers; rerun with --resume)",
             *(str(r.summary.get("errors") or 0) for r in runs),

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.special import comb
 from scipy.stats import binomtest, bootstrap
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
@@ -126,6 +127,25 @@ class Accuracy:
             f"{100 * self.rate:.0f} % of {self.tasks} tasks x {self.epochs} epochs "
             f"(95 % CI {100 * self.low:.0f}–{100 * self.high:.0f} %, clustered by task)"
         )
+
+
+def pass_hat_k(records: Sequence[RunRecord], k: int) -> float | None:
+    """pass^k as τ-bench defines it: over tasks, the mean of C(c, k) / C(n, k) for a task right
+    in c of its n epochs, the chance that k epochs drawn from its n are all right. None when
+    a task has fewer than k epochs (or there is no task)."""
+    outcomes = by_task(records)
+    if not outcomes or k < 1 or any(len(v) < k for v in outcomes.values()):
+        return None
+    shares = [comb(sum(v), k) / comb(len(v), k) for v in outcomes.values()]
+    return float(np.mean(shares))
+
+
+def pass_hat_curve(records: Sequence[RunRecord]) -> dict[str, float]:
+    """pass^k for every k from 1 to the fewest epochs any task has, keyed by k."""
+    outcomes = by_task(records)
+    fewest = min((len(v) for v in outcomes.values()), default=0)
+    found = {str(k): pass_hat_k(records, k) for k in range(1, fewest + 1)}
+    return {k: round(v, 4) for k, v in found.items() if v is not None}
 
 
 def accuracy_of(summary: dict[str, Any]) -> Accuracy:

@@ -16,7 +16,7 @@ from typing import Any
 
 from evals.errors import RunFileError
 from evals.report.markdown import table
-from evals.report.stats import accuracy, accuracy_of
+from evals.report.stats import accuracy, accuracy_of, pass_hat_curve
 from evals.run.record import RunRecord
 from evals.run.status import ERROR, NOT_RUN, is_error
 from evals.scoring.checks import offerable_tools
@@ -277,6 +277,8 @@ def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
         # Task runs the machinery ended or that never ran: in no accuracy, rerun by --resume.
         "errors": len(records) - len(answered),
         "pass_k": (sum(all(v) for v in by_task.values()) / len(by_task)) if by_task else 0.0,
+        # pass^k for k = 1 .. epochs (τ-bench's estimator); one value where each task ran once.
+        "pass_hat_k": pass_hat_curve(records),
         "task_accuracy": asdict(accuracy(records)),
         "not_run": sum(r.status == NOT_RUN for r in records),
         "turns": sum(r.turns for r in records),

@@ -25,7 +25,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.report.markdown import table
-from evals.report.stats import accuracy_of
+from evals.report.stats import accuracy_of, detectable_difference
 from evals.run.record import read_runs
 from evals.run.records import summarize
 from evals.run.runner import EvalSettings, default_out, run_eval
@@ -188,6 +188,17 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         table(head, body),
     ]
     lines += [f"Best for {m}: `{p}`." for m, p in winners.items()]
+    sizes = sorted({int(r["tasks"]) for r in rows})
+    for n in sizes:
+        mdd = detectable_difference(n)
+        lines += [
+            "",
+            f"On {n} tasks, two rows can be told apart (80 % power, 5 % two-sided) only when "
+            f"their accuracies differ by about {mdd:.0f} points or more; a smaller difference "
+            "here may be luck (`python -m evals power` for other sizes)."
+            if mdd is not None
+            else f"On {n} task(s), no difference between two rows can be detected.",
+        ]
     front = ", ".join(f"{r['model']} {r['policy']}" for r in pareto_front(rows))
     lines += [
         "",
