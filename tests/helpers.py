@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -73,12 +72,6 @@ def run_make(*args: str, run_dir: Path, timeout_s: float = 900) -> subprocess.Co
         text=True,
         timeout=timeout_s,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # Tool schemas that pass the JSON Schema meta-schema yet cannot check a call: both routes

@@ -101,11 +101,14 @@ async def replay(state: dict[str, Any], task: Task, config: LoopConfig, scratch:
     run = new_run("replay", task.question, run_id="replay")
     run.meta["task_tools"] = task.tools
     workspace = create_workspace(scratch / "workspace", files=task.workspace)
-    tools.ARCHIVE_SECONDS = 0  # the slow tool's result is the same, at once
-    await run_loop(run, client, default_tools(), workspace, config, Recorder())
-    while run.interruption and run.interruption.get("type") == "approval":
-        reject(run, run.interruption["call_id"], "This evaluation runs read-only.")
+    pause, tools.ARCHIVE_SECONDS = tools.ARCHIVE_SECONDS, 0  # the slow tool's result, at once
+    try:
         await run_loop(run, client, default_tools(), workspace, config, Recorder())
+        while run.interruption and run.interruption.get("type") == "approval":
+            reject(run, run.interruption["call_id"], "This evaluation runs read-only.")
+            await run_loop(run, client, default_tools(), workspace, config, Recorder())
+    finally:
+        tools.ARCHIVE_SECONDS = pause  # other tests in this process time the slow tool
     return [digest(r) for r in client.requests]
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.helpers import free_port, run_harness, run_make
+from serve_local.process import free_port
+from tests.helpers import run_harness, run_make
 
 
 def harness(*args: str, base_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:

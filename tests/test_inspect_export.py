@@ -21,7 +21,8 @@ from evals.errors import RunFileError
 from evals.report.inspect_export import INSTALL, ExportError, export
 from evals.run.records import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
-from tests.helpers import ROOT, free_port
+from serve_local.process import free_port
+from tests.helpers import ROOT
 from tests.test_report import CHROMIUM, CHROMIUM_FLAGS, needs_browser
 
 pytest.importorskip("inspect_ai", reason=f"inspect-ai is not installed: {INSTALL}")

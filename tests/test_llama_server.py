@@ -19,7 +19,8 @@ from evals.run.runner import EvalSettings, run_eval
 from harness.policies.presets import preset
 from serve_local import daemon, llama_server
 from serve_local.models import QWEN_CODER
-from tests.helpers import ROOT, free_port
+from serve_local.process import free_port
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(
     not llama_server.binary().exists(),

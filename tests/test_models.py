@@ -31,7 +31,7 @@ from serve_local.models import (
     packaged,
     resolve,
 )
-from tests.helpers import free_port
+from serve_local.process import free_port
 
 # The checksums the registry packages are published with, not read from our own table.
 QWEN_SHA = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"

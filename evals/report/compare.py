@@ -214,9 +214,13 @@ def paired_table(path_a: Path, path_b: Path) -> str:
     its interval, the smallest difference the tasks could detect, and the tasks each did
     better on. Different task sets are refused (:class:`PairingError`)."""
     for path in (path_a, path_b):
-        if not path.is_file() or not read_runs(path):
+        if not path.is_file():
             raise PairingError(f"{path}: not a run file with records")
-    a, b = load_runs([path_a, path_b])
+    runs = load_runs([path_a, path_b])  # a file without records is left out
+    if len(runs) < 2:
+        empty = path_a if path_a not in {r.path for r in runs} else path_b
+        raise PairingError(f"{empty}: not a run file with records")
+    a, b = runs
     result = paired(a.records, b.records, a.label, b.label)
     rows = [
         [run.label, f"`{run.path.name}`", str(run.accuracy), ", ".join(better) or "–"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from evals.tasks import (
@@ -139,9 +140,13 @@ def _matches(given: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 def files_read(state: RunState) -> set[str]:
     """Files for which ``read_file`` returned their content."""
+    return _files_in(received(state))
+
+
+def _files_in(found: list[Received]) -> set[str]:
     return {
         normal_name(str(r.arguments.get("path", "")))
-        for r in received(state)
+        for r in found
         if r.name == "read_file" and isinstance(r.arguments.get("path"), str)
     }
 
@@ -159,27 +164,32 @@ def _called(state: RunState, name: str, arguments: dict[str, Any] | None) -> boo
 @dataclass
 class RunEvidence:
     """What a finished run shows its checks (:class:`evals.tasks.Evidence`), read from its
-    state: the answer it stated, and only the tool results it received as evidence."""
+    state: the answer it stated, and only the tool results it received as evidence. Both are
+    read once, however many checks ask (the run is over: its state no longer changes)."""
 
     state: RunState
 
-    @property
+    @cached_property
     def answer(self) -> str:
         return stated(self.state.answer)
+
+    @cached_property
+    def received(self) -> list[Received]:
+        return received(self.state)
 
     @property
     def status(self) -> str:
         return self.state.status
 
     def files_read(self) -> set[str]:
-        return files_read(self.state)
+        return _files_in(self.received)
 
     def observed(self, tool: str, arguments: dict[str, Any], result_contains: list[str]) -> bool:
         return any(
             r.name == tool
             and _matches(r.arguments, arguments)
             and all(s.lower() in r.content.lower() for s in result_contains)
-            for r in received(self.state)
+            for r in self.received
         )
 
     def called(self, name: str, arguments: dict[str, Any] | None) -> bool:
@@ -198,7 +208,7 @@ def describe(check: Check) -> str:
 
 
 def score(task: Task, state: RunState) -> list[dict[str, Any]]:
+    evidence = RunEvidence(state)
     return [
-        {"check": describe(c), "kind": c.kind, "passed": check_passes(c, state)}
-        for c in task.checks
+        {"check": describe(c), "kind": c.kind, "passed": c.passes(evidence)} for c in task.checks
     ]

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.scoring.answers import commitment
-from evals.scoring.checks import check_passes, stated
+from evals.scoring.checks import RunEvidence, stated
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
 
@@ -103,7 +103,8 @@ def replay(rows: list[Row]) -> list[Replayed]:
         state = new_run("corpus", task.question)
         state.status, state.answer = "completed", row.answer
         checks = [c for c in task.checks if c.kind in ANSWER_KINDS]
-        credited = all(check_passes(c, state) for c in checks)
+        evidence = RunEvidence(state)
+        credited = all(c.passes(evidence) for c in checks)
         reading = ""
         if task.answer is not None:
             read = commitment(task.answer, stated(row.answer))

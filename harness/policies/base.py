@@ -132,10 +132,6 @@ class LoopPolicy:
     settings: ClassVar[tuple[Setting[Any], ...]] = ()
     description: ClassVar[str] = ""
 
-    def active(self, config: LoopConfig) -> bool:
-        """Whether the run's settings switch this policy on (any setting off its default)."""
-        return any(config.policy[s.name] != s.default for s in self.settings)
-
     def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
         return None
 
