@@ -24,10 +24,15 @@ class ToolError(HarnessError):
 
     permanent = False
 
-    def __init__(self, message: str, *, permanent: bool | None = None) -> None:
+    def __init__(
+        self, message: str, *, permanent: bool | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         if permanent is not None:
             self.permanent = permanent
+        # What the tool knows that would help the model act (the columns that do exist, say),
+        # kept apart from the message: the ``error_hints`` setting decides whether it is read.
+        self.hint = hint
 
 
 class PathRefused(ToolError):

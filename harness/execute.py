@@ -66,6 +66,7 @@ def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Record
             bug=bug,
             invalid=isinstance(outcome.error, InvalidArguments),
             index=call.index,
+            facts=outcome.facts,
         )
     )
     message = tool_message(call, content, is_error=outcome.error is not None)
@@ -82,6 +83,7 @@ def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Record
         bug=bug,
         ms=round(outcome.ms, 3),
         content=content,
+        **({"facts": outcome.facts} if outcome.facts else {}),
     )
 
 
@@ -144,7 +146,7 @@ def judge(outcome: ToolOutcome, config: LoopConfig) -> tuple[str, Stop | None]:
     if outcome.error is None:
         return outcome.content, None
     name, error = outcome.call.name, outcome.error
-    content = error_text(error, config.tool_errors)
+    content = error_text(error, config.tool_errors, policies.hints(config))
     if config.tool_errors == "fatal":
         return content, Stop("failed", error=f"tool {name} failed: {error}")
     if config.stop_on_permanent_error and error.permanent:
@@ -223,6 +225,7 @@ async def answer_pending(
                 cancel=cancel if config.cancel_reaches_tools else CancelToken(),
                 progress=_reporter(recorder, state, call.name),
                 idempotency_key=idempotency_key(state, call),
+                policy=config.policy,
             )
             recorder.event(
                 state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments

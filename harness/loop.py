@@ -119,13 +119,16 @@ async def run_loop(
     config: LoopConfig | None = None,
     recorder: Recorder | None = None,
     cancel: CancelToken | None = None,
+    intro: str | None = None,
 ) -> RunState:
     """Drive ``state`` until it stops; the state records why it stopped.
 
-    A run that has no system message and no reply yet is given the policy's system prompt."""
+    A run that has no system message and no reply yet is given the policy's system prompt,
+    opening with ``intro`` (what the run works on) when the task source gives one."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
     if not any(m["role"] in ("system", "assistant") for m in state.messages):
-        state.messages.insert(0, {"role": "system", "content": policies.system_prompt(config)})
+        prompt = policies.system_prompt(config, intro)
+        state.messages.insert(0, {"role": "system", "content": prompt})
     tools = policies.offered_tools(tools, config, state.meta.get("task_tools"))
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
     token = CancelToken()

@@ -54,6 +54,9 @@ class ToolRun:
     bug: bool = False  # the tool raised something other than ToolError
     invalid: bool = False  # the arguments failed the tool's schema; the tool never ran
     index: int = 0  # position of the call in its turn's reply
+    # What the tool reported about its run (a query's rows, a timeout), as data; None when it
+    # reported nothing.
+    facts: dict[str, Any] | None = None
 
 
 @dataclass

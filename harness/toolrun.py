@@ -21,6 +21,7 @@ class ToolOutcome:
     error: ToolError | None = None
     cached: bool = False
     repeated: bool = False  # answered by the repeated-call guard
+    facts: dict[str, Any] | None = None  # what the tool reported about its run (ToolContext)
 
 
 async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> ToolOutcome:
@@ -40,10 +41,10 @@ async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> Tool
     except Cancelled:
         raise
     except ToolError as exc:
-        return ToolOutcome(call, "", True, _ms(start), exc)
+        return ToolOutcome(call, "", True, _ms(start), exc, facts=ctx.facts or None)
     except Exception as exc:  # a bug in the tool must not end the run: the model reads it
         return ToolOutcome(call, "", True, _ms(start), ToolBug(call.name, exc))
-    return ToolOutcome(call, content, True, _ms(start))
+    return ToolOutcome(call, content, True, _ms(start), facts=ctx.facts or None)
 
 
 def _ms(start: float) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,11 @@ class ToolContext:
     idempotency_key: str | None = None
     # What subagent runs started by this call spent; the parent records it apart from its own.
     child_costs: list[float] = field(default_factory=list)
+    # What the tool reports about its own run, as data (a query's rows, whether it timed
+    # out): saved with the call's record and traced, never read back from the result's text.
+    facts: dict[str, Any] = field(default_factory=dict)
+    # The run's policy settings (LoopConfig.policy): a tool reads its own limits here.
+    policy: Mapping[str, Any] = field(default_factory=dict)
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

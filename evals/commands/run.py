@@ -88,6 +88,12 @@ def register(commands: Any) -> None:
     run.add_argument("--label", help="name of this run in comparisons")
     run.add_argument("--task-timeout", type=float, metavar="S", help="wall seconds per task run")
     run.add_argument(
+        "--db",
+        metavar="URL",
+        help="where an sql task set's databases are: a postgresql:// URL (make serve-postgres "
+        "prints one); default: SQLite files the eval builds",
+    )
+    run.add_argument(
         "--resume",
         type=Path,
         metavar="RUN_FILE",
@@ -149,6 +155,7 @@ def _run(args: argparse.Namespace) -> None:
                 task_timeout_s=args.task_timeout,
                 temperature=args.temperature,
                 seed=args.seed,
+                db=args.db,
                 **spread,
             )
             for model in models

@@ -16,6 +16,13 @@ def register(commands: Any) -> None:
         help="write a generated task set (each task over its own workspace) that --tasks reads",
     )
     gen.add_argument(
+        "--family",
+        choices=["files", "sql"],
+        default="files",
+        help="files: questions over a workspace of files (default); sql: an analyst's "
+        "questions over a generated bank, asked through run_sql and describe",
+    )
+    gen.add_argument(
         "--split",
         choices=sorted(generate.SPLITS),
         help="dev: seeds 0-99, to tune on; test: seeds 1000-1099, to report on (picks the "
@@ -28,10 +35,23 @@ def register(commands: Any) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    seed = args.seed if args.seed is not None else generate.default_seed(args.split or "dev")
+    source = generate if args.family == "files" else _sql()
+    seed = args.seed if args.seed is not None else source.default_seed(args.split or "dev")
     if args.n < 1:
         print("evals generate: --n must be at least 1", file=sys.stderr)
         return 2
+    if args.family == "sql":
+        out, taskset = _sql().write(seed, args.n, args.out, args.split)
+        short = f" (the bank has {len(taskset.tasks)} questions with unique answers)"
+        note = short if len(taskset.tasks) < args.n else ""
+        print(f"wrote {out}: {taskset.name}, {len(taskset.tasks)} tasks{note}")
+        return 0
     out = generate.write(seed, args.n, args.out, args.split)
     print(f"wrote {out}: {generate.set_name(seed, args.n, args.split)}, {args.n} tasks")
     return 0
+
+
+def _sql() -> Any:
+    from evals.tasks import sql
+
+    return sql

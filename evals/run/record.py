@@ -98,6 +98,11 @@ class RunRecord(BaseModel):
     refused_calls: int | None = None  # None: written before servers said so
     call_shaped_text: int | None = None  # None: written before it was counted
     tools_called: list[str] | None = None
+    # The SQL tasks: where the data was (sqlite, or the PostgreSQL URL without password) and
+    # one audit entry per run_sql call (turn, sql, ms, rows, cut, error, timed_out,
+    # refused_write). None for tasks over files.
+    database: str | None = None
+    audit: list[dict[str, Any]] | None = None
     # The verdict.
     answer: str | None = None
     checks: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evals.errors import EvalError
+from evals.run.databases import Databases
 from evals.run.progress import Progress
 from evals.run.record import RunRecord
 from evals.run.records import (
@@ -22,6 +23,7 @@ from evals.run.records import (
     keep_compact,
     machine,
     not_run_record,
+    sql_audit,
     task_folder,
     total_line,
 )
@@ -40,14 +42,16 @@ from evals.run.servers import (
 from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
 from evals.scoring import score
 from evals.tasks import Task, TaskSet, load_tasks
+from evals.tasks.sql import sql_intro
 from harness.approvals import reject
 from harness.client import ChatClient
 from harness.faults import crash_point
 from harness.loop import LoopConfig, run_loop
 from harness.persist import state_path
 from harness.policies.presets import apply
+from harness.sql import sql_tools
 from harness.state import RunState, new_run
-from harness.tools import default_tools
+from harness.tools import Tool, default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
 
@@ -80,6 +84,17 @@ def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
     return apply(base, settings.policy)
 
 
+def task_tools(task: Task, databases: Databases | None) -> tuple[list[Tool], str | None]:
+    """The tools a task runs with, and what its system prompt says it works on: the file
+    tools over its workspace, or the SQL tools over its database."""
+    if task.database is None:
+        return default_tools(), None
+    if databases is None:
+        raise EvalError(f"task {task.id} names a database, and no database was opened")
+    database = databases.for_task(task.database)
+    return sql_tools(database), sql_intro(database.dialect)
+
+
 async def run_task(
     task: Task,
     settings: EvalSettings,
@@ -89,24 +104,28 @@ async def run_task(
     keep: Path,
     client: ChatClient,
     epoch: int = 1,
+    databases: Databases | None = None,
 ) -> RunState:
-    """One task on a fresh workspace; its state file and trace are kept under ``keep``."""
+    """One task on a fresh workspace (and its database, if it names one); its state file and
+    trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
+    tools, intro = task_tools(task, databases)
     state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
     earlier = set_aside_attempt(keep, run_id)
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     if earlier is not None:
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
-    workspace = create_workspace(scratch / run_id / "workspace", files=task.workspace)
-    await run_loop(state, client, default_tools(), workspace, config, recorder)
+    files = task.workspace if task.database is None else {}
+    workspace = create_workspace(scratch / run_id / "workspace", files=files)
+    await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
     while (
         settings.approvals == "reject"
         and state.interruption
         and state.interruption.get("type") == "approval"
     ):
         reject(state, state.interruption["call_id"], EVAL_REJECTION)
-        await run_loop(state, client, default_tools(), workspace, config, recorder)
+        await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
     return state
 
 
@@ -147,6 +166,7 @@ class _Eval:
     order: list[tuple[str, int]]
     kept: dict[tuple[str, int], RunRecord]
     tasks: list[Task]
+    databases: Databases | None = None
     written: int = 0
     server_gone: str | None = None
     file: IO[str] | None = None
@@ -248,7 +268,9 @@ async def _one(
     else:
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
-        state = await run_task(task, ev.settings, ev.model, run_id, scratch, ev.keep, client, epoch)
+        state = await run_task(
+            task, ev.settings, ev.model, run_id, scratch, ev.keep, client, epoch, ev.databases
+        )
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
         record = make_record(
@@ -264,6 +286,9 @@ async def _one(
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
         record.kind = task.kind  # the family a generated task belongs to
+        if task.database is not None and ev.databases is not None:
+            record.database = ev.databases.name
+            record.audit = sql_audit(state)
         record.checks_hash = task.checks_hash
         record.temperature = ev.settings.temperature
         record.seed = ev.settings.epoch_seed(epoch)
@@ -323,6 +348,16 @@ async def run_evals(
                 raised.append(exc)
 
     try:
+        for n, ev in enumerate(runs):
+            refs = {
+                (t.database.seed, t.database.fingerprint): t.database
+                for t in ev.tasks
+                if t.database
+            }
+            if refs:  # opened (and on PostgreSQL checked) before the first task runs
+                ev.databases = Databases(ev.settings.db, scratch / f"db-{n}")
+                for ref in refs.values():
+                    ev.databases.for_task(ref)
         for ev in runs:
             start_partial(ev.partial, [r.line() for r in ev.kept.values()])
             ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)

@@ -51,6 +51,9 @@ class EvalSettings:
     # from each other and a rerun repeats them.
     temperature: float | None = field(default=None, metadata=LOOP)
     seed: int | None = field(default=None, metadata=LOOP)
+    # Where a task set's databases are: None for SQLite (built by the eval), or a
+    # postgresql:// URL (make serve-postgres prints one).
+    db: str | None = field(default=None, metadata=RESUMED_ONLY)
 
     def epoch_seed(self, epoch: int) -> int | None:
         return None if self.seed is None else self.seed + epoch - 1

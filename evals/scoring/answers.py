@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from evals.tasks import Facts, NumberIs, OneOf, YesNo
+from evals.tasks import Facts, ListOf, NumberIs, OneOf, TypedAnswer, YesNo
 
 __all__ = ["Commitment", "commitment", "credits"]
 
@@ -51,7 +51,7 @@ NUMBER_WORDS = {
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
 }  # fmt: skip
 _NUMBER = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w]|[.,]\d)|\b("
+    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w]|[.,]\d)|\b("
     + "|".join(NUMBER_WORDS)
     + r")\b",
     re.IGNORECASE,
@@ -119,8 +119,9 @@ def _file_mentions(text: str, names: list[str]) -> list[_Mention]:
     return sorted(found, key=lambda m: m.start)
 
 
-def _number_mentions(text: str, candidates: list[float]) -> list[_Mention]:
-    """Numbers in the text that are candidates; measurements (a unit follows) are not."""
+def _number_mentions(text: str, candidates: list[float], tolerance: float = 0.0) -> list[_Mention]:
+    """Numbers in the text that are candidates (within ``tolerance`` of one, read as the
+    nearest); measurements (a unit follows) are not."""
     found = []
     for m in _NUMBER.finditer(text):
         if _UNIT.match(text, m.end()):
@@ -129,8 +130,9 @@ def _number_mentions(text: str, candidates: list[float]) -> list[_Mention]:
             value = float(m.group(1).replace(",", ""))
         else:
             value = float(NUMBER_WORDS[m.group(2).lower()])
-        if value in candidates:
-            found.append(_Mention(m.start(), m.end(), value))
+        nearest = min(candidates, key=lambda c: abs(c - value))
+        if abs(nearest - value) <= tolerance + 1e-9:
+            found.append(_Mention(m.start(), m.end(), nearest))
     return found
 
 
@@ -241,30 +243,42 @@ def _facts(answer: Facts, text: str) -> Commitment:
     return Commitment(stated, "the sources whose facts it states")
 
 
-def commitment(answer: OneOf | NumberIs | YesNo | Facts, text: str) -> Commitment:
+def _list_of(answer: ListOf, text: str) -> Commitment:
+    if _hedge_anywhere(text) or any(
+        _hedged_list(text, run) for run in _lists(text, _file_mentions(text, answer.candidates))
+    ):
+        return Commitment(None, "a hedge: alternatives joined by 'or'")
+    named = _file_mentions(text, answer.candidates)
+    affirmed = frozenset(m.value for m in named if not _denied(text, m))
+    return Commitment(affirmed, "the candidates it names and does not deny")
+
+
+def commitment(answer: TypedAnswer, text: str) -> Commitment:
     """What ``text`` commits to, read as ``answer``'s type."""
     match answer:
         case OneOf(candidates=candidates):
             if _hedge_anywhere(text):
                 return Commitment(None, "a hedge: alternatives joined by 'or'")
             return _first_claim(text, _file_mentions(text, candidates))
-        case NumberIs(candidates=candidates):
+        case NumberIs(candidates=candidates, tolerance=tolerance):
             if _hedge_anywhere(text):
                 return Commitment(None, "a hedge: alternatives joined by 'or'")
-            return _first_claim(text, _number_mentions(text, candidates))
+            return _first_claim(text, _number_mentions(text, candidates, tolerance))
         case YesNo():
             return _yes_no(answer, text)
         case Facts():
             return _facts(answer, text)
+        case ListOf():
+            return _list_of(answer, text)
     raise AssertionError(f"unhandled answer type {answer!r}")
 
 
-def credits(answer: OneOf | NumberIs | YesNo | Facts, text: str) -> bool:
+def credits(answer: TypedAnswer, text: str) -> bool:
     """Whether ``text`` commits to the expected candidate and to no competing one."""
     value = commitment(answer, text).value
     match answer:
         case NumberIs(expected=expected, tolerance=tolerance):
             return value is not None and bool(abs(value - expected) <= tolerance)
-        case Facts(expected=expected):
+        case Facts(expected=expected) | ListOf(expected=expected):
             return bool(value == frozenset(expected))
     return value is not None and bool(value == answer.expected)

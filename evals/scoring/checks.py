@@ -28,6 +28,7 @@ from evals.tasks import (
     Task,
 )
 from harness.policies.submit import submit_tool
+from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL
 from harness.state import RunState, ToolRun, signature
 from harness.tools import default_tools
 from harness.workspace import normal_name
@@ -42,7 +43,7 @@ _RESULT_AS_TEXT = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DO
 
 def offerable_tools() -> set[str]:
     """Every tool a run can be offered, submit included: what a call written as text names."""
-    return {t.name for t in default_tools()} | {submit_tool().name}
+    return {t.name for t in default_tools()} | {submit_tool().name, RUN_SQL_TOOL, DESCRIBE_TOOL}
 
 
 def _gives_arguments(value: dict[str, Any]) -> bool:
@@ -194,6 +195,9 @@ class RunEvidence:
 
     def called(self, name: str, arguments: dict[str, Any] | None) -> bool:
         return _called(self.state, name, arguments)
+
+    def results(self, tool: str) -> list[str]:
+        return [r.content for r in self.received if r.name == tool]
 
 
 def check_passes(check: Check, state: RunState) -> bool:

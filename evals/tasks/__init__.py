@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,13 +29,16 @@ from evals.tasks.checks import (
     Evidence,
     Facts,
     FilesRead,
+    ListOf,
     NotContains,
     NumberIs,
     Observed,
+    ObservedValue,
     OneOf,
     Regex,
     StatusIs,
     ToolCalled,
+    TypedAnswer,
     YesNo,
 )
 
@@ -48,12 +51,15 @@ __all__ = [
     "Check",
     "Contains",
     "ContainsAny",
+    "DatabaseRef",
     "Evidence",
     "Facts",
     "FilesRead",
+    "ListOf",
     "NotContains",
     "NumberIs",
     "Observed",
+    "ObservedValue",
     "OneOf",
     "Regex",
     "StatusIs",
@@ -61,6 +67,7 @@ __all__ = [
     "TaskFileError",
     "TaskSet",
     "ToolCalled",
+    "TypedAnswer",
     "YesNo",
     "checks_hash",
     "load_tasks",
@@ -72,6 +79,16 @@ DEFAULT_TASKS = Path(__file__).parent / "files6.json"
 
 class TaskFileError(EvalError):
     """A task file that cannot be used; the message names the file and the line at fault."""
+
+
+class DatabaseRef(BaseModel):
+    """The database a task's questions are asked about: a generated one, named by its source
+    and seed, with the fingerprint of the rows the expected answers were computed on."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["bank"] = "bank"
+    seed: int
+    fingerprint: str = Field(min_length=1)
 
 
 class Task(BaseModel):
@@ -86,6 +103,8 @@ class Task(BaseModel):
     workspace: dict[str, str] | None = None
     # The family a generated task belongs to (count, largest, ...): how results are grouped.
     kind: str | None = None
+    # The database the task runs on (the sql family); none: a workspace of files.
+    database: DatabaseRef | None = None
 
     @field_validator("workspace")
     @classmethod
@@ -99,9 +118,14 @@ class Task(BaseModel):
     def task_hash(self) -> str:
         """What the model is asked: the question, the workspace and the tools, hashed. Runs of
         one task name under different hashes were asked different things."""
-        return _digest(
-            {"question": self.question, "workspace": self.workspace, "tools": self.tools}
-        )
+        asked: dict[str, Any] = {
+            "question": self.question,
+            "workspace": self.workspace,
+            "tools": self.tools,
+        }
+        if self.database is not None:  # absent from file tasks, so their hashes stay
+            asked["database"] = self.database.model_dump()
+        return _digest(asked)
 
     @property
     def checks_hash(self) -> str:
@@ -109,9 +133,9 @@ class Task(BaseModel):
         return _digest([c.model_dump(exclude_none=True) for c in self.checks])
 
     @property
-    def answer(self) -> OneOf | NumberIs | YesNo | Facts | None:
+    def answer(self) -> TypedAnswer | None:
         """The typed answer this task wants, when its checks state one."""
-        typed = (c for c in self.checks if isinstance(c, OneOf | NumberIs | YesNo | Facts))
+        typed = (c for c in self.checks if isinstance(c, TypedAnswer))
         return next(typed, None)
 
     @property
@@ -122,7 +146,7 @@ class Task(BaseModel):
         answer = self.answer
         if answer is None:
             return self.kind or self.id
-        if answer.type in ("one_of", "number"):
+        if answer.type in ("one_of", "number", "list"):
             return f"{answer.type}: {self.kind}" if self.kind else answer.type
         if answer.type == "facts":
             return "facts: every file" if len(answer.expected) > 1 else "facts: one file"

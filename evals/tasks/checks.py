@@ -41,6 +41,10 @@ class Evidence(Protocol):
         outcome."""
         ...
 
+    def results(self, tool: str) -> list[str]:
+        """The text of every result of ``tool`` the run received (calls that succeeded)."""
+        ...
+
 
 class _Check(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -127,6 +131,35 @@ class Observed(_Check):
         return run.observed(self.tool, self.arguments or {}, self.result_contains)
 
 
+_RESULT_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+class ObservedValue(_Check):
+    """The run received the answer's value in a result of ``tool``: a number within
+    ``tolerance`` of ``number`` (whatever the query's rounding), and every one of ``texts``
+    (names, as whole words) in some result. What grounds an answer computed by a query: the
+    model's query need not be the gold one, only its result must hold the value."""
+
+    kind: Literal["observed_value"]
+    tool: str = Field(min_length=1)
+    number: float | None = None
+    tolerance: float = Field(default=0.0, ge=0.0)
+    texts: list[str] = Field(default_factory=list)
+
+    def passes(self, run: Evidence) -> bool:
+        results = run.results(self.tool)
+        if not results:
+            return False
+        if self.number is not None:
+            numbers = (float(m) for r in results for m in _RESULT_NUMBER.findall(r))
+            if not any(abs(n - self.number) <= self.tolerance + 1e-9 for n in numbers):
+                return False
+        return all(
+            any(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", r, re.IGNORECASE) for r in results)
+            for t in self.texts
+        )
+
+
 class StatusIs(_Check):
     kind: Literal["status"]
     value: Literal["completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"]
@@ -146,7 +179,7 @@ class _Answer(_Check):
         from evals.scoring.answers import credits  # reads commitment; it imports these models
 
         # Every answer model is one of the four the Answer union names.
-        return credits(cast("OneOf | NumberIs | YesNo | Facts", self), run.answer)
+        return credits(cast("TypedAnswer", self), run.answer)
 
 
 class OneOf(_Answer):
@@ -207,8 +240,27 @@ class Facts(_Answer):
         return self
 
 
-Answer = Annotated[OneOf | NumberIs | YesNo | Facts, Field(discriminator="type")]
-ANSWER_TYPES = frozenset({"one_of", "number", "yes_no", "facts"})
+class ListOf(_Answer):
+    """A short list of ``candidates`` (the three busiest customers, say): the answer names
+    every expected one and no other. Order is not read."""
+
+    type: Literal["list"]
+    expected: list[str] = Field(min_length=1)
+    candidates: list[str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _expected_are_candidates(self) -> ListOf:
+        missing = [e for e in self.expected if e not in self.candidates]
+        if missing:
+            raise ValueError(f"expected {', '.join(missing)} not among the candidates")
+        if len(set(self.expected)) != len(self.expected):
+            raise ValueError("the expected names repeat one another")
+        return self
+
+
+TypedAnswer = OneOf | NumberIs | YesNo | Facts | ListOf
+Answer = Annotated[TypedAnswer, Field(discriminator="type")]
+ANSWER_TYPES = frozenset({"one_of", "number", "yes_no", "facts", "list"})
 
 Check = Annotated[
     Contains
@@ -218,6 +270,7 @@ Check = Annotated[
     | FilesRead
     | ToolCalled
     | Observed
+    | ObservedValue
     | StatusIs
     | Answer,
     Field(discriminator="kind"),
@@ -225,7 +278,7 @@ Check = Annotated[
 
 # Checks on the answer's text, and checks that the run saw the fact the answer states.
 ANSWER_KINDS = frozenset({"answer", "contains", "contains_any", "regex"})
-EVIDENCE_KINDS = frozenset({"observed", "files_read"})
+EVIDENCE_KINDS = frozenset({"observed", "observed_value", "files_read"})
 
 
 def _kinds(union: Any) -> set[str]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.client import TurnOptions
 from harness.policies.base import Prompt, TurnPlan
+from harness.policies.error_hints import shows_hints
 from harness.policies.registry import POLICIES
 from harness.state import Ask
 
@@ -24,8 +25,10 @@ FINISH = " When you know the answer, reply in one or two sentences."
 BASE_PROMPT = INTRO + FINISH  # the plain loop's
 
 
-def system_prompt(config: LoopConfig) -> str:
-    prompt = Prompt(INTRO, FINISH)
+def system_prompt(config: LoopConfig, intro: str | None = None) -> str:
+    """The policies' system prompt; ``intro`` says what the run works on (a folder of files
+    unless the task source says otherwise)."""
+    prompt = Prompt(intro or INTRO, FINISH)
     for policy in POLICIES:
         policy.prompt(config, prompt)
     return prompt.text()
@@ -86,3 +89,8 @@ def conclusion(config: LoopConfig, limit: str) -> str | None:
         if (text := policy.conclusion(config, limit)) is not None:
             return text
     return None
+
+
+def hints(config: LoopConfig) -> bool:
+    """Whether a failed call's hint is read with its error (``error_hints``)."""
+    return shows_hints(config)

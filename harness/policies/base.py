@@ -57,7 +57,11 @@ class Setting(Generic[T]):
     metavar: str | None = None
 
     def of(self, config: LoopConfig) -> T:
-        return cast(T, config.policy[self.name])
+        return self.among(config.policy)
+
+    def among(self, settings: Mapping[str, Any]) -> T:
+        """Its value among a run's settings (``LoopConfig.policy``), the default if absent."""
+        return cast(T, settings.get(self.name, self.default))
 
     @property
     def flag(self) -> str:

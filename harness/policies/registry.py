@@ -15,6 +15,7 @@ from harness.policies import (
     act_after_error,
     conclude,
     dedupe,
+    error_hints,
     example,
     grounding,
     listing,
@@ -27,6 +28,7 @@ from harness.policies import (
     repeat_guard,
     required_turns,
     sampling,
+    sql_limits,
     submit,
     tool_choice,
 )
@@ -50,6 +52,8 @@ POLICIES: tuple[LoopPolicy, ...] = (
     grounding.POLICY,
     read_first.POLICY,
     read_listed.POLICY,
+    error_hints.POLICY,
+    sql_limits.POLICY,
 )
 
 SETTINGS: dict[str, Setting[Any]] = {s.name: s for p in POLICIES for s in p.settings}

@@ -1,0 +1,35 @@
+"""``error_hints``: whether a failed call's hint (what the tool knows would help: the columns
+that do exist, the tables there are) follows the error's own message.
+
+``hinted`` is the loop-control chapter's "an error that says what to do"; ``plain`` gives the
+tool's (the database's) message only, so what a hint is worth can be measured. Tools without
+hints read the same under both."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Setting
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+
+ERROR_HINTS: Setting[str] = Setting(
+    "error_hints",
+    "hinted",
+    "a failed call's hint (what exists instead) follows its error message, or not (plain)",
+    "choice",
+    choices=("hinted", "plain"),
+)
+
+
+def shows_hints(config: LoopConfig) -> bool:
+    return ERROR_HINTS.of(config) == "hinted"
+
+
+class ErrorHints(LoopPolicy):
+    name = "error_hints"
+    settings = (ERROR_HINTS,)
+
+
+POLICY = ErrorHints()

@@ -1,0 +1,35 @@
+"""SQL over a read-only database: the ``run_sql`` and ``describe`` tools and the databases
+behind them (SQLite from the standard library, PostgreSQL through psycopg).
+
+Read-only is the database's doing, never a parse of the SQL: SQLite is opened read-only with
+``query_only`` on and an authorizer that refuses ATTACH and any PRAGMA that sets a value;
+PostgreSQL runs every statement in a READ ONLY transaction, as a role that may only read. Each
+statement runs under a timeout that stops the statement, not the run.
+"""
+
+from harness.sql.database import Column, Database, Result, SQLError, Table
+from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL, sql_tools
+
+__all__ = [
+    "DESCRIBE_TOOL",
+    "RUN_SQL_TOOL",
+    "Column",
+    "Database",
+    "Result",
+    "SQLError",
+    "Table",
+    "open_database",
+    "sql_tools",
+]
+
+
+def open_database(url: str, schema: str | None = None) -> Database:
+    """A database by URL: ``postgresql://...`` (tables in ``schema``) or a SQLite file's path
+    (``sqlite:///PATH`` or a plain path)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        from harness.sql.postgres import PostgresDatabase
+
+        return PostgresDatabase(url, schema)
+    from harness.sql.sqlite import SQLiteDatabase
+
+    return SQLiteDatabase(url.removeprefix("sqlite:///").removeprefix("sqlite://"))

@@ -1,0 +1,164 @@
+"""What a database gives the SQL tools: its tables, and one statement's result under a
+timeout. The result and the errors are the same shape for every database."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+from harness.errors import ToolError
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    references: str | None = None  # "customers.id" for a foreign key
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+
+    def line(self) -> str:
+        """``customers(id integer, name text, branch_id integer -> branches.id)``"""
+        cols = ", ".join(
+            f"{c.name} {c.type}" + (f" -> {c.references}" if c.references else "")
+            for c in self.columns
+        )
+        return f"{self.name}({cols})"
+
+
+@dataclass
+class Result:
+    """A statement's result: its columns, the rows kept (at most the cap) and how many rows
+    it returned in all."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    total: int
+    ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cut(self) -> int:
+        return self.total - len(self.rows)
+
+
+class SQLError(ToolError):
+    """A statement the database refused or stopped. The message is the database's own; the
+    hint (read under ``error_hints=hinted``) says what exists instead."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        timed_out: bool = False,
+        refused_write: bool = False,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.timed_out = timed_out
+        self.refused_write = refused_write
+
+
+class Database(Protocol):
+    dialect: str  # "sqlite" | "postgresql"
+
+    @property
+    def name(self) -> str:
+        """Where the data is, for records (no password)."""
+        ...
+
+    def tables(self) -> list[Table]: ...
+
+    def query(self, sql: str, timeout_s: float, keep: int) -> Result:
+        """Run one statement, read-only, stopped after ``timeout_s``; keep at most ``keep``
+        rows of its result. Blocking (the tools call it in a thread). Raises SQLError."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def cell(value: Any) -> str:
+    """One value as the model reads it, the same from every database: numbers without
+    trailing zeros (``1234.5``, never ``1234.50`` from one and ``1234.5`` from the other),
+    times as ``YYYY-MM-DD HH:MM:SS``, NULL as ``NULL``."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (float, Decimal)):
+        if value != value:  # NaN
+            return "NaN"
+        text = f"{float(value):.6f}".rstrip("0").rstrip(".")
+        return "0" if text == "-0" else text
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+# --- hints: what exists, for an unknown column, table or function ------------------------
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _close(name: str, choices: list[str], n: int = 3) -> list[str]:
+    return difflib.get_close_matches(name.lower(), choices, n=n, cutoff=0.55)
+
+
+def column_hint(missing: str, tables: list[Table], sql: str) -> str:
+    """For an unknown column: the closest columns there are (``customer_name`` is close to
+    ``customers.name``), and the columns of the tables the statement names."""
+    bare = missing.split(".")[-1].strip('"').lower()
+    spellings: dict[str, list[str]] = {}  # a way to write a column -> the columns it names
+    for t in tables:
+        for c in t.columns:
+            qualified = f"{t.name}.{c.name}"
+            for spelling in (c.name, f"{t.name}_{c.name}", f"{t.name.rstrip('s')}_{c.name}"):
+                spellings.setdefault(spelling.lower(), []).append(qualified)
+    near = [q for m in _close(bare, list(spellings), n=4) for q in spellings[m]]
+    named = _named_tables(sql, tables) or tables
+    text = f"no column {bare} in {', '.join(t.name for t in named)}. "
+    if near:
+        shown = list(dict.fromkeys(near))[:4]
+        elsewhere = sorted({q.split(".")[0] for q in shown} - {t.name for t in named})
+        text += f"The closest columns: {', '.join(shown)}"
+        text += f" (JOIN {' and '.join(elsewhere)} to use them). " if elsewhere else ". "
+    return text + "Columns: " + "; ".join(t.line() for t in named) + "."
+
+
+def table_hint(missing: str, tables: list[Table]) -> str:
+    names = [t.name for t in tables]
+    near = _close(missing.strip('"').split(".")[-1], names)
+    text = f"the tables are: {', '.join(names)}."
+    return text + (f" The closest: {', '.join(near)}." if near else "")
+
+
+def function_hint(dialect: str) -> str:
+    if dialect == "sqlite":
+        return (
+            "This is SQLite: dates are text 'YYYY-MM-DD HH:MM:SS'; use strftime('%Y-%m', ts), "
+            "date(ts) or compare with ts >= '2026-03-01'."
+        )
+    return (
+        "This is PostgreSQL: ts is a timestamp; use date_trunc('month', ts), "
+        "extract(month from ts), ts::date or compare with ts >= '2026-03-01'."
+    )
+
+
+def type_hint(tables: list[Table], sql: str) -> str:
+    named = _named_tables(sql, tables) or tables
+    return "Column types: " + "; ".join(t.line() for t in named) + "."
+
+
+def _named_tables(sql: str, tables: list[Table]) -> list[Table]:
+    words = {w.lower() for w in _WORD.findall(sql)}
+    return [t for t in tables if t.name.lower() in words]

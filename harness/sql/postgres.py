@@ -1,0 +1,165 @@
+"""PostgreSQL, read-only: every statement in a READ ONLY transaction (``BEGIN READ ONLY``), as
+whatever role the URL names (``make serve-postgres`` gives one that may only SELECT), with
+``statement_timeout`` set for that transaction. Each statement gets its own connection, so
+parallel calls run side by side; the transaction is rolled back after it."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from harness.sql.database import (
+    Column,
+    Result,
+    SQLError,
+    Table,
+    column_hint,
+    function_hint,
+    table_hint,
+    type_hint,
+)
+
+_QUOTED = re.compile(r'"([^"]+)"')
+_TYPES = {"timestamp without time zone": "timestamp", "character varying": "varchar"}
+
+
+def public_url(url: str) -> str:
+    """The URL without its password: what a record may keep."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresDatabase:
+    dialect = "postgresql"
+
+    def __init__(self, url: str, schema: str | None = None) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - psycopg is a dependency
+            raise SQLError("PostgreSQL needs psycopg: pip install 'psycopg[binary]'") from exc
+        self.url = url
+        self.schema = schema or "public"
+        self._tables: list[Table] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{public_url(self.url)}#{self.schema}"
+
+    def connect(self) -> Any:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(self.url, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            raise SQLError(
+                f"the database at {public_url(self.url)} cannot be reached: {exc}"
+            ) from exc
+        conn.read_only = True  # BEGIN READ ONLY for every transaction of this connection
+        return conn
+
+    def tables(self) -> list[Table]:
+        if self._tables is None:
+            with self.connect() as conn:
+                columns = conn.execute(
+                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = %s AND table_name NOT LIKE '\\_%%' "
+                    "ORDER BY table_name, ordinal_position",
+                    (self.schema,),
+                ).fetchall()
+                refs = {
+                    (t, c): f"{rt}.{rc}"
+                    for t, c, rt, rc in conn.execute(
+                        "SELECT kcu.table_name, kcu.column_name, ccu.table_name, ccu.column_name "
+                        "FROM information_schema.table_constraints tc "
+                        "JOIN information_schema.key_column_usage kcu "
+                        "  ON tc.constraint_name = kcu.constraint_name "
+                        " AND tc.table_schema = kcu.table_schema "
+                        "JOIN information_schema.constraint_column_usage ccu "
+                        "  ON tc.constraint_name = ccu.constraint_name "
+                        " AND tc.table_schema = ccu.table_schema "
+                        "WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = %s",
+                        (self.schema,),
+                    ).fetchall()
+                }
+            by_table: dict[str, list[Column]] = {}
+            for table, column, kind in columns:
+                by_table.setdefault(table, []).append(
+                    Column(column, _TYPES.get(kind, kind), refs.get((table, column)))
+                )
+            self._tables = [Table(n, tuple(c)) for n, c in by_table.items()]
+        return self._tables
+
+    def query(self, sql: str, timeout_s: float, keep: int) -> Result:
+        import psycopg
+        from psycopg import sql as pgsql
+
+        started = time.perf_counter()
+        with self.connect() as conn:
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(
+                        pgsql.SQL("SET LOCAL statement_timeout = {}").format(
+                            pgsql.Literal(max(1, round(timeout_s * 1000)))
+                        )
+                    )
+                    cur.execute(
+                        pgsql.SQL("SET LOCAL search_path TO {}").format(
+                            pgsql.Identifier(self.schema)
+                        )
+                    )
+                    cur.execute(sql.encode("utf-8"))
+                    if cur.description is None:
+                        columns, rows, total = [], [], 0
+                    else:
+                        columns = [d.name for d in cur.description]
+                        rows = cur.fetchmany(keep)
+                        total = max(cur.rowcount, len(rows))
+            except psycopg.Error as exc:
+                raise self._error(exc, sql, timeout_s) from exc
+            finally:
+                conn.rollback()
+        ms = (time.perf_counter() - started) * 1000
+        return Result(columns, [tuple(r) for r in rows], total, ms)
+
+    def _error(self, exc: Any, sql: str, timeout_s: float) -> SQLError:
+        from psycopg import errors
+
+        diag = getattr(exc, "diag", None)
+        message = (diag.message_primary if diag else None) or str(exc).strip()
+        own_hint = diag.message_hint if diag else None
+        if isinstance(exc, errors.QueryCanceled):
+            return SQLError(
+                f"the statement ran past the {timeout_s:g} s statement timeout and was stopped",
+                hint="Filter or aggregate so it reads fewer rows, or add a LIMIT.",
+                timed_out=True,
+            )
+        if isinstance(exc, (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege)) or (
+            isinstance(exc, errors.ActiveSqlTransaction) and "read-write" in message
+        ):
+            return SQLError(
+                f"{message}: the database is read-only", refused_write=True,
+                hint="Only SELECT statements can run here.",
+            )  # fmt: skip
+        quoted = _QUOTED.search(message)
+        hint: str | None = None
+        if isinstance(exc, errors.UndefinedColumn) and quoted:
+            hint = column_hint(quoted[1], self.tables(), sql)
+        elif isinstance(exc, errors.UndefinedTable) and quoted:
+            hint = table_hint(quoted[1], self.tables())
+        elif isinstance(exc, errors.UndefinedFunction):
+            hint = function_hint(self.dialect) + " " + type_hint(self.tables(), sql)
+        elif isinstance(exc, (errors.DatatypeMismatch, errors.InvalidDatetimeFormat,
+                              errors.InvalidTextRepresentation)):  # fmt: skip
+            hint = type_hint(self.tables(), sql)
+        if own_hint:
+            hint = f"{own_hint} {hint}" if hint else own_hint
+        return SQLError(message, hint=hint)
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,141 @@
+"""SQLite, read-only: the file opened with ``mode=ro``, ``PRAGMA query_only`` on, and an
+authorizer (the database's own access control) that refuses ATTACH, DETACH and every PRAGMA
+that would set a value. A progress handler stops a statement past its timeout. Each statement
+gets its own connection, so parallel calls run side by side."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from harness.sql.database import (
+    Column,
+    Result,
+    SQLError,
+    Table,
+    column_hint,
+    function_hint,
+    table_hint,
+    type_hint,
+)
+
+# PRAGMAs that only read, even when given an argument (PRAGMA table_info(customers)).
+READING_PRAGMAS = frozenset(
+    {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+     "foreign_key_list", "database_list", "collation_list", "function_list", "pragma_list"}
+)  # fmt: skip
+_WRITES = (
+    sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE,
+    sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE, sqlite3.SQLITE_ALTER_TABLE,
+    sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX, sqlite3.SQLITE_CREATE_VIEW,
+    sqlite3.SQLITE_DROP_VIEW, sqlite3.SQLITE_CREATE_TRIGGER, sqlite3.SQLITE_DROP_TRIGGER,
+    sqlite3.SQLITE_CREATE_TEMP_TABLE, sqlite3.SQLITE_CREATE_TEMP_VIEW,
+    sqlite3.SQLITE_CREATE_TEMP_INDEX, sqlite3.SQLITE_CREATE_TEMP_TRIGGER,
+)  # fmt: skip
+PROGRESS_STEPS = 2000  # virtual-machine steps between two looks at the clock
+_NO_COLUMN = re.compile(r"no such column: (\S+)")
+_NO_TABLE = re.compile(r"no such table: (\S+)")
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) or action in _WRITES:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1 not in READING_PRAGMAS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class SQLiteDatabase:
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise SQLError(f"no SQLite database at {self.path}")
+        self._tables: list[Table] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"sqlite:///{self.path}"
+
+    def connect(self) -> sqlite3.Connection:
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(_authorize)
+        return conn
+
+    def tables(self) -> list[Table]:
+        if self._tables is None:
+            conn = self.connect()
+            try:
+                names = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT name FROM sqlite_schema WHERE type = 'table' "
+                        "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_%' ESCAPE '\\' "
+                        "ORDER BY name"
+                    )
+                ]
+                self._tables = [self._table(conn, n) for n in names]
+            finally:
+                conn.close()
+        return self._tables
+
+    @staticmethod
+    def _table(conn: sqlite3.Connection, name: str) -> Table:
+        refs = {r[3]: f"{r[2]}.{r[4]}" for r in conn.execute(f"PRAGMA foreign_key_list({name})")}
+        columns = tuple(
+            Column(r[1], (r[2] or "any").lower(), refs.get(r[1]))
+            for r in conn.execute(f"PRAGMA table_info({name})")
+        )
+        return Table(name, columns)
+
+    def query(self, sql: str, timeout_s: float, keep: int) -> Result:
+        conn = self.connect()
+        started = time.perf_counter()
+        deadline = started + timeout_s
+        conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), PROGRESS_STEPS)
+        try:
+            cursor = conn.execute(sql)
+            columns = [d[0] for d in cursor.description or []]
+            rows = cursor.fetchmany(keep)
+            total = len(rows) + sum(1 for _ in cursor)
+        except sqlite3.Error as exc:
+            raise self._error(exc, sql, time.perf_counter() > deadline, timeout_s) from exc
+        finally:
+            conn.close()
+        return Result(
+            columns, [tuple(r) for r in rows], total, (time.perf_counter() - started) * 1000
+        )
+
+    def _error(self, exc: sqlite3.Error, sql: str, late: bool, timeout_s: float) -> SQLError:
+        message = str(exc)
+        if late and "interrupted" in message:
+            return SQLError(
+                f"the statement ran past the {timeout_s:g} s statement timeout and was stopped",
+                hint="Filter or aggregate so it reads fewer rows, or add a LIMIT.",
+                timed_out=True,
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and (
+            "not authorized" in message or "readonly" in message or "query_only" in message
+        ):
+            return SQLError(
+                f"{message}: the database is read-only", refused_write=True,
+                hint="Only SELECT statements can run here.",
+            )  # fmt: skip
+        if m := _NO_COLUMN.search(message):
+            return SQLError(message, hint=column_hint(m[1], self.tables(), sql))
+        if m := _NO_TABLE.search(message):
+            return SQLError(message, hint=table_hint(m[1], self.tables()))
+        if "no such function" in message:
+            return SQLError(message, hint=function_hint(self.dialect))
+        if "datatype mismatch" in message or "type" in message:
+            return SQLError(message, hint=type_hint(self.tables(), sql))
+        return SQLError(message)
+
+    def close(self) -> None:
+        return None
