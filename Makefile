@@ -39,7 +39,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: serve-postgres eval-sql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -119,9 +119,17 @@ serve-llama-server: peer-llama-server $(STAMP_MODELS)
 serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted
 
-# make stop: every server the Makefile started; make stop NAME=smol: that one only.
+# A local PostgreSQL for the sql family (Debian's postgresql, installed where missing), data
+# under .run/postgres/, the committed sql task sets' banks loaded; prints the --db URL:
+#   make serve-postgres && python -m evals run --tasks evals/tasks/sql-test-s1000-n60.json \
+#     --db "$$(cat .run/postgres/url)"
+serve-postgres: $(STAMP_DEV)
+	$(PY) -m evals serve-postgres
+
+# make stop: every server the Makefile started (PostgreSQL too); make stop NAME=smol: that one.
 stop: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon stop $(if $(filter command line,$(origin NAME)),$(NAME))
+	$(if $(filter command line,$(origin NAME)),,$(PY) -m evals stop-postgres)
 
 # One scripted run through the real loop: make run SCENARIO=runaway
 run: serve-scripted
@@ -150,6 +158,11 @@ eval: $(STAMP_DEV)
 	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
+
+# The sql family under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
+SQL_TASKS ?= evals/tasks/sql-test-s1000-n60.json
+eval-sql: $(STAMP_DEV)
+	$(PY) -m evals run --policy analyst --tasks $(SQL_TASKS) $(if $(DB),--db $(DB)) $(EVAL_ARGS)
 
 compare: $(STAMP_DEV)
 	@$(call compare_into,results)

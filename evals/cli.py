@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evals.bfcl import cli as bfcl
-from evals.commands import reports, run, scoring, studies, sweep, tasks
+from evals.commands import databases, reports, run, scoring, studies, sweep, tasks
 from evals.errors import EvalError
 from harness.errors import HarnessError
 
@@ -23,6 +23,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     reports.register,
     scoring.register,
     tasks.register,
+    databases.register,
 )
 
 

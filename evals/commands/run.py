@@ -15,7 +15,7 @@ from evals.run.runner import EvalSettings, run_evals
 from evals.run.settings import resumed_settings
 from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
-from harness.policies.presets import add_policy_flags, policy_from_args
+from harness.policies.presets import add_policy_flags, policy_from_args, preset_limits
 from harness.providers import APIS, base_url_for
 from harness.tool_errors import TOOL_ERROR_POLICIES
 
@@ -75,7 +75,9 @@ def register(commands: Any) -> None:
         metavar="S",
         help="sampling seed: epoch e of each task asks for S + e - 1 (recorded in each record)",
     )
-    run.add_argument("--max-turns", type=int, default=10)
+    run.add_argument(
+        "--max-turns", type=int, help="turn cap per task run (default: the preset's, else 10)"
+    )
     run.add_argument("--budget", type=float, default=None, help="USD per task run")
     run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
     run.add_argument(
@@ -86,7 +88,12 @@ def register(commands: Any) -> None:
     )
     run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
     run.add_argument("--label", help="name of this run in comparisons")
-    run.add_argument("--task-timeout", type=float, metavar="S", help="wall seconds per task run")
+    run.add_argument(
+        "--task-timeout",
+        type=float,
+        metavar="S",
+        help="wall seconds per task run (default: the preset's, else none)",
+    )
     run.add_argument(
         "--db",
         metavar="URL",
@@ -135,6 +142,9 @@ def _run(args: argparse.Namespace) -> None:
         raise EvalError(
             f"--temperature and --seed are sent in the openai shape only, not {args.api}"
         )
+    limits = preset_limits(args.policy)
+    max_turns = args.max_turns if args.max_turns is not None else limits.get("max_turns", 10)
+    timeout = args.task_timeout if args.task_timeout is not None else limits.get("task_timeout_s")
     if args.resume:
         evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
     else:
@@ -145,14 +155,14 @@ def _run(args: argparse.Namespace) -> None:
                 model=model,
                 tasks=args.tasks,
                 epochs=args.epochs,
-                max_turns=args.max_turns,
+                max_turns=max_turns,
                 budget_usd=args.budget,
                 tool_errors=args.tool_errors,
                 label=f"{args.label}-{model}" if args.label and len(models) > 1 else args.label,
                 out=args.out,
                 approvals=args.approvals,
                 policy=policy_from_args(args),
-                task_timeout_s=args.task_timeout,
+                task_timeout_s=timeout,
                 temperature=args.temperature,
                 seed=args.seed,
                 db=args.db,

@@ -20,6 +20,8 @@ from evals.report.stats import accuracy, accuracy_of, pass_hat_curve
 from evals.run.record import RunRecord
 from evals.run.status import ERROR, NOT_RUN, is_error
 from evals.scoring.checks import offerable_tools
+from evals.report.analyst import figures as analyst_figures
+from evals.report.analyst import markdown as analyst_markdown
 from harness.sql.tools import RUN_SQL_TOOL
 from harness.state import RunState
 from serve_local.callshape import call_spans
@@ -306,6 +308,8 @@ def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
         "cost_usd": round(sum(r.cost_usd for r in records), 6),
         "harness_ms": round(sum(r.harness_ms or 0.0 for r in records), 1),
         "machine": first and first.machine,
+        # The sql family's figures (steps, SQL errors and recoveries, timeouts, rows).
+        "analyst": analyst_figures(records),
     }
 
 
@@ -342,6 +346,8 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         total_line(summary),
         "",
     ]
+    if summary.get("analyst"):
+        lines += ["## What the chapter measures", "", analyst_markdown(summary["analyst"]), ""]
     return "\n".join(lines)
 
 

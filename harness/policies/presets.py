@@ -28,6 +28,7 @@ __all__ = [
     "plain_settings",
     "policy_from_args",
     "preset",
+    "preset_limits",
     "presets",
 ]
 
@@ -49,6 +50,20 @@ class Policy:
 def presets() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
     return data
+
+
+# What a preset may set beyond policy settings: the loop's limits, when no flag gives them.
+LIMITS = ("max_turns", "task_timeout_s")
+
+
+def preset_limits(name: str) -> dict[str, Any]:
+    """The limits a preset names (``analyst``: 8 turns, 90 s a task); a flag overrides them."""
+    entry = presets().get(name.split("+")[0], {})
+    limits: dict[str, Any] = dict(entry.get("limits") or {})
+    unknown = sorted(set(limits) - set(LIMITS))
+    if unknown:
+        raise UnknownPolicy(f"policy {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
+    return limits
 
 
 def plain_settings() -> dict[str, Any]:

@@ -23,6 +23,23 @@ from harness.sql.database import (
 
 _QUOTED = re.compile(r'"([^"]+)"')
 _TYPES = {"timestamp without time zone": "timestamp", "character varying": "varchar"}
+_COLUMNS = """
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+  AND c.relname NOT LIKE '\\_%%'
+ORDER BY c.relname, a.attnum
+"""
+_KEYS = """
+SELECT cl.relname, a.attname, fcl.relname, fa.attname
+FROM pg_constraint k JOIN pg_class cl ON cl.oid = k.conrelid
+JOIN pg_namespace n ON n.oid = cl.relnamespace
+JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1]
+JOIN pg_class fcl ON fcl.oid = k.confrelid
+JOIN pg_attribute fa ON fa.attrelid = k.confrelid AND fa.attnum = k.confkey[1]
+WHERE k.contype = 'f' AND n.nspname = %s
+"""
 
 
 def public_url(url: str) -> str:
@@ -64,29 +81,12 @@ class PostgresDatabase:
         return conn
 
     def tables(self) -> list[Table]:
+        """From the catalogue itself (information_schema hides constraints from a role that
+        owns nothing): columns with their declared types, and foreign keys."""
         if self._tables is None:
             with self.connect() as conn:
-                columns = conn.execute(
-                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                    "WHERE table_schema = %s AND table_name NOT LIKE '\\_%%' "
-                    "ORDER BY table_name, ordinal_position",
-                    (self.schema,),
-                ).fetchall()
-                refs = {
-                    (t, c): f"{rt}.{rc}"
-                    for t, c, rt, rc in conn.execute(
-                        "SELECT kcu.table_name, kcu.column_name, ccu.table_name, ccu.column_name "
-                        "FROM information_schema.table_constraints tc "
-                        "JOIN information_schema.key_column_usage kcu "
-                        "  ON tc.constraint_name = kcu.constraint_name "
-                        " AND tc.table_schema = kcu.table_schema "
-                        "JOIN information_schema.constraint_column_usage ccu "
-                        "  ON tc.constraint_name = ccu.constraint_name "
-                        " AND tc.table_schema = ccu.table_schema "
-                        "WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = %s",
-                        (self.schema,),
-                    ).fetchall()
-                }
+                columns = conn.execute(_COLUMNS, (self.schema,)).fetchall()
+                refs = {(t, c): f"{rt}.{rc}" for t, c, rt, rc in conn.execute(_KEYS, (self.schema,))}
             by_table: dict[str, list[Column]] = {}
             for table, column, kind in columns:
                 by_table.setdefault(table, []).append(
@@ -113,6 +113,9 @@ class PostgresDatabase:
                             pgsql.Identifier(self.schema)
                         )
                     )
+                    # A query first, so that SET TRANSACTION READ WRITE comes too late and is
+                    # refused by the server ("must be called before any query").
+                    cur.execute("SELECT 1")
                     cur.execute(sql.encode("utf-8"))
                     if cur.description is None:
                         columns, rows, total = [], [], 0

@@ -29,7 +29,7 @@ SCHEMA = (
     "status TEXT NOT NULL, opened_on DATE NOT NULL)",
     "CREATE TABLE transactions (id INTEGER PRIMARY KEY, "
     "account_id INTEGER NOT NULL REFERENCES accounts(id), ts TIMESTAMP NOT NULL, "
-    "amount NUMERIC(14, 2) NOT NULL, kind TEXT NOT NULL)",
+    "amount NUMERIC(14,2) NOT NULL, kind TEXT NOT NULL)",
 )
 TABLES = ("branches", "customers", "accounts", "transactions")
 # The table that names the data's version; hidden from describe (its name starts with _).

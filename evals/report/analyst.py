@@ -1,0 +1,111 @@
+"""What the loop-control chapter measures of its SQL analyst, measured on a run file of the
+sql family: steps per question, the share of questions that hit an SQL error, the share of
+those that recovered on the next step, statement timeouts, rows returned, and wall time per
+question. Read from each record's audit (one entry per run_sql call) and its turns."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from statistics import median
+from typing import Any
+
+from evals.report.markdown import table
+from evals.report.stats import wilson
+from evals.run.record import RunRecord
+from evals.run.status import is_error
+
+# The chapter's figures (illustrative internal estimates, about 60 questions, a frontier model).
+CHAPTER = {
+    "steps": "mostly 3–5",
+    "cap_reached": "rarely",
+    "error_share": "about 15 %",
+    "recovered_share": "about 9 in 10",
+}
+
+
+def _errors(record: RunRecord) -> list[dict[str, Any]]:
+    return [a for a in record.audit or [] if a.get("error") and not a.get("timed_out")]
+
+
+def recovered(record: RunRecord) -> bool | None:
+    """After its first SQL error (a refused or failed statement, not a timeout), whether the
+    next step ran a statement that succeeded; None when it hit no error."""
+    errors = _errors(record)
+    if not errors:
+        return None
+    turn = int(errors[0]["turn"])
+    return any(a["turn"] == turn + 1 and not a.get("error") for a in record.audit or [])
+
+
+def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
+    """The analyst's figures, or None for a run file with no sql task."""
+    runs = [r for r in records if r.audit is not None and not is_error(r)]
+    if not runs:
+        return None
+    steps = Counter(r.turns for r in runs)
+    hit = [r for r in runs if _errors(r)]
+    back = [r for r in hit if recovered(r)]
+    calls = [a for r in runs for a in r.audit or []]
+    rows = [int(a["rows"]) for a in calls if a.get("rows") is not None]
+    cap = max(((r.loop or {}).get("max_turns") or 0 for r in runs), default=0)
+    return {
+        "questions": len(runs),
+        "correct": sum(r.correct for r in runs),
+        "steps": {str(k): steps[k] for k in sorted(steps)},
+        "median_steps": median(r.turns for r in runs),
+        "cap": cap or None,
+        "cap_reached": sum(r.status == "max_turns_exceeded" or bool(cap and r.turns > cap) for r in runs),
+        "concluded": sum(r.turns > cap for r in runs) if cap else 0,
+        "sql_calls": len(calls),
+        "questions_with_error": len(hit),
+        "recovered_next_step": len(back),
+        "statement_timeouts": sum(bool(a.get("timed_out")) for a in calls),
+        "refused_writes": sum(bool(a.get("refused_write")) for a in calls),
+        "rows_returned": sum(rows),
+        "median_rows": median(rows) if rows else None,
+        "rows_cut_calls": sum(bool(a.get("cut")) for a in calls),
+        "parallel_turns": sum(
+            1 for r in runs for n in Counter(a["turn"] for a in r.audit or []).values() if n > 1
+        ),
+        "median_wall_ms": median(r.wall_ms for r in runs),
+        "median_sql_ms": median(float(a["ms"]) for a in calls) if calls else None,
+    }
+
+
+def markdown(f: dict[str, Any]) -> str:
+    """The figures beside the chapter's."""
+    n, hit = f["questions"], f["questions_with_error"]
+    steps = ", ".join(f"{k}: {v}" for k, v in f["steps"].items())
+    three_to_five = sum(v for k, v in f["steps"].items() if 3 <= int(k) <= 5)
+    rows = [
+        ["correct", "", f"{f['correct']}/{n}, {wilson(f['correct'], n).interval()}"],
+        ["steps per question", CHAPTER["steps"], f"median {f['median_steps']:g}; {steps}"],
+        ["questions in 3–5 steps", "most", f"{three_to_five}/{n}"],
+        [
+            "step cap reached",
+            CHAPTER["cap_reached"],
+            f"{f['cap_reached']}/{n}" + (f" (cap {f['cap']})" if f["cap"] else ""),
+        ],
+        [
+            "questions with an SQL error",
+            CHAPTER["error_share"],
+            f"{hit}/{n}, {wilson(hit, n).interval()}",
+        ],
+        [
+            "of those, recovered on the next step",
+            CHAPTER["recovered_share"],
+            f"{f['recovered_next_step']}/{hit}" if hit else "none hit an error",
+        ],
+        ["statement timeouts", "15 s each", str(f["statement_timeouts"])],
+        ["writes refused", "read-only replica", str(f["refused_writes"])],
+        [
+            "SQL calls, rows returned",
+            "",
+            f"{f['sql_calls']} calls, {f['rows_returned']} rows (median {f['median_rows']}), "
+            f"{f['rows_cut_calls']} cut at the row cap",
+        ],
+        ["turns with parallel calls", "overview + detail", str(f["parallel_turns"])],
+        ["median wall per question", "", f"{f['median_wall_ms'] / 1000:,.1f} s"],
+    ]
+    return table(["figure", "the chapter", "this run"], rows)
