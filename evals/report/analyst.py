@@ -55,7 +55,9 @@ def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
         "steps": {str(k): steps[k] for k in sorted(steps)},
         "median_steps": median(r.turns for r in runs),
         "cap": cap or None,
-        "cap_reached": sum(r.status == "max_turns_exceeded" or bool(cap and r.turns > cap) for r in runs),
+        "cap_reached": sum(
+            r.status == "max_turns_exceeded" or bool(cap and r.turns > cap) for r in runs
+        ),
         "concluded": sum(r.turns > cap for r in runs) if cap else 0,
         "sql_calls": len(calls),
         "questions_with_error": len(hit),

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import RunFileError
+from evals.report.analyst import figures as analyst_figures
+from evals.report.analyst import markdown as analyst_markdown
 from evals.report.markdown import table
 from evals.report.stats import accuracy, accuracy_of, pass_hat_curve
 from evals.run.record import RunRecord
 from evals.run.status import ERROR, NOT_RUN, is_error
 from evals.scoring.checks import offerable_tools
-from evals.report.analyst import figures as analyst_figures
-from evals.report.analyst import markdown as analyst_markdown
 from harness.sql.tools import RUN_SQL_TOOL
 from harness.state import RunState
 from serve_local.callshape import call_spans

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,10 +39,11 @@ from statsmodels.stats.multitest import multipletests
 from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.checks import score
-from evals.tasks import Facts, NumberIs, OneOf, Task, TaskSet, YesNo
+from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
 from harness.loop import run_loop
+from harness.sql import DESCRIBE_TOOL, RUN_SQL_TOOL, open_database, sql_tools
 from harness.state import RunState, new_run
 from harness.tools import default_tools, listed_names
 from harness.workspace import SEED_FILES, create_workspace
@@ -93,6 +96,8 @@ def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[At
         Attempt("known hedge", KNOWN_HEDGE, None, hedge=True),
     ]
     sizes = {name: len(contents[name].encode()) for name in listed}
+    if task.database is not None:
+        common += _from_results(task, "\n".join(contents.values()))
     match answer:
         case OneOf(candidates=candidates):
             names = [n for n in listed if n in candidates] or list(candidates)
@@ -124,6 +129,15 @@ def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[At
                 Attempt("hedge: unsure", f"{subject} may or may not exist.", None, hedge=True),
                 *common,
             ]
+        case ListOf(candidates=candidates, expected=expected):
+            k = len(expected)
+            out = [
+                Attempt(f"the first {k}", _and(candidates[:k]) + ".", frozenset(candidates[:k])),
+                Attempt(f"the last {k}", _and(candidates[-k:]) + ".", frozenset(candidates[-k:])),
+                Attempt("hedge: or", f"It is {_or(list(candidates))}.", None, hedge=True),
+                Attempt("every candidate", _and(list(candidates)) + ".", frozenset(candidates)),
+            ]
+            return out + common
         case Facts(facts=facts):
             sources = [n for n in listed if n in facts] or list(facts)
             out = [
@@ -135,6 +149,34 @@ def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[At
                 out.append(Attempt("hedge: or", f"It says {first} or {second}.", None, True))
             return out + common
     return common
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+_CELL_NUMBER = re.compile(r"(?<![\w.\-:])\d+(?:\.\d+)?(?![\w.\-:])")
+
+
+def _from_results(task: Task, results: str) -> list[Attempt]:
+    """Question-blind answers read off whatever the queries returned: the first number of any
+    result, the first candidate named in any result."""
+    found: list[Attempt] = []
+    match task.answer:
+        case NumberIs():
+            first = _CELL_NUMBER.search(results)
+            if first:
+                value = float(first.group())
+                found.append(
+                    Attempt("first number of any result", f"The answer is {first.group()}.", value)
+                )
+        case OneOf(candidates=candidates) | ListOf(candidates=candidates):
+            at = {c: results.find(c) for c in candidates if c in results}
+            if at:
+                name = min(at, key=lambda c: at[c])
+                intends: Any = name if isinstance(task.answer, OneOf) else frozenset({name})
+                found.append(Attempt("first name of any result", f"It is {name}.", intends))
+    return found
 
 
 def _completion(message: dict[str, Any]) -> dict[str, Any]:
@@ -165,9 +207,56 @@ def _reader(names: list[str]) -> Callable[[httpx.Request], httpx.Response]:
     return handle
 
 
+def _sql_reader(queries: list[str]) -> Callable[[httpx.Request], httpx.Response]:
+    """A provider that describes the database, runs each query a turn, then says it is done."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        turn = sum(1 for m in json.loads(request.content)["messages"] if m["role"] == "assistant")
+        if turn == 0:
+            call = {"name": DESCRIBE_TOOL, "arguments": "{}"}
+        elif turn <= len(queries):
+            call = {"name": RUN_SQL_TOOL, "arguments": json.dumps({"query": queries[turn - 1]})}
+        else:
+            return httpx.Response(200, json=_completion({"role": "assistant", "content": "."}))
+        tool_call = {"id": f"c{turn + 1}", "type": "function", "function": call}
+        message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+        return httpx.Response(200, json=_completion(message))
+
+    return handle
+
+
+async def read_database(task: Task, scratch: Any) -> tuple[RunState, list[str], dict[str, str]]:
+    """The real loop and the real SQL tools over ``task``'s database: describe it, read the
+    first rows of every table, and run the question's gold SQL, so every result a grounded
+    check asks for is there. The contents are each result, by what was asked."""
+    from evals.tasks.sql.bank import TABLES
+    from evals.tasks.sql.build import sqlite_file
+    from evals.tasks.sql.questions import gold_for
+
+    assert task.database is not None
+    path = sqlite_file(task.database.seed, scratch / "databases", task.database.fingerprint)
+    gold = gold_for(task.question)
+    queries = [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
+    workspace = create_workspace(scratch / task.id / "workspace", files={})
+    state = new_run("strategy", task.question)
+    transport = httpx.MockTransport(_sql_reader(queries))
+    retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
+    config = LoopConfig(max_turns=len(queries) + 3)
+    tools = sql_tools(open_database(str(path)))
+    async with ProviderClient("http://strategy.invalid/v1", retry=retry, transport=transport) as c:
+        await run_loop(state, c, tools, workspace, config)
+    results = {m.get("tool_call_id"): str(m.get("content")) for m in state.messages}
+    asked = [DESCRIBE_TOOL, *queries]
+    contents = {q: results.get(f"c{i + 1}", "") for i, q in enumerate(asked)}
+    return state, [], contents
+
+
 async def read_all(task: Task, scratch: Any) -> tuple[RunState, list[str], dict[str, str]]:
-    """The real loop over ``task``'s workspace, listing it and reading every file: the state
-    every strategy answers from, the names as listed, and the contents as read."""
+    """The real loop over ``task``'s workspace, listing it and reading every file (or over its
+    database, :func:`read_database`): the state every strategy answers from, the names as
+    listed, and the contents as read."""
+    if task.database is not None:
+        return await read_database(task, scratch)
     files = task.workspace if task.workspace is not None else SEED_FILES
     workspace = create_workspace(scratch / task.id / "workspace", files=files)
     names = sorted(files)
@@ -248,12 +337,14 @@ def chance_of(task: Task) -> float:
             return 0.5
         case Facts(facts=facts, expected=expected):
             return 1 / len(facts) if len(expected) == 1 else 1 / (2 ** len(facts) - 1)
+        case ListOf(candidates=c, expected=expected):
+            return 1 / math.comb(len(c), len(expected))
     return 0.0
 
 
 def _due(intends: Any, task: Task) -> bool:
     match task.answer:
-        case Facts(expected=expected):
+        case Facts(expected=expected) | ListOf(expected=expected):
             return bool(intends == set(expected))
         case OneOf(expected=expected) | NumberIs(expected=expected) | YesNo(expected=expected):
             return bool(intends == expected)

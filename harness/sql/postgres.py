@@ -1,7 +1,8 @@
-"""PostgreSQL, read-only: every statement in a READ ONLY transaction (``BEGIN READ ONLY``), as
-whatever role the URL names (``make serve-postgres`` gives one that may only SELECT), with
-``statement_timeout`` set for that transaction. Each statement gets its own connection, so
-parallel calls run side by side; the transaction is rolled back after it."""
+"""PostgreSQL, read-only: every statement in a READ ONLY transaction (``BEGIN READ ONLY``), one
+command at a time (the extended protocol), as whatever role the URL names (``make
+serve-postgres`` gives one that may only SELECT), under ``statement_timeout``. Each statement
+gets its own connection, so parallel calls run side by side; the transaction is rolled back
+after it."""
 
 from __future__ import annotations
 
@@ -86,7 +87,9 @@ class PostgresDatabase:
         if self._tables is None:
             with self.connect() as conn:
                 columns = conn.execute(_COLUMNS, (self.schema,)).fetchall()
-                refs = {(t, c): f"{rt}.{rc}" for t, c, rt, rc in conn.execute(_KEYS, (self.schema,))}
+                refs = {
+                    (t, c): f"{rt}.{rc}" for t, c, rt, rc in conn.execute(_KEYS, (self.schema,))
+                }
             by_table: dict[str, list[Column]] = {}
             for table, column, kind in columns:
                 by_table.setdefault(table, []).append(
@@ -103,20 +106,20 @@ class PostgresDatabase:
         with self.connect() as conn:
             try:
                 with conn.cursor() as cur:
+                    # Session settings (one connection per statement), so a COMMIT inside
+                    # the statement cannot shed them as it would SET LOCAL's.
+                    timeout_ms = pgsql.Literal(max(1, round(timeout_s * 1000)))
+                    cur.execute(pgsql.SQL("SET statement_timeout = {}").format(timeout_ms))
                     cur.execute(
-                        pgsql.SQL("SET LOCAL statement_timeout = {}").format(
-                            pgsql.Literal(max(1, round(timeout_s * 1000)))
-                        )
-                    )
-                    cur.execute(
-                        pgsql.SQL("SET LOCAL search_path TO {}").format(
-                            pgsql.Identifier(self.schema)
-                        )
+                        pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self.schema))
                     )
                     # A query first, so that SET TRANSACTION READ WRITE comes too late and is
                     # refused by the server ("must be called before any query").
                     cur.execute("SELECT 1")
-                    cur.execute(sql.encode("utf-8"))
+                    # With parameters (none), the statement goes out in the extended protocol,
+                    # in which the server refuses more than one command: nothing can follow a
+                    # COMMIT. Only the driver's placeholder mark is escaped.
+                    cur.execute(sql.replace("%", "%%").encode("utf-8"), ())
                     if cur.description is None:
                         columns, rows, total = [], [], 0
                     else:

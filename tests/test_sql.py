@@ -1,0 +1,269 @@
+"""The sql family on SQLite: the read-only database, the tools through the loop, the generated
+task sets, typed answers and evidence, the oracle, and the adversaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evals.run.record import read_runs
+from evals.run.runner import EvalSettings, run_eval
+from evals.scoring.answers import commitment, credits
+from evals.studies.strategies import judge
+from evals.tasks import ListOf, NumberIs, ObservedValue, load_tasks
+from evals.tasks.sql import tasks as sql_tasks
+from evals.tasks.sql import write
+from evals.tasks.sql.bank import generate
+from evals.tasks.sql.build import sqlite_file
+from evals.tasks.sql.questions import gold_for
+from harness.config import LoopConfig
+from harness.loop import run_loop
+from harness.policies.presets import preset, preset_limits
+from harness.sql import SQLError, open_database, sql_tools
+from harness.state import new_run
+from harness.workspace import create_workspace
+from tests.fake_provider import answer, by_turn, calls, fake_client
+from tests.sql_cases import COUNTS, NEVER_ENDS, SQLITE_WRITES
+
+TASKS = Path("evals/tasks")
+COMMITTED = {"sql-test-s1000-n60.json": (1000, 60, "test"), "sql-dev-s0-n30.json": (0, 30, "dev")}
+
+
+@pytest.fixture(scope="module")
+def bank_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return sqlite_file(1000, tmp_path_factory.mktemp("bank"))
+
+
+@pytest.mark.parametrize("statement", SQLITE_WRITES)
+def test_a_write_is_refused_by_sqlite_and_changes_nothing(bank_file: Path, statement: str) -> None:
+    db = open_database(str(bank_file))
+    before = db.query(COUNTS, 5, 1).rows
+    digest = bank_file.read_bytes()
+    with pytest.raises(SQLError) as refused:
+        db.query(statement, 5, 10)
+    assert refused.value.refused_write, str(refused.value)
+    # Whatever the statement tried, the next ones still cannot write.
+    with pytest.raises(SQLError):
+        db.query("DELETE FROM branches", 5, 10)
+    assert db.query(COUNTS, 5, 1).rows == before
+    assert bank_file.read_bytes() == digest
+
+
+def test_the_file_itself_is_opened_read_only(bank_file: Path) -> None:
+    """Without the authorizer, SQLite's own read-only mode still refuses the write."""
+    db = open_database(str(bank_file))
+    conn = db.connect()  # type: ignore[attr-defined]
+    conn.set_authorizer(None)
+    conn.execute("PRAGMA query_only = OFF")
+    with pytest.raises(Exception, match="readonly"):
+        conn.execute("DELETE FROM transactions")
+    conn.close()
+
+
+def test_a_statement_that_never_ends_is_stopped(bank_file: Path) -> None:
+    db = open_database(str(bank_file))
+    with pytest.raises(SQLError) as stopped:
+        db.query(NEVER_ENDS, 0.3, 10)
+    assert stopped.value.timed_out
+    assert "statement timeout" in str(stopped.value)
+    assert db.query("SELECT COUNT(*) FROM branches", 5, 1).rows == [(5,)]
+
+
+def test_the_row_cap_says_how_many_rows_were_cut(bank_file: Path) -> None:
+    from harness.sql.tools import render
+
+    db = open_database(str(bank_file))
+    result = db.query("SELECT * FROM customers", 5, 7)
+    assert (len(result.rows), result.total, result.cut) == (7, 30, 23)
+    text = render(result)
+    assert text.splitlines()[0] == "id | name | branch_id | joined_on"
+    assert "(30 rows; showing the first 7, 23 cut" in text
+
+
+def test_hints_name_what_exists(bank_file: Path) -> None:
+    db = open_database(str(bank_file))
+    with pytest.raises(SQLError) as column:
+        db.query("SELECT customer_name FROM transactions", 5, 5)
+    assert str(column.value) == "no such column: customer_name"
+    assert column.value.hint and "customers.name" in column.value.hint
+    assert "JOIN" in column.value.hint
+    with pytest.raises(SQLError) as table:
+        db.query("SELECT * FROM customer", 5, 5)
+    assert table.value.hint and "customers" in table.value.hint
+
+
+async def _loop_over(bank_file: Path, tmp_path: Path, **policy: object) -> list[str]:
+    """A run whose first turn sends a statement that never ends and one with an unknown
+    column, in parallel; the second turn answers. Returns what the model read."""
+    handler = by_turn(
+        [
+            (
+                200,
+                calls(
+                    ("c1", "run_sql", json.dumps({"query": NEVER_ENDS})),
+                    (
+                        "c2",
+                        "run_sql",
+                        json.dumps({"query": "SELECT customer_name FROM transactions"}),
+                    ),
+                ),
+            ),  # fmt: skip
+            (200, answer("I could not find out.")),
+        ]
+    )
+    state = new_run("fake", "Who?")
+    config = LoopConfig.of(max_turns=4, statement_timeout_s=0.3, **policy)
+    tools = sql_tools(open_database(str(bank_file)))
+    async with fake_client(handler) as client:
+        await run_loop(state, client, tools, create_workspace(tmp_path / "w", files={}), config)
+    assert state.status == "completed"  # the timeout ended the statement, not the run
+    timed = [r for r in state.tool_log if r.facts and r.facts["timed_out"]]
+    assert [r.call_id for r in timed] == ["c1"]
+    assert state.tool_log[1].facts and state.tool_log[1].facts["error"]
+    return [str(m["content"]) for m in state.messages if m["role"] == "tool"]
+
+
+async def test_hinted_and_plain_errors_through_the_loop(bank_file: Path, tmp_path: Path) -> None:
+    hinted = await _loop_over(bank_file, tmp_path / "h", error_hints="hinted")
+    plain = await _loop_over(bank_file, tmp_path / "p", error_hints="plain")
+    assert "statement timeout" in hinted[0] and "statement timeout" in plain[0]
+    assert hinted[1].startswith("Error: no such column: customer_name Hint: ")
+    assert "customers.name" in hinted[1]
+    assert plain[1] == "Error: no such column: customer_name"
+
+
+def test_generation_is_a_function_of_the_seed(tmp_path: Path) -> None:
+    one, _ = write(7, 20, tmp_path / "a.json")
+    two, _ = write(7, 20, tmp_path / "b.json")
+    assert one.read_bytes() == two.read_bytes()
+    assert generate(7).fingerprint == generate(7).fingerprint != generate(8).fingerprint
+    assert load_tasks(one).tasks[0].database is not None
+
+
+@pytest.mark.parametrize("name", sorted(COMMITTED))
+def test_committed_sets_are_what_the_generator_writes(name: str, tmp_path: Path) -> None:
+    seed, n, split = COMMITTED[name]
+    out, _ = write(seed, n, tmp_path / name, split)
+    assert out.read_text() == (TASKS / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(COMMITTED))
+def test_every_expected_answer_is_what_its_gold_sql_returns(
+    name: str, bank_file: Path, tmp_path: Path
+) -> None:
+    taskset = load_tasks(TASKS / name)
+    seed = COMMITTED[name][0]
+    db = open_database(str(sqlite_file(seed, tmp_path)))
+    kinds = {t.kind for t in taskset.tasks}
+    assert len(kinds) >= 8 and len(taskset.tasks) == COMMITTED[name][1]
+    for task in taskset.tasks:
+        gold = gold_for(task.question)
+        assert gold is not None, task.question
+        sql, shape, take = gold
+        rows = db.query(sql, 30, take).rows
+        expected = task.answer
+        if shape == "number":
+            assert isinstance(expected, NumberIs)
+            assert round(float(rows[0][0]), 2) == expected.expected
+            others = [c for c in expected.candidates if c != expected.expected]
+            assert all(abs(c - expected.expected) > 2 * expected.tolerance for c in others)
+        elif shape == "names":
+            assert isinstance(expected, ListOf)
+            assert [r[0] for r in rows] == expected.expected
+        else:
+            assert expected is not None and rows[0][0] == expected.expected
+
+
+@pytest.mark.parametrize(
+    ("text", "credited"),
+    [
+        ("The total is 49,402.51 EUR.", True),
+        ("The total is 49402.51.", True),
+        ("About 49402.5.", True),  # within the stated tolerance of 0.01
+        ("About 49,400.", False),
+        ("It is 49402.51 or 50000.", False),
+        ("Either 49402.51 or 31000.2.", False),
+    ],
+)
+def test_numbers_are_read_within_their_tolerance(text: str, credited: bool) -> None:
+    answer = NumberIs(
+        kind="answer", type="number", expected=49402.51, candidates=[49402.51, 31000.2, 50000.0],
+        tolerance=0.01,
+    )  # fmt: skip
+    assert credits(answer, text) is credited, commitment(answer, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "credited"),
+    [
+        ("Hai Ho, Loan Nguyen and Dung Phan.", True),
+        ("The busiest were Dung Phan (14), Hai Ho (12) and Loan Nguyen (11).", True),
+        ("Hai Ho and Loan Nguyen.", False),  # one missing
+        ("Hai Ho, Loan Nguyen, Dung Phan and Tam Le.", False),  # one too many
+        ("Hai Ho, Loan Nguyen or Dung Phan.", False),  # a hedge
+        ("Hai Ho, Loan Nguyen and Dung Phan; not Tam Le.", True),  # a denial is no claim
+    ],
+)
+def test_a_list_answer_names_every_expected_one_and_no_other(text: str, credited: bool) -> None:
+    answer = ListOf(
+        kind="answer", type="list", expected=["Hai Ho", "Loan Nguyen", "Dung Phan"],
+        candidates=["Hai Ho", "Loan Nguyen", "Dung Phan", "Tam Le", "Lan Phan"],
+    )  # fmt: skip
+    assert credits(answer, text) is credited, commitment(answer, text)
+
+
+class _Results:
+    def __init__(self, results: list[str]) -> None:
+        self._results = results
+
+    def results(self, tool: str) -> list[str]:
+        return self._results if tool == "run_sql" else []
+
+
+def test_observed_value_needs_the_value_in_a_result_received() -> None:
+    check = ObservedValue(kind="observed_value", tool="run_sql", number=523.46, tolerance=0.01)
+    assert check.passes(_Results(["avg\n523.456667\n(1 row)"]))  # type: ignore[arg-type]
+    assert not check.passes(_Results(["avg\n524\n(1 row)"]))  # type: ignore[arg-type]
+    assert not check.passes(_Results([]))  # type: ignore[arg-type]
+    names = ObservedValue(kind="observed_value", tool="run_sql", texts=["Hai Ho"])
+    assert names.passes(_Results(["name | n\nHai Ho | 3\n(1 row)"]))  # type: ignore[arg-type]
+    assert not names.passes(_Results(["name | n\nHai Hoang | 3\n(1 row)"]))  # type: ignore[arg-type]
+
+
+def test_the_analyst_preset_is_the_chapters_loop() -> None:
+    analyst = preset("analyst").settings
+    assert analyst["parallel_tool_calls"] and analyst["conclude_on_limit"]
+    assert analyst["statement_timeout_s"] == 15.0 and analyst["error_hints"] == "hinted"
+    assert preset_limits("analyst") == {"max_turns": 8, "task_timeout_s": 90}
+    assert preset_limits("no-helpers") == {}
+
+
+async def test_the_oracle_answers_every_question_on_sqlite(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    settings = EvalSettings(
+        base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
+        policy=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
+    )  # fmt: skip
+    records = read_runs(await run_eval(settings, echo=lambda _: None))
+    assert len(records) == 60 and all(r.correct for r in records), [
+        (r.task_id, r.answer) for r in records if not r.correct
+    ]
+    assert all(r.database == "sqlite" and r.audit and r.audit[0]["rows"] for r in records)
+    summary = json.loads((tmp_path / "oracle.summary.json").read_text())
+    assert summary["analyst"]["questions"] == 60
+    assert summary["analyst"]["questions_with_error"] == 0
+
+
+async def test_adversaries_stay_at_or_below_chance(tmp_path: Path) -> None:
+    """Every strategy derived from the set's own answers and results (constants, the first
+    number or name of any result, hedges, every candidate, every result echoed), after the
+    evidence is there: no hedge credited, no false credit, none clearly above chance."""
+    reports = await judge(sql_tasks(1000, 24, "test"), tmp_path)
+    problems = [p for r in reports for p in r.problems()]
+    assert not problems
+    cells = {c.strategy for r in reports for c in r.cells.values()}
+    assert {"first number of any result", "first name of any result"} <= cells
+    assert "echo everything read" in cells

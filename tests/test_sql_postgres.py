@@ -1,0 +1,135 @@
+"""The sql family on a real PostgreSQL (Debian's, started for these tests as the postgres
+user, on a free port, data in a folder of its own, stopped at the end)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evals.errors import EvalError
+from evals.run import postgres
+from evals.run.databases import Databases
+from evals.run.record import read_runs
+from evals.run.runner import EvalSettings, run_eval
+from evals.tasks import load_tasks
+from evals.tasks.sql.build import check_postgres, sqlite_file
+from evals.tasks.sql.questions import gold_for
+from harness.policies.presets import preset
+from harness.sql import SQLError, open_database
+from harness.sql.tools import render
+from tests.sql_cases import COUNTS, NEVER_ENDS, POSTGRES_WRITES
+
+pytestmark = pytest.mark.slow
+TASKS = Path("evals/tasks")
+SETS = {"sql-test-s1000-n60.json": 1000, "sql-dev-s0-n30.json": 0}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[postgres.Server]:
+    # Under /tmp itself: the postgres user must reach the folder, and pytest's own temporary
+    # folders are private to root.
+    root = Path(tempfile.mkdtemp(prefix="loopbench-pg-"))
+    try:
+        try:
+            started = postgres.start(root)
+        except EvalError as exc:
+            pytest.skip(f"no PostgreSQL: {exc}")
+        postgres.load(started, sorted(SETS.values()))
+        yield started
+    finally:
+        postgres.stop(root)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _db(server: postgres.Server, seed: int = 1000) -> object:
+    return open_database(server.url(), f"bank_s{seed}")
+
+
+@pytest.mark.parametrize("statement", POSTGRES_WRITES)
+def test_a_write_is_refused_by_postgres_and_changes_nothing(
+    server: postgres.Server, statement: str
+) -> None:
+    db = open_database(server.url(), "bank_s1000")
+    before = db.query(COUNTS, 5, 1).rows
+    with pytest.raises(SQLError) as refused:
+        db.query(statement, 5, 10)
+    # One command at a time: what would follow a COMMIT never runs.
+    several = "multiple commands" in str(refused.value)
+    assert refused.value.refused_write or (";" in statement and several), str(refused.value)
+    assert db.query(COUNTS, 5, 1).rows == before
+
+
+def test_the_reader_role_cannot_write_even_outside_a_read_only_transaction(
+    server: postgres.Server,
+) -> None:
+    import psycopg
+
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute("SET default_transaction_read_only = off")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("DELETE FROM bank_s1000.transactions")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CREATE TABLE bank_s1000.notes (x INTEGER)")
+
+
+@pytest.mark.parametrize("statement", [NEVER_ENDS, "SELECT pg_sleep(600)"])
+def test_a_statement_that_never_ends_is_stopped(server: postgres.Server, statement: str) -> None:
+    db = open_database(server.url(), "bank_s1000")
+    with pytest.raises(SQLError) as stopped:
+        db.query(statement, 0.3, 10)
+    assert stopped.value.timed_out
+    assert db.query("SELECT COUNT(*) FROM branches", 5, 1).rows == [(5,)]
+
+
+def test_hints_name_what_exists(server: postgres.Server) -> None:
+    db = open_database(server.url(), "bank_s1000")
+    with pytest.raises(SQLError) as column:
+        db.query("SELECT customer_name FROM transactions", 5, 5)
+    assert str(column.value) == 'column "customer_name" does not exist'
+    assert column.value.hint and "customers.name" in column.value.hint
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_both_databases_give_every_gold_answer_identically(
+    server: postgres.Server, name: str, tmp_path: Path
+) -> None:
+    seed = SETS[name]
+    lite = open_database(str(sqlite_file(seed, tmp_path)))
+    pg = open_database(server.url(), f"bank_s{seed}")
+    assert [t.line() for t in lite.tables()] == [t.line() for t in pg.tables()]
+    for task in load_tasks(TASKS / name).tasks:
+        gold = gold_for(task.question)
+        assert gold is not None
+        sql, shape, take = gold
+        a, b = lite.query(sql, 30, 100), pg.query(sql, 30, 100)
+        first = [render(a).splitlines()[1:], render(b).splitlines()[1:]]
+        if shape == "number":
+            assert first[0] == first[1], task.id
+        else:  # names: the same names with the same scores (ties may come in either order)
+            assert sorted(first[0]) == sorted(first[1]), task.id
+
+
+async def test_the_oracle_answers_every_question_on_postgres(
+    server: postgres.Server, scripted_url: str, tmp_path: Path
+) -> None:
+    settings = EvalSettings(
+        base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
+        policy=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
+        db=server.url(),
+    )  # fmt: skip
+    records = read_runs(await run_eval(settings, echo=lambda _: None))
+    assert len(records) == 60 and all(r.correct for r in records), [
+        (r.task_id, r.answer) for r in records if not r.correct
+    ]
+    assert {r.database for r in records} == {server.url()}
+
+
+def test_a_bank_not_loaded_is_a_clear_error(server: postgres.Server, tmp_path: Path) -> None:
+    with pytest.raises(EvalError, match="load-db --seed 5"):
+        check_postgres(server.url(), 5, "0123456789abcdef")
+    with pytest.raises(EvalError, match="postgresql:// URL"):
+        Databases("mysql://somewhere", tmp_path)
