@@ -39,7 +39,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: serve-postgres eval-sql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -164,6 +164,13 @@ SQL_TASKS ?= evals/tasks/sql-test-s1000-n60.json
 eval-sql: $(STAMP_DEV)
 	$(PY) -m evals run --policy analyst --tasks $(SQL_TASKS) $(if $(DB),--db $(DB)) $(EVAL_ARGS)
 
+# The committed sql runs side by side with the chapter's figures: results/sql/summary.md
+SQL_RUN = results/sql/qwen-coder-1.5b-analyst
+sql-report: $(STAMP_DEV)
+	$(PY) -m evals sql-report results/sql $(wildcard results/sql/runs) --out results/sql/summary.md \
+		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-plain.jsonl \
+		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-one-call.jsonl
+
 compare: $(STAMP_DEV)
 	@$(call compare_into,results)
 
@@ -236,7 +243,7 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 
 # Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
-BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder draft backends scale
+BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder draft backends scale analyst
 bench: $(STAMP_BENCH) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
 	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
 
@@ -261,9 +268,18 @@ chromium:
 		{ $$sudo apt-get update >/dev/null 2>&1 && $$sudo apt-get install -y chromium >/dev/null 2>&1; } || \
 		echo "make: chromium could not be installed (needs root or sudo): the browser tests will be skipped"; }
 
+# The sql family's PostgreSQL tests need Debian's postgresql: installed here when missing (the
+# tests start and stop servers of their own, as the postgres user).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+		sudo=$$([ "$$(id -u)" -eq 0 ] || echo "sudo -n"); \
+		$$sudo apt-get install -y postgresql >/dev/null 2>&1 || \
+		{ $$sudo apt-get update >/dev/null 2>&1 && $$sudo apt-get install -y postgresql >/dev/null 2>&1; } || \
+		echo "make: postgresql could not be installed (needs root or sudo): the PostgreSQL tests will be skipped"; }
+
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
 # names every skipped test and the 20 slowest.
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server chromium
+test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server chromium postgresql
 	$(PY) -m pytest -q -rs --durations=20
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)

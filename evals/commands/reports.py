@@ -47,6 +47,18 @@ def register(commands: Any) -> None:
     )
     power.add_arguments(sizing)
     sizing.set_defaults(handler=power.main)
+    sql = commands.add_parser(
+        "sql-report",
+        help="the sql family's runs side by side with the chapter's figures, and named pairs "
+        "compared task by task",
+    )
+    sql.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    sql.add_argument(
+        "--pair", nargs=2, type=Path, action="append", default=[], metavar=("A", "B"),
+        help="compare B against A over the questions both ran (repeatable)",
+    )  # fmt: skip
+    sql.add_argument("--out", type=Path, help="write the Markdown here")
+    sql.set_defaults(handler=_sql_report)
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -81,4 +93,17 @@ def _export(args: argparse.Namespace) -> int:
     for log in logs:
         print(f"wrote {log}")
     print(f"open them with: inspect view --log-dir {args.out}")
+    return 0
+
+
+def _sql_report(args: argparse.Namespace) -> int:
+    from evals.report.analyst import report
+
+    text = report(args.files, [tuple(p) for p in args.pair])
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(text)
     return 0

@@ -111,28 +111,50 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _close(name: str, choices: list[str], n: int = 3) -> list[str]:
-    return difflib.get_close_matches(name.lower(), choices, n=n, cutoff=0.55)
+    return difflib.get_close_matches(name.lower(), choices, n=n, cutoff=0.75)
 
 
 def column_hint(missing: str, tables: list[Table], sql: str) -> str:
-    """For an unknown column: the closest columns there are (``customer_name`` is close to
-    ``customers.name``), and the columns of the tables the statement names."""
+    """For an unknown column: the columns it most likely means (``customer_name`` is
+    ``customers.name``; ``customer_id`` asked of customers is ``accounts.customer_id``; a near
+    spelling of a column's name), and the columns of the tables the statement names."""
     bare = missing.split(".")[-1].strip('"').lower()
-    spellings: dict[str, list[str]] = {}  # a way to write a column -> the columns it names
-    for t in tables:
-        for c in t.columns:
-            qualified = f"{t.name}.{c.name}"
-            for spelling in (c.name, f"{t.name}_{c.name}", f"{t.name.rstrip('s')}_{c.name}"):
-                spellings.setdefault(spelling.lower(), []).append(qualified)
-    near = [q for m in _close(bare, list(spellings), n=4) for q in spellings[m]]
+    qualified = [(t, c) for t in tables for c in t.columns]
+    near = [f"{t.name}.{c.name}" for t, c in qualified if c.name.lower() == bare]
+    head, _, tail = bare.rpartition("_")
+    if head:  # table_column: the table named in the singular or the plural
+        near += [
+            f"{t.name}.{c.name}"
+            for t, c in qualified
+            if head in _spellings(t.name) and c.name.lower() == tail
+        ]
+    if (tail or bare) in _TIME_WORDS:  # a date by another name: the columns that hold one
+        named_here = {t.name for t in _named_tables(sql, tables) or tables}
+        near += [
+            f"{t.name}.{c.name}"
+            for t, c in qualified
+            if t.name in named_here and c.type.split("(")[0] in ("date", "timestamp", "datetime")
+        ]
+    names = sorted({c.name.lower() for _, c in qualified})
+    close = set(_close(bare, names, n=2))
+    near += [f"{t.name}.{c.name}" for t, c in qualified if c.name.lower() in close]
     named = _named_tables(sql, tables) or tables
     text = f"no column {bare} in {', '.join(t.name for t in named)}. "
     if near:
-        shown = list(dict.fromkeys(near))[:4]
+        shown = list(dict.fromkeys(near))[:3]
         elsewhere = sorted({q.split(".")[0] for q in shown} - {t.name for t in named})
-        text += f"The closest columns: {', '.join(shown)}"
-        text += f" (JOIN {' and '.join(elsewhere)} to use them). " if elsewhere else ". "
+        text += f"Did you mean {', '.join(shown)}"
+        text += f" (JOIN {' and '.join(elsewhere)} for it)? " if elsewhere else "? "
     return text + "Columns: " + "; ".join(t.line() for t in named) + "."
+
+
+_TIME_WORDS = {"date", "time", "timestamp", "datetime", "day", "at", "on", "when", "created"}
+
+
+def _spellings(table: str) -> set[str]:
+    """A table's name as a column prefix writes it: customers, customer; branches, branch."""
+    name = table.lower()
+    return {name, name.removesuffix("s"), name.removesuffix("es")}
 
 
 def table_hint(missing: str, tables: list[Table]) -> str:

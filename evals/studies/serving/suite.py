@@ -11,6 +11,7 @@ from typing import Any
 
 from evals.run.records import code_version, machine
 from evals.studies.serving import (
+    analyst,
     draft,
     engines,
     grammar,
@@ -39,6 +40,7 @@ PARTS: dict[str, Part] = {
         scale.PART,
         ladder.PART,
         draft.PART,
+        analyst.PART,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
@@ -50,6 +52,7 @@ SHOWN = (
     "grammar",
     "backends",
     "prefix",
+    "analyst",
     "harness",
     "throughput",
     "scale",
