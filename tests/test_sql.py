@@ -97,22 +97,9 @@ def test_hints_name_what_exists(bank_file: Path) -> None:
 async def _loop_over(bank_file: Path, tmp_path: Path, **policy: object) -> list[str]:
     """A run whose first turn sends a statement that never ends and one with an unknown
     column, in parallel; the second turn answers. Returns what the model read."""
-    handler = by_turn(
-        [
-            (
-                200,
-                calls(
-                    ("c1", "run_sql", json.dumps({"query": NEVER_ENDS})),
-                    (
-                        "c2",
-                        "run_sql",
-                        json.dumps({"query": "SELECT customer_name FROM transactions"}),
-                    ),
-                ),
-            ),  # fmt: skip
-            (200, answer("I could not find out.")),
-        ]
-    )
+    unknown = json.dumps({"query": "SELECT customer_name FROM transactions"})
+    first = calls(("c1", "run_sql", json.dumps({"query": NEVER_ENDS})), ("c2", "run_sql", unknown))
+    handler = by_turn([(200, first), (200, answer("I could not find out."))])
     state = new_run("fake", "Who?")
     config = LoopConfig.of(max_turns=4, statement_timeout_s=0.3, **policy)
     tools = sql_tools(open_database(str(bank_file)))

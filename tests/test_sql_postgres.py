@@ -104,7 +104,7 @@ def test_both_databases_give_every_gold_answer_identically(
     for task in load_tasks(TASKS / name).tasks:
         gold = gold_for(task.question)
         assert gold is not None
-        sql, shape, take = gold
+        sql, shape, _ = gold
         a, b = lite.query(sql, 30, 100), pg.query(sql, 30, 100)
         first = [render(a).splitlines()[1:], render(b).splitlines()[1:]]
         if shape == "number":

@@ -130,8 +130,10 @@ def report(paths: Sequence[Path], pairs: Sequence[tuple[Path, Path]]) -> str:
     by_path = {r.path.resolve(): r for r in runs}
     per_run = [(r, figures(r.records) or {}) for r in runs]
     sets = sorted({str(r.records[0].task_set) for r in runs})
-    head = ["run", "model", "database", "correct", "median steps", "SQL error", "recovered next step",
-            "timeouts", "cap reached", "median wall s"]  # fmt: skip
+    head = [
+        "run", "model", "database", "correct", "median steps", "SQL error",
+        "recovered next step", "timeouts", "cap reached", "median wall s",
+    ]  # fmt: skip
     rows = [
         [
             r.label,
