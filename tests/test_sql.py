@@ -239,6 +239,11 @@ async def test_the_oracle_answers_every_question_on_sqlite(
         (r.task_id, r.answer) for r in records if not r.correct
     ]
     assert all(r.database == "sqlite" and r.audit and r.audit[0]["rows"] for r in records)
+    # The audit record is in the trace too, with the call it belongs to.
+    trace = [json.loads(line) for line in Path(str(records[0].trace_path)).read_text().splitlines()]
+    (result,) = [e for e in trace if e["type"] == "tool_result"]
+    assert result["facts"]["sql"] == records[0].audit[0]["sql"]  # type: ignore[index]
+    assert result["facts"]["rows"] == 1 and result["facts"]["error"] is None
     summary = json.loads((tmp_path / "oracle.summary.json").read_text())
     assert summary["analyst"]["questions"] == 60
     assert summary["analyst"]["questions_with_error"] == 0

@@ -7,24 +7,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evals.tasks import generate
+from evals.tasks.sources import SOURCES, SPLITS
 
 
 def register(commands: Any) -> None:
     gen = commands.add_parser(
         "generate",
-        help="write a generated task set (each task over its own workspace) that --tasks reads",
+        help="write a generated task set (files: each task over its own workspace; sql: "
+        "questions over a generated bank) that --tasks reads",
     )
     gen.add_argument(
         "--family",
-        choices=["files", "sql"],
+        choices=sorted(SOURCES),
         default="files",
-        help="files: questions over a workspace of files (default); sql: an analyst's "
-        "questions over a generated bank, asked through run_sql and describe",
+        help="; ".join(f"{s.name}: {s.help}" for s in SOURCES.values()) + " (default files)",
     )
     gen.add_argument(
         "--split",
-        choices=sorted(generate.SPLITS),
+        choices=sorted(SPLITS),
         help="dev: seeds 0-99, to tune on; test: seeds 1000-1099, to report on (picks the "
         "split's first seed when --seed is not given; recorded in the task set's name)",
     )
@@ -35,23 +35,13 @@ def register(commands: Any) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    source = generate if args.family == "files" else _sql()
-    seed = args.seed if args.seed is not None else source.default_seed(args.split or "dev")
+    source = SOURCES[args.family]
+    seed = args.seed if args.seed is not None else source.default_seed(args.split)
     if args.n < 1:
         print("evals generate: --n must be at least 1", file=sys.stderr)
         return 2
-    if args.family == "sql":
-        out, taskset = _sql().write(seed, args.n, args.out, args.split)
-        short = f" (the bank has {len(taskset.tasks)} questions with unique answers)"
-        note = short if len(taskset.tasks) < args.n else ""
-        print(f"wrote {out}: {taskset.name}, {len(taskset.tasks)} tasks{note}")
-        return 0
-    out = generate.write(seed, args.n, args.out, args.split)
-    print(f"wrote {out}: {generate.set_name(seed, args.n, args.split)}, {args.n} tasks")
+    taskset = source.write(seed, args.n, args.out, args.split)
+    short = len(taskset.tasks) < args.n
+    note = f" (only {len(taskset.tasks)} questions have unique answers there)" if short else ""
+    print(f"wrote {args.out}: {taskset.name}, {len(taskset.tasks)} tasks{note}")
     return 0
-
-
-def _sql() -> Any:
-    from evals.tasks import sql
-
-    return sql
