@@ -72,8 +72,41 @@ def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
             1 for r in runs for n in Counter(a["turn"] for a in r.audit or []).values() if n > 1
         ),
         "median_wall_ms": median(r.wall_ms for r in runs),
+        # Of each turn's prompt, the share the server took from its prefix cache
+        # (cache_n / (cache_n + prompt_n), llama.cpp's timings), median per turn.
+        "cache_reuse_by_turn": cache_reuse(runs),
+        # Of the tokens each reply generated, how many the next turn found in the cache (the
+        # reply as the template renders it back, against the tokens the model wrote).
+        "reply_tokens": reply_reuse(runs)[1],
+        "reply_tokens_reused": reply_reuse(runs)[0],
         "median_sql_ms": median(float(a["ms"]) for a in calls) if calls else None,
     }
+
+
+def cache_reuse(records: Sequence[RunRecord]) -> dict[str, float]:
+    """Per turn (1-based), the median share of the prompt taken from the prefix cache; empty
+    where the server reports no timings."""
+    shares: dict[int, list[float]] = {}
+    for r in records:
+        for i, t in enumerate(r.turn_timings or [], start=1):
+            total = (t or {}).get("prompt_n", 0) + (t or {}).get("cache_n", 0)
+            if t and total:
+                shares.setdefault(i, []).append(t.get("cache_n", 0) / total)
+    return {str(i): round(median(v), 4) for i, v in sorted(shares.items())}
+
+
+def reply_reuse(records: Sequence[RunRecord]) -> tuple[int, int]:
+    """(reused, generated): over every turn that follows a reply, the reply's tokens the next
+    prompt took from the cache beyond the previous prompt, against the tokens it generated."""
+    reused = generated = 0
+    for r in records:
+        timings = [t for t in r.turn_timings or [] if t]
+        for before, after in zip(timings, timings[1:], strict=False):
+            prompt = before.get("prompt_n", 0) + before.get("cache_n", 0)
+            reply = before.get("predicted_n", 0)
+            generated += reply
+            reused += max(0, min(reply, after.get("cache_n", 0) - prompt))
+    return reused, generated
 
 
 def markdown(f: dict[str, Any]) -> str:
@@ -111,6 +144,18 @@ def markdown(f: dict[str, Any]) -> str:
         ["turns with parallel calls", "overview + detail", str(f["parallel_turns"])],
         ["median wall per question", "", f"{f['median_wall_ms'] / 1000:,.1f} s"],
     ]
+    reuse = f.get("cache_reuse_by_turn") or {}
+    if reuse:
+        shown = ", ".join(f"turn {k}: {100 * v:.0f} %" for k, v in reuse.items())
+        rows.append(["prompt taken from the prefix cache", "the schema carried", shown])
+    if f.get("reply_tokens"):
+        rows.append(
+            [
+                "reply tokens found in the cache next turn",
+                "",
+                f"{f['reply_tokens_reused']} of {f['reply_tokens']}",
+            ]
+        )
     return table(["figure", "the chapter", "this run"], rows)
 
 
