@@ -262,8 +262,16 @@ async def test_adversaries_stay_at_or_below_chance(tmp_path: Path) -> None:
 
 
 def _audit(turn: int, error: str | None = None, timed_out: bool = False) -> dict[str, object]:
-    return {"turn": turn, "sql": "SELECT 1", "ms": 1.0, "rows": None if error else 1,
-            "cut": 0, "error": error, "timed_out": timed_out, "refused_write": False}  # fmt: skip
+    return {
+        "turn": turn,
+        "sql": "SELECT 1",
+        "ms": 1.0,
+        "rows": None if error else 1,
+        "cut": 0,
+        "error": error,
+        "timed_out": timed_out,
+        "refused_write": False,
+    }
 
 
 def test_the_analysts_figures_count_errors_recoveries_and_timeouts() -> None:
@@ -279,11 +287,11 @@ def test_the_analysts_figures_count_errors_recoveries_and_timeouts() -> None:
             correct=True,
             loop=loop,
             audit=[_audit(1, "no such column: x"), _audit(2)],
-        ),  # fmt: skip
+        ),
         # an error, then nothing that succeeds on the next step (a later one does)
         run_record(
             task_id="b", turns=4, loop=loop, audit=[_audit(1, "no such column: x"), _audit(3)]
-        ),  # fmt: skip
+        ),
         # a timeout is counted apart, not as an SQL error
         run_record(task_id="c", turns=2, loop=loop, audit=[_audit(1, "late", timed_out=True)]),
         # two calls in one turn, no error; the cap reached
@@ -293,7 +301,7 @@ def test_the_analysts_figures_count_errors_recoveries_and_timeouts() -> None:
             status="max_turns_exceeded",
             loop=loop,
             audit=[_audit(1), _audit(1)],
-        ),  # fmt: skip
+        ),
         # a file task: no audit, not an sql run
         run_record(task_id="e", turns=2),
         # the machinery failed: an error, in no figure
@@ -313,15 +321,45 @@ def test_the_analysts_figures_count_errors_recoveries_and_timeouts() -> None:
 def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> None:
     from evals.cli import main
 
-    assert main(["generate", "--family", "sql", "--seed", "3", "--n", "12",
-                 "--out", str(tmp_path / "s.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "generate",
+                "--family",
+                "sql",
+                "--seed",
+                "3",
+                "--n",
+                "12",
+                "--out",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     taskset = load_tasks(tmp_path / "s.json")
     assert taskset.name == "sql-s3-n12" and {
         t.database.seed for t in taskset.tasks if t.database
     } == {3}
     run = tmp_path / "r.jsonl"
-    assert main(["run", "--base-url", scripted_url, "--model", "scripted:oracle", "--policy",
-                 "analyst", "--tasks", str(tmp_path / "s.json"), "--out", str(run)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "--base-url",
+                scripted_url,
+                "--model",
+                "scripted:oracle",
+                "--policy",
+                "analyst",
+                "--tasks",
+                str(tmp_path / "s.json"),
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     assert {r.loop and r.loop["max_turns"] for r in read_runs(run)} == {8}  # the preset's limit
     out = tmp_path / "summary.md"
     assert main(["sql-report", str(run), "--pair", str(run), str(run), "--out", str(out)]) == 0

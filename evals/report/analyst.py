@@ -6,6 +6,7 @@ question. Read from each record's audit (one entry per run_sql call) and its tur
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
@@ -101,7 +102,7 @@ def reply_reuse(records: Sequence[RunRecord]) -> tuple[int, int]:
     reused = generated = 0
     for r in records:
         timings = [t for t in r.turn_timings or [] if t]
-        for before, after in zip(timings, timings[1:], strict=False):
+        for before, after in pairwise(timings):
             prompt = before.get("prompt_n", 0) + before.get("cache_n", 0)
             reply = before.get("predicted_n", 0)
             generated += reply
