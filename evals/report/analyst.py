@@ -6,8 +6,8 @@ question. Read from each record's audit (one entry per run_sql call) and its tur
 from __future__ import annotations
 
 from collections import Counter
-from itertools import pairwise
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from statistics import median
 from typing import Any
