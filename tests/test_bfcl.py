@@ -403,9 +403,16 @@ def test_resume_refuses_what_it_cannot_go_on_with(tmp_path: Path) -> None:
     with pytest.raises(EvalError, match=r"corrupt\.jsonl\.partial, line 2"):
         resumed_bfcl_settings(corrupt, base_url="http://127.0.0.1:1/v1")
     old = tmp_path / "old.jsonl.partial"
-    old.write_text(json.dumps({"id": "simple_python_0", "model": "m", "seed": 0}) + "\n")
+    # A record of version 1 from before the run kept which categories it was asked.
+    before = {"id": "simple_python_0", "model": "m", "seed": 0, "category": "simple_python"}
+    old.write_text(json.dumps(before) + "\n")
     with pytest.raises(EvalError, match="which categories were asked"):
         resumed_bfcl_settings(old, base_url="http://127.0.0.1:1/v1")
+    # What is no item record at all is refused with the file and line that hold it.
+    wrong = tmp_path / "wrong.jsonl.partial"
+    wrong.write_text(json.dumps({"id": "simple_python_0", "model": "m", "valid": "maybe"}) + "\n")
+    with pytest.raises(EvalError, match=r"wrong\.jsonl\.partial, line 1: not a BFCL item record"):
+        resumed_bfcl_settings(wrong, base_url="http://127.0.0.1:1/v1")
 
 
 def test_the_command_refuses_a_finished_run_and_a_cap_below_one(tmp_path: Path) -> None:

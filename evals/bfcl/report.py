@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.bfcl.record import read_items
 from evals.report.markdown import table
 from evals.report.stats import wilson
-from evals.run.records import mean, p95, read_records, run_files
+from evals.run.records import mean, p95, run_files
 
 PUBLISHED = Path(__file__).with_name("published.json")
 
@@ -160,7 +161,7 @@ def _source_note() -> str:
 
 def write_summaries(run_file: Path, elapsed_ms: float | None = None) -> dict[str, Any]:
     """``RUN.summary.json`` and ``RUN.summary.md`` beside the run file."""
-    summary = summarize(read_records(run_file))
+    summary = summarize(read_items(run_file))
     if elapsed_ms is not None:
         summary["elapsed_ms"] = elapsed_ms
     stem = run_file.with_suffix("")
@@ -173,7 +174,7 @@ def write_summaries(run_file: Path, elapsed_ms: float | None = None) -> dict[str
 
 def comparison(files: list[Path]) -> str:
     """Every run by category, and the published figures, in one Markdown table."""
-    runs = [(f, read_records(f)) for f in files]
+    runs = [(f, read_items(f)) for f in files]
     columns = list(dict.fromkeys(c for _, records in runs for c in categories_of(records)))
     head = ["run", "model (sha256)", "tool grammar", "reply cap", *columns]
     rows = []

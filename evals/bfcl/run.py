@@ -28,10 +28,11 @@ from evals.bfcl.items import (
     sample,
     schema_problem,
 )
+from evals.bfcl.record import ItemRecord, read_items
 from evals.bfcl.report import write_comparison, write_summaries
 from evals.errors import EvalError
 from evals.run.progress import Progress
-from evals.run.records import code_version, machine, read_records
+from evals.run.records import code_version, machine
 from evals.run.runfiles import durable_append, start_partial
 from evals.run.runner import RESULTS, default_out, model_entry
 from evals.run.servers import (
@@ -98,11 +99,11 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         if out.exists():
             raise EvalError(f"{out} is finished (every item has a record): nothing to resume")
         raise EvalError(f"no {partial}: nothing to resume")
-    records = read_records(partial)
+    records = read_items(partial)
     if not records:
         raise EvalError(f"{partial} holds no record yet: start the run again instead")
     first = records[0]
-    if "categories_asked" not in first:
+    if first["categories_asked"] is None:  # a version-1 record written before resume
         raise EvalError(
             f"{partial} was written before runs could be resumed (its records do not say which "
             "categories were asked): start the run again instead"
@@ -115,7 +116,7 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         seed=first["seed"],
         out=out,
         label=first["label"],
-        max_tokens=first.get("max_tokens"),
+        max_tokens=first["max_tokens"],
         resume=partial,
         **where,
     )
@@ -161,7 +162,7 @@ def item_record(
 ) -> dict[str, Any]:
     message = reply.message if reply else {}
     calls = message.get("tool_calls") or []
-    return {
+    fields = {
         **context,
         "id": item.id,
         "category": item.category,
@@ -192,6 +193,7 @@ def item_record(
         "answered_by": answered_by,
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    return ItemRecord.model_validate(fields).line()
 
 
 def result_line(record: dict[str, Any]) -> str:
@@ -287,7 +289,7 @@ async def run_bfcl(
             finally:
                 await pool.aclose()
     rank = {item.id: n for n, item in enumerate(items)}
-    start_partial(partial, sorted(read_records(partial), key=lambda r: rank[r["id"]]))
+    start_partial(partial, sorted(read_items(partial), key=lambda r: rank[r["id"]]))
     os.replace(partial, out)
     summary = write_summaries(out, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
     echo(total_line(summary))
@@ -301,7 +303,7 @@ def _kept(
     """The records a resumed run keeps: those of the items still drawn, from the same model."""
     if settings.resume is None:
         return []
-    kept = read_records(settings.resume)
+    kept = read_items(settings.resume)
     was, now = kept[0].get("model_sha256"), context["model_sha256"]
     if was != now:
         raise EvalError(

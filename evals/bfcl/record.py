@@ -1,0 +1,105 @@
+"""The BFCL item record: one line of ``results/bfcl/*.jsonl``, one item, typed and versioned.
+
+The run writes it through :class:`ItemRecord`; the summaries, the comparison and ``--resume``
+read it through :func:`read_items`, which brings a committed record of any shape to this one
+(the readers keep indexing it by key: every key is there, a missing one as None).
+
+Versions (``record_version``):
+
+1. every record before the field existed (no ``record_version``); the oldest lack
+   ``categories_asked`` and ``max_tokens``;
+2. this model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evals.errors import RunFileError
+
+RECORD_VERSION = 2
+
+
+class ItemCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str  # as the model called it
+    function: str  # BFCL's name for it
+    arguments: str
+
+
+class ItemRecord(BaseModel):
+    """One BFCL item: what ran, what the model said, and what BFCL's checker made of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_version: int = RECORD_VERSION
+    # What ran.
+    label: str | None = None
+    model: str
+    model_sha256: str | None = None
+    backend: str | None = None
+    tool_grammar: str | None = None
+    draft: str | None = None
+    base_url: str | None = None
+    servers: list[dict[str, Any]] | None = None
+    bfcl_eval: str | None = None
+    checker_model: str | None = None
+    categories_asked: list[str] | None = None
+    seed: int | None = None
+    limit: int | None = None
+    max_tokens: int | None = None
+    machine: dict[str, Any] | None = None
+    code_version: str | None = None
+    # The item and the reply.
+    id: str
+    category: str
+    question: str = ""
+    calls: list[ItemCall] = []
+    content: str | None = None
+    finish_reason: str | None = None
+    schema_problems: list[str | None] = []
+    request_error: str | None = None
+    # The verdict of BFCL's checker.
+    checker_input: Any = None
+    valid: bool = False
+    error_type: str | None = None
+    errors: list[Any] = []
+    # Cost and time.
+    latency_ms: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    timings: dict[str, Any] | None = None
+    retries: int | None = None
+    answered_by: list[str] = []
+    timestamp: str | None = None
+
+    def line(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    version = raw.get("record_version", 1)
+    if version > RECORD_VERSION:
+        raise ValueError(f"record_version {version} is newer than this code reads")
+    return {**raw, "record_version": RECORD_VERSION}  # version 1 only lacked fields
+
+
+def parse(raw: dict[str, Any], where: str) -> ItemRecord:
+    try:
+        return ItemRecord.model_validate(migrate(raw))
+    except (ValidationError, ValueError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+        why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first else str(exc)
+        raise RunFileError(f"{where}: not a BFCL item record ({why})") from exc
+
+
+def read_items(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a BFCL run file, each checked and brought to the current version."""
+    from evals.run.records import read_records
+
+    return [
+        parse(raw, f"{path}, line {n}").line() for n, raw in enumerate(read_records(path), start=1)
+    ]
