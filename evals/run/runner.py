@@ -28,7 +28,7 @@ from evals.run.records import (
     total_line,
 )
 from evals.run.records import task_record as make_record
-from evals.run.resume import refuse_changed_setup, set_aside_attempt
+from evals.run.resume import refuse_changed_setup
 from evals.run.runfiles import durable_append, finish, start_partial, write_summaries
 from evals.run.servers import (
     PooledClient,
@@ -40,27 +40,15 @@ from evals.run.servers import (
     share,
 )
 from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
+from evals.run.taskrun import run_task
 from evals.scoring import score
 from evals.tasks import Task, TaskSet, load_tasks
-from evals.tasks.sql import sql_intro
-from harness.approvals import reject
-from harness.client import ChatClient
 from harness.faults import crash_point
-from harness.loop import LoopConfig, run_loop
 from harness.persist import state_path
-from harness.policies.presets import apply
-from harness.sql import sql_tools
-from harness.state import RunState, new_run
-from harness.tools import Tool, default_tools
-from harness.trace import Recorder
-from harness.workspace import create_workspace
 
 __all__ = ["EvalSettings", "fetch_models", "run_eval", "run_evals"]
 
 RESULTS = Path("results")
-
-
-EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
 
 
 def slug(text: str) -> str:
@@ -70,63 +58,6 @@ def slug(text: str) -> str:
 def default_out(label: str, folder: Path = RESULTS / "runs") -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return folder / f"{stamp}-{slug(label)}.jsonl"
-
-
-def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
-    base = LoopConfig(
-        max_turns=settings.max_turns,
-        max_budget_usd=settings.budget_usd,
-        tool_errors=settings.tool_errors,
-        timeout_s=settings.task_timeout_s,
-        temperature=settings.temperature,
-        seed=settings.epoch_seed(epoch),
-    )
-    return apply(base, settings.policy)
-
-
-def task_tools(task: Task, databases: Databases | None) -> tuple[list[Tool], str | None]:
-    """The tools a task runs with, and what its system prompt says it works on: the file
-    tools over its workspace, or the SQL tools over its database."""
-    if task.database is None:
-        return default_tools(), None
-    if databases is None:
-        raise EvalError(f"task {task.id} names a database, and no database was opened")
-    database = databases.for_task(task.database)
-    return sql_tools(database), sql_intro(database.dialect)
-
-
-async def run_task(
-    task: Task,
-    settings: EvalSettings,
-    model: str,
-    run_id: str,
-    scratch: Path,
-    keep: Path,
-    client: ChatClient,
-    epoch: int = 1,
-    databases: Databases | None = None,
-) -> RunState:
-    """One task on a fresh workspace (and its database, if it names one); its state file and
-    trace are kept under ``keep``."""
-    config = loop_config(settings, epoch)
-    tools, intro = task_tools(task, databases)
-    state = new_run(model, task.question, run_id=run_id)
-    state.meta["task_tools"] = task.tools
-    earlier = set_aside_attempt(keep, run_id)
-    recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
-    if earlier is not None:
-        recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
-    files = task.workspace if task.database is None else {}
-    workspace = create_workspace(scratch / run_id / "workspace", files=files)
-    await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
-    while (
-        settings.approvals == "reject"
-        and state.interruption
-        and state.interruption.get("type") == "approval"
-    ):
-        reject(state, state.interruption["call_id"], EVAL_REJECTION)
-        await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
-    return state
 
 
 def result_line(record: RunRecord) -> str:
