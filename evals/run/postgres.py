@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.errors import EvalError
+from serve_local.daemon import RUN_DIR
 from serve_local.process import free_port
 
-ROOT = Path(".run/postgres")
+# Beside the model servers' pid files (serve_local.daemon's run folder, .run by default).
+ROOT = RUN_DIR / "postgres"
 DATABASE = "loopbench"
 OWNER = "loopbench"
 READER = "loopbench_reader"
