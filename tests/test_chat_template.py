@@ -86,8 +86,8 @@ def test_a_reply_this_server_wrote_comes_back_as_written() -> None:
 
     written = WrittenReplies()
     raw = '{"name": "read_file", "arguments": {"path":"errors.log"}}'
-    calls = [{"id": "call_x", "type": "function",
-              "function": {"name": "read_file", "arguments": '{"path": "errors.log"}'}}]  # fmt: skip
+    function = {"name": "read_file", "arguments": '{"path": "errors.log"}'}
+    calls = [{"id": "call_x", "type": "function", "function": function}]
     written.remember("", calls, raw)
     template = ChatTemplate(QWEN_LIKE)
     parts = template.render_parts(request(tools=[TOOL]), ["<|im_start|>"], written)
