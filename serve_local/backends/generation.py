@@ -203,7 +203,7 @@ class LocalBackend:
         self._queue: GenerationQueue | None = None
         # The text of the replies with calls this server wrote, so that they come back into
         # the next prompt as written and the prefix cache keeps them (serve_local.written).
-        self.written = WrittenReplies()
+        self.written: WrittenReplies | None = WrittenReplies()
 
     @property
     def ready(self) -> bool:
@@ -231,6 +231,8 @@ class LocalBackend:
                 "context_length": self.limits.n_ctx,
                 "threads": self.n_threads,
                 "tool_grammar": self.tool_grammar,
+                # Past replies with calls rendered as the model wrote them (serve_local.written).
+                "written_replies": self.written is not None,
                 **self.describe(),
                 "ready": self.ready,
             }
@@ -324,7 +326,7 @@ class LocalBackend:
     def _written(self, completion: Completion, generated: Generated) -> Completion:
         """Remember the text of a reply whose calls go back to the client (finished, not cut
         by the token cap), for when the client sends the reply back."""
-        if completion.tool_calls and completion.finish_reason == "tool_calls":
+        if self.written and completion.tool_calls and completion.finish_reason == "tool_calls":
             self.written.remember(completion.content, completion.tool_calls, generated.text)
         return completion
 
