@@ -326,7 +326,11 @@ class LocalBackend:
     def _written(self, completion: Completion, generated: Generated) -> Completion:
         """Remember the text of a reply whose calls go back to the client (finished, not cut
         by the token cap), for when the client sends the reply back."""
-        if self.written and completion.tool_calls and completion.finish_reason == "tool_calls":
+        if (
+            self.written is not None
+            and completion.tool_calls
+            and completion.finish_reason == "tool_calls"
+        ):
             self.written.remember(completion.content, completion.tool_calls, generated.text)
         return completion
 
