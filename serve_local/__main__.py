@@ -51,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         help="llama backend: evaluate every prompt from scratch (for comparisons)",
     )
     parser.add_argument(
+        "--no-written-replies",
+        action="store_true",
+        help="model backends: render a past reply's calls in the chat template's form, not as "
+        "the model wrote them (as llama-server does; the prefix cache then loses the reply)",
+    )
+    parser.add_argument(
         "--tool-grammar",
         default=os.environ.get("TOOL_GRAMMAR") or "lazy",
         choices=list(GRAMMAR_MODES),

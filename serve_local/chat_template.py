@@ -15,6 +15,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from serve_local.errors import InvalidRequest
 from serve_local.schema import ChatRequest
+from serve_local.written import WrittenReplies
 
 # Used when a model's template ignores `tools`: the same instructions Qwen's template gives.
 _TOOLS_PREAMBLE = (
@@ -130,7 +131,10 @@ class ChatTemplate:
         return "".join(text for text, _ in self.render_parts(request))
 
     def render_parts(
-        self, request: ChatRequest, markers: Collection[str] = ()
+        self,
+        request: ChatRequest,
+        markers: Collection[str] = (),
+        written: WrittenReplies | None = None,
     ) -> list[tuple[str, bool]]:
         """The prompt as pieces ``(text, markup)``: ``markers`` (the text of the model's
         control tokens) written by the template are markup, those found in what the request
@@ -139,9 +143,19 @@ class ChatTemplate:
         turn of its own."""
         messages = conversation(request)
         tools = [t.model_dump(exclude_none=True) for t in request.tools or []]
+        own: set[int] = set()  # replies this server wrote, kept as written
         if tools and not self.supports_tools:
             messages = _inline_tools(messages, tools)
-        said = list(_strings([messages, tools]))
+        elif written is not None:
+            # A reply this server wrote comes back as it was written (serve_local.written):
+            # its text is the model's own, markup included, so it is neither rendered again
+            # in the template's form nor hidden from the tokenizer.
+            for i, message in enumerate(messages):
+                text = written.written(message)
+                if text is not None:
+                    messages[i] = {"role": "assistant", "content": text}
+                    own.add(i)
+        said = list(_strings([[m for i, m in enumerate(messages) if i not in own], tools]))
         found = [m for m in markers if m and any(m in text for text in said)]
         if not found:
             return [(self._render(messages, tools), True)]
@@ -158,7 +172,8 @@ class ChatTemplate:
                 return {k: hide(v) for k, v in value.items()}
             return value
 
-        rendered = self._render(hide(messages), hide(tools))
+        kept = [m if i in own else hide(m) for i, m in enumerate(messages)]
+        rendered = self._render(kept, hide(tools))
         pieces = re.split(f"\ue000{nonce}(\\d+)\ue001", rendered)
         # re.split alternates the text between markers and the markers' indexes
         return [

@@ -296,6 +296,28 @@ def test_qwen_history_with_tool_calls_is_accepted(qwen: str) -> None:
     assert response.status_code == 200, response.text
 
 
+def test_a_reply_with_calls_stays_in_the_cache_for_the_next_turn(qwen: str) -> None:
+    """The reply comes back as a structured call, with ids the client renamed; the next
+    prompt holds it as the model wrote it, so its tokens are taken from the cache instead of
+    being evaluated again (serve_local.written)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What does notes.txt say?"}]
+    body = {"model": "m", "tools": TOOLS, "tool_choice": "required", "max_tokens": 60}
+    first = post(qwen, {**body, "messages": messages}).json()
+    reply = first["choices"][0]["message"]
+    assert reply["tool_calls"], reply
+    for i, call in enumerate(reply["tool_calls"]):
+        call["id"] = f"renamed-{i}"
+    results = [
+        {"role": "tool", "tool_call_id": c["id"], "content": "Remember to rotate your logs."}
+        for c in reply["tool_calls"]
+    ]
+    messages += [reply, *results]
+    second = post(qwen, {**body, "messages": messages, "tool_choice": "auto"}).json()
+    kept = second["timings"]["cache_n"] - first["usage"]["prompt_tokens"]
+    # The last token or two of a reply the call grammar ended are not evaluated yet.
+    assert kept >= first["usage"]["completion_tokens"] - 2, (kept, first["usage"])
+
+
 def test_penalties_reach_the_sampler(smol: str) -> None:
     prompt = "Write the word log twenty times, separated by spaces."
     plain = ask(smol, prompt, max_tokens=24)["choices"][0]["message"]["content"]

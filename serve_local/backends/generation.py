@@ -20,6 +20,7 @@ from serve_local.models import ResolvedModel
 from serve_local.schema import ChatRequest, Timings
 from serve_local.toolcalls import ToolSchemas, parse_tool_calls
 from serve_local.toolgrammar import CallConstraint, CallGrammar, CallPolicy, GrammarError, Mode
+from serve_local.written import WrittenReplies
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -200,6 +201,9 @@ class LocalBackend:
         self._markers: tuple[str, ...] = ()
         self._sha256: str | None = None
         self._queue: GenerationQueue | None = None
+        # The text of the replies with calls this server wrote, so that they come back into
+        # the next prompt as written and the prefix cache keeps them (serve_local.written).
+        self.written: WrittenReplies | None = WrittenReplies()
 
     @property
     def ready(self) -> bool:
@@ -227,6 +231,8 @@ class LocalBackend:
                 "context_length": self.limits.n_ctx,
                 "threads": self.n_threads,
                 "tool_grammar": self.tool_grammar,
+                # Past replies with calls rendered as the model wrote them (serve_local.written).
+                "written_replies": self.written is not None,
                 **self.describe(),
                 "ready": self.ready,
             }
@@ -236,7 +242,7 @@ class LocalBackend:
         """The tokens the model sees for ``request``: its chat template rendered, tokenized."""
         if self._template is None:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
-        parts = self._template.render_parts(request, self._markers)
+        parts = self._template.render_parts(request, self._markers, self.written)
         return [
             token
             for i, (text, markup) in enumerate(parts)
@@ -313,7 +319,20 @@ class LocalBackend:
             None,
             self._constraint(request),
         )
-        return to_completion(request, self.model.name, generated, queue_ms)
+        return self._written(
+            to_completion(request, self.model.name, generated, queue_ms), generated
+        )
+
+    def _written(self, completion: Completion, generated: Generated) -> Completion:
+        """Remember the text of a reply whose calls go back to the client (finished, not cut
+        by the token cap), for when the client sends the reply back."""
+        if (
+            self.written is not None
+            and completion.tool_calls
+            and completion.finish_reason == "tool_calls"
+        ):
+            self.written.remember(completion.content, completion.tool_calls, generated.text)
+        return completion
 
     async def stream(
         self, request: ChatRequest, cancel: threading.Event
@@ -352,7 +371,9 @@ class LocalBackend:
             generated, queue_ms = work.result()
         finally:
             cancel.set()  # the client went away mid-stream: stop generating
-        completion = to_completion(request, self.model.name, generated, queue_ms)
+        completion = self._written(
+            to_completion(request, self.model.name, generated, queue_ms), generated
+        )
         for item in calls.rest(completion.content, completion.tool_calls) if calls else []:
             yield item
         yield completion

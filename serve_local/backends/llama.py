@@ -244,7 +244,7 @@ def from_args(args: argparse.Namespace) -> LlamaBackend:
             f"the llama backend needs a GGUF file; {model.path} is a {model.kind}. "
             "Use --backend transformers for a Hugging Face folder."
         )
-    return LlamaBackend(
+    backend = LlamaBackend(
         model,
         n_ctx=args.ctx,
         n_threads=args.threads,
@@ -252,3 +252,6 @@ def from_args(args: argparse.Namespace) -> LlamaBackend:
         tool_grammar=args.tool_grammar,
         draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
     )
+    if getattr(args, "no_written_replies", False):
+        backend.written = None
+    return backend

@@ -233,10 +233,13 @@ def from_args(args: argparse.Namespace) -> TransformersBackend:
             f"--draft {args.draft} is a llama backend option (the transformers backend decodes "
             "one token at a time); start with --draft off"
         )
-    return TransformersBackend(
+    backend = TransformersBackend(
         check_weights(resolve(args.model)),
         n_ctx=args.ctx,
         device=args.device,
         n_threads=args.threads,
         tool_grammar=args.tool_grammar,
     )
+    if getattr(args, "no_written_replies", False):
+        backend.written = None
+    return backend

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evals.report.analyst import reply_reuse
 from evals.report.markdown import table
 from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
@@ -47,37 +48,51 @@ def _shares(records: list[Any]) -> dict[int, list[float]]:
     return found
 
 
-def run(echo: Echo) -> Figures:
-    analyst = preset("analyst")
+def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, Any]:
     limits = preset_limits("analyst")
+    settings = EvalSettings(
+        base_url=url, tasks=_subset(scratch), policy=policy, max_turns=limits["max_turns"],
+        task_timeout_s=limits["task_timeout_s"], out=scratch / f"{label}.jsonl",
+    )  # fmt: skip
+    records = read_runs(asyncio.run(run_eval(settings, echo=lambda _: None)))
+    shares = _shares(records)
+    reused, generated = reply_reuse(records)
+    return {
+        "correct": sum(r.correct for r in records),
+        "questions": len(records),
+        "turns": [r.turns for r in records],
+        "wall_ms": [r.wall_ms for r in records],
+        "median_wall_ms": statistics.median(r.wall_ms for r in records),
+        "parallel_turns": sum(
+            1 for r in records for n in _per_turn(r.audit or []).values() if n > 1
+        ),
+        "reuse_by_turn": {str(i): statistics.median(v) for i, v in sorted(shares.items())},
+        "min_reuse_after_first": min(
+            (x for i, v in shares.items() if i >= 2 for x in v), default=None
+        ),
+        "reply_tokens": generated,
+        "reply_tokens_reused": reused,
+    }
+
+
+def run(echo: Echo) -> Figures:
+    """Six questions three ways, one server process at a time: the analyst as it is, with one
+    call per reply, and with past replies rendered in the template's form (as llama-server
+    does) instead of as the model wrote them."""
+    analyst = preset("analyst")
     off = Policy("analyst+parallel_tool_calls", {**analyst.settings, "parallel_tool_calls": False})
     cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", QWEN_CODER]
-    figures: dict[str, Any] = {}
-    with server_process(cmd) as (url, _, _), tempfile.TemporaryDirectory() as scratch:
-        tasks = _subset(Path(scratch))
-        for label, policy in (("parallel on", analyst), ("parallel off", off)):
-            settings = EvalSettings(
-                base_url=url, tasks=tasks, policy=policy, max_turns=limits["max_turns"],
-                task_timeout_s=limits["task_timeout_s"], out=Path(scratch) / f"{label}.jsonl",
-            )  # fmt: skip
-            records = read_runs(asyncio.run(run_eval(settings, echo=lambda _: None)))
-            shares = _shares(records)
-            figures[label] = {
-                "correct": sum(r.correct for r in records),
-                "questions": len(records),
-                "turns": [r.turns for r in records],
-                "wall_ms": [r.wall_ms for r in records],
-                "median_wall_ms": statistics.median(r.wall_ms for r in records),
-                "parallel_turns": sum(
-                    1 for r in records for n in _per_turn(r.audit or []).values() if n > 1
-                ),
-                "reuse_by_turn": {str(i): statistics.median(v) for i, v in sorted(shares.items())},
-                "min_reuse_after_first": min(
-                    (x for i, v in shares.items() if i >= 2 for x in v), default=None
-                ),
-            }
-            echo(f"   {label}: {figures[label]['reuse_by_turn']}")
-    figures["questions"] = QUESTIONS
+    figures: dict[str, Any] = {"questions": QUESTIONS}
+    servers: tuple[tuple[list[str], tuple[tuple[str, Policy], ...]], ...] = (
+        ([], (("parallel on", analyst), ("parallel off", off))),
+        (["--no-written-replies"], (("replies re-rendered", analyst),)),
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        for extra, runs in servers:
+            with server_process([*cmd, *extra]) as (url, _, _):
+                for label, policy in runs:
+                    figures[label] = _measure(url, label, policy, Path(scratch))
+                    echo(f"   {label}: {figures[label]['reuse_by_turn']}")
     return figures
 
 
@@ -90,17 +105,31 @@ def _per_turn(audit: list[dict[str, Any]]) -> dict[int, int]:
 
 def render(p: Figures) -> list[str]:
     on, off = p["parallel on"], p["parallel off"]
-    turns = sorted({*on["reuse_by_turn"], *off["reuse_by_turn"]}, key=int)
-    rows = [[t, _pct(on["reuse_by_turn"].get(t)), _pct(off["reuse_by_turn"].get(t))] for t in turns]
+    plain = p.get("replies re-rendered")
+    labels = ["parallel on", "parallel off", *(["replies re-rendered"] if plain else [])]
+    turns = sorted({t for label in labels for t in p[label]["reuse_by_turn"]}, key=int)
+    rows = [[t, *(_pct(p[label]["reuse_by_turn"].get(t)) for label in labels)] for t in turns]
+    rows.append(
+        [
+            "reply tokens kept",
+            *(
+                f"{p[label]['reply_tokens_reused']} of {p[label]['reply_tokens']}"
+                for label in labels
+            ),
+        ]
+    )
     low = on["min_reuse_after_first"]
     ratio = on["median_wall_ms"] / off["median_wall_ms"] if off["median_wall_ms"] else None
-    return [
+    lines = [
         f"## The SQL analyst's turns ({p['questions']} questions of the sql test set)",
         "",
         "Share of each turn's prompt taken from the prefix cache, "
-        "`cache_n / (cache_n + prompt_n)`, median over the questions:",
+        "`cache_n / (cache_n + prompt_n)`, median over the questions; and of the tokens each "
+        "reply generated, how many the next turn found in the cache. *replies re-rendered*: "
+        "the server started with `--no-written-replies`, rendering a past call in the chat "
+        "template's form (as llama-server does) instead of as the model wrote it.",
         "",
-        table(["turn", "parallel on", "parallel off"], rows),
+        table(["turn", *labels], rows),
         "",
         f"- Target: from turn 2 on, above {TARGET:.0%}. Lowest from turn 2 on (parallel on): "
         f"{_pct(low)}, {verdict(low is not None and low > TARGET)}.",
@@ -110,8 +139,13 @@ def render(p: Figures) -> list[str]:
         + f"; turns with more than one call: {on['parallel_turns']} on, "
         f"{off['parallel_turns']} off. Correct: {on['correct']}/{on['questions']} on, "
         f"{off['correct']}/{off['questions']} off.",
-        "",
     ]
+    if plain:
+        lines.append(
+            f"- Replies re-rendered: median wall {plain['median_wall_ms'] / 1000:,.1f} s; "
+            f"correct {plain['correct']}/{plain['questions']}."
+        )
+    return [*lines, ""]
 
 
 def _pct(value: float | None) -> str:
