@@ -42,7 +42,7 @@ def phrasing_of(kind: str, question: str) -> str:
 DIFFERING_PRESETS = ["no-helpers", "all-helps", "by-size", "submit-forced", "read-listed"]
 
 
-@pytest.mark.parametrize("seed", [0, 1000, 4242])
+@pytest.mark.parametrize("seed", [0, 1000])  # the first seed of each split
 async def test_the_oracle_solves_every_task_and_no_adversary_any(
     scripted_url: str, tmp_path: Path, seed: int
 ) -> None:

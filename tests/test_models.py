@@ -310,7 +310,12 @@ def test_unknown_spec_names_itself_and_the_packaged_names() -> None:
 
 
 def test_hub_spec_offline_names_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub.constants
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # Read once, when huggingface_hub is first imported: an earlier test may have imported
+    # it, and it would then try the network (and its retries) before giving up.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ModelUnavailable) as caught:
         resolve("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q4_k_m.gguf")
     assert DEFAULT_NAME in str(caught.value)

@@ -365,3 +365,12 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
     assert main(["sql-report", str(run), "--pair", str(run), str(run), "--out", str(out)]) == 0
     text = out.read_text()
     assert "12/12" in text and "no difference detected" in text and "about 15 %" in text
+
+
+def test_a_database_url_is_recorded_without_its_password() -> None:
+    from harness.sql.postgres import public_url
+
+    assert (
+        public_url("postgresql://u:secret@127.0.0.1:5432/db") == "postgresql://u@127.0.0.1:5432/db"
+    )
+    assert public_url("postgresql://u@127.0.0.1/db") == "postgresql://u@127.0.0.1/db"

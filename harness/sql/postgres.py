@@ -50,7 +50,7 @@ def public_url(url: str) -> str:
         return url
     host = parts.hostname or ""
     netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 class PostgresDatabase:
