@@ -1,4 +1,4 @@
-"""The SQL analyst's turns on the default model: how much of each turn's prompt the prefix
+"""The SQL analyst's turns on the default model (the bench's other parts use the Coder-0.5B): how much of each turn's prompt the prefix
 cache carries (the schema and every earlier result are the prefix), and the wall time per
 question with parallel tool calls on and off, side by side on the same questions and server.
 
@@ -22,7 +22,7 @@ from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from harness.policies.presets import Policy, preset, preset_limits
-from serve_local.models import QWEN_CODER
+from serve_local.catalogue import DEFAULT_NAME
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks" / "sql-test-s1000-n60.json"
 QUESTIONS = 6  # the first six of the test set: one of each of six kinds
@@ -81,7 +81,7 @@ def run(echo: Echo) -> Figures:
     does) instead of as the model wrote them."""
     analyst = preset("analyst")
     off = Policy("analyst+parallel_tool_calls", {**analyst.settings, "parallel_tool_calls": False})
-    cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", QWEN_CODER]
+    cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", DEFAULT_NAME]
     figures: dict[str, Any] = {"questions": QUESTIONS}
     servers: tuple[tuple[list[str], tuple[tuple[str, Policy], ...]], ...] = (
         ([], (("parallel on", analyst), ("parallel off", off))),
