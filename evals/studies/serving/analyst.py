@@ -1,6 +1,8 @@
-"""The SQL analyst's turns on the default model (the bench's other parts use the Coder-0.5B): how much of each turn's prompt the prefix
-cache carries (the schema and every earlier result are the prefix), and the wall time per
-question with parallel tool calls on and off, side by side on the same questions and server.
+"""The SQL analyst's turns on the default model (the bench's other parts use the Coder-0.5B):
+how much of each turn's prompt the prefix cache carries (the schema and every earlier result
+are the prefix), with past replies as the model wrote them and as the template renders them,
+and the wall time per question with parallel tool calls on and off, side by side on the same
+questions.
 
 The share reused is ``cache_n / (cache_n + prompt_n)``: llama.cpp's ``prompt_n`` counts the
 tokens evaluated, ``cache_n`` those taken from the cache. Wall time is shown, never ranked by.
