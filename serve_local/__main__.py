@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         help="llama backend: evaluate every prompt from scratch (for comparisons)",
     )
     parser.add_argument(
-        "--no-written-replies",
+        "--written-replies",
         action="store_true",
-        help="model backends: render a past reply's calls in the chat template's form, not as "
-        "the model wrote them (as llama-server does; the prefix cache then loses the reply)",
+        help="model backends: render a past reply of this server as the model wrote it, not in "
+        "the chat template's form, so the prefix cache keeps it (off by default: the model then "
+        "reads its own call shapes back and may copy them as text; see docs/server.md)",
     )
     parser.add_argument(
         "--tool-grammar",

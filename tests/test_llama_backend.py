@@ -43,9 +43,14 @@ def smol() -> Iterator[str]:
         yield url
 
 
+QWEN_BACKEND: dict[str, LlamaBackend] = {}
+
+
 @pytest.fixture(scope="module")
 def qwen() -> Iterator[str]:
-    with model_server(LlamaBackend(resolve(QWEN_CODER), n_ctx=4096)) as url:
+    backend = LlamaBackend(resolve(QWEN_CODER), n_ctx=4096)
+    QWEN_BACKEND["qwen"] = backend
+    with model_server(backend) as url:
         yield url
 
 
@@ -297,9 +302,19 @@ def test_qwen_history_with_tool_calls_is_accepted(qwen: str) -> None:
 
 
 def test_a_reply_with_calls_stays_in_the_cache_for_the_next_turn(qwen: str) -> None:
-    """The reply comes back as a structured call, with ids the client renamed; the next
-    prompt holds it as the model wrote it, so its tokens are taken from the cache instead of
-    being evaluated again (serve_local.written)."""
+    """With --written-replies, the reply comes back as a structured call, with ids the client
+    renamed; the next prompt holds it as the model wrote it, so its tokens are taken from the
+    cache instead of being evaluated again (serve_local.written)."""
+    from serve_local.written import WrittenReplies
+
+    QWEN_BACKEND["qwen"].written = WrittenReplies()
+    try:
+        _reply_is_kept(qwen)
+    finally:
+        QWEN_BACKEND["qwen"].written = None  # the default, for the other tests
+
+
+def _reply_is_kept(qwen: str) -> None:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "What does notes.txt say?"}]
     body = {"model": "m", "tools": TOOLS, "tool_choice": "required", "max_tokens": 60}
     first = post(qwen, {**body, "messages": messages}).json()

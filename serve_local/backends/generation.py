@@ -203,7 +203,7 @@ class LocalBackend:
         self._queue: GenerationQueue | None = None
         # The text of the replies with calls this server wrote, so that they come back into
         # the next prompt as written and the prefix cache keeps them (serve_local.written).
-        self.written: WrittenReplies | None = WrittenReplies()
+        self.written: WrittenReplies | None = None  # on with --written-replies
 
     @property
     def ready(self) -> bool:

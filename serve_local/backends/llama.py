@@ -20,6 +20,7 @@ from serve_local.backends.generation import (
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
+from serve_local.written import WrittenReplies
 
 # ChatML, for a GGUF that carries no template of its own.
 CHATML = (
@@ -252,6 +253,6 @@ def from_args(args: argparse.Namespace) -> LlamaBackend:
         tool_grammar=args.tool_grammar,
         draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
     )
-    if getattr(args, "no_written_replies", False):
-        backend.written = None
+    if getattr(args, "written_replies", False):
+        backend.written = WrittenReplies()
     return backend

@@ -24,6 +24,7 @@ from serve_local.chat_template import ChatTemplate
 from serve_local.errors import StartupError
 from serve_local.models import ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
+from serve_local.written import WrittenReplies
 
 
 def _import_torch() -> Any:
@@ -240,6 +241,6 @@ def from_args(args: argparse.Namespace) -> TransformersBackend:
         n_threads=args.threads,
         tool_grammar=args.tool_grammar,
     )
-    if getattr(args, "no_written_replies", False):
-        backend.written = None
+    if getattr(args, "written_replies", False):
+        backend.written = WrittenReplies()
     return backend

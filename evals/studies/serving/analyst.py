@@ -86,8 +86,8 @@ def run(echo: Echo) -> Figures:
     cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", DEFAULT_NAME]
     figures: dict[str, Any] = {"questions": QUESTIONS}
     servers: tuple[tuple[list[str], tuple[tuple[str, Policy], ...]], ...] = (
-        ([], (("parallel on", analyst), ("parallel off", off))),
-        (["--no-written-replies"], (("replies re-rendered", analyst),)),
+        (["--written-replies"], (("parallel on", analyst), ("parallel off", off))),
+        ([], (("replies re-rendered", analyst),)),
     )
     with tempfile.TemporaryDirectory() as scratch:
         for extra, runs in servers:
@@ -127,9 +127,10 @@ def render(p: Figures) -> list[str]:
         "",
         "Share of each turn's prompt taken from the prefix cache, "
         "`cache_n / (cache_n + prompt_n)`, median over the questions; and of the tokens each "
-        "reply generated, how many the next turn found in the cache. *replies re-rendered*: "
-        "the server started with `--no-written-replies`, rendering a past call in the chat "
-        "template's form (as llama-server does) instead of as the model wrote it.",
+        "reply generated, how many the next turn found in the cache. *parallel on* and *off*: the "
+        "server started with `--written-replies`, rendering a past reply as the model wrote "
+        "it; *replies re-rendered*: the default, a past call in the chat template's form (as "
+        "llama-server does).",
         "",
         table(["turn", *labels], rows),
         "",
