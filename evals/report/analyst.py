@@ -50,6 +50,7 @@ def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
     back = [r for r in hit if recovered(r)]
     calls = [a for r in runs for a in r.audit or []]
     rows = [int(a["rows"]) for a in calls if a.get("rows") is not None]
+    reused, generated = reply_reuse(runs)
     cap = max(((r.loop or {}).get("max_turns") or 0 for r in runs), default=0)
     return {
         "questions": len(runs),
@@ -78,8 +79,8 @@ def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
         "cache_reuse_by_turn": cache_reuse(runs),
         # Of the tokens each reply generated, how many the next turn found in the cache (the
         # reply as the template renders it back, against the tokens the model wrote).
-        "reply_tokens": reply_reuse(runs)[1],
-        "reply_tokens_reused": reply_reuse(runs)[0],
+        "reply_tokens": generated,
+        "reply_tokens_reused": reused,
         "median_sql_ms": median(float(a["ms"]) for a in calls) if calls else None,
     }
 

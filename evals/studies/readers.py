@@ -31,35 +31,16 @@ def _completion(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _reader(names: list[str]) -> Callable[[httpx.Request], httpx.Response]:
-    """A provider that lists the files, reads each one a turn, then says it is done."""
+def _caller(calls: list[tuple[str, dict[str, Any]]]) -> Callable[[httpx.Request], httpx.Response]:
+    """A provider that makes ``calls`` (tool name, arguments), one a turn, then says it is
+    done."""
 
     def handle(request: httpx.Request) -> httpx.Response:
         turn = sum(1 for m in json.loads(request.content)["messages"] if m["role"] == "assistant")
-        if turn == 0:
-            call = {"name": "list_files", "arguments": "{}"}
-        elif turn <= len(names):
-            call = {"name": "read_file", "arguments": json.dumps({"path": names[turn - 1]})}
-        else:
+        if turn >= len(calls):
             return httpx.Response(200, json=_completion({"role": "assistant", "content": "."}))
-        tool_call = {"id": f"c{turn + 1}", "type": "function", "function": call}
-        message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
-        return httpx.Response(200, json=_completion(message))
-
-    return handle
-
-
-def _sql_reader(queries: list[str]) -> Callable[[httpx.Request], httpx.Response]:
-    """A provider that describes the database, runs each query a turn, then says it is done."""
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        turn = sum(1 for m in json.loads(request.content)["messages"] if m["role"] == "assistant")
-        if turn == 0:
-            call = {"name": DESCRIBE_TOOL, "arguments": "{}"}
-        elif turn <= len(queries):
-            call = {"name": RUN_SQL_TOOL, "arguments": json.dumps({"query": queries[turn - 1]})}
-        else:
-            return httpx.Response(200, json=_completion({"role": "assistant", "content": "."}))
+        name, arguments = calls[turn]
+        call = {"name": name, "arguments": json.dumps(arguments)}
         tool_call = {"id": f"c{turn + 1}", "type": "function", "function": call}
         message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
         return httpx.Response(200, json=_completion(message))
@@ -81,7 +62,8 @@ async def read_database(task: Task, scratch: Any) -> tuple[RunState, list[str], 
     queries = [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
     workspace = create_workspace(scratch / task.id / "workspace", files={})
     state = new_run("strategy", task.question)
-    transport = httpx.MockTransport(_sql_reader(queries))
+    sql_calls = [(DESCRIBE_TOOL, {}), *((RUN_SQL_TOOL, {"query": q}) for q in queries)]
+    transport = httpx.MockTransport(_caller(sql_calls))
     retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
     config = LoopConfig(max_turns=len(queries) + 3)
     tools = sql_tools(open_database(str(path)))
@@ -103,7 +85,8 @@ async def read_all(task: Task, scratch: Any) -> tuple[RunState, list[str], dict[
     workspace = create_workspace(scratch / task.id / "workspace", files=files)
     names = sorted(files)
     state = new_run("strategy", task.question)
-    transport = httpx.MockTransport(_reader(names))
+    file_calls = [("list_files", {}), *(("read_file", {"path": n}) for n in names)]
+    transport = httpx.MockTransport(_caller(file_calls))
     retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
     async with ProviderClient("http://strategy.invalid/v1", retry=retry, transport=transport) as c:
         await run_loop(state, c, default_tools(), workspace, LoopConfig(max_turns=len(names) + 3))

@@ -15,9 +15,9 @@ the question alone (``gold_for``): the scripted oracle reads it from the questio
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from evals.tasks.sql.bank import CURRENCIES, KINDS, MONTHS, YEAR, Bank
 
@@ -291,10 +291,3 @@ def gold_for(question: str) -> tuple[str, AnswerShape, int] | None:
         return None
     kind, params = parsed
     return kind.gold(params), kind.shape, kind.take
-
-
-def every_param(kind: Kind, bank: Bank) -> Iterator[dict[str, str]]:
-    yield from kind.params(bank)
-
-
-Query = Callable[[str], list[tuple[Any, ...]]]
