@@ -75,3 +75,29 @@ def test_what_is_no_record_is_named_with_its_line(
     path.write_text(json.dumps(good) + "\n" + json.dumps(line) + "\n")
     with pytest.raises(RunFileError, match=f"run.jsonl, line 2: not a run record .*{said}"):
         read_runs(path)
+
+
+def test_one_versioned_parse_serves_every_record_kind() -> None:
+    """Run records and BFCL item records read through ``evals.versioned``: each version's
+    upgrade runs in order, and what is not a record names the place and the kind."""
+    from pydantic import BaseModel
+
+    from evals import versioned
+
+    class Renamed(BaseModel):
+        record_version: int = 3
+        name: str
+
+    upgrades = {
+        1: lambda r: {**r, "title": r.pop("label")},
+        2: lambda r: {**r, "name": r.pop("title")},
+    }
+    assert versioned.parse(Renamed, {"label": "x"}, "f, line 1", "thing", upgrades).name == "x"
+    assert (
+        versioned.parse(Renamed, {"record_version": 2, "title": "y"}, "f", "thing", upgrades).name
+        == "y"
+    )
+    with pytest.raises(RunFileError, match=r"f, line 4: not a thing \(record_version 'two' is not"):
+        versioned.parse(Renamed, {"record_version": "two"}, "f, line 4", "thing", upgrades)
+    with pytest.raises(RunFileError, match=r"g: not a thing \(name: Field required"):
+        versioned.parse(Renamed, {"record_version": 3}, "g", "thing")

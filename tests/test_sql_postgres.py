@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from evals.environments.database import Databases
 from evals.errors import EvalError
 from evals.run import postgres
-from evals.run.databases import Databases
 from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import load_tasks

@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from evals.errors import RunFileError
+from evals import versioned
 
 RECORD_VERSION = 2
 
@@ -80,20 +80,10 @@ class ItemRecord(BaseModel):
         return self.model_dump(mode="json")
 
 
-def migrate(raw: dict[str, Any]) -> dict[str, Any]:
-    version = raw.get("record_version", 1)
-    if version > RECORD_VERSION:
-        raise ValueError(f"record_version {version} is newer than this code reads")
-    return {**raw, "record_version": RECORD_VERSION}  # version 1 only lacked fields
-
-
 def parse(raw: dict[str, Any], where: str) -> ItemRecord:
-    try:
-        return ItemRecord.model_validate(migrate(raw))
-    except (ValidationError, ValueError) as exc:
-        first = exc.errors()[0] if isinstance(exc, ValidationError) else None
-        why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first else str(exc)
-        raise RunFileError(f"{where}: not a BFCL item record ({why})") from exc
+    """``raw`` as an item record (version 1 only lacked fields); what is none is a
+    :class:`RunFileError` naming ``where``."""
+    return versioned.parse(ItemRecord, raw, where, "BFCL item record")
 
 
 def read_items(path: str | Path) -> list[dict[str, Any]]:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from evals.errors import RunFileError
+from evals import versioned
 
 RECORD_VERSION = 2
 
@@ -114,30 +114,10 @@ class RunRecord(BaseModel):
         return self.model_dump(mode="json")
 
 
-def migrate(raw: dict[str, Any]) -> dict[str, Any]:
-    """A record of any committed shape as the current version's fields."""
-    version = raw.get("record_version", 1)
-    if version > RECORD_VERSION:
-        raise ValueError(
-            f"record_version {version} is newer than this code reads ({RECORD_VERSION})"
-        )
-    data = dict(raw)
-    if version < 2:
-        # Version 1 wrote no version and left out what did not exist yet; nothing was renamed.
-        data["record_version"] = 2
-    return data
-
-
 def parse(raw: dict[str, Any], where: str) -> RunRecord:
-    """``raw`` as a record; what is no record is a :class:`RunFileError` naming ``where``."""
-    try:
-        return RunRecord.model_validate(migrate(raw))
-    except (ValidationError, ValueError) as exc:
-        first = exc.errors()[0] if isinstance(exc, ValidationError) else None
-        why = (
-            f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first is not None else str(exc)
-        )
-        raise RunFileError(f"{where}: not a run record ({why})") from exc
+    """``raw`` as a record; what is no record is a :class:`RunFileError` naming ``where``.
+    Version 1 wrote no version and left out what did not exist yet; nothing was renamed."""
+    return versioned.parse(RunRecord, raw, where, "run record")
 
 
 def read_runs(path: str | Path) -> list[RunRecord]:

@@ -22,7 +22,6 @@ from evals.report.stats import accuracy, accuracy_of, pass_hat_curve
 from evals.run.record import RunRecord
 from evals.run.status import ERROR, NOT_RUN, is_error
 from evals.scoring.checks import offerable_tools
-from harness.sql.tools import RUN_SQL_TOOL
 from harness.state import RunState
 from serve_local.callshape import call_spans
 
@@ -148,16 +147,6 @@ def task_record(
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     return RunRecord.model_validate(fields)
-
-
-def sql_audit(state: RunState) -> list[dict[str, Any]]:
-    """One entry per run_sql call the tool answered itself, in order: what ran, how long, how
-    many rows, what went wrong (from the facts the tool reported, never from its text)."""
-    return [
-        {"turn": r.turn, **r.facts}
-        for r in state.tool_log
-        if r.name == RUN_SQL_TOOL and r.facts and "sql" in r.facts
-    ]
 
 
 def not_run_record(

@@ -9,13 +9,13 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from evals.environments import Opened, environment_of, held_by
 from evals.errors import EvalError
-from evals.run.databases import Databases
 from evals.run.progress import Progress
 from evals.run.record import RunRecord
 from evals.run.records import (
@@ -23,7 +23,6 @@ from evals.run.records import (
     keep_compact,
     machine,
     not_run_record,
-    sql_audit,
     task_folder,
     total_line,
 )
@@ -97,7 +96,8 @@ class _Eval:
     order: list[tuple[str, int]]
     kept: dict[tuple[str, int], RunRecord]
     tasks: list[Task]
-    databases: Databases | None = None
+    # Each environment its tasks run on, opened for this eval (by environment name).
+    opened: dict[str, Opened] = field(default_factory=dict)
     written: int = 0
     server_gone: str | None = None
     file: IO[str] | None = None
@@ -199,8 +199,9 @@ async def _one(
     else:
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
+        opened = ev.opened[environment_of(task).name]
         state = await run_task(
-            task, ev.settings, ev.model, run_id, scratch, ev.keep, client, epoch, ev.databases
+            task, ev.settings, ev.model, run_id, scratch, ev.keep, client, opened, epoch
         )
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
@@ -217,9 +218,8 @@ async def _one(
         answered = list(dict.fromkeys(client.answered))
         software = {s.base_url: s.software for s in ev.servers}
         record.kind = task.kind  # the family a generated task belongs to
-        if task.database is not None and ev.databases is not None:
-            record.database = ev.databases.name
-            record.audit = sql_audit(state)
+        for name, value in opened.record_fields(task, state).items():
+            setattr(record, name, value)
         record.checks_hash = task.checks_hash
         record.temperature = ev.settings.temperature
         record.seed = ev.settings.epoch_seed(epoch)
@@ -279,16 +279,9 @@ async def run_evals(
                 raised.append(exc)
 
     try:
-        for n, ev in enumerate(runs):
-            refs = {
-                (t.database.seed, t.database.fingerprint): t.database
-                for t in ev.tasks
-                if t.database
-            }
-            if refs:  # opened (and on PostgreSQL checked) before the first task runs
-                ev.databases = Databases(ev.settings.db, scratch / f"db-{n}")
-                for ref in refs.values():
-                    ev.databases.for_task(ref)
+        for n, ev in enumerate(runs):  # opened (a database checked) before any task runs
+            for env, held in held_by(ev.tasks):
+                ev.opened[env.name] = env.open(held, ev.settings, scratch / f"{env.name}-{n}")
         for ev in runs:
             start_partial(ev.partial, [r.line() for r in ev.kept.values()])
             ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.errors import EvalError
-from evals.run.databases import Databases
+from evals.environments import Opened
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
 from evals.tasks import Task
-from evals.tasks.sql import sql_intro
 from harness.approvals import reject
 from harness.client import ChatClient
 from harness.loop import LoopConfig, run_loop
 from harness.policies.presets import apply
-from harness.sql import sql_tools
 from harness.state import RunState, new_run
-from harness.tools import Tool, default_tools
 from harness.trace import Recorder
 from harness.workspace import create_workspace
 
@@ -36,17 +32,6 @@ def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
     return apply(base, settings.policy)
 
 
-def task_tools(task: Task, databases: Databases | None) -> tuple[list[Tool], str | None]:
-    """The tools a task runs with, and what its system prompt says it works on: the file
-    tools over its workspace, or the SQL tools over its database."""
-    if task.database is None:
-        return default_tools(), None
-    if databases is None:
-        raise EvalError(f"task {task.id} names a database, and no database was opened")
-    database = databases.for_task(task.database)
-    return sql_tools(database), sql_intro(database.dialect)
-
-
 async def run_task(
     task: Task,
     settings: EvalSettings,
@@ -55,21 +40,21 @@ async def run_task(
     scratch: Path,
     keep: Path,
     client: ChatClient,
+    opened: Opened,
     epoch: int = 1,
-    databases: Databases | None = None,
 ) -> RunState:
-    """One task on a fresh workspace (and its database, if it names one); its state file and
-    trace are kept under ``keep``."""
+    """One task on a fresh workspace, with what its environment (``opened`` for this eval)
+    gives it; its state file and trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
-    tools, intro = task_tools(task, databases)
+    setup = opened.setup(task)
+    tools, intro = setup.tools, setup.intro
     state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
     earlier = set_aside_attempt(keep, run_id)
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     if earlier is not None:
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
-    files = task.workspace if task.database is None else {}
-    workspace = create_workspace(scratch / run_id / "workspace", files=files)
+    workspace = create_workspace(scratch / run_id / "workspace", files=setup.files)
     await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
     while (
         settings.approvals == "reject"

@@ -28,9 +28,7 @@ from evals.tasks import (
     Task,
 )
 from harness.policies.submit import submit_tool
-from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL
 from harness.state import RunState, ToolRun, signature
-from harness.tools import default_tools
 from harness.workspace import normal_name
 from serve_local.callshape import CALL_HEAD, call_spans
 
@@ -43,7 +41,9 @@ _RESULT_AS_TEXT = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DO
 
 def offerable_tools() -> set[str]:
     """Every tool a run can be offered, submit included: what a call written as text names."""
-    return {t.name for t in default_tools()} | {submit_tool().name, RUN_SQL_TOOL, DESCRIBE_TOOL}
+    from evals.environments import tool_names
+
+    return set(tool_names()) | {submit_tool().name}
 
 
 def _gives_arguments(value: dict[str, Any]) -> bool:

@@ -33,14 +33,14 @@ from typing import Any
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
+from evals.environments import Reading, environment_of
 from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.checks import score
-from evals.studies.readers import read_all
 from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo
 from harness.state import RunState
 
-__all__ = ["KNOWN_HEDGE", "Attempt", "FamilyReport", "attempts", "judge", "markdown", "read_all"]
+__all__ = ["KNOWN_HEDGE", "Attempt", "FamilyReport", "attempts", "judge", "markdown"]
 
 KNOWN_HEDGE = "The workspace contains no file by that name; there are 3, 4, 5 or 6 files."
 UNKNOWN = "unknown"  # what an echo commits to is left to the reader; only chance judges it
@@ -79,8 +79,9 @@ def _over_all(shown: list[str], first: Any) -> list[Attempt]:
     ]
 
 
-def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[Attempt]:
+def attempts(task: Task, reading: Reading) -> list[Attempt]:
     """Every strategy's answer to ``task``, from what the run listed and read."""
+    listed, contents = reading.listed, reading.contents
     answer = task.answer
     echo = "\n".join(f"{name}:\n{contents[name]}" for name in listed)
     common = [
@@ -88,8 +89,8 @@ def attempts(task: Task, listed: list[str], contents: dict[str, str]) -> list[At
         Attempt("known hedge", KNOWN_HEDGE, None, hedge=True),
     ]
     sizes = {name: len(contents[name].encode()) for name in listed}
-    if task.database is not None:
-        common += _from_results(task, "\n".join(contents.values()))
+    if reading.results is not None:
+        common += _from_results(task, reading.results)
     match answer:
         case OneOf(candidates=candidates):
             names = [n for n in listed if n in candidates] or list(candidates)
@@ -258,14 +259,14 @@ async def judge(taskset: TaskSet, scratch: Any) -> list[FamilyReport]:
     for task in taskset.tasks:
         if task.answer is None:
             continue
-        state, listed, contents = await read_all(task, scratch)
+        reading = await environment_of(task).read_all(task, scratch)
         chances[task.family].append(chance_of(task))
-        for attempt in attempts(task, listed, contents):
+        for attempt in attempts(task, reading):
             cell = cells[task.family].setdefault(
                 attempt.strategy, Cell(attempt.strategy, attempt.hedge)
             )
             cell.tasks += 1
-            if all(c["passed"] for c in score(task, answered(state, attempt.text))):
+            if all(c["passed"] for c in score(task, answered(reading.state, attempt.text))):
                 cell.credited += 1
                 cell.credited_ids.append(task.id)
                 if attempt.intends != UNKNOWN and not _due(attempt.intends, task):

@@ -18,15 +18,21 @@ __all__ = [
     "Result",
     "SQLError",
     "Table",
+    "is_postgres_url",
     "open_database",
     "sql_tools",
 ]
 
 
+def is_postgres_url(url: str | None) -> bool:
+    """Whether ``url`` names a PostgreSQL server (anything else is a SQLite file)."""
+    return bool(url) and str(url).startswith(("postgresql://", "postgres://"))
+
+
 def open_database(url: str, schema: str | None = None) -> Database:
     """A database by URL: ``postgresql://...`` (tables in ``schema``) or a SQLite file's path
     (``sqlite:///PATH`` or a plain path)."""
-    if url.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(url):
         from harness.sql.postgres import PostgresDatabase
 
         return PostgresDatabase(url, schema)

@@ -1,0 +1,114 @@
+"""The environment protocol: what a task runs on, seen from the run, the scorer and the
+strategies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from harness.client import ProviderClient, RetryPolicy
+from harness.config import LoopConfig
+from harness.loop import run_loop
+from harness.state import RunState, new_run
+from harness.tools import Tool
+from harness.workspace import Workspace
+
+if TYPE_CHECKING:
+    from evals.run.settings import EvalSettings
+    from evals.tasks import Task
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What one task runs with: its tools, what the system prompt says it works on (None:
+    the loop's own words), and the files of its workspace (None: the seed files)."""
+
+    tools: list[Tool]
+    intro: str | None = None
+    files: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Everything a task could look at, read by the real loop and tools: the run's state, the
+    names as listed, each result by what was asked, and the text of query results a
+    question-blind answer may copy from (None where the tools return no results of data)."""
+
+    state: RunState
+    listed: list[str]
+    contents: dict[str, str]
+    results: str | None = None
+
+
+class Opened(Protocol):
+    """An environment opened for one eval's tasks."""
+
+    def setup(self, task: Task) -> Setup: ...
+
+    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
+        """Fields of the task's run record this environment fills (names of ``RunRecord``)."""
+        ...
+
+
+class Environment(Protocol):
+    name: str
+    # Every tool this environment can offer: what a call written as text may name.
+    tool_names: frozenset[str]
+
+    def holds(self, task: Task) -> bool: ...
+
+    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> Opened:
+        """Opened once per eval, before its first task runs: what cannot be had fails here."""
+        ...
+
+    async def read_all(self, task: Task, scratch: Path) -> Reading: ...
+
+
+def _completion(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-reading",
+        "object": "chat.completion",
+        "model": "reading",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _caller(calls: list[tuple[str, dict[str, Any]]]) -> Callable[[httpx.Request], httpx.Response]:
+    """A provider that makes ``calls`` (tool name, arguments), one a turn, then says it is
+    done."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        turn = sum(1 for m in json.loads(request.content)["messages"] if m["role"] == "assistant")
+        if turn >= len(calls):
+            return httpx.Response(200, json=_completion({"role": "assistant", "content": "."}))
+        name, arguments = calls[turn]
+        call = {"name": name, "arguments": json.dumps(arguments)}
+        tool_call = {"id": f"c{turn + 1}", "type": "function", "function": call}
+        message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+        return httpx.Response(200, json=_completion(message))
+
+    return handle
+
+
+async def scripted_calls(
+    question: str,
+    calls: list[tuple[str, dict[str, Any]]],
+    tools: list[Tool],
+    workspace: Workspace,
+) -> tuple[RunState, list[str]]:
+    """The real loop and ``tools``, driven by a provider that makes exactly ``calls``: the
+    state, and each call's result in order."""
+    state = new_run("reading", question)
+    transport = httpx.MockTransport(_caller(calls))
+    retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
+    config = LoopConfig(max_turns=len(calls) + 3)
+    async with ProviderClient("http://reading.invalid/v1", retry=retry, transport=transport) as c:
+        await run_loop(state, c, tools, workspace, config)
+    results = {m.get("tool_call_id"): str(m.get("content")) for m in state.messages}
+    return state, [results.get(f"c{i + 1}", "") for i in range(len(calls))]

@@ -1,0 +1,124 @@
+"""A database: the SQL tools over the bank a task names (a generated one and the fingerprint
+of its rows). The eval opens each bank once, as a SQLite file built in its scratch folder or,
+with ``--db postgresql://...``, as that bank's schema on the server, checked to hold the same
+rows. A task's record names the database and the audit of every query it ran."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evals.environments.base import Reading, Setup, scripted_calls
+from evals.errors import EvalError
+from evals.tasks import DatabaseRef
+from evals.tasks.sql.build import check_postgres, sqlite_file
+from harness.sql import (
+    DESCRIBE_TOOL,
+    RUN_SQL_TOOL,
+    Database,
+    SQLError,
+    is_postgres_url,
+    open_database,
+    sql_tools,
+)
+from harness.sql.postgres import public_url
+from harness.state import RunState
+from harness.workspace import create_workspace
+
+if TYPE_CHECKING:
+    from evals.run.settings import EvalSettings
+    from evals.tasks import Task
+
+
+class Databases:
+    """``url``: None for SQLite (the default), or a PostgreSQL URL."""
+
+    def __init__(self, url: str | None, scratch: Path) -> None:
+        if url is not None and not is_postgres_url(url):
+            raise EvalError(f"--db takes a postgresql:// URL (SQLite needs none), not {url!r}")
+        self.url = url
+        self.scratch = scratch
+        self._open: dict[tuple[int, str], Database] = {}
+
+    @property
+    def name(self) -> str:
+        return public_url(self.url) if self.url else "sqlite"
+
+    def for_task(self, ref: DatabaseRef) -> Database:
+        key = (ref.seed, ref.fingerprint)
+        if key not in self._open:
+            try:
+                if self.url is None:
+                    path = sqlite_file(ref.seed, self.scratch / "databases", ref.fingerprint)
+                    self._open[key] = open_database(str(path))
+                else:
+                    schema = check_postgres(self.url, ref.seed, ref.fingerprint)
+                    self._open[key] = open_database(self.url, schema)
+            except SQLError as exc:
+                raise EvalError(str(exc)) from exc
+        return self._open[key]
+
+
+def sql_audit(state: RunState) -> list[dict[str, Any]]:
+    """One entry per run_sql call the tool answered itself, in order: what ran, how long, how
+    many rows, what went wrong (from the facts the tool reported, never from its text)."""
+    return [
+        {"turn": r.turn, **r.facts}
+        for r in state.tool_log
+        if r.name == RUN_SQL_TOOL and r.facts and "sql" in r.facts
+    ]
+
+
+def _ref(task: Task) -> DatabaseRef:
+    if task.database is None:
+        raise EvalError(f"task {task.id} names no database")
+    return task.database
+
+
+class _Opened:
+    def __init__(self, databases: Databases) -> None:
+        self.databases = databases
+
+    def setup(self, task: Task) -> Setup:
+        from evals.tasks.sql import sql_intro
+
+        database = self.databases.for_task(_ref(task))
+        return Setup(sql_tools(database), sql_intro(database.dialect), files={})
+
+    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
+        return {"database": self.databases.name, "audit": sql_audit(state)}
+
+
+class DatabaseEnvironment:
+    name = "database"
+    tool_names = frozenset({RUN_SQL_TOOL, DESCRIBE_TOOL})
+
+    def holds(self, task: Task) -> bool:
+        return task.database is not None
+
+    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _Opened:
+        """Every bank the tasks name, opened (and on PostgreSQL checked) before any task."""
+        databases = Databases(settings.db, scratch)
+        for ref in {
+            (t.database.seed, t.database.fingerprint): t.database for t in tasks if t.database
+        }.values():
+            databases.for_task(ref)
+        return _Opened(databases)
+
+    async def read_all(self, task: Task, scratch: Path) -> Reading:
+        """Describe the database, read every table, and run the question's gold SQL, so every
+        result a grounded check asks for is there; each result by what was asked."""
+        from evals.tasks.sql.bank import TABLES
+        from evals.tasks.sql.questions import gold_for
+
+        ref = _ref(task)
+        path = sqlite_file(ref.seed, scratch / "databases", ref.fingerprint)
+        gold = gold_for(task.question)
+        queries = [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
+        calls = [(DESCRIBE_TOOL, {}), *((RUN_SQL_TOOL, {"query": q}) for q in queries)]
+        workspace = create_workspace(scratch / task.id / "workspace", files={})
+        tools = sql_tools(open_database(str(path)))
+        state, results = await scripted_calls(task.question, calls, tools, workspace)
+        contents = dict(zip([DESCRIBE_TOOL, *queries], results, strict=True))
+        return Reading(state, [], contents, results="\n".join(contents.values()))

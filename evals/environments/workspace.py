@@ -1,0 +1,46 @@
+"""A workspace of files: the file tools over a fresh folder holding the task's files (the
+seed files where it names none)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evals.environments.base import Reading, Setup, scripted_calls
+from harness.state import RunState
+from harness.tools import default_tools, listed_names
+from harness.workspace import SEED_FILES, create_workspace
+
+if TYPE_CHECKING:
+    from evals.run.settings import EvalSettings
+    from evals.tasks import Task
+
+
+class _Opened:
+    def setup(self, task: Task) -> Setup:
+        return Setup(tools=default_tools(), files=task.workspace)
+
+    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
+        return {}
+
+
+class WorkspaceEnvironment:
+    name = "workspace"
+    tool_names = frozenset(t.name for t in default_tools())
+
+    def holds(self, task: Task) -> bool:
+        return True  # every task that names nothing else runs on files
+
+    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _Opened:
+        return _Opened()
+
+    async def read_all(self, task: Task, scratch: Path) -> Reading:
+        """List the workspace and read every file; the contents by file name."""
+        files = task.workspace if task.workspace is not None else SEED_FILES
+        workspace = create_workspace(scratch / task.id / "workspace", files=files)
+        names = sorted(files)
+        calls = [("list_files", {}), *(("read_file", {"path": n}) for n in names)]
+        state, results = await scripted_calls(task.question, calls, default_tools(), workspace)
+        listed = listed_names(results[0])
+        return Reading(state, listed or names, dict(zip(names, results[1:], strict=True)))
