@@ -102,7 +102,7 @@ async def conclude(
     record_turn(state, reply, config.prices, recorder)
 
 
-def _deadline(
+def deadline(
     state: RunState, config: LoopConfig, cancel: CancelToken
 ) -> asyncio.TimerHandle | None:
     if config.timeout_s is None:
@@ -134,7 +134,7 @@ async def run_loop(
     token = CancelToken()
     if cancel is not None:
         cancel.link(token)
-    timer = _deadline(state, config, token)
+    timer = deadline(state, config, token)
     state.status, state.interruption = "running", None
     recorder.start_clock()
     try:
@@ -144,9 +144,9 @@ async def run_loop(
                 state.answer = answer
                 return stop(state, recorder, "completed")
             if outcome := settle(state):
-                return _stopped_by(state, recorder, outcome, token)
+                return stopped_by(state, recorder, outcome, token)
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
-                return _stopped_by(state, recorder, outcome, token)
+                return stopped_by(state, recorder, outcome, token)
             if limit := limit_reached(state, config):
                 if text := policies.conclusion(config, limit[1]["type"]):
                     await conclude(state, client, config, recorder, limit, token, text)
@@ -157,7 +157,7 @@ async def run_loop(
             record_turn(state, reply, config.prices, recorder)
     except Cancelled as exc:
         cancelled = {"type": "cancelled", "reason": exc.reason}
-        return _stopped_by(state, recorder, Stop("interrupted", cancelled), token)
+        return stopped_by(state, recorder, Stop("interrupted", cancelled), token)
     except ProviderError as exc:
         state.provider_unavailable = exc.unavailable
         return stop(state, recorder, "failed", error=str(exc))
@@ -168,7 +168,7 @@ async def run_loop(
         recorder.stop_clock()
 
 
-def _stopped_by(state: RunState, recorder: Recorder, outcome: Stop, token: CancelToken) -> RunState:
+def stopped_by(state: RunState, recorder: Recorder, outcome: Stop, token: CancelToken) -> RunState:
     interruption = outcome.interruption
     if interruption and interruption.get("type") == "cancelled" and token.reason == "timeout":
         interruption = {**interruption, "type": "timeout"}

@@ -428,10 +428,17 @@ async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
 
 
 def _policy_texts() -> list[str]:
-    """Every text a policy can put before the model."""
+    """Every text a policy or a workflow can put before the model."""
+    from evals.solvers import base, evaluate_optimize, gather
+
     prompts = [system_prompt(apply(LoopConfig(), preset(n))) for n in presets()]
+    workflow_tools = [gather._pick_tool("files", ["a"]), evaluate_optimize.VERDICT]
     return [
         *prompts,
+        base.SYSTEM,
+        *gather.TEXTS,
+        *evaluate_optimize.TEXTS,
+        *(t.description + json.dumps(t.parameters) for t in workflow_tools),
         NUDGE,
         NUDGE_SUBMIT,
         READ_FIRST,

@@ -1,4 +1,5 @@
-"""The report's commands: ``compare``, ``view``, ``export``, ``power``."""
+"""The report's commands: ``compare``, ``view``, ``export``, ``power``, ``sql-report``,
+``workflows-report``."""
 
 from __future__ import annotations
 
@@ -59,6 +60,14 @@ def register(commands: Any) -> None:
     )  # fmt: skip
     sql.add_argument("--out", type=Path, help="write the Markdown here")
     sql.set_defaults(handler=_sql_report)
+    flows = commands.add_parser(
+        "workflows-report",
+        help="workflow or agent: each task set's runs by model and solver, the best workflow "
+        "against the best agent run per model, paired task by task",
+    )
+    flows.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    flows.add_argument("--out", type=Path, help="write the Markdown here")
+    flows.set_defaults(handler=_workflows_report)
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -99,7 +108,16 @@ def _export(args: argparse.Namespace) -> int:
 def _sql_report(args: argparse.Namespace) -> int:
     from evals.report.analyst import report
 
-    text = report(args.files, [tuple(p) for p in args.pair])
+    return _written(args, report(args.files, [tuple(p) for p in args.pair]))
+
+
+def _workflows_report(args: argparse.Namespace) -> int:
+    from evals.report.workflows import report
+
+    return _written(args, report(args.files))
+
+
+def _written(args: argparse.Namespace, text: str) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")

@@ -13,6 +13,7 @@ from evals.errors import EvalError
 from evals.report.compare import compare
 from evals.run.runner import EvalSettings, run_evals
 from evals.run.settings import resumed_settings
+from evals.solvers import SOLVERS
 from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
 from harness.policies.presets import add_policy_flags, policy_from_args, preset_limits
@@ -107,6 +108,14 @@ def register(commands: Any) -> None:
         help="go on with an interrupted eval (its run file or .partial): run only what is "
         "missing, with its settings; only --base-url may change",
     )
+    run.add_argument(
+        "--solver",
+        default="agent",
+        choices=list(SOLVERS),
+        help="how each task is solved: the agent loop under the loop policy (agent, the "
+        "default), or a workflow whose steps the code fixes: "
+        + "; ".join(f"{s.name}: {s.help}" for s in SOLVERS.values() if s.name != "agent"),
+    )
     add_policy_flags(run)
     run.set_defaults(handler=handle)
 
@@ -166,6 +175,7 @@ def _run(args: argparse.Namespace) -> None:
                 temperature=args.temperature,
                 seed=args.seed,
                 db=args.db,
+                solver=args.solver,
                 **spread,
             )
             for model in models

@@ -56,6 +56,10 @@ class RunRecord(BaseModel):
     # The loop: its limits, its policy and its sampling.
     loop: dict[str, Any] | None = None
     policy: PolicyRecord | None = None
+    # How the task was solved: the agent loop, or a workflow, and what the workflow fixes.
+    # Every record before solvers existed ran the agent loop.
+    solver: str = "agent"
+    solver_settings: dict[str, Any] = {}
     temperature: float | None = None
     seed: int | None = None
     # The task.

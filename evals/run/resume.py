@@ -39,6 +39,7 @@ SAME_ON_RESUME = (
     ("tool_grammar", "tool grammar"),
     ("draft", "draft"),
     ("policy", "loop policy"),
+    ("solver", "solver"),
 )
 
 

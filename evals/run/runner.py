@@ -41,6 +41,7 @@ from evals.run.servers import (
 from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
 from evals.run.taskrun import run_task
 from evals.scoring import score
+from evals.solvers import solver_named
 from evals.tasks import Task, TaskSet, load_tasks
 from harness.faults import crash_point
 from harness.persist import state_path
@@ -147,11 +148,15 @@ def _prepare(
         "api": settings.api,
         "loop": loop,
         "policy": settings.policy.record(),
+        "solver": settings.solver,
+        "solver_settings": solver_named(settings.solver).settings,
         "task_set": taskset.name,
         "machine": machine(),
         "code_version": code_version(),
     }
-    out = settings.out or default_out(label)
+    out = settings.out or default_out(
+        label if settings.solver == "agent" else f"{label}-{settings.solver}"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = task_folder(out)  # each task's state file (transcript) and trace
     kept = {(r.task_id, r.epoch): r for r in kept_records(settings, out)}
@@ -164,8 +169,10 @@ def _prepare(
     software = ", ".join(sorted({s.software for s in chosen}))
     echo(
         f"eval {taskset.name}: {len(taskset.tasks)} tasks x {settings.epochs} epoch(s), "
-        f"model {model} ({backend}), policy {settings.policy.name}, "
-        f"{settings.api} shape, {len(chosen)} server(s) ({software}): "
+        f"model {model} ({backend}), "
+        + (f"policy {settings.policy.name}, " if settings.solver == "agent" else "")
+        + (f"solver {settings.solver}, " if settings.solver != "agent" else "")
+        + f"{settings.api} shape, {len(chosen)} server(s) ({software}): "
         + ", ".join(s.base_url for s in chosen)
         + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )

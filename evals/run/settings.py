@@ -54,6 +54,9 @@ class EvalSettings:
     # Where a task set's databases are: None for SQLite (built by the eval), or a
     # postgresql:// URL (make serve-postgres prints one).
     db: str | None = field(default=None, metadata=RESUMED_ONLY)
+    # How each task is solved: "agent" (the loop, under ``policy``) or a workflow
+    # (``evals.solvers``).
+    solver: str = field(default="agent", metadata=LOOP)
 
     def epoch_seed(self, epoch: int) -> int | None:
         return None if self.seed is None else self.seed + epoch - 1

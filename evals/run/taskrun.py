@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.environments import Opened
+from evals.environments import Opened, environment_of
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
+from evals.solvers import solver_named
 from evals.tasks import Task
 from harness.approvals import reject
 from harness.client import ChatClient
@@ -47,7 +48,7 @@ async def run_task(
     gives it; its state file and trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
     setup = opened.setup(task)
-    tools, intro = setup.tools, setup.intro
+    solver = solver_named(settings.solver)
     state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
     earlier = set_aside_attempt(keep, run_id)
@@ -55,12 +56,13 @@ async def run_task(
     if earlier is not None:
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
     workspace = create_workspace(scratch / run_id / "workspace", files=setup.files)
-    await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
+    environment = environment_of(task).name
+    await solver.solve(task, environment, state, client, setup, workspace, config, recorder)
     while (
         settings.approvals == "reject"
         and state.interruption
         and state.interruption.get("type") == "approval"
     ):
         reject(state, state.interruption["call_id"], EVAL_REJECTION)
-        await run_loop(state, client, tools, workspace, config, recorder, intro=intro)
+        await run_loop(state, client, setup.tools, workspace, config, recorder, intro=setup.intro)
     return state

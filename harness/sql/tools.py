@@ -89,6 +89,7 @@ def sql_tools(database: Database) -> list[Tool]:
                 names = ", ".join(t.name for t in tables)
                 raise SQLError(f"no table {wanted}", hint=f"The tables are: {names}.")
             tables = found
+        ctx.facts["tables"] = [t.name for t in tables]
         return "\n".join(t.line() for t in tables)
 
     return [

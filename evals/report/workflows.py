@@ -1,0 +1,105 @@
+"""Workflow or agent? Each task set's runs side by side, by model and solver (the agent loop
+under its policy, or a workflow), and for each model the best workflow against the best agent
+run, paired task by task. "Best" is the most accurate, then the fewest model calls, then the
+fewest tokens: figures that do not move with the machine's load (wall time is shown, never
+ranked by)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from evals.report.compare import Run, load_runs, policy_name
+from evals.report.markdown import table
+from evals.report.stats import PairingError, accuracy, paired
+from evals.run.record import RunRecord
+from evals.run.status import is_error
+
+
+def solver_of(run: Run) -> str:
+    record = run.records[0]
+    if record.solver != "agent":
+        return record.solver
+    return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
+
+
+def _done(run: Run) -> list[RunRecord]:
+    return [r for r in run.records if not is_error(r)]
+
+
+def _key(run: Run) -> tuple[float, float, float]:
+    done = _done(run) or run.records
+    calls = statistics.fmean(r.turns for r in done)
+    tokens = statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done)
+    return (-accuracy(run.records).rate, calls, tokens)
+
+
+def best(runs: Sequence[Run]) -> Run | None:
+    return min(runs, key=_key) if runs else None
+
+
+def _row(run: Run, marked: bool) -> list[str]:
+    done = _done(run) or run.records
+    latencies = [ms for r in done for ms in r.turn_latency_ms]
+    name = f"**{solver_of(run)}**" if marked else solver_of(run)
+    return [
+        f"`{run.records[0].model}`",
+        name,
+        str(accuracy(run.records)),
+        f"{statistics.fmean(r.turns for r in done):.1f}",
+        f"{statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done):,.0f}",
+        f"{statistics.median(r.wall_ms for r in done) / 1000:,.1f}",
+        f"{statistics.median(latencies):,.0f}" if latencies else "–",
+        str(sum(is_error(r) for r in run.records)),
+    ]
+
+
+HEAD = [
+    "model", "solver", "accuracy", "model calls / question", "tokens / question",
+    "median wall s / question", "median ms / model call", "errors",
+]  # fmt: skip
+
+
+def report(paths: Sequence[Path]) -> str:
+    runs = load_runs(paths)
+    if not runs:
+        return "No run files.\n"
+    lines = [
+        "# Workflow or agent?",
+        "",
+        "Each task set's runs by model and solver: the agent loop under a policy, or a workflow "
+        "whose steps the code fixes (`--solver chain|route|vote|evaluate-optimize`). In bold, "
+        "per model, the best workflow and the best agent run: the most accurate, then the "
+        "fewest model calls, then the fewest tokens. Rebuilt from the run files by "
+        "`make workflows-report`.",
+        "",
+    ]
+    for task_set in sorted({str(r.records[0].task_set) for r in runs}):
+        mine = [r for r in runs if str(r.records[0].task_set) == task_set]
+        models = list(dict.fromkeys(r.records[0].model for r in mine))
+        chosen: dict[str, tuple[Run | None, Run | None]] = {}
+        for model in models:
+            of_model = [r for r in mine if r.records[0].model == model]
+            agents = [r for r in of_model if r.records[0].solver == "agent"]
+            flows = [r for r in of_model if r.records[0].solver != "agent"]
+            chosen[model] = (best(agents), best(flows))
+        rows = []
+        for model in models:
+            marked = {id(r) for r in chosen[model] if r is not None}
+            of_model = [r for r in mine if r.records[0].model == model]
+            of_model.sort(key=_key)
+            rows += [_row(r, id(r) in marked) for r in of_model]
+        lines += [f"## {task_set}", "", table(HEAD, rows), ""]
+        for model in models:
+            agent, flow = chosen[model]
+            if agent is None or flow is None:
+                continue
+            try:
+                verdict = paired(agent.records, flow.records, solver_of(agent), solver_of(flow))
+            except PairingError as exc:
+                lines += [f"- `{model}`: not paired ({exc}).", ""]
+                continue
+            lines += [f"- `{model}`, {solver_of(flow)} against {solver_of(agent)}: "
+                      f"{verdict.sentence()}.", ""]  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""The solver protocol, and the steps a workflow is made of: tool calls the code makes, and
+model calls it asks, each recorded as the agent loop records its own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from harness.cancel import Cancelled, CancelToken
+from harness.client import ChatClient
+from harness.config import LoopConfig
+from harness.errors import ProviderError
+from harness.execute import Stop, answer_pending
+from harness.loop import deadline, limit_reached, stop, stopped_by
+from harness.policies import apply as policies
+from harness.replies import record_turn
+from harness.state import RunState, ToolRun
+from harness.tools import Tool, ToolContext
+from harness.trace import Recorder
+from harness.workspace import Workspace
+
+if TYPE_CHECKING:
+    from evals.environments import Setup
+    from evals.tasks import Task
+
+# A workflow's system prompt where the environment gives no intro (a workspace of files).
+SYSTEM = (
+    "You answer a user's question about a workspace of files. They are listed and read for "
+    "you; answer from what they say."
+)
+
+
+class Solver(Protocol):
+    name: str
+    help: str
+    # What the solver fixes beyond its name (a vote's samples and temperature...): recorded.
+    settings: dict[str, Any]
+
+    async def solve(
+        self,
+        task: Task,
+        environment: str,
+        state: RunState,
+        client: ChatClient,
+        setup: Setup,
+        workspace: Workspace,
+        config: LoopConfig,
+        recorder: Recorder,
+    ) -> RunState: ...
+
+
+class WorkflowStop(Exception):
+    """The run ends before the workflow's last step: a limit, or a tool error the tool-error
+    policy ends the run on."""
+
+    def __init__(self, outcome: Stop) -> None:
+        super().__init__(outcome.status)
+        self.outcome = outcome
+
+
+@dataclass
+class Steps:
+    """One workflow run's steps over ``state``: what the code calls, what it asks."""
+
+    task: Task
+    environment: str
+    state: RunState
+    client: ChatClient
+    tools: dict[str, Tool]
+    workspace: Workspace
+    config: LoopConfig
+    recorder: Recorder
+    token: CancelToken
+
+    def content(self, run: ToolRun) -> str:
+        """What the transcript holds for ``run``."""
+        return next(
+            str(m.get("content") or "")
+            for m in reversed(self.state.messages)
+            if m["role"] == "tool" and m.get("tool_call_id") == run.call_id
+        )
+
+    async def run_tools(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolRun]:
+        """The code's calls, one assistant message of them, answered by the real tools as the
+        loop answers a model's: their results enter the transcript and the tool log."""
+        first = len(self.state.tool_log)
+        tool_calls = [
+            {
+                "id": f"code-{first + i + 1}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for i, (name, arguments) in enumerate(calls)
+        ]
+        self.state.messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+        self.state.meta.setdefault("code_calls", []).extend(c["id"] for c in tool_calls)
+        return await self.answer_calls()
+
+    async def answer_calls(self) -> list[ToolRun]:
+        """Answer the calls of the last assistant message (the code's, or the model's)."""
+        first = len(self.state.tool_log)
+        outcome = await answer_pending(
+            self.state, self.tools, self.workspace, self.config, self.recorder, self.token
+        )
+        if outcome is not None:
+            raise WorkflowStop(outcome)
+        return self.state.tool_log[first:]
+
+    async def ask(
+        self,
+        text: str | None,
+        offer: Sequence[Tool] = (),
+        temperature: float | None = None,
+        seed: int | None = None,
+        prefix: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """One model call: ``text`` as the user's message (None: none), ``offer`` the tools it
+        must call one of (none: it answers in words). ``prefix``: the messages to send instead
+        of the transcript (a vote's samples share one)."""
+        if text is not None:
+            self.state.messages.append({"role": "user", "content": text})
+        if limit := limit_reached(self.state, self.config):
+            raise WorkflowStop(Stop(*limit))
+        for tool in offer:
+            self.tools.setdefault(tool.name, tool)
+        _, options = policies.plan_turn(self.state, self.config, [])
+        options = replace(
+            options,
+            tool_choice="required" if offer else None,
+            parallel_tool_calls=False if offer else None,
+            temperature=temperature if temperature is not None else options.temperature,
+            seed=seed if seed is not None else options.seed,
+        )
+        specs = [t.spec() for t in offer]
+        messages = prefix if prefix is not None else self.state.messages
+        reply = await self.client.chat(self.state.model, messages, specs, self.token, options)
+        record_turn(self.state, reply, self.config.prices, self.recorder)
+        return reply.message
+
+
+def said(message: dict[str, Any]) -> str:
+    return str(message.get("content") or "")
+
+
+def arguments_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of the first call a reply makes ({} when it makes none or they are not
+    an object)."""
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return {}
+    try:
+        value = json.loads(calls[0]["function"].get("arguments") or "{}")
+    except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def noted(name: str, description: str, parameters: dict[str, Any], reply: str) -> Tool:
+    """A tool the workflow offers the model to state a choice in a form the server's call
+    grammar holds to; its call is answered with ``reply``."""
+
+    async def note(args: dict[str, Any], ctx: ToolContext) -> str:
+        return reply
+
+    return Tool(name, description, parameters, note, read_only=True)
+
+
+Flow = Callable[[Steps], Awaitable[str]]
+
+
+async def run_workflow(
+    flow: Flow,
+    task: Task,
+    environment: str,
+    state: RunState,
+    client: ChatClient,
+    setup: Setup,
+    workspace: Workspace,
+    config: LoopConfig,
+    recorder: Recorder,
+) -> RunState:
+    """Run ``flow`` over ``state`` to its answer, under the loop's limits and timeout; the
+    state records why it stopped, as the loop's does."""
+    if not any(m["role"] in ("system", "assistant") for m in state.messages):
+        state.messages.insert(0, {"role": "system", "content": setup.intro or SYSTEM})
+    token = CancelToken()
+    timer = deadline(state, config, token)
+    steps = Steps(
+        task,
+        environment,
+        state,
+        client,
+        {t.name: t for t in setup.tools},
+        workspace,
+        config,
+        recorder,
+        token,
+    )
+    state.status, state.interruption = "running", None
+    recorder.start_clock()
+    try:
+        state.answer = await flow(steps)
+        return stop(state, recorder, "completed")
+    except WorkflowStop as ended:
+        return stopped_by(state, recorder, ended.outcome, token)
+    except Cancelled as exc:
+        cancelled = {"type": "cancelled", "reason": exc.reason}
+        return stopped_by(state, recorder, Stop("interrupted", cancelled), token)
+    except ProviderError as exc:
+        state.provider_unavailable = exc.unavailable
+        return stop(state, recorder, "failed", error=str(exc))
+    finally:
+        if timer is not None:
+            timer.cancel()
+        recorder.checkpoint(state)
+        recorder.stop_clock()
+
+
+class Workflow:
+    """A solver made of one flow per environment it knows."""
+
+    def __init__(
+        self, name: str, help: str, flows: dict[str, Flow], settings: dict[str, Any] | None = None
+    ) -> None:
+        self.name, self.help, self.flows = name, help, flows
+        self.settings = settings or {}
+
+    async def solve(
+        self,
+        task: Task,
+        environment: str,
+        state: RunState,
+        client: ChatClient,
+        setup: Setup,
+        workspace: Workspace,
+        config: LoopConfig,
+        recorder: Recorder,
+    ) -> RunState:
+        flow = self.flows.get(environment)
+        if flow is None:
+            from evals.errors import EvalError
+
+            known = ", ".join(sorted(self.flows))
+            raise EvalError(
+                f"the {self.name} workflow has no flow for a task on a {environment} "
+                f"(task {task.id}); it has: {known}"
+            )
+        return await run_workflow(
+            flow, task, environment, state, client, setup, workspace, config, recorder
+        )

@@ -1,0 +1,25 @@
+"""Prompt chaining: the code gathers (lists and reads every file; or describes the database
+and runs the one query the model writes), then one model call answers from what was read."""
+
+from __future__ import annotations
+
+from evals.solvers.base import Steps, Workflow
+from evals.solvers.gather import answer, query_database, read_workspace
+
+
+async def _files(steps: Steps) -> str:
+    await read_workspace(steps)
+    return await answer(steps)
+
+
+async def _database(steps: Steps) -> str:
+    await query_database(steps)
+    return await answer(steps)
+
+
+CHAIN = Workflow(
+    "chain",
+    "list and read every file (or describe the database and run one query the model writes), "
+    "then one call answers",
+    {"workspace": _files, "database": _database},
+)
