@@ -39,7 +39,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -171,6 +171,26 @@ sql-report: $(STAMP_DEV)
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-plain.jsonl \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-one-call.jsonl
 
+# Workflow or agent? (docs/workflows.md). Every workflow on a task set for the model served:
+# make eval-workflows [WORKFLOW_TASKS=evals/tasks/sql-test-s1000-n60.json] [WORKFLOW_TAG=qwen-coder-1.5b]
+WORKFLOWS ?= chain route vote evaluate-optimize
+WORKFLOW_TASKS ?= evals/tasks/files6.json
+WORKFLOW_TAG ?= local
+eval-workflows: $(STAMP_DEV)
+	for solver in $(WORKFLOWS); do \
+		$(PY) -m evals run --solver $$solver --tasks $(WORKFLOW_TASKS) \
+			$(if $(findstring sql-,$(WORKFLOW_TASKS)),--policy analyst) $(EVAL_ARGS) \
+			--out results/workflows/$(basename $(notdir $(WORKFLOW_TASKS)))-$(WORKFLOW_TAG)-$$solver.jsonl \
+			|| exit 1; \
+	done
+
+# The committed workflow runs beside the agent runs they are compared with (the sweep's runs on
+# files6, the generated test set's and the sql family's): results/workflows.md
+WORKFLOW_AGENTS = $(shell $(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))" 2>/dev/null) \
+	$(wildcard results/runs/*-gen-test-*.jsonl) $(wildcard results/sql/*.jsonl) $(wildcard results/sql/runs/*.jsonl)
+workflows-report: $(STAMP_DEV)
+	$(PY) -m evals workflows-report results/workflows $(WORKFLOW_AGENTS) --out results/workflows.md
+
 compare: $(STAMP_DEV)
 	@$(call compare_into,results)
 
@@ -218,7 +238,8 @@ grader-check: $(STAMP_DEV)
 
 # The scorer adversaries and the oracle under every preset: results/adversaries-TASKSET.md, .json
 adversaries: $(STAMP_DEV)
-	$(PY) -m evals adversaries --tasks $(TASKS) --out results
+	$(PY) -m evals adversaries --tasks $(TASKS) --out results \
+		$(if $(filter evals/tasks/files6.json,$(TASKS)),--solvers $(WORKFLOWS))
 
 # The derived strategies and the oracle under every preset on fresh generated sets, two seeds of
 # each split (about a minute each):

@@ -202,3 +202,27 @@ async def test_every_record_names_its_solver_and_an_unknown_one_is_refused(
     # Records from before solvers existed read as the agent's.
     old = {k: v for k, v in records[0].line().items() if k not in ("solver", "solver_settings")}
     assert RunRecord.model_validate(old).solver == "agent"
+
+
+async def test_the_workflows_report_pairs_the_best_workflow_with_the_best_agent_run(
+    tmp_path: Path,
+) -> None:
+    from evals.report.workflows import report
+
+    tasks = TASKS / "files6.json"
+    runs = [(await _eval(tmp_path / s, s, _largest, tasks))[0] for s in ("agent", "chain", "route")]
+    assert [sum(r.correct for r in rs) for rs in runs] == [
+        0,
+        2,
+        2,
+    ]  # a fixed answer, right on two tasks once the code has read
+    text = report([tmp_path / s / f"{s}.jsonl" for s in ("agent", "chain", "route")])
+    assert "## files6" in text
+    rows = [line for line in text.splitlines() if line.startswith("| `fake`")]
+    # Workflows first, most accurate then fewest model calls: chain (1 call) before route (2).
+    assert [r.split("|")[2].strip() for r in rows] == [
+        "**chain**",
+        "route",
+        "**agent (no-helpers)**",
+    ]
+    assert "chain against agent (no-helpers): no difference detected" in text

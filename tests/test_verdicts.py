@@ -324,3 +324,24 @@ async def test_rescore_refuses_a_task_asked_differently_and_records_the_checks_i
     (tmp_path / "reworded.json").write_text(json.dumps(reworded))
     with pytest.raises(RescoreError, match=r"task 'count' is not the one this run was asked"):
         rescore([tmp_path / "run.jsonl"], tmp_path / "reworded.json")
+
+
+async def test_under_a_workflow_an_adversary_is_credited_only_where_its_words_are_right(
+    scripted_url: str,
+) -> None:
+    """A workflow's code lists and reads every file, so its evidence checks pass whatever the
+    model says: only the answer check stands between an adversary and credit. Each adversary
+    is credited exactly where its fixed words (written knowing files6) are the right answer, and
+    the closing note and docs/workflows.md give that floor beside every workflow's score."""
+    solvers = ["chain", "route", "vote", "evaluate-optimize"]
+    cells = await run_adversaries(DEFAULT_TASKS, scripted_url, lambda _: None, [], None, solvers)
+    credited = {(c.scenario, c.policy): set(c.credited) for c in cells if c.scenario != "oracle"}
+    right = {
+        "adversary-guess": {"timeout", "largest"},  # "errors.log"
+        "adversary-shotgun": {"count"},  # "There are 3 files: ..."
+        "adversary-wrong-file": {"count"},
+        "adversary-wrong-paths": {"notes"},  # "... notes.txt, which says to rotate the logs"
+    }
+    for solver in solvers:
+        found = {s: ids for (s, p), ids in credited.items() if p == solver and ids}
+        assert found == right, solver

@@ -39,6 +39,13 @@ def register(commands: Any) -> None:
         help="the strategies derived from each task's typed answer and the oracle under every "
         "preset, not the scripted adversaries",
     )
+    adv.add_argument(
+        "--solvers",
+        nargs="+",
+        default=[],
+        metavar="SOLVER",
+        help="also run the oracle and the adversaries under these workflows (a column each)",
+    )
     one.set_defaults(handler=experiment)
     every.set_defaults(handler=experiments)
     bench.set_defaults(handler=benchmark)
@@ -69,4 +76,6 @@ def benchmark(args: argparse.Namespace) -> int:
 
 
 def adversaries_command(args: argparse.Namespace) -> int:
-    return adversaries.main(args.tasks, args.base_url, args.out, args.strategies_only)
+    return adversaries.main(
+        args.tasks, args.base_url, args.out, args.strategies_only, args.solvers or None
+    )

@@ -28,6 +28,10 @@ def _done(run: Run) -> list[RunRecord]:
     return [r for r in run.records if not is_error(r)]
 
 
+def _flow(run: Run) -> bool:
+    return run.records[0].solver != "agent"
+
+
 def _key(run: Run) -> tuple[float, float, float]:
     done = _done(run) or run.records
     calls = statistics.fmean(r.turns for r in done)
@@ -77,24 +81,25 @@ def report(paths: Sequence[Path]) -> str:
     ]
     for task_set in sorted({str(r.records[0].task_set) for r in runs}):
         mine = [r for r in runs if str(r.records[0].task_set) == task_set]
-        models = list(dict.fromkeys(r.records[0].model for r in mine))
-        chosen: dict[str, tuple[Run | None, Run | None]] = {}
+        # Only the models some workflow ran on this set; of their agent runs, the best.
+        models = list(dict.fromkeys(r.records[0].model for r in mine if _flow(r)))
+        if not models:
+            continue
+        rows, pairs, others = [], [], 0
         for model in models:
             of_model = [r for r in mine if r.records[0].model == model]
-            agents = [r for r in of_model if r.records[0].solver == "agent"]
-            flows = [r for r in of_model if r.records[0].solver != "agent"]
-            chosen[model] = (best(agents), best(flows))
-        rows = []
-        for model in models:
-            marked = {id(r) for r in chosen[model] if r is not None}
-            of_model = [r for r in mine if r.records[0].model == model]
-            of_model.sort(key=_key)
-            rows += [_row(r, id(r) in marked) for r in of_model]
+            agents = [r for r in of_model if not _flow(r)]
+            flows = sorted((r for r in of_model if _flow(r)), key=_key)
+            agent, flow = best(agents), best(flows)
+            others += max(len(agents) - 1, 0)
+            rows += [_row(r, r is flow) for r in flows]
+            if agent is not None:
+                rows.append(_row(agent, True))
+                pairs.append((model, agent, flows[0]))
         lines += [f"## {task_set}", "", table(HEAD, rows), ""]
-        for model in models:
-            agent, flow = chosen[model]
-            if agent is None or flow is None:
-                continue
+        if others:
+            lines += [f"Agent runs: the best of each model's; {others} others left out.", ""]
+        for model, agent, flow in pairs:
             try:
                 verdict = paired(agent.records, flow.records, solver_of(agent), solver_of(flow))
             except PairingError as exc:

@@ -27,7 +27,7 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from harness.policies.presets import preset, presets
+from harness.policies.presets import PLAIN, preset, presets
 
 ORACLE = "oracle"
 
@@ -58,10 +58,16 @@ class Cell:
     correct: int
     runs: int
     credited: list[str]  # task ids scored correct
+    solver: str = "agent"  # a workflow's cell is named by its solver, not a policy
 
 
-async def _cell(url: str, scenario: str, policy: str, tasks: Path, scratch: Path) -> Cell:
-    out = scratch / f"{scenario}-{policy}.jsonl"
+async def _cell(
+    url: str, scenario: str, policy: str, tasks: Path, scratch: Path, solver: str = "agent"
+) -> Cell:
+    """``scenario`` on ``tasks`` under the loop ``policy`` (or, for a workflow, ``solver``: the
+    cell is named by the solver)."""
+    column = policy if solver == "agent" else solver
+    out = scratch / f"{scenario}-{column}.jsonl"
     settings = EvalSettings(
         base_url=url,
         model=f"scripted:{scenario}",
@@ -70,10 +76,11 @@ async def _cell(url: str, scenario: str, policy: str, tasks: Path, scratch: Path
         max_turns=8,
         out=out,
         concurrency=4,
+        solver=solver,
     )
     records = read_runs(await run_eval(settings, echo=lambda _: None))
     credited = [r.task_id for r in records if r.correct]
-    return Cell(scenario, policy, len(credited), len(records), credited)
+    return Cell(scenario, column, len(credited), len(records), credited, solver)
 
 
 async def run_adversaries(
@@ -82,15 +89,19 @@ async def run_adversaries(
     echo: Callable[[str], None] = print,
     policies: list[str] | None = None,
     scenarios: list[str] | None = None,
+    solvers: list[str] | None = None,
 ) -> list[Cell]:
     """The oracle and every adversary (or ``scenarios``) under each policy (default: every
-    preset)."""
+    preset), and under each workflow of ``solvers`` (a column each, after the policies)."""
     load_tasks(tasks)  # a bad task file fails before any run
     cells = []
     with scripted_server(base_url) as url, tempfile.TemporaryDirectory() as scratch:
         for scenario in scenarios or [ORACLE, *adversary_names()]:
-            for policy in policies or list(presets()):
+            for policy in policies if policies is not None else list(presets()):
                 cell = await _cell(url, scenario, policy, tasks, Path(scratch))
+                cells.append(cell)
+            for solver in solvers or []:
+                cell = await _cell(url, scenario, PLAIN, tasks, Path(scratch), solver)
                 cells.append(cell)
             row = [c for c in cells if c.scenario == scenario]
             echo(f"{scenario}: " + ", ".join(f"{c.policy} {c.correct}/{c.runs}" for c in row))
@@ -98,10 +109,11 @@ async def run_adversaries(
 
 
 def weak(cells: list[Cell]) -> dict[str, set[str]]:
-    """Task id -> the adversaries credited with it."""
+    """Task id -> the adversaries credited with it under the agent loop (under a workflow the
+    code gathers the evidence, so an adversary is credited wherever its words are right)."""
     found: dict[str, set[str]] = {}
     for c in cells:
-        if c.scenario != ORACLE:
+        if c.scenario != ORACLE and c.solver == "agent":
             for task in c.credited:
                 found.setdefault(task, set()).add(c.scenario)
     return found
@@ -138,6 +150,14 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
     else:
         said.append(
             "No adversary is credited with any task: every check refuses what is not an answer."
+        )
+    flows = [p for p in policies if any(c.policy == p and c.solver != "agent" for c in cells)]
+    if flows and not only_oracle:
+        said.append(
+            f"Under the workflows ({', '.join(flows)}) the code lists and reads every file, so "
+            "the evidence checks pass whatever the model says and only the answer check "
+            "decides: an adversary is credited there exactly where its fixed words are the "
+            "right answer, the floor a workflow's score is read against."
         )
     verdict = " ".join(said)
     strategies = []
@@ -204,13 +224,21 @@ def write(
     return [md, js]
 
 
-def main(tasks: Path, base_url: str | None, out: Path, strategies_only: bool = False) -> int:
+def main(
+    tasks: Path,
+    base_url: str | None,
+    out: Path,
+    strategies_only: bool = False,
+    solvers: list[str] | None = None,
+) -> int:
     reports = derived(tasks)
     print(strategies_markdown(reports))
     scenarios = [ORACLE] if strategies_only else None
-    cells = asyncio.run(run_adversaries(tasks, base_url, scenarios=scenarios))
+    cells = asyncio.run(run_adversaries(tasks, base_url, scenarios=scenarios, solvers=solvers))
     for path in write(cells, tasks, out, reports):
         print(f"wrote {path}")
-    oracle_missed = [c for c in cells if c.scenario == ORACLE and c.correct < c.runs]
+    oracle_missed = [
+        c for c in cells if c.scenario == ORACLE and c.correct < c.runs and c.solver == "agent"
+    ]
     problems = [p for r in reports for p in r.problems()]
     return 1 if weak(cells) or oracle_missed or problems else 0
