@@ -226,3 +226,13 @@ async def test_the_workflows_report_pairs_the_best_workflow_with_the_best_agent_
         "**agent (no-helpers)**",
     ]
     assert "chain against agent (no-helpers): no difference detected" in text
+
+
+async def test_resume_refuses_records_made_under_another_solver(tmp_path: Path) -> None:
+    from evals.run.resume import refuse_changed_setup
+
+    records, _ = await _eval(tmp_path, "chain", _largest, _one_task(tmp_path, "largest"))
+    context = {k: v for k, v in records[0].line().items()}
+    refuse_changed_setup(tmp_path / "chain.jsonl", records, context)  # the same: goes on
+    with pytest.raises(EvalError, match="made with solver 'chain', and this run would use 'vote'"):
+        refuse_changed_setup(tmp_path / "chain.jsonl", records, {**context, "solver": "vote"})

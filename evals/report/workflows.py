@@ -65,6 +65,31 @@ HEAD = [
 ]  # fmt: skip
 
 
+def _floor(task_set: str) -> list[str]:
+    """What a question-blind guess scores on the set, where its task file is committed: under
+    a workflow the code gathers the evidence, so only the answer check decides."""
+    from evals.studies.strategies import chance_of
+    from evals.tasks import DEFAULT_TASKS, load_tasks
+
+    path = DEFAULT_TASKS.parent / f"{task_set}.json"
+    if not path.exists():
+        return []
+    tasks = load_tasks(path).tasks
+    chance = statistics.fmean(chance_of(t) for t in tasks)
+    guess = f"Floor: a guess among each question's candidates scores {100 * chance:.0f} % here."
+    if any(t.database is not None for t in tasks):
+        return [
+            f"{guess} The evidence check asks for a query result that holds the answer; the "
+            "workflows' queries are the model's, so a guess is credited only where its query "
+            "found it."
+        ]
+    return [
+        f"{guess} Under a workflow the code lists and reads every file (route: those the model "
+        "picks), so the evidence checks pass whatever the model says and only the answer "
+        "decides; under the agent loop the model must fetch the evidence itself."
+    ]
+
+
 def report(paths: Sequence[Path]) -> str:
     runs = load_runs(paths)
     if not runs:
@@ -96,7 +121,7 @@ def report(paths: Sequence[Path]) -> str:
             if agent is not None:
                 rows.append(_row(agent, True))
                 pairs.append((model, agent, flows[0]))
-        lines += [f"## {task_set}", "", table(HEAD, rows), ""]
+        lines += [f"## {task_set}", "", table(HEAD, rows), "", *_floor(task_set), ""]
         if others:
             lines += [f"Agent runs: the best of each model's; {others} others left out.", ""]
         for model, agent, flow in pairs:
