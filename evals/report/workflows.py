@@ -121,7 +121,7 @@ def report(paths: Sequence[Path]) -> str:
             if agent is not None:
                 rows.append(_row(agent, True))
                 pairs.append((model, agent, flows[0]))
-        lines += [f"## {task_set}", "", table(HEAD, rows), "", *_floor(task_set), ""]
+        lines += [f"## {task_set}", "", table(HEAD, rows), *_floor(task_set), ""]
         if others:
             lines += [f"Agent runs: the best of each model's; {others} others left out.", ""]
         for model, agent, flow in pairs:
