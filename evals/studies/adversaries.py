@@ -100,7 +100,7 @@ async def run_adversaries(
             for policy in policies if policies is not None else list(presets()):
                 cell = await _cell(url, scenario, policy, tasks, Path(scratch))
                 cells.append(cell)
-            for solver in solvers or []:
+            for solver in (solvers or []) if scenario != ORACLE else []:  # the oracle is an agent
                 cell = await _cell(url, scenario, PLAIN, tasks, Path(scratch), solver)
                 cells.append(cell)
             row = [c for c in cells if c.scenario == scenario]
@@ -134,7 +134,7 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
         named = c.credited and c.scenario != ORACLE
         return f"{c.correct}/{c.runs}" + (f" ({', '.join(c.credited)})" if named else "")
 
-    rows = [[s, *(mark(by[s, p]) for p in policies)] for s in scenarios]
+    rows = [[s, *(mark(by[s, p]) if (s, p) in by else "–" for p in policies)] for s in scenarios]
     problems = weak(cells)
     missed = [c.policy for c in cells if c.scenario == ORACLE and c.correct < c.runs]
     only_oracle = {c.scenario for c in cells} == {ORACLE}
@@ -149,7 +149,8 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
         said.append("Weak checks: " + "; ".join(weak_checks))
     else:
         said.append(
-            "No adversary is credited with any task: every check refuses what is not an answer."
+            ("Under the agent loop no" if any(c.solver != "agent" for c in cells) else "No")
+            + " adversary is credited with any task: every check refuses what is not an answer."
         )
     flows = [p for p in policies if any(c.policy == p and c.solver != "agent" for c in cells)]
     if flows and not only_oracle:
