@@ -24,6 +24,7 @@ example...) are objects in ``harness.policies``, each consulted through the hook
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
@@ -131,13 +132,8 @@ async def run_loop(
         state.messages.insert(0, {"role": "system", "content": prompt})
     tools = policies.offered_tools(tools, config, state.meta.get("task_tools"))
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
-    token = CancelToken()
-    if cancel is not None:
-        cancel.link(token)
-    timer = deadline(state, config, token)
-    state.status, state.interruption = "running", None
-    recorder.start_clock()
-    try:
+
+    async def turns(token: CancelToken) -> RunState:
         while True:
             policies.ask(state, config, set(by_name))
             if (answer := policies.answer(state, config)) is not None:
@@ -155,6 +151,29 @@ async def run_loop(
             offered, options = policies.plan_turn(state, config, specs)
             reply = await client.chat(state.model, state.messages, offered, token, options)
             record_turn(state, reply, config.prices, recorder)
+
+    return await framed(state, config, recorder, cancel, turns)
+
+
+async def framed(
+    state: RunState,
+    config: LoopConfig,
+    recorder: Recorder,
+    cancel: CancelToken | None,
+    body: Callable[[CancelToken], Awaitable[RunState]],
+) -> RunState:
+    """Run ``body`` as the run's driver: under its wall-clock deadline and ``cancel``, with
+    the clock running; a cancellation or a provider that failed for good ends the run with that
+    status, and every exit is saved. The agent loop and the workflows (``evals.solvers``) both
+    run inside it."""
+    token = CancelToken()
+    if cancel is not None:
+        cancel.link(token)
+    timer = deadline(state, config, token)
+    state.status, state.interruption = "running", None
+    recorder.start_clock()
+    try:
+        return await body(token)
     except Cancelled as exc:
         cancelled = {"type": "cancelled", "reason": exc.reason}
         return stopped_by(state, recorder, Stop("interrupted", cancelled), token)

@@ -8,7 +8,7 @@ from pathlib import Path
 from evals.environments import Opened, environment_of
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
-from evals.solvers import solver_named
+from evals.solvers import TaskRun, solver_named
 from evals.tasks import Task
 from harness.approvals import reject
 from harness.client import ChatClient
@@ -57,7 +57,8 @@ async def run_task(
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
     workspace = create_workspace(scratch / run_id / "workspace", files=setup.files)
     environment = environment_of(task).name
-    await solver.solve(task, environment, state, client, setup, workspace, config, recorder)
+    run = TaskRun(task, environment, state, client, setup, workspace, config, recorder)
+    await solver.solve(run)
     while (
         settings.approvals == "reject"
         and state.interruption

@@ -8,7 +8,7 @@ A workflow's steps run through the same parts as the loop: the environment's rea
 workflow's evidence as they read an agent's), the same client and turn records (tokens, cost,
 latency), the same limits and timeout. Its prompts hold no task text."""
 
-from evals.solvers.base import Solver, Steps
+from evals.solvers.base import Solver, Steps, TaskRun
 from evals.solvers.registry import SOLVERS, solver_named
 
-__all__ = ["SOLVERS", "Solver", "Steps", "solver_named"]
+__all__ = ["SOLVERS", "Solver", "Steps", "TaskRun", "solver_named"]

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.client import ChatClient
-from harness.config import LoopConfig
+from evals.solvers.base import TaskRun
 from harness.loop import run_loop
 from harness.state import RunState
-from harness.trace import Recorder
-from harness.workspace import Workspace
-
-if TYPE_CHECKING:
-    from evals.environments import Setup
-    from evals.tasks import Task
 
 
 class Agent:
@@ -22,19 +15,15 @@ class Agent:
         self.help = "the agent loop under the loop policy (the default)"
         self.settings: dict[str, Any] = {}
 
-    async def solve(
-        self,
-        task: Task,
-        environment: str,
-        state: RunState,
-        client: ChatClient,
-        setup: Setup,
-        workspace: Workspace,
-        config: LoopConfig,
-        recorder: Recorder,
-    ) -> RunState:
+    async def solve(self, run: TaskRun) -> RunState:
         return await run_loop(
-            state, client, setup.tools, workspace, config, recorder, intro=setup.intro
+            run.state,
+            run.client,
+            run.setup.tools,
+            run.workspace,
+            run.config,
+            run.recorder,
+            intro=run.setup.intro,
         )
 
 

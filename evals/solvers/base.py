@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.cancel import Cancelled, CancelToken
+from evals.errors import EvalError
+from harness.cancel import CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig
-from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
-from harness.loop import deadline, limit_reached, stop, stopped_by
+from harness.loop import framed, limit_reached, stop, stopped_by
 from harness.policies import apply as policies
 from harness.replies import record_turn
 from harness.state import RunState, ToolRun
@@ -32,23 +32,29 @@ SYSTEM = (
 )
 
 
+@dataclass(frozen=True)
+class TaskRun:
+    """What a solver is given for one task: the task and the environment it runs on (by
+    name), the run's state and client, what the environment set up, the workspace, the
+    loop's settings and the recorder."""
+
+    task: Task
+    environment: str
+    state: RunState
+    client: ChatClient
+    setup: Setup
+    workspace: Workspace
+    config: LoopConfig
+    recorder: Recorder
+
+
 class Solver(Protocol):
     name: str
     help: str
     # What the solver fixes beyond its name (a vote's samples and temperature...): recorded.
     settings: dict[str, Any]
 
-    async def solve(
-        self,
-        task: Task,
-        environment: str,
-        state: RunState,
-        client: ChatClient,
-        setup: Setup,
-        workspace: Workspace,
-        config: LoopConfig,
-        recorder: Recorder,
-    ) -> RunState: ...
+    async def solve(self, run: TaskRun) -> RunState: ...
 
 
 class WorkflowStop(Exception):
@@ -62,17 +68,31 @@ class WorkflowStop(Exception):
 
 @dataclass
 class Steps:
-    """One workflow run's steps over ``state``: what the code calls, what it asks."""
+    """One workflow run's steps over ``run.state``: what the code calls, what it asks."""
 
-    task: Task
-    environment: str
-    state: RunState
-    client: ChatClient
-    tools: dict[str, Tool]
-    workspace: Workspace
-    config: LoopConfig
-    recorder: Recorder
+    run: TaskRun
     token: CancelToken
+    # The environment's tools, and the ones the workflow offers as it goes.
+    tools: dict[str, Tool] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tools = {t.name: t for t in self.run.setup.tools}
+
+    @property
+    def task(self) -> Task:
+        return self.run.task
+
+    @property
+    def environment(self) -> str:
+        return self.run.environment
+
+    @property
+    def state(self) -> RunState:
+        return self.run.state
+
+    @property
+    def config(self) -> LoopConfig:
+        return self.run.config
 
     def content(self, run: ToolRun) -> str:
         """What the transcript holds for ``run``."""
@@ -101,8 +121,9 @@ class Steps:
     async def answer_calls(self) -> list[ToolRun]:
         """Answer the calls of the last assistant message (the code's, or the model's)."""
         first = len(self.state.tool_log)
+        run = self.run
         outcome = await answer_pending(
-            self.state, self.tools, self.workspace, self.config, self.recorder, self.token
+            run.state, self.tools, run.workspace, run.config, run.recorder, self.token
         )
         if outcome is not None:
             raise WorkflowStop(outcome)
@@ -135,8 +156,8 @@ class Steps:
         )
         specs = [t.spec() for t in offer]
         messages = prefix if prefix is not None else self.state.messages
-        reply = await self.client.chat(self.state.model, messages, specs, self.token, options)
-        record_turn(self.state, reply, self.config.prices, self.recorder)
+        reply = await self.run.client.chat(self.state.model, messages, specs, self.token, options)
+        record_turn(self.state, reply, self.config.prices, self.run.recorder)
         return reply.message
 
 
@@ -170,52 +191,21 @@ def noted(name: str, description: str, parameters: dict[str, Any], reply: str) -
 Flow = Callable[[Steps], Awaitable[str]]
 
 
-async def run_workflow(
-    flow: Flow,
-    task: Task,
-    environment: str,
-    state: RunState,
-    client: ChatClient,
-    setup: Setup,
-    workspace: Workspace,
-    config: LoopConfig,
-    recorder: Recorder,
-) -> RunState:
-    """Run ``flow`` over ``state`` to its answer, under the loop's limits and timeout; the
-    state records why it stopped, as the loop's does."""
+async def run_workflow(flow: Flow, run: TaskRun) -> RunState:
+    """Run ``flow`` over ``run.state`` to its answer, in the loop's frame (its limits, timeout
+    and exits), so the state records why it stopped as the loop's does."""
+    state, recorder = run.state, run.recorder
     if not any(m["role"] in ("system", "assistant") for m in state.messages):
-        state.messages.insert(0, {"role": "system", "content": setup.intro or SYSTEM})
-    token = CancelToken()
-    timer = deadline(state, config, token)
-    steps = Steps(
-        task,
-        environment,
-        state,
-        client,
-        {t.name: t for t in setup.tools},
-        workspace,
-        config,
-        recorder,
-        token,
-    )
-    state.status, state.interruption = "running", None
-    recorder.start_clock()
-    try:
-        state.answer = await flow(steps)
+        state.messages.insert(0, {"role": "system", "content": run.setup.intro or SYSTEM})
+
+    async def body(token: CancelToken) -> RunState:
+        try:
+            state.answer = await flow(Steps(run, token))
+        except WorkflowStop as ended:
+            return stopped_by(state, recorder, ended.outcome, token)
         return stop(state, recorder, "completed")
-    except WorkflowStop as ended:
-        return stopped_by(state, recorder, ended.outcome, token)
-    except Cancelled as exc:
-        cancelled = {"type": "cancelled", "reason": exc.reason}
-        return stopped_by(state, recorder, Stop("interrupted", cancelled), token)
-    except ProviderError as exc:
-        state.provider_unavailable = exc.unavailable
-        return stop(state, recorder, "failed", error=str(exc))
-    finally:
-        if timer is not None:
-            timer.cancel()
-        recorder.checkpoint(state)
-        recorder.stop_clock()
+
+    return await framed(state, run.config, recorder, None, body)
 
 
 class Workflow:
@@ -227,26 +217,12 @@ class Workflow:
         self.name, self.help, self.flows = name, help, flows
         self.settings = settings or {}
 
-    async def solve(
-        self,
-        task: Task,
-        environment: str,
-        state: RunState,
-        client: ChatClient,
-        setup: Setup,
-        workspace: Workspace,
-        config: LoopConfig,
-        recorder: Recorder,
-    ) -> RunState:
-        flow = self.flows.get(environment)
+    async def solve(self, run: TaskRun) -> RunState:
+        flow = self.flows.get(run.environment)
         if flow is None:
-            from evals.errors import EvalError
-
             known = ", ".join(sorted(self.flows))
             raise EvalError(
-                f"the {self.name} workflow has no flow for a task on a {environment} "
-                f"(task {task.id}); it has: {known}"
+                f"the {self.name} workflow has no flow for a task on a {run.environment} "
+                f"(task {run.task.id}); it has: {known}"
             )
-        return await run_workflow(
-            flow, task, environment, state, client, setup, workspace, config, recorder
-        )
+        return await run_workflow(flow, run)

@@ -4,11 +4,9 @@ round if asked), and the answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from evals.solvers.base import Steps, arguments_of, noted, said
 from harness.sql import DESCRIBE_TOOL, RUN_SQL_TOOL
-from harness.tools import listed_names
+from harness.tools import Tool, listed_names
 
 ANSWER = "Answer the question from the results above. Be brief."
 PICK_FILES = "Choose the files you need to read to answer the question."
@@ -19,7 +17,7 @@ TEXTS = (ANSWER, PICK_FILES, PICK_TABLES, WRITE_QUERY, REPAIR)
 SAMPLE_ROWS = 5
 
 
-def _pick_tool(kind: str, names: list[str]) -> Any:
+def _pick_tool(kind: str, names: list[str]) -> Tool:
     parameters = {
         "type": "object",
         "properties": {
