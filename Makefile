@@ -152,7 +152,10 @@ LOCAL := results/local
 # One make invocation, no recursion: options given to make (such as -o) hold for every step.
 compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1)/summary.md \
 	--plots $(1)/plots > /dev/null && echo "refreshed $(1)/summary.md and $(1)/plots/"
-report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(RUNS) --out $(1)/report.html
+# The report reads every committed run folder: the user's new run opens it, set against the
+# references on its task set; superseded and scripted runs are listed only when asked for.
+REPORT_RUNS = $(RUNS) $(wildcard results/workflows results/sql results/sql/runs results/superseded/runs)
+report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out $(1)/report.html
 
 eval: $(STAMP_DEV)
 	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
@@ -194,9 +197,12 @@ workflows-report: $(STAMP_DEV)
 compare: $(STAMP_DEV)
 	@$(call compare_into,results)
 
-# One self-contained HTML file: the comparison, each cell linking to its transcript.
-report: $(STAMP_DEV)
+# One self-contained HTML file (results/report.html) and its first screen (results/report.png):
+# the newest run against the references on its task set, then each task set's leaderboard,
+# plot and matrix, each cell linking to its transcript.
+report: $(STAMP_DEV) chromium
 	@$(call report_into,results)
+	$(PY) -m evals screenshot results/report.html --out results/report.png
 
 # Today's checks applied again to every committed run (records and summaries rewritten; each
 # record keeps its first verdict), then the paired comparisons, the grader check, the

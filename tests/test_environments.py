@@ -15,7 +15,7 @@ import pytest
 from evals import environments
 from evals.environments import Reading, Setup, environment_of, registry
 from evals.environments.base import scripted_calls
-from evals.run.record import read_runs
+from evals.run.record import RunRecord, read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.checks import offerable_tools, stated
 from evals.studies import strategies
@@ -65,12 +65,16 @@ class ClockEnvironment:
 
     name = "clock"
     tool_names = frozenset({CLOCK.name})
+    default_policy = "all-helps"
 
     def __init__(self) -> None:
         self.opened: list[list[str]] = []
 
     def holds(self, task: Task) -> bool:
         return task.kind == "clock"
+
+    def wrote(self, record: RunRecord) -> bool:
+        return record.kind == "clock"
 
     def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _OpenedClock:
         self.opened.append([t.id for t in tasks])

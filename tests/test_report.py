@@ -12,25 +12,20 @@ from typing import Any
 
 import pytest
 
+from evals.cli import main
 from evals.report.compare import load_runs
+from evals.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from evals.report.stats import wilson
 from evals.report.view import render, write_report
 from evals.run import records
 from evals.run.records import kept_file, read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import generate
+from serve_local.catalogue import DEFAULT_NAME
 
+SMALL, TINY = "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"
 CHROMIUM = shutil.which("chromium")
 # The machine has no network: Playwright cannot fetch its own browser, so it drives the system's.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 needs_browser = pytest.mark.skipif(
     CHROMIUM is None,
     reason="no chromium on this machine: make chromium installs it (root or sudo), or apt-get",
@@ -42,6 +37,14 @@ def _eval(url: str, folder: Path, model: str, **extra: Any) -> Path:
     out = folder / f"{model.removeprefix('scripted:')}.jsonl"
     settings = EvalSettings(base_url=url, model=model, out=out, label=model, **extra)
     return asyncio.run(run_eval(settings, echo=lambda _: None))
+
+
+def _as_model(run_file: Path, model: str) -> Path:
+    """The run's records as if ``model`` had answered: scripted runs are kept out of the
+    leaderboards and references unless asked for, and these stand for the ladder's runs."""
+    lines = [{**r, "model": model} for r in read_records(run_file)]
+    run_file.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return run_file
 
 
 def _add_timings(run_file: Path) -> None:
@@ -58,9 +61,11 @@ def _add_timings(run_file: Path) -> None:
 @pytest.fixture(scope="module")
 def runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("runs")
-    _add_timings(_eval(scripted_url, folder, "scripted:oracle"))
-    _eval(scripted_url, folder, "scripted:runaway", max_turns=2)
-    _eval(scripted_url, folder, "scripted:destructive")
+    oracle = _eval(scripted_url, folder, "scripted:oracle")
+    _add_timings(oracle)
+    _as_model(oracle, DEFAULT_NAME)
+    _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), SMALL)
+    _as_model(_eval(scripted_url, folder, "scripted:destructive"), TINY)  # the newest
     return folder
 
 
@@ -175,27 +180,68 @@ def test_the_timings_bar_is_drawn_to_scale(page: tuple[Any, list[str], list[str]
     assert complaints == []
 
 
+# -- the first screen ------------------------------------------------------------------------
+
+
 @needs_browser
-def test_filters_hide_runs_and_tasks(page: tuple[Any, list[str], list[str]]) -> None:
-    tab, _, complaints = page
-    tab.locator('.run-filter[value="2"]').uncheck()
-    assert tab.locator('#comparison [data-run="2"]:visible').count() == 0
-    assert tab.locator('#comparison td[data-run="1"]:visible').count() == 6
-    tab.locator("#task-filter").select_option("count")
-    assert tab.locator("#comparison tbody tr:visible").all_inner_texts()[0].startswith("count")
-    assert tab.locator("#comparison tbody tr:visible").count() == 1
-    tab.locator('.run-filter[value="2"]').check()
-    assert tab.locator('#comparison td[data-run="2"]:visible').count() == 1
+def test_the_first_screen_sets_the_newest_run_against_the_references(
+    page: tuple[Any, list[str], list[str]], report: Path
+) -> None:
+    tab, requests, complaints = page
+    focus = tab.locator("#yours .focus")
+    assert focus.count() == 1
+    assert focus.locator("h2").inner_text().startswith("Your run: scripted:destructive")
+    assert TINY in focus.locator(".facts").inner_text()
+    rows = focus.locator("table.references tbody tr")
+    roles = rows.locator("th").all_inner_texts()
+    assert roles == ["default model, its best", "ladder model, its best"]
+    assert DEFAULT_NAME in rows.nth(0).inner_text() and SMALL in rows.nth(1).inner_text()
+    for i in range(rows.count()):
+        verdict = rows.nth(i).locator(".verdict").inner_text()
+        assert "exact test p = " in verdict or "not paired" in verdict
+    # The oracle got all six right, the destructive run none: the exact test says so.
+    assert "the reference is better by 100 points" in rows.nth(0).inner_text()
+    assert "better-reference" in str(rows.nth(0).get_attribute("class"))
+    # It is the first thing on the page: the references start within the first screen.
+    tab.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    assert focus.locator("table.references").bounding_box()["y"] < HEIGHT
     assert complaints == []
+    assert requests == [report.as_uri()]
 
 
-# -- the leaderboard and accuracy per kind ---------------------------------------------------
+def test_focus_names_the_run_the_report_opens_on(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    oracle = runs / "oracle.jsonl"
+    out = tmp_path / "focus.html"
+    assert main(["view", str(runs), "--focus", str(oracle), "--out", str(out)]) == 0
+    html = out.read_text()
+    focus = html.split('<section id="yours">')[1].split("</section>")[0]
+    assert "Your run: scripted:oracle" in focus and focus.count('class="focus"') == 1
+    assert main(["view", str(runs), "--focus", str(tmp_path / "none.jsonl"), "--out", str(out)])
+    assert "none.jsonl: no such run file" in capsys.readouterr().err
+
+
+@needs_browser
+def test_the_screenshot_is_the_first_screen(report: Path, tmp_path: Path) -> None:
+    png = tmp_path / "report.png"
+    # In a thread of its own: the browser tests' driver may hold this thread's event loop.
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(main, ["screenshot", str(report), "--out", str(png)]).result() == 0
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (WIDTH, HEIGHT)
+
+
+# -- each task set's leaderboard, plot, matrix and kinds -----------------------------------------
 
 
 @pytest.fixture(scope="module")
 def board_runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Runs of different accuracy over files6, and the oracle over a generated set. Made in a
-    thread of their own: the browser's driver may already hold this thread's event loop."""
+    """Runs of different accuracy over files6 (one left scripted), and the oracle over a
+    generated set, made last. Made in a thread of their own: the browser's driver may already
+    hold this thread's event loop."""
     folder = tmp_path_factory.mktemp("board")
     generated = generate.write(0, len(generate.KINDS), folder.parent / "gen.json")
     settings = EvalSettings(
@@ -207,10 +253,11 @@ def board_runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> P
     )
 
     def make() -> None:
-        _eval(scripted_url, folder, "scripted:oracle")
-        _eval(scripted_url, folder, "scripted:plan")
-        _eval(scripted_url, folder, "scripted:runaway", max_turns=2)
-        asyncio.run(run_eval(settings, echo=lambda _: None))
+        _as_model(_eval(scripted_url, folder, "scripted:oracle"), DEFAULT_NAME)
+        _as_model(_eval(scripted_url, folder, "scripted:plan"), SMALL)
+        _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), TINY)
+        _eval(scripted_url, folder, "scripted:destructive")
+        _as_model(asyncio.run(run_eval(settings, echo=lambda _: None)), DEFAULT_NAME)
 
     with ThreadPoolExecutor(1) as pool:
         pool.submit(make).result()
@@ -237,11 +284,14 @@ def board_page(browser: Any, board: Path) -> Iterator[tuple[Any, list[str], list
     page.close()
 
 
-def _rows(tab: Any) -> list[dict[str, str]]:
-    rows = tab.locator("#leaderboard tbody tr")
+FILES6 = "#set-files6"
+
+
+def _rows(tab: Any, visible: bool = True) -> list[dict[str, str]]:
+    rows = tab.locator(f"{FILES6} table.leaderboard tbody tr" + (":visible" if visible else ""))
     return [
         {
-            "label": rows.nth(i).locator("th").inner_text(),
+            "label": rows.nth(i).locator("td.label").inner_text(),
             "rank": rows.nth(i).locator(".rank").inner_text(),
             **rows.nth(i).evaluate("row => Object.assign({}, row.dataset)"),
         }
@@ -250,26 +300,45 @@ def _rows(tab: Any) -> list[dict[str, str]]:
 
 
 @needs_browser
+def test_each_task_set_has_its_section_the_newest_runs_first(
+    board_page: tuple[Any, list[str], list[str]],
+) -> None:
+    tab, _, complaints = board_page
+    sets = tab.locator("section.task-set").evaluate_all(
+        "sections => sections.map(s => s.dataset.taskSet)"
+    )
+    assert sets == ["gen-dev-s0-n9", "files6"]
+    assert tab.locator("#yours .focus h2").inner_text().startswith("Your run: gen")
+    # No other run asked the generated set's questions: nothing to set it against, said so.
+    assert "No reference run on gen-dev-s0-n9" in tab.locator("#yours").inner_text()
+    assert complaints == []
+
+
+@needs_browser
 def test_the_leaderboard_opens_sorted_by_accuracy_and_sorts_by_a_clicked_column(
     board_page: tuple[Any, list[str], list[str]], board: Path
 ) -> None:
     tab, requests, complaints = board_page
     rows = _rows(tab)
-    assert [r["rank"] for r in rows] == [str(i) for i in range(1, 5)]
+    # The scripted run is left out until asked for.
+    assert len(rows) == 3 and [r["rank"] for r in rows] == ["1", "2", "3"]
     accuracies = [float(r["accuracy"]) for r in rows]
     assert accuracies == sorted(accuracies, reverse=True) and len(set(accuracies)) == 3
-    # Two runs at 100 %: 9/9 has the higher lower bound than 6/6, so it leads.
-    assert [r["label"] for r in rows[:2]] == ["gen", "scripted:oracle"]
-    assert rows[-1]["label"] == "scripted:runaway"
-    assert "gen-dev-s0-n9" in tab.locator("#leaderboard tbody tr").first.inner_text()
-    tab.locator('#leaderboard th[data-sort="turn"]').click()
+    assert rows[0]["label"] == "scripted:oracle" and rows[-1]["label"] == "scripted:runaway"
+    tab.locator(f'{FILES6} th[data-sort="turn"]').click()
     turns = [float(r["turn"]) for r in _rows(tab)]
     assert turns == sorted(turns)
-    assert tab.locator('#leaderboard th[data-sort="turn"]').get_attribute("aria-sort") == (
-        "ascending"
-    )
-    tab.locator('#leaderboard th[data-sort="accuracy"]').click()
+    assert tab.locator(f'{FILES6} th[data-sort="turn"]').get_attribute("aria-sort") == ("ascending")
+    tab.locator(f'{FILES6} th[data-sort="accuracy"]').click()
     assert [r["label"] for r in _rows(tab)] == [r["label"] for r in rows]
+    tab.locator("#show-aside").check()
+    shown = _rows(tab)
+    assert len(shown) == 4
+    scripted = next(r for r in shown if r["label"] == "scripted:destructive")
+    assert scripted["rank"] == "·"
+    assert [r["rank"] for r in shown if r["rank"] != "·"] == ["1", "2", "3"]
+    tab.locator("#show-aside").uncheck()
+    assert len(_rows(tab)) == 3
     assert complaints == []
     assert requests == [board.as_uri()]
 
@@ -280,11 +349,11 @@ def test_each_interval_bar_is_drawn_to_scale(
 ) -> None:
     tab, _, complaints = board_page
     runs = {run.label: run for run in load_runs([board_runs])}
-    rows = tab.locator("#leaderboard tbody tr")
-    assert rows.count() == len(runs)
+    rows = tab.locator("table.leaderboard tbody tr:visible")
+    assert rows.count() == len(runs) - 1  # all but the scripted one
     for i in range(rows.count()):
         row = rows.nth(i)
-        run = runs[row.locator("th").inner_text()]
+        run = runs[row.locator("td.label").inner_text().splitlines()[0]]
         ci = wilson(run.summary["correct"], run.summary["runs"])
         bar = row.locator(".ci").bounding_box()
         shaded = row.locator(".ci-range").bounding_box()
@@ -298,32 +367,69 @@ def test_each_interval_bar_is_drawn_to_scale(
 
 
 @needs_browser
+def test_the_plot_draws_each_shown_configuration_and_the_front(
+    board_page: tuple[Any, list[str], list[str]],
+) -> None:
+    tab, _, complaints = board_page
+    dots = tab.locator(f"{FILES6} svg.scatter circle.dot")
+    labels = dots.evaluate_all("dots => dots.map(d => d.dataset.label)")
+    assert len(labels) == 3 and not any("destructive" in label for label in labels)
+    # The oracle is the most accurate, so on the front whatever its latency.
+    front = tab.locator(f"{FILES6} svg.scatter circle.on-front").evaluate_all(
+        "dots => dots.map(d => d.dataset.label)"
+    )
+    assert any("scripted:oracle" in label for label in front)
+    assert tab.locator(f"{FILES6} svg.scatter polyline.front").count() == 1
+    # Turns per task: one histogram per matrix column, its bars counting every task once.
+    for svg in tab.locator(f"{FILES6} svg.turns").all():
+        counts = svg.locator("rect.count").evaluate_all("bars => bars.map(b => +b.dataset.tasks)")
+        assert sum(counts) == 6
+    assert complaints == []
+
+
+@needs_browser
+def test_the_matrix_marks_right_wrong_and_opens_transcripts(
+    board_page: tuple[Any, list[str], list[str]],
+) -> None:
+    tab, _, complaints = board_page
+    heads = tab.locator(f"{FILES6} table.matrix thead tr").first.locator("th").all_inner_texts()
+    oracle = next(i for i, h in enumerate(heads) if h.startswith("scripted:oracle")) - 1
+    runaway = next(i for i, h in enumerate(heads) if h.startswith("scripted:runaway")) - 1
+    cells = tab.locator(f"{FILES6} table.matrix tbody tr")
+    assert cells.count() == 6
+    for i in range(6):
+        row = cells.nth(i).locator("td")
+        assert "pass" in str(row.nth(oracle).locator("a").get_attribute("class"))
+        assert "fail" in str(row.nth(runaway).locator("a").get_attribute("class"))
+    cells.nth(0).locator("td").nth(runaway).locator("a").click()
+    shown = tab.locator(".transcript:visible")
+    assert shown.count() == 1 and "scripted:runaway" in shown.locator("h2").inner_text()
+    assert complaints == []
+
+
+@needs_browser
 def test_accuracy_per_kind_and_a_generated_transcript(
     board_page: tuple[Any, list[str], list[str]], board: Path
 ) -> None:
     tab, requests, complaints = board_page
-    kinds = tab.locator("#kinds tbody tr").evaluate_all("rows => rows.map(r => r.dataset.kind)")
-    assert set(generate.KINDS) <= set(kinds)
-    assert {"timeout", "count", "notes", "read_all", "largest", "rotate"} <= set(kinds)
-    heads = tab.locator("#kinds thead th").all_inner_texts()
-    gen = heads.index("gen") - 1
+    gen = "#set-gen-dev-s0-n9"
+    kinds = tab.locator(f"{gen} table.kinds tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.kind)"
+    )
+    assert set(kinds) == set(generate.KINDS)
     for kind in generate.KINDS:
-        cell = tab.locator(f'#kinds tr[data-kind="{kind}"] td[data-run="{gen}"]')
+        cell = tab.locator(f'{gen} table.kinds tr[data-kind="{kind}"] td').first
         assert cell.inner_text().startswith("1/1 ")
-    plan = heads.index("scripted:plan") - 1
-    # files6's count, largest and read_all share a kind's name; smallest is generated only.
-    assert tab.locator(f'#kinds tr[data-kind="smallest"] td[data-run="{plan}"]').inner_text() == "–"
+    files6 = tab.locator(f"{FILES6} table.kinds tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.kind)"
+    )
+    assert set(files6) == {"timeout", "count", "notes", "read_all", "largest", "rotate"}
     # A generated task's transcript shows its own workspace, not the three default files.
-    tab.locator(f'#comparison tr[data-task="00-{_first_kind()}"] td[data-run="{gen}"] a').click()
+    tab.locator(f'{gen} tr[data-task="00-{_first_kind()}"] td a').first.click()
     shown = tab.locator(".transcript:visible")
     assert shown.count() == 1
     listing = shown.locator(".result").first.inner_text()
     assert "errors.log" not in listing and "bytes" in listing
-    # Unticking a run hides its leaderboard row and its column of kinds.
-    tab.locator(f'.run-filter[value="{gen}"]').uncheck()
-    assert tab.locator(f'#leaderboard tr[data-run="{gen}"]:visible').count() == 0
-    assert tab.locator(f'#kinds [data-run="{gen}"]:visible').count() == 0
-    assert tab.locator("#leaderboard tbody tr:visible").count() == 3
     assert complaints == []
     assert requests == [board.as_uri()]
 

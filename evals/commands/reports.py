@@ -1,5 +1,5 @@
-"""The report's commands: ``compare``, ``view``, ``export``, ``power``, ``sql-report``,
-``workflows-report``."""
+"""The report's commands: ``compare``, ``view``, ``screenshot``, ``export``, ``power``,
+``sql-report``, ``workflows-report``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evals.errors import RunFileError
 from evals.report import power
 from evals.report.compare import compare, paired_table
 from evals.report.view import write_report
@@ -32,6 +33,21 @@ def register(commands: Any) -> None:
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
     )
     view.add_argument("--out", type=Path, default=Path("results/report.html"))
+    view.add_argument(
+        "--focus",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RUN_FILE",
+        help="the run the report opens on, against the references on its task set (repeat "
+        "for several; default: the newest run given)",
+    )
+    shot = commands.add_parser(
+        "screenshot", help="the first screen of an HTML report as a PNG (system chromium)"
+    )
+    shot.add_argument("report", type=Path, help="the report (python -m evals view writes it)")
+    shot.add_argument("--out", type=Path, required=True, help="the PNG to write")
+    shot.set_defaults(handler=_screenshot)
     export = commands.add_parser(
         "export", help="write run files as Inspect AI logs (.eval), one per run file"
     )
@@ -78,7 +94,18 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def view_command(args: argparse.Namespace) -> int:
-    print(f"wrote {write_report(args.files, args.out)}")
+    files = list(dict.fromkeys([*args.files, *args.focus]))
+    missing = [f for f in args.focus if not f.is_file()]
+    if missing:
+        raise RunFileError(f"{missing[0]}: no such run file (--focus names a run file)")
+    print(f"wrote {write_report(files, args.out, args.focus)}")
+    return 0
+
+
+def _screenshot(args: argparse.Namespace) -> int:
+    from evals.report.screenshot import screenshot
+
+    print(f"wrote {screenshot(args.report, args.out)}")
     return 0
 
 

@@ -19,6 +19,7 @@ from harness.tools import Tool
 from harness.workspace import Workspace
 
 if TYPE_CHECKING:
+    from evals.run.record import RunRecord
     from evals.run.settings import EvalSettings
     from evals.tasks import Task
 
@@ -59,8 +60,14 @@ class Environment(Protocol):
     name: str
     # Every tool this environment can offer: what a call written as text may name.
     tool_names: frozenset[str]
+    # The loop policy its tasks run under unless told otherwise (make eval, make eval-sql).
+    default_policy: str
 
     def holds(self, task: Task) -> bool: ...
+
+    def wrote(self, record: RunRecord) -> bool:
+        """Whether a task run's record came from this environment (read by the reports)."""
+        ...
 
     def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> Opened:
         """Opened once per eval, before its first task runs: what cannot be had fails here."""

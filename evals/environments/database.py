@@ -27,6 +27,7 @@ from harness.state import RunState
 from harness.workspace import create_workspace
 
 if TYPE_CHECKING:
+    from evals.run.record import RunRecord
     from evals.run.settings import EvalSettings
     from evals.tasks import Task
 
@@ -93,9 +94,13 @@ class _Opened:
 class DatabaseEnvironment:
     name = "database"
     tool_names = frozenset({RUN_SQL_TOOL, DESCRIBE_TOOL})
+    default_policy = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
 
     def holds(self, task: Task) -> bool:
         return task.database is not None
+
+    def wrote(self, record: RunRecord) -> bool:
+        return record.database is not None or record.audit is not None
 
     def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _Opened:
         """Every bank the tasks name, opened (and on PostgreSQL checked) before any task."""

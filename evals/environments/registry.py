@@ -11,6 +11,7 @@ from evals.environments.database import DatabaseEnvironment
 from evals.environments.workspace import WorkspaceEnvironment
 
 if TYPE_CHECKING:
+    from evals.run.record import RunRecord
     from evals.tasks import Task
 
 ENVIRONMENTS: tuple[Environment, ...] = (
@@ -21,6 +22,11 @@ ENVIRONMENTS: tuple[Environment, ...] = (
 
 def environment_of(task: Task) -> Environment:
     return next(e for e in ENVIRONMENTS if e.holds(task))
+
+
+def environment_of_record(record: RunRecord) -> Environment:
+    """The environment a task run's record came from."""
+    return next(e for e in ENVIRONMENTS if e.wrote(record))
 
 
 def held_by(tasks: Sequence[Task]) -> list[tuple[Environment, list[Task]]]:

@@ -13,6 +13,7 @@ from harness.tools import default_tools, listed_names
 from harness.workspace import SEED_FILES, create_workspace
 
 if TYPE_CHECKING:
+    from evals.run.record import RunRecord
     from evals.run.settings import EvalSettings
     from evals.tasks import Task
 
@@ -28,9 +29,13 @@ class _Opened:
 class WorkspaceEnvironment:
     name = "workspace"
     tool_names = frozenset(t.name for t in default_tools())
+    default_policy = "all-helps"  # the sweep's best for the default model on files6
 
     def holds(self, task: Task) -> bool:
         return True  # every task that names nothing else runs on files
+
+    def wrote(self, record: RunRecord) -> bool:
+        return True
 
     def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _Opened:
         return _Opened()

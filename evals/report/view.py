@@ -1,11 +1,12 @@
 """``python -m evals view``: run files as one self-contained HTML report.
 
-It opens on a leaderboard (one row per run, the most accurate first, each accuracy with its
-95 % Wilson interval drawn as a bar), then accuracy per kind of task (a generated task's
-``kind``; a task without one is its own kind), then the comparison (runs as columns, tasks as
-rows) linking every cell to its transcript, read from the task's state file and trace kept
-beside the run file. Everything the page needs is inlined, so it opens from ``file://`` with no
-network.
+It opens on the user's question: the newest run (or those named with ``--focus``) beside the
+reference runs on the same task set, each with the paired verdict in words (``board.py`` says
+which runs those are). Then one section per task set: a leaderboard where runs of one
+configuration show once (scripted and superseded runs only when asked for), accuracy against
+latency per model call with the Pareto front, and a matrix of tasks by runs whose every cell
+opens that task run's transcript, read from the state file and trace kept beside the run file.
+Everything the page needs is inlined, so it opens from ``file://`` with no network.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
-from evals.report.compare import Run, load_runs, policy_name
-from evals.report.stats import Accuracy, accuracy
+from evals.report.board import Entry, Section, accuracy_of_kind, board
+from evals.report.compare import Run, load_runs
+from evals.report.stats import Accuracy
+from evals.report.svg import Point, histogram, scatter
 from evals.run.record import RunRecord
 from evals.run.records import kept_file, read_text
+from evals.run.status import is_error
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
 
@@ -86,6 +91,7 @@ class Cell:
     text: str
     correct: bool
     anchors: list[str]  # one transcript per epoch
+    state: str = "pass"  # pass, fail, some (epochs disagree) or error
 
 
 def _decision(key: str | None, state: RunState) -> str | None:
@@ -206,109 +212,119 @@ def transcript(run: Run, index: int, number: int, record: RunRecord) -> Transcri
 
 
 def _cell(transcripts: list[Transcript], records: list[RunRecord]) -> Cell:
-    correct = sum(r.correct for r in records)
-    mark = ("✓" if correct else "✗") if len(records) == 1 else f"{correct}/{len(records)}"
+    """A matrix cell: right, wrong, or error (the machinery ended every epoch), with the turns
+    and the mean latency per model call; several epochs show right of all."""
+    answered = [r for r in records if not is_error(r)]
+    correct = sum(r.correct for r in answered)
+    if not answered:
+        mark, state = "!", "error"
+    elif len(records) == 1:
+        mark, state = ("✓", "pass") if correct else ("✗", "fail")
+    else:
+        mark = f"{correct}/{len(records)}"
+        state = "pass" if correct == len(records) else ("fail" if not correct else "some")
     turns = statistics.fmean(r.turns for r in records)
     latencies = [ms for r in records for ms in r.turn_latency_ms]
     ms = f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–"
     return Cell(
         text=f"{mark} {turns:g} turns {ms}",
-        correct=correct == len(records),
+        correct=state == "pass",
         anchors=[t.anchor for t in transcripts],
+        state=state,
     )
 
 
 @dataclass
-class Standing:
-    """One run's row of the leaderboard."""
+class SectionView:
+    """A task set as the page draws it."""
 
-    run: int  # the run's index, as in the columns and filters
-    label: str
-    model: str
-    backend: str
-    policy: str
-    task_set: str
-    accuracy: Accuracy
-    mean_turn_ms: float | None
-    wall_s: float
+    section: Section
+    grid: dict[str, list[Cell | None]]
+    kinds: list[str]
+    kind_table: dict[str, list[Accuracy | None]]
+    scatter: Markup
+    turns: list[Markup]  # one histogram per matrix column
 
-    def bar(self) -> dict[str, float]:
-        """The interval's and the rate's place on a 0-100 % bar, in percent."""
-        low, high = 100 * self.accuracy.low, 100 * self.accuracy.high
+    def bar(self, entry: Entry) -> dict[str, float]:
+        """An accuracy's interval and rate on a 0-100 % bar, in percent."""
+        a = entry.accuracy
+        low, high = 100 * a.low, 100 * a.high
         return {
             "left": round(low, 2),
             "width": round(high - low, 2),
-            "point": round(100 * self.accuracy.rate, 2),
+            "point": round(100 * a.rate, 2),
         }
-
-
-def leaderboard(runs: list[Run]) -> list[Standing]:
-    """Every run, the most accurate first; a tie goes to the higher lower bound, then the
-    order the runs were given in."""
-    rows = [
-        Standing(
-            run=i,
-            label=run.label,
-            model=str(run.summary["model"]),
-            backend=str(run.summary["backend"] or "–"),
-            policy=policy_name(run.summary.get("policy")),
-            task_set=", ".join(dict.fromkeys(str(r.task_set) for r in run.records)),
-            accuracy=run.accuracy,
-            mean_turn_ms=run.summary["mean_turn_ms"],
-            wall_s=run.summary["wall_ms"] / 1000,
-        )
-        for i, run in enumerate(runs)
-    ]
-    return sorted(rows, key=lambda s: (-s.accuracy.rate, -s.accuracy.low, s.run))
 
 
 def kind_of(record: RunRecord) -> str:
     return str(record.kind or record.task_id)
 
 
-def by_kind(runs: list[Run]) -> tuple[list[str], dict[str, list[Accuracy | None]]]:
-    """Accuracy per kind of task, run by run (None: the run has no task of that kind)."""
-    kinds = list(dict.fromkeys(kind_of(r) for run in runs for r in run.records))
-    table: dict[str, list[Accuracy | None]] = {}
-    for kind in kinds:
-        table[kind] = []
-        for run in runs:
-            mine = [r for r in run.records if kind_of(r) == kind]
-            table[kind].append(accuracy(mine) if mine else None)
-    return kinds, table
+def _section_view(
+    section: Section, transcripts: dict[int, list[Transcript]], focus: set[int], refs: set[int]
+) -> SectionView:
+    grid: dict[str, list[Cell | None]] = {}
+    for task in section.tasks:
+        row: list[Cell | None] = []
+        for e in section.matrix:
+            records = [r for r in e.run.records if r.task_id == task]
+            mine = [t for t in transcripts[e.index] if t.task_id == task]
+            row.append(_cell(mine, records) if records else None)
+        grid[task] = row
+    kinds = list(dict.fromkeys(kind_of(r) for e in section.matrix for r in e.run.records))
+    kind_table = {k: [accuracy_of_kind(e, k) for e in section.matrix] for k in kinds}
+    points = [
+        Point(
+            f"{e.name} ({e.run.label})",
+            e.turn_ms,
+            e.accuracy.rate,
+            "focus" if e.index in focus else ("reference" if e.index in refs else ""),
+        )
+        for e in section.entries
+        if e.turn_ms is not None and (e.hidden is None or e.index in focus)
+    ]
+    largest = max((r.turns for e in section.matrix for r in e.run.records), default=0)
+    turns = [
+        histogram(
+            [r.turns for r in e.run.records if not is_error(r)],
+            largest,
+            f"turns per task, {e.run.label}",
+        )
+        for e in section.matrix
+    ]
+    title = f"{section.task_set}: accuracy against mean ms per model call"
+    return SectionView(section, grid, kinds, kind_table, scatter(points, title), turns)
 
 
-def render(paths: Sequence[Path]) -> str:
+def render(paths: Sequence[Path], focus: Sequence[Path] = ()) -> str:
     runs = load_runs(paths)
-    tasks = list(dict.fromkeys(r.task_id for run in runs for r in run.records))
-    transcripts: list[Transcript] = []
-    grid: dict[str, list[Cell | None]] = {task: [] for task in tasks}
-    for index, run in enumerate(runs):
-        made = [transcript(run, index, n, r) for n, r in enumerate(run.records)]
-        transcripts += made
-        for task in tasks:
-            records = [r for r in run.records if r.task_id == task]
-            mine = [t for t in made if t.task_id == task]
-            grid[task].append(_cell(mine, records) if records else None)
+    made = board(runs, focus)
+    transcripts: dict[int, list[Transcript]] = {}
+    for section in made.sections:
+        for e in section.matrix:
+            if e.index not in transcripts:
+                transcripts[e.index] = [
+                    transcript(e.run, e.index, n, r) for n, r in enumerate(e.run.records)
+                ]
+    mine = {f.entry.index for f in made.focus}
+    refs = {r.entry.index for f in made.focus for r in f.references}
+    views = [_section_view(s, transcripts, mine, refs) for s in made.sections]
     env = Environment(
         loader=PackageLoader("evals.report", "templates"),
         autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    kinds, kind_table = by_kind(runs)
     return env.get_template("report.html.j2").render(
         runs=runs,
-        tasks=tasks,
-        grid=grid,
-        transcripts=transcripts,
-        standings=leaderboard(runs),
-        kinds=kinds,
-        kind_table=kind_table,
+        board=made,
+        sections=views,
+        transcripts=[t for ts in transcripts.values() for t in ts],
+        asides=sum(e.hidden is not None for s in made.sections for e in s.entries),
     )
 
 
-def write_report(paths: Sequence[Path], out: Path) -> Path:
+def write_report(paths: Sequence[Path], out: Path, focus: Sequence[Path] = ()) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(paths), encoding="utf-8")
+    out.write_text(render(paths, focus), encoding="utf-8")
     return out

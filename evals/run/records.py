@@ -213,15 +213,15 @@ def run_files(paths: Sequence[Path]) -> list[Path]:
     """The run files named, and those inside the folders named (``*.jsonl``, in name order;
     an unfinished ``.jsonl.partial`` only when named); a path that is neither is a
     :class:`RunFileError` that names it."""
-    found: list[Path] = []
+    found: dict[Path, Path] = {}  # a file named twice (itself, and in its folder) is read once
     for path in paths:
         if path.is_dir():
-            found += sorted(path.glob("*.jsonl"))
+            found.update((p.resolve(), p) for p in sorted(path.glob("*.jsonl")))
         elif path.is_file():
-            found.append(path)
+            found.setdefault(path.resolve(), path)
         else:
             raise RunFileError(f"{path}: no such run file or folder")
-    return found
+    return list(found.values())
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:

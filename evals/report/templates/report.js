@@ -1,34 +1,50 @@
-// Filters: hide the columns and transcripts of unticked runs, and every row but the chosen task.
+// "Show the scripted and superseded runs": their leaderboard rows are hidden until asked for.
 (function () {
-  var form = document.getElementById("filters");
-  if (!form) {
+  var box = document.getElementById("show-aside");
+  if (!box) {
     return;
   }
   function apply() {
-    var shown = {};
-    form.querySelectorAll(".run-filter").forEach(function (box) {
-      shown[box.value] = box.checked;
-    });
-    var task = document.getElementById("task-filter").value;
-    document.querySelectorAll("[data-run]").forEach(function (el) {
-      var hideTask = task !== "" && el.dataset.task !== undefined && el.dataset.task !== task;
-      el.classList.toggle("hidden", !shown[el.dataset.run] || hideTask);
-    });
-    document.querySelectorAll("tr[data-task]").forEach(function (row) {
-      row.classList.toggle("hidden", task !== "" && row.dataset.task !== task);
-    });
+    document.body.classList.toggle("show-aside", box.checked);
   }
-  form.addEventListener("change", apply);
+  box.addEventListener("change", apply);
   apply();
 })();
 
-// The leaderboard sorts by a clicked column head: accuracy highest first, times lowest first.
-(function () {
-  var board = document.getElementById("leaderboard");
-  if (!board) {
-    return;
-  }
+// Each leaderboard shows its first TOP rows (and your run's) until "show all" is pressed, and
+// sorts by a clicked column head: accuracy highest first, the rest lowest first; ties keep
+// the page's order.
+var TOP = 12;
+document.querySelectorAll("table.leaderboard").forEach(function (board) {
   var body = board.querySelector("tbody");
+  var order = Array.prototype.slice.call(body.rows);
+  var more = board.parentNode.querySelector("button.show-all");
+  function fold() {
+    var rank = 0;
+    var folded = 0;
+    Array.prototype.forEach.call(body.rows, function (row) {
+      if (row.classList.contains("aside")) {
+        return;
+      }
+      rank += 1;
+      row.querySelector(".rank").textContent = String(rank);
+      var hide = rank > TOP && !row.classList.contains("focus");
+      row.classList.toggle("more", hide);
+      folded += hide ? 1 : 0;
+    });
+    if (more) {
+      more.hidden = folded === 0;
+      more.textContent = board.classList.contains("all")
+        ? "show the first " + TOP
+        : "show all " + rank + " configurations";
+    }
+  }
+  if (more) {
+    more.addEventListener("click", function () {
+      board.classList.toggle("all");
+      fold();
+    });
+  }
   function value(row, key) {
     var text = row.dataset[key];
     return text === "" ? Infinity : parseFloat(text);
@@ -41,18 +57,19 @@
       rows.sort(function (a, b) {
         var diff = down ? value(b, key) - value(a, key) : value(a, key) - value(b, key);
         if (diff === 0 && key === "accuracy") {
-          diff = value(b, "low") - value(a, "low");
+          diff = value(a, "turns") - value(b, "turns");
         }
-        return diff || Number(a.dataset.run) - Number(b.dataset.run);
+        return diff || order.indexOf(a) - order.indexOf(b);
       });
-      rows.forEach(function (row, i) {
-        row.querySelector(".rank").textContent = String(i + 1);
+      rows.forEach(function (row) {
         body.appendChild(row);
       });
+      fold();
       board.querySelectorAll("th.sortable").forEach(function (other) {
         other.removeAttribute("aria-sort");
       });
       head.setAttribute("aria-sort", down ? "descending" : "ascending");
     });
   });
-})();
+  fold();
+});
