@@ -155,7 +155,8 @@ compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1
 # The report reads every committed run folder: the user's new run opens it, set against the
 # references on its task set; superseded and scripted runs are listed only when asked for.
 REPORT_RUNS = $(RUNS) $(wildcard results/workflows results/sql results/sql/runs results/superseded/runs)
-report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out $(1)/report.html
+report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out $(1)/report.html \
+	$(if $(wildcard results/bfcl),--bfcl results/bfcl)
 
 eval: $(STAMP_DEV)
 	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)

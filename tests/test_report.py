@@ -436,3 +436,29 @@ def test_accuracy_per_kind_and_a_generated_transcript(
 
 def _first_kind() -> str:
     return str(generate.generate(0, len(generate.KINDS))["tasks"][0]["kind"])
+
+
+def test_bfcl_runs_get_a_section_by_category(runs: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bfcl"
+    folder.mkdir()
+    items = [
+        {"model": SMALL, "id": f"s{i}", "category": "simple_python", "valid": i < 3}
+        for i in range(4)
+    ]
+    items += [{"model": SMALL, "id": "i0", "category": "irrelevance", "valid": True}]
+    # A request that failed is no answer: it counts in no rate, only under request errors.
+    items += [{"model": SMALL, "id": "i1", "category": "irrelevance", "request_error": "HTTP 503"}]
+    (folder / "run.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    out = tmp_path / "bfcl.html"
+    assert main(["view", str(runs), "--bfcl", str(folder), "--out", str(out)]) == 0
+    section = out.read_text().split('id="set-bfcl"')[1].split("</section>")[0]
+    heads = section.split("<thead>")[1].split("</thead>")[0]
+    # The call categories first, relevance apart after them.
+    assert heads.index("simple_python") < heads.index("irrelevance")
+    row = section.split('<th scope="row">run')[1].split("</tr>")[0]
+    cells = row.split('<td class="num">')[1:]
+    assert cells[0].startswith(str(wilson(3, 4).interval())) and "n=4" in cells[0]
+    assert cells[1].startswith(str(wilson(1, 1).interval())) and "n=1" in cells[1]
+    assert cells[2].startswith("1")
+    assert "published: Qwen2.5-1.5B-Instruct (FC)" in section
+    assert main(["view", str(runs), "--bfcl", str(tmp_path / "none"), "--out", str(out)]) == 1

@@ -47,7 +47,11 @@ def test_a_fresh_clone_eval_keeps_every_committed_column(scripted_url: str, tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     local = clone / "results" / "local"
     assert _columns(local / "summary.md") == [*committed, "fresh-clone"]
-    assert "fresh-clone" in (local / "report.html").read_text()
+    # The report opens on the new run, set against the committed references on files6.
+    yours = (local / "report.html").read_text().split('<section id="yours">')[1]
+    yours = yours.split("</section>")[0]
+    assert "Your run: fresh-clone" in yours and 'class="references"' in yours
+    assert "default model, default policy (all-helps)" in yours
     status = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"],
         cwd=clone,
@@ -63,8 +67,10 @@ def test_a_fresh_clone_eval_keeps_every_committed_column(scripted_url: str, tmp_
 
 def test_make_compare_with_no_run_files(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
-    subprocess.run(["rm", "-rf", str(clone / "results" / "runs")], check=True)
+    for folder in ("runs", "workflows", "sql", "superseded"):
+        subprocess.run(["rm", "-rf", str(clone / "results" / folder)], check=True)
     done = _make(clone, "compare", "report")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No run files yet" in (clone / "results" / "summary.md").read_text()
     assert "No run files yet" in (clone / "results" / "report.html").read_text()
+    assert (clone / "results" / "report.png").read_bytes()[:4] == b"\x89PNG"

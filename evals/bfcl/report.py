@@ -141,7 +141,7 @@ def summary_markdown(name: str, summary: dict[str, Any]) -> str:
         "",
     ]
     if near:
-        lines += [_source_note(), ""]
+        lines += [source_note(), ""]
     return "\n".join(lines)
 
 
@@ -149,7 +149,7 @@ def _cap(max_tokens: int | None) -> str:
     return "the server's default" if max_tokens is None else f"{max_tokens} tokens"
 
 
-def _source_note() -> str:
+def source_note() -> str:
     data = published()
     checked = (
         ""
@@ -198,7 +198,7 @@ def comparison(files: list[Path]) -> str:
             "Wilson interval and the number of items; `python -m evals bfcl` writes this table.",
             "",
             table(head, rows),
-            _source_note(),
+            source_note(),
             "",
         ]
     )

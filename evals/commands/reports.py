@@ -42,6 +42,12 @@ def register(commands: Any) -> None:
         help="the run the report opens on, against the references on its task set (repeat "
         "for several; default: the newest run given)",
     )
+    view.add_argument(
+        "--bfcl",
+        type=Path,
+        metavar="FOLDER",
+        help="a folder of BFCL run files (python -m evals bfcl): a section by category",
+    )
     shot = commands.add_parser(
         "screenshot", help="the first screen of an HTML report as a PNG (system chromium)"
     )
@@ -98,7 +104,9 @@ def view_command(args: argparse.Namespace) -> int:
     missing = [f for f in args.focus if not f.is_file()]
     if missing:
         raise RunFileError(f"{missing[0]}: no such run file (--focus names a run file)")
-    print(f"wrote {write_report(files, args.out, args.focus)}")
+    if args.bfcl is not None and not args.bfcl.is_dir():
+        raise RunFileError(f"{args.bfcl}: no such folder of BFCL run files")
+    print(f"wrote {write_report(files, args.out, args.focus, args.bfcl)}")
     return 0
 
 

@@ -23,10 +23,10 @@ from markupsafe import Markup
 
 from evals.report.board import Entry, Section, accuracy_of_kind, board
 from evals.report.compare import Run, load_runs
-from evals.report.stats import Accuracy
+from evals.report.stats import Accuracy, Proportion, wilson
 from evals.report.svg import Point, histogram, scatter
 from evals.run.record import RunRecord
-from evals.run.records import kept_file, read_text
+from evals.run.records import kept_file, read_text, run_files
 from evals.run.status import is_error
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
@@ -296,7 +296,74 @@ def _section_view(
     return SectionView(section, grid, kinds, kind_table, scatter(points, title), turns)
 
 
-def render(paths: Sequence[Path], focus: Sequence[Path] = ()) -> str:
+@dataclass
+class BfclRow:
+    """One BFCL run (or a published model's figures) by category."""
+
+    name: str
+    model: str
+    settings: str
+    rates: dict[str, Proportion | None]  # a run's rates; None where it ran no item there
+    published: dict[str, float | None] = field(default_factory=dict)  # in percent
+    errors: int = 0
+
+
+@dataclass
+class BfclView:
+    categories: list[str]
+    rows: list[BfclRow]
+    note: str
+
+
+RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
+
+
+def bfcl_view(folder: Path | None) -> BfclView | None:
+    """BFCL's single-turn runs by category as its AST checker judged them, each rate with its
+    95 % Wilson interval; relevance apart from the call categories, as BFCL keeps it."""
+    if folder is None:
+        return None
+    from evals.bfcl import report as bfcl
+    from evals.bfcl.record import read_items
+
+    runs = [(f, read_items(f)) for f in run_files([folder])]
+    runs = [(f, items) for f, items in runs if items]
+    if not runs:
+        return None
+    found = list(dict.fromkeys(c for _, items in runs for c in bfcl.categories_of(items)))
+    categories = [c for c in found if c not in RELEVANCE] + [c for c in found if c in RELEVANCE]
+    rows = []
+    for path, items in runs:
+        summary = bfcl.summarize(items)
+        rates: dict[str, Proportion | None] = {}
+        for c in categories:
+            rate = summary["categories"].get(c)
+            rates[c] = None if not rate or not rate["n"] else wilson(rate["correct"], rate["n"])
+        cap = summary.get("max_tokens")
+        rows.append(
+            BfclRow(
+                name=path.stem,
+                model=str(summary["model"]),
+                settings=f"tool grammar {summary['tool_grammar']}, reply cap "
+                + ("default" if cap is None else str(cap)),
+                rates=rates,
+                errors=int(summary["request_errors"]),
+            )
+        )
+    for entry in bfcl.published()["models"]:
+        rows.append(
+            BfclRow(
+                name=f"published: {entry['model']}",
+                model="",
+                settings="",
+                rates={},
+                published={c: bfcl.published_figure(entry, c) for c in categories},
+            )
+        )
+    return BfclView(categories, rows, bfcl.source_note())
+
+
+def render(paths: Sequence[Path], focus: Sequence[Path] = (), bfcl: Path | None = None) -> str:
     runs = load_runs(paths)
     made = board(runs, focus)
     transcripts: dict[int, list[Transcript]] = {}
@@ -321,10 +388,13 @@ def render(paths: Sequence[Path], focus: Sequence[Path] = ()) -> str:
         sections=views,
         transcripts=[t for ts in transcripts.values() for t in ts],
         asides=sum(e.hidden is not None for s in made.sections for e in s.entries),
+        bfcl=bfcl_view(bfcl),
     )
 
 
-def write_report(paths: Sequence[Path], out: Path, focus: Sequence[Path] = ()) -> Path:
+def write_report(
+    paths: Sequence[Path], out: Path, focus: Sequence[Path] = (), bfcl: Path | None = None
+) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(paths, focus), encoding="utf-8")
+    out.write_text(render(paths, focus, bfcl), encoding="utf-8")
     return out
