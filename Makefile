@@ -39,7 +39,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -281,6 +281,10 @@ bench: $(STAMP_BENCH) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
 BFCL_ARGS ?=
 bfcl: $(STAMP_DEV) $(STAMP_BFCL)
 	$(PY) -m evals bfcl $(BFCL_ARGS)
+
+# The committed BFCL runs' summaries and results/bfcl/summary.md, from their records.
+bfcl-report: $(STAMP_DEV)
+	$(PY) -m evals bfcl-report results/bfcl
 
 # The chapter's measurements against scripted servers this command starts and stops itself.
 experiments: $(STAMP_DEV)

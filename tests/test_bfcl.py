@@ -368,7 +368,7 @@ async def test_resume_asks_only_the_items_without_a_record(
     assert {(r["label"], r["seed"], r["limit"], r["max_tokens"]) for r in after} == {
         ("x", 5, 2, 32)
     }
-    assert _summary(out)["pooled"]["correct"] == len(before)
+    assert sum(c["correct"] for c in _summary(out)["categories"].values()) == len(before)
 
 
 @needs_bfcl
@@ -452,5 +452,98 @@ async def test_a_failed_request_is_no_answer_even_on_irrelevance(tmp_path: Path)
     assert not any(r["valid"] for r in records)
     summary = _summary(out)
     assert summary["request_errors"] == 6
-    assert summary["pooled"]["n"] == 0
+    assert summary["call_mean"] is None  # no answered item: no mean to take
     assert all(c["n"] == 0 and c["correct"] == 0 for c in summary["categories"].values())
+
+
+def no_call(item: Item) -> Message:
+    return {"role": "assistant", "content": "I would rather not call anything."}
+
+
+@needs_bfcl
+async def test_a_model_that_never_calls_gets_no_credit_from_pooling(
+    items: list[Item], tmp_path: Path
+) -> None:
+    """Relevance is apart: a model that makes no call is right on every irrelevance item and
+    wrong on every call item. Pooled over items that read as a score; BFCL's mean of the call
+    categories is 0."""
+    with _server(items, no_call, []) as url:
+        out, _ = await _run(
+            url, tmp_path, limit=3, categories=("irrelevance", "simple_python", "multiple")
+        )
+    summary = _summary(out)
+    assert list(summary["categories"]) == ["simple_python", "multiple", "irrelevance"]
+    assert summary["categories"]["irrelevance"]["correct"] == 3
+    assert summary["call_mean"] == 0.0 and "pooled" not in summary
+    md = Path(f"{out.with_suffix('')}.summary.md").read_text()
+    assert "pooled" not in md and "| mean of the call categories" in md
+    table = (tmp_path / "summary.md").read_text()
+    head = next(line for line in table.splitlines() if line.startswith("| run |"))
+    assert head.index("multiple") < head.index("irrelevance") < head.index("call mean")
+    row = next(line for line in table.splitlines() if line.startswith(f"| {out.stem} |"))
+    assert row.rstrip().endswith("| 0.0 | 0 |")
+
+
+@needs_bfcl
+@pytest.mark.parametrize(
+    ("key", "value", "what"),
+    [
+        ("tool_grammar", "off", "tool grammar"),
+        ("bfcl_eval", "2025.1.1", "bfcl-eval"),
+        ("draft", "on", "draft setting"),
+    ],
+)
+async def test_resume_refuses_records_made_under_other_settings(
+    items: list[Item], tmp_path: Path, key: str, value: str, what: str
+) -> None:
+    seen: list[dict[str, Any]] = []
+    with _server(items, calling(right_arguments), seen) as url:
+        full, before = await _run(url, tmp_path, limit=1, categories=("simple_python", "multiple"))
+        partial = _interrupted(full, 1, tmp_path)
+        record = json.loads(partial.read_text())
+        partial.write_text(json.dumps({**record, key: value}) + "\n")
+        seen.clear()
+        settings = resumed_bfcl_settings(partial, base_url=url)
+        with pytest.raises(EvalError, match=f"resume under the same {what}") as refused:
+            await run_bfcl(settings, echo=lambda _: None)
+    message = str(refused.value)
+    assert f"{what} {value}" in message and f"this run has {before[0][key]}" in message
+    assert seen == [] and partial.read_text().count("\n") == 1
+
+
+@needs_bfcl
+async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
+    items: list[Item], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker fails on the fourth verdict while other items are in flight: those stop
+    before the partial file closes, every line in it is a whole record, and a resume goes on."""
+    real = Checker.score
+    calls = 0
+    seen: list[dict[str, Any]] = []
+    asked_by_then = 0
+
+    async def failing(self: Checker, item_id: str, category: str, result: Any) -> Any:
+        nonlocal calls, asked_by_then
+        calls += 1
+        if calls == 4:
+            asked_by_then = len(seen)
+            raise EvalError("the checker went away")
+        return await real(self, item_id, category, result)
+
+    monkeypatch.setattr(Checker, "score", failing)
+    out = tmp_path / "bfcl.jsonl"
+    with _server(items, calling(right_arguments), seen) as url:
+        settings = BfclSettings(base_url=url, out=out, limit=3, concurrency=3)
+        with pytest.raises(EvalError, match="the checker went away"):
+            await run_bfcl(settings, echo=lambda _: None)
+        # Nothing of the run is left going: no item asked after the failure, none still
+        # running to write to a closed file.
+        assert len(seen) <= asked_by_then < 15
+        assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+        partial = tmp_path / "bfcl.jsonl.partial"
+        lines = partial.read_text().splitlines()
+        assert 3 <= len(lines) < 15 and not out.exists()
+        assert all(json.loads(line)["valid"] for line in lines)
+        monkeypatch.setattr(Checker, "score", real)
+        done = await run_bfcl(resumed_bfcl_settings(partial, base_url=url), echo=lambda _: None)
+    assert len(read_records(done)) == 15

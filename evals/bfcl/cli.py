@@ -23,6 +23,31 @@ def register(commands: Any) -> None:
     )
     add_bfcl_arguments(bfcl)
     bfcl.set_defaults(handler=bfcl_command)
+    rebuild = commands.add_parser(
+        "bfcl-report",
+        help="rewrite every BFCL run's summaries and the folder's comparison from the records",
+    )
+    rebuild.add_argument("folder", type=Path, nargs="?", default=Path("results/bfcl"))
+    rebuild.set_defaults(handler=bfcl_report_command)
+
+
+def bfcl_report_command(args: argparse.Namespace) -> int:
+    """Today's summaries of committed runs, each keeping the elapsed time its run measured."""
+    import json
+
+    from evals.bfcl.report import write_comparison, write_summaries
+    from evals.run.records import run_files
+
+    if not args.folder.is_dir():
+        print(f"evals bfcl-report: {args.folder}: no such folder", file=sys.stderr)
+        return 1
+    for run_file in run_files([args.folder]):
+        old = run_file.with_suffix(".summary.json")
+        elapsed = json.loads(old.read_text()).get("elapsed_ms") if old.exists() else None
+        write_summaries(run_file, elapsed_ms=elapsed)
+        print(f"rewrote {run_file.with_suffix('')}.summary.json and .summary.md")
+    print(f"wrote {write_comparison(args.folder)}")
+    return 0
 
 
 def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:

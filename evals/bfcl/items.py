@@ -20,8 +20,12 @@ OPTIONAL_CATEGORIES = (
     "live_parallel",
     "live_parallel_multiple",
     "live_irrelevance",
+    "live_relevance",
 )
 CATEGORIES = DEFAULT_CATEGORIES + OPTIONAL_CATEGORIES
+# Where the right answer is about whether to call at all (no call, or any call): BFCL reports
+# these apart from the call categories and never pools them with the others.
+RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
 
 
 @dataclass(frozen=True)

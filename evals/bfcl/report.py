@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.bfcl.items import RELEVANCE
 from evals.bfcl.record import read_items
 from evals.report.markdown import table
 from evals.report.stats import wilson
@@ -63,7 +64,16 @@ def published_figure(entry: dict[str, Any], category: str) -> float | None:
 
 
 def categories_of(records: list[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(r["category"] for r in records))
+    """The categories the records hold, the call categories first and relevance after."""
+    found = list(dict.fromkeys(r["category"] for r in records))
+    return [c for c in found if c not in RELEVANCE] + [c for c in found if c in RELEVANCE]
+
+
+def call_mean(per_category: dict[str, dict[str, Any]]) -> float | None:
+    """The unweighted mean accuracy of the call categories that have an answered item, as
+    BFCL takes its means (never pooled over items; relevance kept apart)."""
+    rates = [r["accuracy"] for c, r in per_category.items() if c not in RELEVANCE and r["n"]]
+    return sum(rates) / len(rates) if rates else None
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -86,7 +96,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         **{k: first.get(k) for k in keys},
         "items": len(records),
         "categories": per_category,
-        "pooled": Rate(sum(r["valid"] for r in answered), len(answered)).record(),
+        # BFCL's way: each call category weighs the same, whatever its number of items.
+        "call_mean": call_mean(per_category),
         "calls": sum(len(r["calls"]) for r in records),
         "invalid_calls": sum(p is not None for r in records for p in r["schema_problems"]),
         "request_errors": sum(r["request_error"] is not None for r in records),
@@ -120,9 +131,10 @@ def summary_markdown(name: str, summary: dict[str, Any]) -> str:
         if near:
             row.append(_percent(near["accuracy"].get(category)))
         rows.append(row)
-    pooled = summary["pooled"]
-    rows.append(["all items (pooled)", Rate(pooled["correct"], pooled["n"]).cell(),
-                 pooled["correct"], *([""] if near else [])])  # fmt: skip
+    mean = summary.get("call_mean")
+    if mean is not None:
+        rows.append(["mean of the call categories (unweighted, relevance apart)",
+                     f"{100 * mean:.1f}", "", *([""] if near else [])])  # fmt: skip
     mean_turn = summary["mean_turn_ms"]
     lines = [
         f"# BFCL: {name}",
@@ -173,29 +185,38 @@ def write_summaries(run_file: Path, elapsed_ms: float | None = None) -> dict[str
 
 
 def comparison(files: list[Path]) -> str:
-    """Every run by category, and the published figures, in one Markdown table."""
+    """Every run by category (relevance after the call categories) with the unweighted mean of
+    its call categories, and the published figures, in one Markdown table."""
     runs = [(f, read_items(f)) for f in files]
-    columns = list(dict.fromkeys(c for _, records in runs for c in categories_of(records)))
-    head = ["run", "model (sha256)", "tool grammar", "reply cap", *columns]
+    columns = categories_of([r for _, records in runs for r in records])
+    head = ["run", "model (sha256)", "tool grammar", "reply cap", *columns, "call mean",
+            "request errors"]  # fmt: skip
     rows = []
     for path, records in runs:
-        first = records[0] if records else {}
-        rates = {c: Rate(sum(r["valid"] for r in records if r["category"] == c),
-                         sum(r["category"] == c for r in records)) for c in columns}  # fmt: skip
-        sha = (first.get("model_sha256") or "")[:12]
-        cap = first.get("max_tokens")
-        rows.append([path.stem, f"{first.get('model')} ({sha})", first.get("tool_grammar"),
+        summary = summarize(records)
+        rates = summary["categories"]
+        sha = (summary.get("model_sha256") or "")[:12]
+        cap = summary.get("max_tokens")
+        mean = summary["call_mean"]
+        rows.append([path.stem, f"{summary.get('model')} ({sha})", summary.get("tool_grammar"),
                      "default" if cap is None else cap,
-                     *(rates[c].cell() if rates[c].n else "" for c in columns)])  # fmt: skip
+                     *(Rate(rates[c]["correct"], rates[c]["n"]).cell()
+                       if c in rates and rates[c]["n"] else "" for c in columns),
+                     "" if mean is None else f"{100 * mean:.1f}",
+                     summary["request_errors"]])  # fmt: skip
     for entry in published()["models"]:
         rows.append([f"published: {entry['model']}", "", "", "",
-                     *(_percent(published_figure(entry, c)) for c in columns)])  # fmt: skip
+                     *(_percent(published_figure(entry, c)) for c in columns), "", ""])  # fmt: skip
     return "\n".join(
         [
             "# BFCL through this stack, by category",
             "",
             "Accuracy in percent as judged by BFCL's own AST checker (bfcl-eval), with its 95 % "
-            "Wilson interval and the number of items; `python -m evals bfcl` writes this table.",
+            "Wilson interval and the number of answered items; relevance (whether to call at "
+            "all) after the call categories, apart, as BFCL keeps it; the call mean is the "
+            "unweighted mean of the call categories a run has, as BFCL takes its means; an "
+            "item whose request failed counts in no rate, only under request errors. "
+            "`python -m evals bfcl` writes this table.",
             "",
             table(head, rows),
             source_note(),

@@ -47,6 +47,14 @@ from harness.client import ModelReply, TurnOptions
 from harness.errors import ProviderError
 
 BFCL_RESULTS = RESULTS / "bfcl"
+# What a resumed run must share with the records it keeps, beside the weights: one label, one
+# configuration, one checker.
+SAME_ON_RESUME = (
+    ("tool_grammar", "tool grammar"),
+    ("draft", "draft setting"),
+    ("bfcl_eval", "bfcl-eval"),
+    ("checker_model", "checker model entry"),
+)
 
 
 @dataclass(frozen=True)
@@ -208,10 +216,12 @@ def result_line(record: dict[str, Any]) -> str:
 
 def total_line(summary: dict[str, Any]) -> str:
     cats = "  ".join(f"{c}={r['correct']}/{r['n']}" for c, r in summary["categories"].items())
-    pooled = summary["pooled"]
+    mean = summary["call_mean"]
     mean_turn = summary["mean_turn_ms"]
     return (
-        f"TOTAL {cats}  all={pooled['correct']}/{pooled['n']}  invalid calls="
+        f"TOTAL {cats}  call-category mean="
+        + ("n/a" if mean is None else f"{100 * mean:.1f} %")
+        + "  invalid calls="
         f"{summary['invalid_calls']}  request errors={summary['request_errors']}  mean turn="
         + ("n/a" if mean_turn is None else f"{mean_turn:,.0f}ms")
     )
@@ -285,7 +295,13 @@ async def run_bfcl(
                 progress.finished(f"{item.id}: {result_line(record)}")
 
             try:
-                await asyncio.gather(*(one(item) for item in todo))
+                # A failure in one item (the checker gone, say) cancels the others, and every
+                # one has stopped before the partial file closes: no record is cut or lost.
+                async with asyncio.TaskGroup() as group:
+                    for item in todo:
+                        group.create_task(one(item))
+            except BaseExceptionGroup as failed:
+                raise failed.exceptions[0] from None
             finally:
                 await pool.aclose()
     rank = {item.id: n for n, item in enumerate(items)}
@@ -310,6 +326,13 @@ def _kept(
             f"{settings.resume} was run on {kept[0].get('model')} (sha256 {was}); the server "
             f"now serves {context['model']} (sha256 {now}): resume against the same weights"
         )
+    for key, what in SAME_ON_RESUME:
+        before, after = kept[0].get(key), context[key]
+        if before != after:
+            raise EvalError(
+                f"{settings.resume} was run with {what} {before}; this run has {after}: "
+                f"resume under the same {what}, or start the run again"
+            )
     ids = {item.id for item in items}
     strays = [r["id"] for r in kept if r["id"] not in ids]
     if strays:
