@@ -121,13 +121,15 @@ async def run_loop(
     recorder: Recorder | None = None,
     cancel: CancelToken | None = None,
     intro: str | None = None,
+    system: bool = True,
 ) -> RunState:
     """Drive ``state`` until it stops; the state records why it stopped.
 
     A run that has no system message and no reply yet is given the policy's system prompt,
-    opening with ``intro`` (what the run works on) when the task source gives one."""
+    opening with ``intro`` (what the run works on) when the task source gives one; with
+    ``system=False`` the messages go as they are (a benchmark's own conversation)."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
-    if not any(m["role"] in ("system", "assistant") for m in state.messages):
+    if system and not any(m["role"] in ("system", "assistant") for m in state.messages):
         prompt = policies.system_prompt(config, intro)
         state.messages.insert(0, {"role": "system", "content": prompt})
     tools = policies.offered_tools(tools, config, state.meta.get("task_tools"))

@@ -102,3 +102,21 @@ class Checker:
         return await self.ask(
             {"op": "score", "id": item_id, "category": category, "result": result}
         )
+
+    async def load_multi(self, categories: list[str]) -> dict[str, Any]:
+        """Every entry of the multi-turn ``categories``: turns, tools, held-back tools."""
+        return await self.ask({"op": "load_multi", "categories": categories})
+
+    async def execute(self, entry_id: str, key: str, calls: list[dict[str, str]]) -> dict[str, Any]:
+        """One step's calls (``{name: arguments JSON}`` each) run on the conversation ``key``'s
+        backend instances: ``decoded``, ``results`` (text, one per call), ``states``."""
+        return await self.ask({"op": "execute", "id": entry_id, "key": key, "calls": calls})
+
+    async def forget(self, key: str) -> None:
+        await self.ask({"op": "forget", "key": key})
+
+    async def score_multi(self, entry_id: str, category: str, result: Any) -> dict[str, Any]:
+        """BFCL's multi-turn verdict on every step's calls of every turn."""
+        return await self.ask(
+            {"op": "score_multi", "id": entry_id, "category": category, "result": result}
+        )

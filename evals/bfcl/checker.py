@@ -18,13 +18,28 @@ One JSON request per line on stdin, one JSON answer per line on stdout:
   JSON text}``, or the reply's text when it made no call), through BFCL's own per-item
   evaluation (decoding, output-format check, AST checker; for irrelevance, no call decoded).
 
+- ``{"op": "load_multi", "categories": [...]}``: every entry of those multi-turn categories:
+  its user turns, the functions of its involved classes as OpenAI tools (those BFCL holds
+  back under ``miss_func`` apart, by the turn that offers them), the classes, and the ground
+  truth per turn.
+- ``{"op": "execute", "id": ..., "key": ..., "calls": [{name: arguments JSON text}]}``: the
+  calls of one step run against BFCL's own backend instances of that entry (one set per
+  ``key``: a run's conversation), decoded and executed as BFCL's handler does during
+  inference; their results as text, and the instances' states.
+- ``{"op": "score_multi", "id": ..., "category": ..., "result": [[[{name: args}]]]}``: BFCL's
+  multi-turn verdict (state and response checkers) on the calls of every step of every turn,
+  through BFCL's own per-entry evaluation.
+- ``{"op": "forget", "key": ...}``: the backend instances of a finished conversation dropped.
+
 An answer that went wrong is ``{"error": "..."}``; the loop goes on.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import re
 import sys
 import traceback
 from importlib.metadata import version
@@ -33,12 +48,25 @@ from typing import Any
 # The OpenAI handler builds an API client on creation; the checker never sends a request.
 os.environ.setdefault("OPENAI_API_KEY", "unused-by-the-checker")
 
+from bfcl_eval.constants.default_prompts import (
+    DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+    MAXIMUM_STEP_LIMIT,
+)
 from bfcl_eval.constants.enums import Language, ModelStyle, ReturnFormat
+from bfcl_eval.constants.executable_backend_config import (
+    OMIT_STATE_INFO_CLASSES,
+    STATELESS_CLASSES,
+)
 from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING
 from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
 from bfcl_eval.eval_checker.eval_runner import (
     _evaluate_single_ast_entry,
+    _evaluate_single_multi_turn_entry,
     _evaluate_single_relevance_entry,
+)
+from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
+    execute_multi_turn_func_call,
 )
 from bfcl_eval.model_handler.api_inference.openai_completion import (
     OpenAICompletionsHandler,
@@ -47,6 +75,7 @@ from bfcl_eval.model_handler.utils import convert_to_tool
 from bfcl_eval.utils import (
     is_java,
     is_js,
+    is_multi_turn,
     is_relevance_or_irrelevance,
     load_dataset_entry,
     load_ground_truth_entry,
@@ -68,7 +97,9 @@ class Bfcl:
         )
         self.prompts: dict[str, dict[str, Any]] = {}  # id -> entry without language hints
         self.truth: dict[str, list[Any]] = {}  # id -> ground truth
+        self.sent: dict[str, dict[str, Any]] = {}  # id -> multi-turn entry as inference has it
         self.loaded: set[str] = set()
+        self.scored = 0  # multi-turn verdicts given: each re-executes on instances of its own
 
     def _load_category(self, category: str) -> None:
         if category in self.loaded:
@@ -77,6 +108,10 @@ class Bfcl:
             category, include_prereq=False, include_language_specific_hint=False
         ):
             self.prompts[entry["id"]] = entry
+        if is_multi_turn(category):
+            # What inference sends: the functions with the language hint, those held back apart.
+            for entry in load_dataset_entry(category, include_prereq=False):
+                self.sent[entry["id"]] = entry
         if not is_relevance_or_irrelevance(category):
             for answer in load_ground_truth_entry(category):
                 self.truth[answer["id"]] = answer["ground_truth"]
@@ -108,6 +143,109 @@ class Bfcl:
                     }
                 )
         return {"items": items, "bfcl_eval": version("bfcl-eval"), "checker_model": CHECKER_MODEL}
+
+    def _tools(self, functions: list[dict[str, Any]]) -> tuple[list[Any], dict[str, str]]:
+        tools = convert_to_tool(functions, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+        names = {
+            tool["function"]["name"]: function["name"]
+            for tool, function in zip(tools, functions, strict=True)
+        }
+        return tools, names
+
+    def load_multi(self, categories: list[str]) -> dict[str, Any]:
+        entries = []
+        for category in categories:
+            if not is_multi_turn(category):
+                raise ValueError(f"{category} is not a multi-turn category")
+            self._load_category(category)
+            for entry_id, entry in self.sent.items():
+                if (
+                    not entry_id.startswith(category + "_")
+                    or not entry_id.removeprefix(category + "_").isdigit()
+                ):
+                    continue
+                tools, names = self._tools(entry["function"])
+                held = {}
+                for turn, functions in entry.get("missed_function", {}).items():
+                    more, more_names = self._tools(functions)
+                    names.update(more_names)
+                    held[turn] = more
+                entries.append(
+                    {
+                        "id": entry_id,
+                        "category": category,
+                        "turns": entry["question"],
+                        "tools": tools,
+                        "names": names,
+                        "held": held,
+                        "involved_classes": entry["involved_classes"],
+                        "ground_truth": self.truth.get(entry_id),
+                    }
+                )
+        return {
+            "entries": entries,
+            "bfcl_eval": version("bfcl-eval"),
+            "checker_model": CHECKER_MODEL,
+            "step_limit": MAXIMUM_STEP_LIMIT,
+            "held_prompt": DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+        }
+
+    def _instances(
+        self, entry_id: str, key: str, calls: list[str]
+    ) -> tuple[list[str], dict[str, Any]]:
+        entry = self.prompts[entry_id]
+        category = entry_id.rsplit("_", 1)[0]
+        found: tuple[list[str], dict[str, Any]] = execute_multi_turn_func_call(
+            calls,
+            entry.get("initial_config", {}),
+            entry["involved_classes"],
+            f"loopbench_{key}",
+            entry_id,
+            long_context="long_context" in category or "composite" in category,
+            is_evaL_run=False,
+        )
+        return found
+
+    def execute(self, entry_id: str, key: str, calls: list[dict[str, str]]) -> dict[str, Any]:
+        """One step's calls, decoded and run as BFCL's inference runs them."""
+        self._load_category(entry_id.rsplit("_", 1)[0])
+        try:
+            decoded = self.handler.decode_execute(calls, has_tool_call_tag=False) if calls else []
+        except Exception as exc:  # what BFCL's loop does with a reply it cannot decode
+            return {"decoded": None, "results": [], "error": str(exc), "states": {}}
+        results, instances = self._instances(entry_id, key, decoded)
+        return {"decoded": decoded, "results": results, "states": _states(instances)}
+
+    def forget(self, key: str) -> dict[str, Any]:
+        """Drop the instances BFCL keeps for a conversation (by name, in its module)."""
+        prefix = re.sub(r"[-./:]", "_", f"loopbench_{key}_")
+        names = [n for n in vars(multi_turn_utils) if n.startswith(prefix)]
+        for name in names:
+            delattr(multi_turn_utils, name)
+        return {"forgot": len(names)}
+
+    def score_multi(self, entry_id: str, category: str, result: Any) -> dict[str, Any]:
+        self._load_category(category)
+        self.scored += 1
+        # The checker replays the calls on instances named after this model name: one each.
+        name = f"loopbench_score_{self.scored}"
+        verdict = _evaluate_single_multi_turn_entry(
+            self.handler,
+            entry_id,
+            result,
+            self.truth[entry_id],
+            copy.deepcopy(self.prompts[entry_id]),
+            name,
+            category,
+        )
+        self.forget(f"score_{self.scored}")
+        error = verdict.get("error") or {}
+        messages = error.get("error_message", [])
+        return {
+            "valid": bool(verdict["valid"]),
+            "error_type": error.get("error_type"),
+            "errors": [str(m) for m in (messages if isinstance(messages, list) else [messages])],
+        }
 
     def score(self, item_id: str, category: str, result: Any) -> dict[str, Any]:
         self._load_category(category)
@@ -142,9 +280,28 @@ class Bfcl:
         }
 
 
+def _states(instances: dict[str, Any]) -> dict[str, Any]:
+    """Each stateful instance's public attributes, as BFCL logs them, made JSON."""
+    return {
+        name: json.loads(json.dumps(
+            {k: v for k, v in vars(instance).items() if not k.startswith("_")}, default=str
+        ))
+        for name, instance in instances.items()
+        if name not in STATELESS_CLASSES and name not in OMIT_STATE_INFO_CLASSES
+    }  # fmt: skip
+
+
 def answer(bfcl: Bfcl, request: dict[str, Any]) -> dict[str, Any]:
     if request.get("op") == "load":
         return bfcl.load(list(request["categories"]))
+    if request.get("op") == "load_multi":
+        return bfcl.load_multi(list(request["categories"]))
+    if request.get("op") == "execute":
+        return bfcl.execute(str(request["id"]), str(request["key"]), list(request["calls"]))
+    if request.get("op") == "forget":
+        return bfcl.forget(str(request["key"]))
+    if request.get("op") == "score_multi":
+        return bfcl.score_multi(str(request["id"]), str(request["category"]), request.get("result"))
     if request.get("op") == "score":
         return bfcl.score(str(request["id"]), str(request["category"]), request.get("result"))
     return {"error": f"unknown op {request.get('op')!r}"}

@@ -12,6 +12,7 @@ from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
 from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
 from evals.errors import EvalError
 from harness.client import base_url_from_env
+from harness.policies.presets import PLAIN
 
 
 def register(commands: Any) -> None:
@@ -85,6 +86,12 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
         help="cap each reply at N tokens, sent with every item and recorded (default: the "
         "server's own cap)",
     )
+    bfcl.add_argument(
+        "--policy",
+        default=PLAIN,
+        help="the loop policy the multi-turn conversations run under (a preset of "
+        f"harness/policies/presets.json; default {PLAIN}, the plain loop)",
+    )
     bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
     bfcl.add_argument("--label", help="name of this run in the comparison")
     bfcl.add_argument(
@@ -118,6 +125,7 @@ def bfcl_command(args: argparse.Namespace) -> int:
                 out=args.out,
                 label=args.label,
                 max_tokens=args.max_tokens,
+                policy=args.policy,
             )
         asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
     except EvalError as exc:

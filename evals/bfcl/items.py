@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from harness.errors import ToolError
 from harness.tools import Tool, ToolContext, check_arguments, parse_arguments
@@ -22,7 +22,14 @@ OPTIONAL_CATEGORIES = (
     "live_irrelevance",
     "live_relevance",
 )
-CATEGORIES = DEFAULT_CATEGORIES + OPTIONAL_CATEGORIES
+# Conversations over BFCL's stateful backends, run through the agent loop (evals.bfcl.multi).
+MULTI_TURN = (
+    "multi_turn_base",
+    "multi_turn_miss_func",
+    "multi_turn_miss_param",
+    "multi_turn_long_context",
+)
+CATEGORIES = DEFAULT_CATEGORIES + OPTIONAL_CATEGORIES + MULTI_TURN
 # Where the right answer is about whether to call at all (no call, or any call): BFCL reports
 # these apart from the call categories and never pools them with the others.
 RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
@@ -53,13 +60,21 @@ class Item:
         )
 
 
-def sample(items: list[Item], limit: int | None, seed: int) -> list[Item]:
+class _Categorized(Protocol):
+    @property
+    def category(self) -> str: ...
+
+
+Drawn = TypeVar("Drawn", bound=_Categorized)
+
+
+def sample(items: list[Drawn], limit: int | None, seed: int) -> list[Drawn]:
     """``limit`` items of each category (all when None), in BFCL's order. Each category draws
     with its own ``random.Random``, seeded by the seed and the category's name, so adding a
     category leaves the others' samples as they were."""
     if limit is None:
         return list(items)
-    chosen: list[Item] = []
+    chosen: list[Drawn] = []
     for category in dict.fromkeys(i.category for i in items):
         pool = [i for i in items if i.category == category]
         picked = set(

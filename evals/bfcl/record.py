@@ -8,7 +8,9 @@ Versions (``record_version``):
 
 1. every record before the field existed (no ``record_version``); the oldest lack
    ``categories_asked`` and ``max_tokens``;
-2. this model.
+2. ``record_version`` written;
+3. this model: a multi-turn entry's ``turns`` (each step's calls and results, the backends'
+   state after each turn), ``model_calls`` and ``force_quit`` (None for single-turn items).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evals import versioned
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 
 
 class ItemCall(BaseModel):
@@ -75,6 +77,11 @@ class ItemRecord(BaseModel):
     retries: int | None = None
     answered_by: list[str] = []
     timestamp: str | None = None
+    # Multi-turn entries: the conversation, turn by turn, and how it ended.
+    turns: list[dict[str, Any]] | None = None
+    model_calls: int | None = None
+    force_quit: bool | None = None
+    policy: str | None = None  # the loop policy the conversation ran under
 
     def line(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -168,7 +168,8 @@ def source_note() -> str:
         if data["checked_against_live_leaderboard"]
         else " Not checked against the live leaderboard."
     )
-    return f"Published figures: {data['source']}.{checked} {data['note']}"
+    multi = f" {data['multi_turn_source']}." if data.get("multi_turn_source") else ""
+    return f"Published figures: {data['source']}.{checked} {data['note']}{multi}"
 
 
 def write_summaries(run_file: Path, elapsed_ms: float | None = None) -> dict[str, Any]:

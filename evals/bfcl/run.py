@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,12 +23,14 @@ from evals.bfcl.bridge import Checker
 from evals.bfcl.items import (
     CATEGORIES,
     DEFAULT_CATEGORIES,
+    MULTI_TURN,
     Item,
     bfcl_result,
     function_name,
     sample,
     schema_problem,
 )
+from evals.bfcl.multi import Conversation, Entry, converse, mean_latency
 from evals.bfcl.record import ItemRecord, read_items
 from evals.bfcl.report import write_comparison, write_summaries
 from evals.errors import EvalError
@@ -45,6 +48,9 @@ from evals.run.servers import (
 )
 from harness.client import ModelReply, TurnOptions
 from harness.errors import ProviderError
+from harness.policies.base import UnknownPolicy
+from harness.policies.presets import PLAIN, preset
+from harness.trace import Recorder
 
 BFCL_RESULTS = RESULTS / "bfcl"
 # What a resumed run must share with the records it keeps, beside the weights: one label, one
@@ -54,6 +60,7 @@ SAME_ON_RESUME = (
     ("draft", "draft setting"),
     ("bfcl_eval", "bfcl-eval"),
     ("checker_model", "checker model entry"),
+    ("policy", "loop policy"),
 )
 
 
@@ -72,6 +79,11 @@ class BfclSettings:
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
     max_tokens: int | None = None  # reply cap sent with each item; None: the server's default
     resume: Path | None = None  # the .partial file of an interrupted run, to go on with
+    policy: str = PLAIN  # the loop policy multi-turn conversations run under
+
+    @property
+    def multi_turn(self) -> bool:
+        return any(c in MULTI_TURN for c in self.categories)
 
     def check(self) -> None:
         unknown = [c for c in self.categories if c not in CATEGORIES]
@@ -88,6 +100,19 @@ class BfclSettings:
             raise EvalError("--limit must be at least 1")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise EvalError("--max-tokens must be at least 1")
+        single = [c for c in self.categories if c not in MULTI_TURN]
+        if self.multi_turn and single:
+            raise EvalError(
+                "multi-turn categories run as conversations through the agent loop, the others "
+                f"as one request each: run {', '.join(single)} apart from "
+                f"{', '.join(c for c in self.categories if c in MULTI_TURN)}"
+            )
+        if self.policy != PLAIN and not self.multi_turn:
+            raise EvalError("--policy applies to the multi-turn categories only")
+        try:
+            preset(self.policy)
+        except UnknownPolicy as exc:  # refused with the list of presets
+            raise EvalError(str(exc)) from exc
 
 
 def partial_of(run_file: Path) -> Path:
@@ -126,6 +151,7 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         label=first["label"],
         max_tokens=first["max_tokens"],
         resume=partial,
+        policy=first.get("policy") or PLAIN,
         **where,
     )
 
@@ -150,6 +176,7 @@ def _context(
         "seed": settings.seed,
         "limit": settings.limit,
         "max_tokens": settings.max_tokens,
+        "policy": settings.policy if settings.multi_turn else None,
         "machine": machine(),
         "code_version": code_version(),
     }
@@ -204,6 +231,63 @@ def item_record(
     return ItemRecord.model_validate(fields).line()
 
 
+def _scratch() -> tempfile.TemporaryDirectory[str]:
+    """An empty folder for the loop's workspace: BFCL's backends hold the conversation's
+    world, in the checker's process."""
+    return tempfile.TemporaryDirectory(prefix="bfcl-multi-")
+
+
+def _loop_policy(settings: BfclSettings) -> dict[str, Any]:
+    """The conversation's loop settings: the preset's, with ``--max-tokens`` as its reply cap."""
+    found = dict(preset(settings.policy).settings)
+    if settings.max_tokens is not None:
+        found["max_tokens_per_turn"] = settings.max_tokens
+    return found
+
+
+def entry_record(
+    context: dict[str, Any],
+    entry: Entry,
+    done: Conversation,
+    verdict: dict[str, Any],
+    answered_by: list[str],
+) -> dict[str, Any]:
+    """A multi-turn entry's record: every step's calls, the conversation turn by turn."""
+    calls = [call for turn in done.result() for step in turn for call in step]
+    latency = mean_latency(done)
+    texts = [s.text for turn in done.steps for s in turn if s.text]
+    fields = {
+        **context,
+        "id": entry.id,
+        "category": entry.category,
+        "question": entry.question(),
+        "calls": [
+            {
+                "name": next((t for t, f in entry.names.items() if f == name), name),
+                "function": name,
+                "arguments": arguments,
+            }
+            for call in calls
+            for name, arguments in call.items()
+        ],
+        "content": texts[-1] if texts else None,
+        "request_error": done.error,
+        "checker_input": done.result(),
+        "valid": verdict["valid"] and done.error is None,
+        "error_type": verdict["error_type"],
+        "errors": verdict["errors"],
+        "latency_ms": None if latency is None else round(latency, 1),
+        "prompt_tokens": done.prompt_tokens,
+        "completion_tokens": done.completion_tokens,
+        "answered_by": answered_by,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "turns": done.turns_record(),
+        "model_calls": done.model_calls,
+        "force_quit": done.force_quit,
+    }
+    return ItemRecord.model_validate(fields).line()
+
+
 def result_line(record: dict[str, Any]) -> str:
     calls = ", ".join(f"{c['function']}({c['arguments']})" for c in record["calls"])
     shown = calls or "text: " + (record["content"] or "").replace("\n", " ")
@@ -211,6 +295,11 @@ def result_line(record: dict[str, Any]) -> str:
         shown = shown[:87] + "..."
     latency = record["latency_ms"]
     mark = "✓" if record["valid"] else f"✗ {record['error_type']}"
+    if record.get("turns") is not None:
+        return (
+            f"turns={len(record['turns'])} model calls={record['model_calls']} calls="
+            f"{len(record['calls'])} ms/call={latency or 0:,.0f}  {mark}"
+        )
     return f"calls={len(record['calls'])} latency={latency or 0:>8,.0f}ms  -> {shown}  {mark}"
 
 
@@ -247,15 +336,24 @@ async def run_bfcl(
             server.limit, share(settings.concurrency, len(servers), settings.per_server)
         )
     async with Checker(settings.checker_python) as checker:
-        loaded = await checker.load(list(settings.categories))
-        items = sample(
-            [Item.from_checker(i) for i in loaded["items"]], settings.limit, settings.seed
-        )
+        entries: list[Entry] = []
+        if settings.multi_turn:
+            loaded = await checker.load_multi(list(settings.categories))
+            entries = sample(
+                [Entry.from_checker(e) for e in loaded["entries"]], settings.limit, settings.seed
+            )
+            items: list[Any] = entries
+        else:
+            loaded = await checker.load(list(settings.categories))
+            items = sample(
+                [Item.from_checker(i) for i in loaded["items"]], settings.limit, settings.seed
+            )
         context = _context(settings, servers, loaded)
         model = context["model"]
         out = settings.out or default_out(context["label"], BFCL_RESULTS)
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
+        runs = out.with_suffix(".runs")  # each conversation's trace
         kept = _kept(settings, context, items)
         done = {r["id"] for r in kept}
         todo = [item for item in items if item.id not in done]
@@ -279,6 +377,30 @@ async def run_bfcl(
         progress = Progress(len(items), echo, bar, already=len(kept))
         with open(partial, "a", encoding="utf-8") as f, progress:
 
+            async def conversation(entry: Entry) -> None:
+                async with slots:
+                    with _scratch() as scratch:
+                        done = await converse(
+                            entry,
+                            client := PooledClient(pool, servers),
+                            model,
+                            checker,
+                            f"{out.stem}_{entry.id}",
+                            int(loaded["step_limit"]),
+                            str(loaded["held_prompt"]),
+                            Path(scratch),
+                            policy=_loop_policy(settings),
+                            recorder=Recorder(trace_path=runs / f"{entry.id}.trace.jsonl"),
+                        )
+                verdict = (
+                    await checker.score_multi(entry.id, entry.category, done.result())
+                    if done.error is None
+                    else {"valid": False, "error_type": "request_error", "errors": [done.error]}
+                )
+                record = entry_record(context, entry, done, verdict, client.answered)
+                durable_append(f, record)
+                progress.finished(f"{entry.id}: {result_line(record)}")
+
             async def one(item: Item) -> None:
                 async with slots:
                     client = PooledClient(pool, servers)
@@ -299,7 +421,7 @@ async def run_bfcl(
                 # one has stopped before the partial file closes: no record is cut or lost.
                 async with asyncio.TaskGroup() as group:
                     for item in todo:
-                        group.create_task(one(item))
+                        group.create_task(conversation(item) if settings.multi_turn else one(item))
             except BaseExceptionGroup as failed:
                 raise failed.exceptions[0] from None
             finally:

@@ -1,0 +1,199 @@
+"""BFCL's multi-turn categories through the harness's own agent loop, judged by BFCL's own
+multi-turn checker.
+
+Each entry is one conversation. Its user turns are put to the model in order, each through
+``harness.loop.run_loop`` (no system prompt of ours: the messages go as BFCL sends them); the
+model's calls run against BFCL's own backend classes (``GorillaFileSystem``, ``TwitterAPI``,
+...) in the checker's process, instantiated from the entry's initial configuration, and their
+results go back as tool messages. A user turn ends when a reply makes no call; BFCL's step cap
+holds (after ``step_limit`` steps with calls in one turn the conversation is force-quit, which
+BFCL's checker fails). Under ``miss_func`` the held-back functions are offered from the turn
+BFCL says, with BFCL's own words. Every step's calls (under BFCL's names), their results and
+the backends' states after each turn go into the record; BFCL's checker re-executes the calls
+and compares states and results with the ground truth's. A request that fails is an error,
+not an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals.bfcl.bridge import Checker
+from harness.client import ChatClient
+from harness.config import LoopConfig
+from harness.loop import run_loop
+from harness.state import RunState
+from harness.tools import Tool, ToolContext
+from harness.trace import Recorder
+from harness.workspace import create_workspace
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One multi-turn conversation as BFCL's inference sends it."""
+
+    id: str
+    category: str
+    turns: list[list[dict[str, Any]]]  # each user turn's messages (empty: a held-back turn)
+    tools: list[dict[str, Any]]  # offered from the start
+    names: dict[str, str]  # tool name -> BFCL's function name
+    held: dict[str, list[dict[str, Any]]]  # turn index -> tools offered from that turn on
+    ground_truth: list[list[str]] | None
+
+    @classmethod
+    def from_checker(cls, raw: dict[str, Any]) -> Entry:
+        return cls(
+            id=str(raw["id"]),
+            category=str(raw["category"]),
+            turns=list(raw["turns"]),
+            tools=list(raw["tools"]),
+            names=dict(raw["names"]),
+            held=dict(raw["held"]),
+            ground_truth=raw.get("ground_truth"),
+        )
+
+    def question(self) -> str:
+        first = next((t for t in self.turns if t), [])
+        return next((str(m["content"]) for m in first if m["role"] == "user"), "")
+
+
+@dataclass
+class Step:
+    """One reply of a user turn: its calls under BFCL's names, and what they returned."""
+
+    calls: list[dict[str, str]]  # {function name: arguments JSON}, as BFCL records a step
+    results: list[str] = field(default_factory=list)
+    text: str | None = None
+    latency_ms: float = 0.0
+
+
+@dataclass
+class Conversation:
+    steps: list[list[Step]] = field(default_factory=list)  # per user turn
+    states: list[dict[str, Any]] = field(default_factory=list)  # backends after each turn
+    force_quit: bool = False
+    error: str | None = None  # the request that failed, if one did
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def result(self) -> list[list[list[dict[str, str]]]]:
+        """What BFCL's checker reads: per turn, per step, the step's calls."""
+        return [[s.calls for s in turn] for turn in self.steps]
+
+    def latencies(self) -> list[float]:
+        return [s.latency_ms for turn in self.steps for s in turn]
+
+    def turns_record(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "steps": [
+                    {"calls": s.calls, "results": s.results, "text": s.text,
+                     "latency_ms": round(s.latency_ms, 1)}
+                    for s in turn
+                ],
+                "state": state,
+            }
+            for turn, state in zip(self.steps, self.states, strict=False)
+        ]  # fmt: skip
+
+
+def _proxies(entry: Entry, specs: list[dict[str, Any]], checker: Checker, key: str) -> list[Tool]:
+    """Each BFCL function as a harness tool whose run is BFCL's backend's, in the checker."""
+
+    def make(spec: dict[str, Any]) -> Tool:
+        tool_name = spec["function"]["name"]
+        name = entry.names.get(tool_name, tool_name)
+
+        async def run(args: dict[str, Any], ctx: ToolContext) -> str:
+            done = await checker.execute(entry.id, key, [{name: json.dumps(args)}])
+            return str(done["results"][0] if done["results"] else done.get("error"))
+
+        return Tool(
+            name=tool_name,
+            description=str(spec["function"].get("description", "")),
+            parameters=dict(spec["function"].get("parameters") or {"type": "object"}),
+            fn=run,
+            read_only=False,  # they change the backends' state, never the workspace
+        )
+
+    return [make(s) for s in specs]
+
+
+async def converse(
+    entry: Entry,
+    client: ChatClient,
+    model: str,
+    checker: Checker,
+    key: str,
+    step_limit: int,
+    held_prompt: str,
+    scratch: Path,
+    policy: dict[str, Any] | None = None,
+    recorder: Recorder | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> Conversation:
+    """One entry's conversation through the agent loop, turn by turn."""
+    done = Conversation()
+    state = RunState(run_id=key, model=model, messages=[])
+    tools = _proxies(entry, entry.tools, checker, key)
+    workspace = create_workspace(scratch / "workspace", files={})
+    recorder = recorder or Recorder()
+    for index, messages in enumerate(entry.turns):
+        if str(index) in entry.held:
+            tools += _proxies(entry, entry.held[str(index)], checker, key)
+            messages = [{"role": "user", "content": held_prompt}]
+        state.messages += [dict(m) for m in messages]
+        replies_before = len(state.turn_records)
+        # BFCL quits after ``step_limit`` steps with calls in one turn; the reply after the
+        # last allowed step is the one that may end the turn.
+        config = LoopConfig.of(max_turns=state.turns + step_limit + 1, **(policy or {}))
+        state = await run_loop(state, client, tools, workspace, config, recorder, system=False)
+        steps = _steps(entry, state, replies_before)
+        done.steps.append(steps)
+        done.states.append((await checker.execute(entry.id, key, []))["states"])
+        if state.status == "failed":
+            done.error = state.error or "the request failed"
+            break
+        if state.status != "completed":
+            done.force_quit = True
+            break
+        if echo is not None:
+            echo(f"  {entry.id} turn {index}: {sum(bool(s.calls) for s in steps)} steps with calls")
+    done.model_calls = len(state.turn_records)
+    done.prompt_tokens = sum(t.prompt_tokens for t in state.turn_records)
+    done.completion_tokens = sum(t.completion_tokens for t in state.turn_records)
+    await checker.forget(key)
+    return done
+
+
+def _steps(entry: Entry, state: RunState, first: int) -> list[Step]:
+    """The replies of one user turn, from the transcript: each reply's calls as the model made
+    them (under BFCL's names), with what the calls that ran returned, in order."""
+    replies = [m for m in state.messages if m["role"] == "assistant"][first:]
+    records = state.turn_records[first:]
+    steps = []
+    for reply, record in zip(replies, records, strict=False):
+        calls = [
+            {entry.names.get(c["function"]["name"], c["function"]["name"]):
+             c["function"].get("arguments") or "{}"}
+            for c in reply.get("tool_calls") or []
+        ]  # fmt: skip
+        answered = [
+            m.get("content") or ""
+            for m in state.messages
+            if m["role"] == "tool"
+            and m.get("tool_call_id") in {c.get("id") for c in reply.get("tool_calls") or []}
+        ]
+        steps.append(Step(calls, answered, reply.get("content"), record.latency_ms))
+    return steps
+
+
+def mean_latency(conversation: Conversation) -> float | None:
+    latencies = conversation.latencies()
+    return statistics.fmean(latencies) if latencies else None

@@ -1,0 +1,161 @@
+"""BFCL's multi-turn categories through the agent loop, judged by BFCL's own multi-turn
+checker: the ground truth replayed scores every entry, a model that never calls none."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from evals.bfcl import BfclSettings, run_bfcl
+from evals.bfcl.bridge import Checker, bfcl_python
+from evals.bfcl.items import MULTI_TURN
+from evals.bfcl.multi import Entry
+from evals.errors import EvalError
+from evals.run.records import read_records
+from serve_local.inprocess import running_server
+
+needs_bfcl = pytest.mark.skipif(
+    not bfcl_python().exists(),
+    reason=f"BFCL's virtualenv is absent ({bfcl_python()}): `make bfcl-venv` creates it",
+)
+Message = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def entries() -> dict[str, Entry]:
+    import asyncio
+
+    async def load() -> dict[str, Any]:
+        async with Checker() as checker:
+            return await checker.load_multi(list(MULTI_TURN))
+
+    return {e["id"]: Entry.from_checker(e) for e in asyncio.run(load())["entries"]}
+
+
+def _tool_call(entry: Entry, text: str, n: int, offered: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ground-truth call (``mv(source='a', destination='b')``) as the tool call a model
+    would make, positional arguments named after the function's parameters."""
+    node = ast.parse(text, mode="eval").body
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    tool = next(t for t in offered if entry.names[t["function"]["name"]] == node.func.id)
+    order = list(tool["function"]["parameters"].get("properties", {}))
+    args = {order[i]: ast.literal_eval(a) for i, a in enumerate(node.args)}
+    args.update({k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
+    call = {"name": tool["function"]["name"], "arguments": json.dumps(args)}
+    return {"id": f"call_{n}", "type": "function", "function": call}
+
+
+def _server(
+    entries: dict[str, Entry], answer: Callable[[Entry, int, Message, list[Any]], Message]
+) -> AbstractContextManager[str]:
+    """An OpenAI-shaped server that knows the entries of one category (by the user turns so
+    far) and answers each request with ``answer(entry, turn, last message, tools offered)``."""
+
+    def asked(e: Entry, messages: list[Message]) -> bool:
+        said = [m["content"] for m in messages if m["role"] == "user"]
+        # One user message a turn; a held-back turn's (BFCL's own words) matches any.
+        wanted = [turn[-1]["content"] if turn else None for turn in e.turns]
+        return len(said) <= len(wanted) and all(
+            w is None or w == x for w, x in zip(wanted, said, strict=False)
+        )
+
+    async def models(_: Request) -> JSONResponse:
+        entry = {"id": "bfcl-multi", "object": "model", "owned_by": "tests", "sha256": "0" * 64,
+                 "backend": "scripted-bfcl", "tool_grammar": "lazy"}  # fmt: skip
+        return JSONResponse({"object": "list", "data": [entry]})
+
+    async def chat(request: Request) -> JSONResponse:
+        body = await request.json()
+        messages, tools = body["messages"], body.get("tools", [])
+        (entry,) = {e.id: e for e in entries.values() if asked(e, messages)}.values()
+        turn = sum(m["role"] == "user" for m in messages) - 1
+        message = answer(entry, turn, messages[-1], tools)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return JSONResponse(
+            {
+                "id": "chatcmpl-multi",
+                "object": "chat.completion",
+                "model": "bfcl-multi",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            }
+        )
+
+    routes = [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
+    return running_server(Starlette(routes=routes))  # type: ignore[arg-type]
+
+
+def oracle(entry: Entry, turn: int, last: Message, tools: list[Any]) -> Message:
+    """Each turn's ground-truth calls in one reply, then a word to end the turn."""
+    truth = (entry.ground_truth or [])[turn]
+    if last["role"] != "user" or not truth:
+        return {"role": "assistant", "content": "Done."}
+    calls = [_tool_call(entry, text, n, tools) for n, text in enumerate(truth)]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def silent(entry: Entry, turn: int, last: Message, tools: list[Any]) -> Message:
+    return {"role": "assistant", "content": "I cannot do that."}
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    return json.loads(out.with_name(out.stem + ".summary.json").read_text())
+
+
+@needs_bfcl
+@pytest.mark.slow
+async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
+    entries: dict[str, Entry], tmp_path: Path
+) -> None:
+    records = []
+    for category in MULTI_TURN:
+        mine = {k: e for k, e in entries.items() if e.category == category}
+        with _server(mine, oracle) as url:
+            out = tmp_path / f"oracle-{category}.jsonl"
+            settings = BfclSettings(base_url=url, categories=(category,), limit=2, seed=3, out=out)
+            await run_bfcl(settings, echo=lambda _: None)
+        assert _summary(out)["categories"][category]["correct"] == 2
+        records += read_records(out)
+    assert len(records) == 2 * len(MULTI_TURN)
+    wrong = [(r["id"], r["error_type"], r["errors"][:1]) for r in records if not r["valid"]]
+    assert wrong == []
+    for r in records:
+        entry = entries[r["id"]]
+        assert len(r["turns"]) == len(entry.turns) and r["force_quit"] is False
+        # Every ground-truth call of the turn was made and answered by BFCL's backends.
+        for turn, truth in zip(r["turns"], entry.ground_truth or [], strict=True):
+            made = [c for s in turn["steps"] for c in s["calls"]]
+            assert len(made) == len(truth)
+            assert sum(len(s["results"]) for s in turn["steps"]) == len(truth)
+        assert r["turns"][0]["state"], "the backends' state after the first turn"
+        runs = tmp_path / f"oracle-{r['category']}.runs"
+        assert (runs / f"{r['id']}.trace.jsonl").exists()
+    held = [r for r in records if r["category"] == "multi_turn_miss_func"]
+    assert all(entries[r["id"]].held for r in held)
+
+    base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
+    with _server(base, silent) as url:
+        out = tmp_path / "silent.jsonl"
+        settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=3, out=out)
+        await run_bfcl(settings, echo=lambda _: None)
+    records = read_records(out)
+    assert len(records) == 3
+    assert not any(r["valid"] for r in records)
+    assert {r["error_type"] for r in records} == {"multi_turn:empty_turn_model_response"}
+
+
+def test_multi_turn_and_single_turn_categories_run_apart() -> None:
+    with pytest.raises(EvalError, match="run simple_python apart from multi_turn_base"):
+        BfclSettings(base_url="http://x", categories=("simple_python", "multi_turn_base")).check()
+    with pytest.raises(EvalError, match="multi-turn categories only"):
+        BfclSettings(base_url="http://x", categories=("simple_python",), policy="guarded").check()
