@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from harness.cancel import Cancelled, CancelToken
@@ -87,17 +88,21 @@ async def conclude(
     limit: tuple[Status, dict[str, Any]],
     cancel: CancelToken,
     text: str,
+    specs: list[dict[str, Any]],
 ) -> None:
-    """One last call without tools, asking for an answer from what is known.
+    """One last call that may not call a tool, asking for an answer from what is known.
 
-    The request and its reply enter the state together, with the limit they answer, so the
-    reply's checkpoint is enough for a resume to end the run the same way.
+    The request offers the tools the turn would have offered, under ``tool_choice: "none"``:
+    the prompt keeps its prefix (the tools are rendered into it), so a server's prefix cache
+    carries the conversation into the conclusion, and no call can be made. The request and its
+    reply enter the state together, with the limit they answer, so the reply's checkpoint is
+    enough for a resume to end the run the same way.
     """
     request = {"role": "user", "content": text}
-    # The turn's token cap and penalties hold here too (the tool fields go unsent: no tools);
-    # a server with no default cap would otherwise write until its context is full.
-    _, options = policies.plan_turn(state, config, [])
-    reply = await client.chat(state.model, [*state.messages, request], [], cancel, options)
+    # The turn's token cap and penalties hold here too.
+    offered, options = policies.plan_turn(state, config, specs)
+    options = replace(options, tool_choice="none" if offered else None, parallel_tool_calls=None)
+    reply = await client.chat(state.model, [*state.messages, request], offered, cancel, options)
     state.messages.append(request)
     state.concluding = {"status": limit[0], "interruption": limit[1]}
     record_turn(state, reply, config.prices, recorder)
@@ -147,7 +152,7 @@ async def run_loop(
                 return stopped_by(state, recorder, outcome, token)
             if limit := limit_reached(state, config):
                 if text := policies.conclusion(config, limit[1]["type"]):
-                    await conclude(state, client, config, recorder, limit, token, text)
+                    await conclude(state, client, config, recorder, limit, token, text, specs)
                     continue  # settle ends the run under the limit
                 return stop(state, recorder, *limit)
             offered, options = policies.plan_turn(state, config, specs)

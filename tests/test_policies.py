@@ -91,7 +91,7 @@ async def test_required_is_asked_on_the_first_turn_only(workspace: Workspace) ->
     )
 
 
-async def test_the_concluding_turn_keeps_the_token_cap_and_sends_no_tool_fields(
+async def test_the_concluding_turn_keeps_the_token_cap_and_the_tools_under_tool_choice_none(
     workspace: Workspace,
 ) -> None:
     seen, client = recording([calls(("a", "list_files", "{}")), answer("what I know")])
@@ -108,7 +108,9 @@ async def test_the_concluding_turn_keeps_the_token_cap_and_sends_no_tool_fields(
     assert state.answer == "what I know" and len(seen) == 2
     last = seen[-1]
     assert (last["max_tokens"], last["repetition_penalty"]) == (64, 1.1)
-    assert not {"tools", "tool_choice", "parallel_tool_calls"} & set(last)
+    # The tools stay (the prompt keeps its prefix for the server's cache); no call may be made.
+    assert last["tools"] == seen[0]["tools"] and last["tool_choice"] == "none"
+    assert "parallel_tool_calls" not in last
 
 
 async def test_required_turns_ask_for_a_call_until_that_many_replies(workspace: Workspace) -> None:

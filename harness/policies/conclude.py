@@ -1,5 +1,6 @@
-"""``conclude_on_limit``: when a limit is reached, one last request without tools asks for the
-answer from what is known."""
+"""``conclude_on_limit``: when a limit is reached, one last request that may not call a tool
+asks for the answer from what is known. It offers the turn's tools under ``tool_choice:
+"none"``, so the prompt keeps its prefix and a server's prefix cache carries into it."""
 
 from __future__ import annotations
 

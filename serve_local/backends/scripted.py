@@ -91,8 +91,8 @@ class ScriptedBackend:
             await asyncio.sleep(self.latency_ms / 1000)
         self._faults.raise_http_fault(request, transcript.turn, faults)
         reply = _continued(scenario(transcript), transcript.partial)
-        if reply.calls and not request.tools:
-            # Asked to answer without tools (a forced conclusion): report instead of calling.
+        if reply.calls and (not request.tools or request.tool_choice == "none"):
+            # Asked to answer without a call (a forced conclusion): report instead of calling.
             seen = transcript.tool_text.strip().splitlines()
             reply = Reply(
                 content="I ran out of turns before I could finish. Last thing I saw: "
