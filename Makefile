@@ -156,7 +156,7 @@ compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1
 # references on its task set; superseded and scripted runs are listed only when asked for.
 REPORT_RUNS = $(RUNS) $(wildcard results/workflows results/sql results/sql/runs results/superseded/runs)
 report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out $(1)/report.html \
-	$(if $(wildcard results/bfcl),--bfcl results/bfcl)
+	$(if $(wildcard results/bfcl),--bfcl results/bfcl) $(2)
 
 eval: $(STAMP_DEV)
 	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
@@ -201,8 +201,11 @@ compare: $(STAMP_DEV)
 # One self-contained HTML file (results/report.html) and its first screen (results/report.png):
 # the newest run against the references on its task set, then each task set's leaderboard,
 # plot and matrix, each cell linking to its transcript.
+# The committed report opens on what a fresh clone's make serve-local && make eval wrote.
+REPORT_FOCUS ?= results/runs/20261130-214336-fresh-clone-default.jsonl
+committed_report = $(call report_into,results,$(if $(wildcard $(REPORT_FOCUS)),--focus $(REPORT_FOCUS)))
 report: $(STAMP_DEV) chromium
-	@$(call report_into,results)
+	@$(committed_report)
 	$(PY) -m evals screenshot results/report.html --out results/report.png
 
 # Today's checks applied again to every committed run (records and summaries rewritten; each
@@ -214,7 +217,7 @@ rescore: $(STAMP_DEV)
 	@$(grader_check)
 	$(PY) -m evals sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
 	@$(call compare_into,results)
-	@$(call report_into,results)
+	@$(committed_report)
 
 # The paired comparisons the README and docs quote, rebuilt from their run files:
 # results/paired/NAME.md for each NAME=A,B (A is the baseline).

@@ -77,7 +77,10 @@ def test_the_newest_run_is_set_against_the_references_of_its_task_set() -> None:
     best = next(r for r in focus.references if r.entry.run.label == "default-best")
     assert best.detected and best.better == "reference"
     assert best.headline == "the reference is better by 55 points"
-    assert "exact test p = " in best.verdict
+    assert (
+        "exact test p = " in best.verdict
+        and "0 right only in your run, 11 only in the reference" in best.verdict
+    )
     small = next(r for r in focus.references if r.entry.run.label == "small-best")
     assert not small.detected and small.better is None
     assert small.headline.startswith("no difference detected (the set detects ")

@@ -241,9 +241,13 @@ def references(focus: Entry, candidates: Sequence[Entry]) -> list[Reference]:
             headline = f"{who} is better by {abs(verdict.difference):.0f} points"
         elif verdict.detectable is not None:
             headline += f" (the set detects {verdict.detectable:.0f} points or more)"
-        found.append(
-            Reference(named, entry, verdict.sentence(), headline, verdict.detected, better)
-        )
+        detail = (
+            f"your run minus the reference: {round(verdict.difference):+d} points, 95 % CI "
+            f"[{round(verdict.low)}, {round(verdict.high)}], exact test p = "
+            f"{verdict.p_value:.2g}; of {verdict.tasks} tasks, {len(verdict.only_b)} right "
+            f"only in your run, {len(verdict.only_a)} only in the reference"
+        ).replace("+0 points", "0 points")
+        found.append(Reference(named, entry, detail, headline, verdict.detected, better))
     return found
 
 
