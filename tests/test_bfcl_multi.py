@@ -158,4 +158,29 @@ def test_multi_turn_and_single_turn_categories_run_apart() -> None:
     with pytest.raises(EvalError, match="run simple_python apart from multi_turn_base"):
         BfclSettings(base_url="http://x", categories=("simple_python", "multi_turn_base")).check()
     with pytest.raises(EvalError, match="multi-turn categories only"):
-        BfclSettings(base_url="http://x", categories=("simple_python",), policy="guarded").check()
+        BfclSettings(base_url="http://x", categories=("simple_python",), policy="focused").check()
+
+
+@needs_bfcl
+async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left(
+    entries: dict[str, Entry], tmp_path: Path
+) -> None:
+    from evals.bfcl.run import resumed_settings
+
+    base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
+    with _server(base, oracle) as url:
+        out = tmp_path / "run.jsonl"
+        settings = BfclSettings(
+            base_url=url, categories=("multi_turn_base",), limit=2, policy="focused", out=out
+        )
+        await run_bfcl(settings, echo=lambda _: None)
+        before = read_records(out)
+        partial = tmp_path / "cut.jsonl.partial"
+        partial.write_text(out.read_text().splitlines(keepends=True)[0])
+        resumed = resumed_settings(partial, base_url=url)
+        assert resumed.policy == "focused" and resumed.categories == ("multi_turn_base",)
+        done = await run_bfcl(resumed, echo=lambda _: None)
+    after = read_records(done)
+    assert [r["id"] for r in after] == [r["id"] for r in before]
+    assert after[0] == before[0] and all(r["valid"] for r in after)
+    assert {r["policy"] for r in after} == {"focused"}

@@ -149,6 +149,8 @@ async def converse(
             tools += _proxies(entry, entry.held[str(index)], checker, key)
             messages = [{"role": "user", "content": held_prompt}]
         state.messages += [dict(m) for m in messages]
+        # Every function the entry offers is the task's own (a policy's "tools: task").
+        state.meta["task_tools"] = [t.name for t in tools]
         replies_before = len(state.turn_records)
         # BFCL quits after ``step_limit`` steps with calls in one turn; the reply after the
         # last allowed step is the one that may end the turn.
