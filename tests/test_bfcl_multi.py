@@ -184,3 +184,17 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
     assert [r["id"] for r in after] == [r["id"] for r in before]
     assert after[0] == before[0] and all(r["valid"] for r in after)
     assert {r["policy"] for r in after} == {"focused"}
+    # Exported to Inspect like any other run: a sample per conversation with its transcript.
+    from inspect_ai.log import read_eval_log
+
+    from evals.report.inspect_export import export
+
+    (log_file,) = export([done], tmp_path / "logs")
+    log = read_eval_log(str(log_file))
+    assert log.samples is not None and [s.id for s in log.samples] == [r["id"] for r in after]
+    # The second conversation ran under this run file's name: its state is beside it.
+    sample = log.samples[1]
+    assert sample.scores is not None and sample.scores["bfcl"].value == "C"
+    roles = [m.role for m in sample.messages]
+    assert roles[0] == "user" and "tool" in roles and "system" not in roles
+    assert sum(r == "user" for r in roles) == len(base[after[1]["id"]].turns)

@@ -138,9 +138,10 @@ async def converse(
     recorder: Recorder | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> Conversation:
-    """One entry's conversation through the agent loop, turn by turn."""
+    """One entry's conversation through the agent loop, turn by turn; its state is saved as
+    ``ID.json`` wherever ``recorder`` keeps states, and its backends are named ``key``."""
     done = Conversation()
-    state = RunState(run_id=key, model=model, messages=[])
+    state = RunState(run_id=entry.id, model=model, messages=[])
     tools = _proxies(entry, entry.tools, checker, key)
     workspace = create_workspace(scratch / "workspace", files={})
     recorder = recorder or Recorder()
@@ -172,6 +173,11 @@ async def converse(
     done.completion_tokens = sum(t.completion_tokens for t in state.turn_records)
     await checker.forget(key)
     return done
+
+
+def conversation_key(run_file: Path, entry_id: str) -> str:
+    """The name of a conversation's backends in the checker: one set per run and entry."""
+    return f"{run_file.stem}_{entry_id}"
 
 
 def _steps(entry: Entry, state: RunState, first: int) -> list[Step]:

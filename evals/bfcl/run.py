@@ -30,7 +30,7 @@ from evals.bfcl.items import (
     sample,
     schema_problem,
 )
-from evals.bfcl.multi import Conversation, Entry, converse, mean_latency
+from evals.bfcl.multi import Conversation, Entry, conversation_key, converse, mean_latency
 from evals.bfcl.record import ItemRecord, read_items
 from evals.bfcl.report import write_comparison, write_summaries
 from evals.errors import EvalError
@@ -353,7 +353,7 @@ async def run_bfcl(
         out = settings.out or default_out(context["label"], BFCL_RESULTS)
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
-        runs = out.with_suffix(".runs")  # each conversation's trace
+        runs = out.with_suffix(".runs")  # each conversation's state (ID.json) and trace
         kept = _kept(settings, context, items)
         done = {r["id"] for r in kept}
         todo = [item for item in items if item.id not in done]
@@ -385,12 +385,14 @@ async def run_bfcl(
                             client := PooledClient(pool, servers),
                             model,
                             checker,
-                            f"{out.stem}_{entry.id}",
+                            conversation_key(out, entry.id),
                             int(loaded["step_limit"]),
                             str(loaded["held_prompt"]),
                             Path(scratch),
                             policy=_loop_policy(settings),
-                            recorder=Recorder(trace_path=runs / f"{entry.id}.trace.jsonl"),
+                            recorder=Recorder(
+                                state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"
+                            ),
                         )
                 verdict = (
                     await checker.score_multi(entry.id, entry.category, done.result())

@@ -69,6 +69,12 @@ def export(run_files: list[Path], out: Path) -> list[Path]:
 def export_run(run_file: Path, log_path: Path) -> Path:
     from inspect_ai.log import write_eval_log
 
+    from evals.bfcl.inspect_log import eval_log as bfcl_log
+    from evals.bfcl.inspect_log import is_bfcl_run
+
+    if is_bfcl_run(run_file):  # BFCL's items and conversations, as its checker judged them
+        write_eval_log(bfcl_log(run_file), log_path, format="eval")
+        return log_path
     records = read_runs(run_file)
     if not records:
         raise ExportError(f"{run_file}: no records")
