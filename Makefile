@@ -100,7 +100,7 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
-		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) \
+		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) $(if $(CTX),--ctx $(CTX)) \
 		--tool-grammar $(TOOL_GRAMMAR) --draft $(DRAFT)
 
 # llama.cpp's C++ server as a peer, built from the llama.cpp sources inside the llama-cpp-python
