@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals.environments import environment_of_record
-from evals.report.compare import Run, policy_name
+from evals.report.compare import Run, solver_of
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
 from evals.run.status import is_error
 from serve_local.catalogue import DEFAULT_NAME, LADDER
@@ -28,14 +28,6 @@ from serve_local.catalogue import DEFAULT_NAME, LADDER
 # rows, up to this many columns (the page stays a few megabytes on the committed results).
 MATRIX_RUNS = 8
 SCRIPTED = "scripted:"
-
-
-def solver_of(run: Run) -> str:
-    """The agent loop under its policy, or the workflow's name."""
-    record = run.records[0]
-    if record.solver != "agent":
-        return record.solver
-    return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
 
 
 def started(run: Run) -> str:

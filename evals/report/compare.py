@@ -61,6 +61,14 @@ def policy_name(policy: dict[str, Any] | None) -> str:
     return str(policy["name"]) if policy else "no-helpers (unrecorded)"
 
 
+def solver_of(run: Run) -> str:
+    """The agent loop under its policy, or the workflow's name."""
+    record = run.records[0]
+    if record.solver != "agent":
+        return record.solver
+    return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
+
+
 def policy_settings(policy: dict[str, Any] | None) -> str:
     """The settings that differ from the plain loop's, so the cell stays readable."""
     if not policy:

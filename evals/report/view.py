@@ -21,6 +21,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from evals.bfcl.items import RELEVANCE
 from evals.report.board import Entry, Section, accuracy_of_kind, board
 from evals.report.compare import Run, load_runs
 from evals.report.stats import Accuracy, Proportion, wilson
@@ -310,12 +311,10 @@ class BfclRow:
 
 @dataclass
 class BfclView:
-    categories: list[str]
+    categories: list[str]  # the call categories first, relevance after
     rows: list[BfclRow]
     note: str
-
-
-RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
+    relevance: list[str]  # those of ``categories`` about whether to call at all
 
 
 def bfcl_view(folder: Path | None) -> BfclView | None:
@@ -330,8 +329,7 @@ def bfcl_view(folder: Path | None) -> BfclView | None:
     runs = [(f, items) for f, items in runs if items]
     if not runs:
         return None
-    found = list(dict.fromkeys(c for _, items in runs for c in bfcl.categories_of(items)))
-    categories = [c for c in found if c not in RELEVANCE] + [c for c in found if c in RELEVANCE]
+    categories = bfcl.categories_of([i for _, items in runs for i in items])
     rows = []
     for path, items in runs:
         summary = bfcl.summarize(items)
@@ -360,7 +358,7 @@ def bfcl_view(folder: Path | None) -> BfclView | None:
                 published={c: bfcl.published_figure(entry, c) for c in categories},
             )
         )
-    return BfclView(categories, rows, bfcl.source_note())
+    return BfclView(categories, rows, bfcl.source_note(), [c for c in categories if c in RELEVANCE])
 
 
 def render(paths: Sequence[Path], focus: Sequence[Path] = (), bfcl: Path | None = None) -> str:

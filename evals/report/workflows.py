@@ -10,18 +10,11 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.report.compare import Run, load_runs, policy_name
+from evals.report.compare import Run, load_runs, solver_of
 from evals.report.markdown import table
 from evals.report.stats import PairingError, accuracy, paired
 from evals.run.record import RunRecord
 from evals.run.status import is_error
-
-
-def solver_of(run: Run) -> str:
-    record = run.records[0]
-    if record.solver != "agent":
-        return record.solver
-    return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
 
 
 def _done(run: Run) -> list[RunRecord]:
