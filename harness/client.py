@@ -12,9 +12,11 @@ errors are raised at once. A cancellation token ends the call (and any wait) imm
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -127,7 +129,7 @@ class ProviderClient:
         self.base_url = (base_url or base_url_from_env()).rstrip("/")
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout_s, transport=transport
+            base_url=self.base_url, timeout=timeout_s, transport=transport, verify=_tls()
         )
 
     async def __aenter__(self) -> ProviderClient:
@@ -219,11 +221,24 @@ class ProviderClient:
         return parse_reply(response, latency_ms)
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client: building one reads the whole CA bundle (about 40 ms),
+    and a run makes a client per task."""
+    return httpx.create_ssl_context()
+
+
 async def _until_cancelled(work: Any, cancel: CancelToken) -> ModelReply:
     task: asyncio.Task[ModelReply] = asyncio.ensure_future(work)
     waiter = asyncio.ensure_future(cancel.wait())
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        # The caller was cancelled (its task group stopping, say): the request stops with it
+        # and has stopped before this returns, so nothing is left in flight behind a run.
+        task.cancel()
+        await asyncio.wait({task})
+        raise
     finally:
         waiter.cancel()
     if task.done():

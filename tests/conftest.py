@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,13 @@ from harness.workspace import Workspace, create_workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
+
+# Test scratch (tmp_path) in memory where the machine has a tmpfs: every run fsyncs its state
+# after each step and its records after each task, as it must on a user's disk; in tests that
+# is thousands of disk flushes that prove nothing. Child processes keep the usual TMPDIR.
+SHM = Path("/dev/shm")
+if SHM.is_dir() and os.access(SHM, os.W_OK) and "PYTEST_TMP_ON_DISK" not in os.environ:
+    tempfile.tempdir = str(SHM)
 
 
 @pytest.fixture(autouse=True)

@@ -12,12 +12,13 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -53,13 +54,21 @@ OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 Message = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def items() -> list[Item]:
-    async def load() -> dict[str, Any]:
-        async with Checker() as checker:
-            return await checker.load(list(DEFAULT_CATEGORIES))
+# One checker for the module: starting one imports all of bfcl-eval (about 8 s), and a run
+# given a checker judges with it instead of starting its own.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")  # where the checker lives
 
-    return [Item.from_checker(raw) for raw in asyncio.run(load())["items"]]
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def checker() -> AsyncIterator[Checker]:
+    async with Checker() as started:
+        yield started
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def items(checker: Checker) -> list[Item]:
+    loaded = await checker.load(list(DEFAULT_CATEGORIES))
+    return [Item.from_checker(raw) for raw in loaded["items"]]
 
 
 def _key(messages: list[Message], tools: list[dict[str, Any]]) -> str:
@@ -174,9 +183,11 @@ def call_anything(item: Item) -> Message:
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
-async def _run(url: str, tmp_path: Path, **extra: Any) -> tuple[Path, list[dict[str, Any]]]:
+async def _run(
+    checker: Checker, url: str, tmp_path: Path, **extra: Any
+) -> tuple[Path, list[dict[str, Any]]]:
     settings = BfclSettings(base_url=url, out=tmp_path / "bfcl.jsonl", **extra)
-    out = await run_bfcl(settings, echo=lambda _: None)
+    out = await run_bfcl(settings, echo=lambda _: None, checker=checker)
     return out, read_records(out)
 
 
@@ -185,12 +196,13 @@ def _summary(out: Path) -> dict[str, Any]:
 
 
 @needs_bfcl
+@in_module_loop
 async def test_answers_from_possible_answer_score_everything(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     seen: list[dict[str, Any]] = []
     with _server(items, calling(right_arguments), seen) as url:
-        out, records = await _run(url, tmp_path, limit=4, seed=3)
+        out, records = await _run(checker, url, tmp_path, limit=4, seed=3)
     assert [r["category"] for r in records] == [c for c in DEFAULT_CATEGORIES for _ in range(4)]
     assert all(r["valid"] for r in records), [
         (r["id"], r["errors"]) for r in records if not r["valid"]
@@ -215,14 +227,15 @@ async def test_answers_from_possible_answer_score_everything(
 
 
 @needs_bfcl
+@in_module_loop
 async def test_wrong_values_and_calls_on_irrelevance_score_nothing(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     def answer(item: Item) -> Message:
         return call_anything(item) if item.ground_truth is None else calling(wrong_arguments)(item)
 
     with _server(items, answer, []) as url:
-        out, records = await _run(url, tmp_path, limit=4, seed=3)
+        out, records = await _run(checker, url, tmp_path, limit=4, seed=3)
     assert len(records) == 4 * len(DEFAULT_CATEGORIES) and not any(r["valid"] for r in records)
     for r in records:
         if r["category"] == "irrelevance":
@@ -237,8 +250,9 @@ async def test_wrong_values_and_calls_on_irrelevance_score_nothing(
 
 
 @needs_bfcl
+@in_module_loop
 async def test_arguments_failing_the_schema_are_recorded_and_still_judged(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     def as_text(item: Item) -> Message:  # every value that is not a string sent as its text
         message = calling(right_arguments)(item)
@@ -249,7 +263,9 @@ async def test_arguments_failing_the_schema_are_recorded_and_still_judged(
         return message
 
     with _server(items, as_text, []) as url:
-        _, records = await _run(url, tmp_path, categories=("simple_python",), limit=6, seed=1)
+        _, records = await _run(
+            checker, url, tmp_path, categories=("simple_python",), limit=6, seed=1
+        )
     by_id = {i.id: i for i in items}
 
     def declared(record: dict[str, Any]) -> set[str]:
@@ -318,13 +334,16 @@ def test_unknown_category_is_refused_before_any_request(tmp_path: Path) -> None:
 
 
 @needs_bfcl
+@in_module_loop
 async def test_max_tokens_is_sent_with_every_item_and_recorded(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     seen: list[dict[str, Any]] = []
     with _server(items, calling(right_arguments), seen) as url:
-        capped, records = await _run(url, tmp_path, limit=2, max_tokens=64)
-        uncapped, _ = await _run(url, tmp_path / "b", limit=1, categories=("simple_python",))
+        capped, records = await _run(checker, url, tmp_path, limit=2, max_tokens=64)
+        uncapped, _ = await _run(
+            checker, url, tmp_path / "b", limit=1, categories=("simple_python",)
+        )
     asked = len(records)
     assert [b["max_tokens"] for b in seen[:asked]] == [64] * asked
     assert "max_tokens" not in seen[asked]  # without the option the server's own cap holds
@@ -345,16 +364,17 @@ def _interrupted(full: Path, kept: int, tmp_path: Path) -> Path:
 
 
 @needs_bfcl
+@in_module_loop
 async def test_resume_asks_only_the_items_without_a_record(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     seen: list[dict[str, Any]] = []
     with _server(items, calling(right_arguments), seen) as url:
-        full, before = await _run(url, tmp_path, limit=2, seed=5, max_tokens=32, label="x")
+        full, before = await _run(checker, url, tmp_path, limit=2, seed=5, max_tokens=32, label="x")
         partial = _interrupted(full, 3, tmp_path)
         seen.clear()
         settings = resumed_bfcl_settings(partial, base_url=url)
-        out = await run_bfcl(settings, echo=lambda _: None)
+        out = await run_bfcl(settings, echo=lambda _: None, checker=checker)
     after = read_records(out)
     assert out == tmp_path / "interrupted.jsonl" and not partial.exists()
     # The same items in the same order; the kept records untouched, the rest asked once each.
@@ -372,17 +392,22 @@ async def test_resume_asks_only_the_items_without_a_record(
 
 
 @needs_bfcl
-async def test_resume_refuses_another_model(items: list[Item], tmp_path: Path) -> None:
+@in_module_loop
+async def test_resume_refuses_another_model(
+    checker: Checker, items: list[Item], tmp_path: Path
+) -> None:
     seen: list[dict[str, Any]] = []
     with _server(items, calling(right_arguments), seen) as url:
-        full, _ = await _run(url, tmp_path, limit=1, categories=("simple_python", "irrelevance"))
+        full, _ = await _run(
+            checker, url, tmp_path, limit=1, categories=("simple_python", "irrelevance")
+        )
         partial = _interrupted(full, 1, tmp_path)
         record = json.loads(partial.read_text())
         partial.write_text(json.dumps({**record, "model_sha256": "1" * 64}) + "\n")
         seen.clear()
         settings = resumed_bfcl_settings(partial, base_url=url)
         with pytest.raises(EvalError, match="same weights") as refused:
-            await run_bfcl(settings, echo=lambda _: None)
+            await run_bfcl(settings, echo=lambda _: None, checker=checker)
     assert "1" * 64 in str(refused.value) and "0" * 64 in str(refused.value)
     assert seen == [] and partial.read_text().count("\n") == 1  # nothing asked, nothing lost
 
@@ -430,7 +455,10 @@ def test_the_command_refuses_a_finished_run_and_a_cap_below_one(tmp_path: Path) 
 
 
 @needs_bfcl
-async def test_a_failed_request_is_no_answer_even_on_irrelevance(tmp_path: Path) -> None:
+@in_module_loop
+async def test_a_failed_request_is_no_answer_even_on_irrelevance(
+    checker: Checker, tmp_path: Path
+) -> None:
     """A server that refuses every request (401): BFCL would read the error text as "no call",
     which irrelevance credits. Here no item is valid and no rate counts one."""
 
@@ -446,7 +474,7 @@ async def test_a_failed_request_is_no_answer_even_on_irrelevance(tmp_path: Path)
     routes = [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
     with running_server(Starlette(routes=routes)) as url:  # type: ignore[arg-type]
         out, records = await _run(
-            url, tmp_path, limit=3, categories=("irrelevance", "simple_python")
+            checker, url, tmp_path, limit=3, categories=("irrelevance", "simple_python")
         )
     assert len(records) == 6 and all(r["request_error"] for r in records)
     assert not any(r["valid"] for r in records)
@@ -461,15 +489,16 @@ def no_call(item: Item) -> Message:
 
 
 @needs_bfcl
+@in_module_loop
 async def test_a_model_that_never_calls_gets_no_credit_from_pooling(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     """Relevance is apart: a model that makes no call is right on every irrelevance item and
     wrong on every call item. Pooled over items that read as a score; BFCL's mean of the call
     categories is 0."""
     with _server(items, no_call, []) as url:
         out, _ = await _run(
-            url, tmp_path, limit=3, categories=("irrelevance", "simple_python", "multiple")
+            checker, url, tmp_path, limit=3, categories=("irrelevance", "simple_python", "multiple")
         )
     summary = _summary(out)
     assert list(summary["categories"]) == ["simple_python", "multiple", "irrelevance"]
@@ -485,12 +514,15 @@ async def test_a_model_that_never_calls_gets_no_credit_from_pooling(
 
 
 @needs_bfcl
+@in_module_loop
 async def test_resume_refuses_records_made_under_other_settings(
-    items: list[Item], tmp_path: Path
+    checker: Checker, items: list[Item], tmp_path: Path
 ) -> None:
     seen: list[dict[str, Any]] = []
     with _server(items, calling(right_arguments), seen) as url:
-        full, before = await _run(url, tmp_path, limit=1, categories=("simple_python", "multiple"))
+        full, before = await _run(
+            checker, url, tmp_path, limit=1, categories=("simple_python", "multiple")
+        )
         for key, value, what in [
             ("tool_grammar", "off", "tool grammar"),
             ("bfcl_eval", "2025.1.1", "bfcl-eval"),
@@ -502,15 +534,16 @@ async def test_resume_refuses_records_made_under_other_settings(
             seen.clear()
             settings = resumed_bfcl_settings(partial, base_url=url)
             with pytest.raises(EvalError, match=f"resume under the same {what}") as refused:
-                await run_bfcl(settings, echo=lambda _: None)
+                await run_bfcl(settings, echo=lambda _: None, checker=checker)
             message = str(refused.value)
             assert f"{what} {value}" in message and f"this run has {before[0][key]}" in message
             assert seen == [] and partial.read_text().count("\n") == 1
 
 
 @needs_bfcl
+@in_module_loop
 async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
-    items: list[Item], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    checker: Checker, items: list[Item], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The checker fails on the fourth verdict while other items are in flight: those stop
     before the partial file closes, every line in it is a whole record, and a resume goes on."""
@@ -534,7 +567,7 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
             base_url=url, out=out, limit=4, concurrency=3, categories=("simple_python", "multiple")
         )
         with pytest.raises(EvalError, match="the checker went away"):
-            await run_bfcl(settings, echo=lambda _: None)
+            await run_bfcl(settings, echo=lambda _: None, checker=checker)
         # Nothing of the run is left going: no item asked after the failure, none still
         # running to write to a closed file.
         assert len(seen) <= asked_by_then < 8
@@ -544,5 +577,27 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
         assert 3 <= len(lines) < 8 and not out.exists()
         assert all(json.loads(line)["valid"] for line in lines)
         monkeypatch.setattr(Checker, "score", real)
-        done = await run_bfcl(resumed_bfcl_settings(partial, base_url=url), echo=lambda _: None)
+        done = await run_bfcl(
+            resumed_bfcl_settings(partial, base_url=url), echo=lambda _: None, checker=checker
+        )
     assert len(read_records(done)) == 8
+
+
+@needs_bfcl
+@in_module_loop
+async def test_a_cancelled_request_leaves_the_next_one_its_own_answer(
+    checker: Checker, items: list[Item]
+) -> None:
+    """A run cancelled while the checker judges one of its items shares the checker with the
+    next run: the next request must read its own answer, not the one left in the pipe."""
+    item = next(i for i in items if i.category == "simple_python")
+    pending = asyncio.ensure_future(checker.score(item.id, item.category, "no call"))
+    while not checker._lock.locked():  # the request is written and its answer awaited
+        await asyncio.sleep(0)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    loaded = await checker.load(["simple_python"])
+    assert {i["id"] for i in loaded["items"]} >= {item.id}
+    verdict = await checker.score(item.id, item.category, "no call")
+    assert verdict["valid"] is False

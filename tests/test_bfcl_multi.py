@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -31,15 +32,20 @@ needs_bfcl = pytest.mark.skipif(
 Message = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def entries() -> dict[str, Entry]:
-    import asyncio
+# One checker for the module (starting one imports all of bfcl-eval); every run is given it.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
-    async def load() -> dict[str, Any]:
-        async with Checker() as checker:
-            return await checker.load_multi(list(MULTI_TURN))
 
-    return {e["id"]: Entry.from_checker(e) for e in asyncio.run(load())["entries"]}
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def checker() -> AsyncIterator[Checker]:
+    async with Checker() as started:
+        yield started
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def entries(checker: Checker) -> dict[str, Entry]:
+    loaded = await checker.load_multi(list(MULTI_TURN))
+    return {e["id"]: Entry.from_checker(e) for e in loaded["entries"]}
 
 
 def _tool_call(entry: Entry, text: str, n: int, offered: list[dict[str, Any]]) -> dict[str, Any]:
@@ -114,8 +120,9 @@ def _summary(out: Path) -> dict[str, Any]:
 
 @needs_bfcl
 @pytest.mark.slow
+@in_module_loop
 async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
-    entries: dict[str, Entry], tmp_path: Path
+    checker: Checker, entries: dict[str, Entry], tmp_path: Path
 ) -> None:
     records = []
     for category in MULTI_TURN:
@@ -123,7 +130,7 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
         with _server(mine, oracle) as url:
             out = tmp_path / f"oracle-{category}.jsonl"
             settings = BfclSettings(base_url=url, categories=(category,), limit=2, seed=3, out=out)
-            await run_bfcl(settings, echo=lambda _: None)
+            await run_bfcl(settings, echo=lambda _: None, checker=checker)
         assert _summary(out)["categories"][category]["correct"] == 2
         records += read_records(out)
     assert len(records) == 2 * len(MULTI_TURN)
@@ -147,7 +154,7 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
     with _server(base, silent) as url:
         out = tmp_path / "silent.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=3, out=out)
-        await run_bfcl(settings, echo=lambda _: None)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker)
     records = read_records(out)
     assert len(records) == 3
     assert not any(r["valid"] for r in records)
@@ -162,8 +169,9 @@ def test_multi_turn_and_single_turn_categories_run_apart() -> None:
 
 
 @needs_bfcl
+@in_module_loop
 async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left(
-    entries: dict[str, Entry], tmp_path: Path
+    checker: Checker, entries: dict[str, Entry], tmp_path: Path
 ) -> None:
     from evals.bfcl.run import resumed_settings
 
@@ -173,13 +181,13 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
         settings = BfclSettings(
             base_url=url, categories=("multi_turn_base",), limit=2, policy="focused", out=out
         )
-        await run_bfcl(settings, echo=lambda _: None)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker)
         before = read_records(out)
         partial = tmp_path / "cut.jsonl.partial"
         partial.write_text(out.read_text().splitlines(keepends=True)[0])
         resumed = resumed_settings(partial, base_url=url)
         assert resumed.policy == "focused" and resumed.categories == ("multi_turn_base",)
-        done = await run_bfcl(resumed, echo=lambda _: None)
+        done = await run_bfcl(resumed, echo=lambda _: None, checker=checker)
     after = read_records(done)
     assert [r["id"] for r in after] == [r["id"] for r in before]
     assert after[0] == before[0] and all(r["valid"] for r in after)

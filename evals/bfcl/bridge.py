@@ -85,6 +85,19 @@ class Checker:
         return answer
 
     async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One request and its answer. A caller cancelled while it waits does not cut the
+        exchange: the answer is read before this returns, so the next request (another run's,
+        on a shared checker) never reads an answer that was not its own."""
+        exchange = asyncio.ensure_future(self._exchange(request))
+        try:
+            return await asyncio.shield(exchange)
+        except asyncio.CancelledError:
+            await asyncio.wait({exchange})
+            if not exchange.cancelled():
+                exchange.exception()  # retrieved: the caller's cancellation is what goes on
+            raise
+
+    async def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
         async with self._lock:
             proc = self._proc
             if proc is None or proc.stdin is None:

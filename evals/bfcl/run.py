@@ -10,6 +10,7 @@ interrupted run: its settings come from its records, and only the items without 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import time
@@ -326,16 +327,24 @@ async def _ask(
 
 
 async def run_bfcl(
-    settings: BfclSettings, echo: Callable[[str], None] = print, bar: bool = False
+    settings: BfclSettings,
+    echo: Callable[[str], None] = print,
+    bar: bool = False,
+    checker: Checker | None = None,
 ) -> Path:
-    """Run the chosen items against the server(s); returns the run file."""
+    """Run the chosen items against the server(s); returns the run file.
+
+    ``checker``: a started checker to judge with (several runs in one process share one, as
+    starting one imports all of bfcl-eval); it stays open. Without it the run starts its own.
+    """
     settings.check()
     servers = servers_for(discover([settings.base_url, *settings.more_base_urls]), settings.model)
     for server in servers:
         server.limit = max(
             server.limit, share(settings.concurrency, len(servers), settings.per_server)
         )
-    async with Checker(settings.checker_python) as checker:
+    own = Checker(settings.checker_python) if checker is None else contextlib.nullcontext(checker)
+    async with own as checker:
         entries: list[Entry] = []
         if settings.multi_turn:
             loaded = await checker.load_multi(list(settings.categories))
