@@ -39,7 +39,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -173,7 +173,8 @@ SQL_RUN = results/sql/qwen-coder-1.5b-analyst
 sql-report: $(STAMP_DEV)
 	$(PY) -m evals sql-report results/sql $(wildcard results/sql/runs) --out results/sql/summary.md \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-plain.jsonl \
-		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-one-call.jsonl
+		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-one-call.jsonl \
+		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-hinted-postgresql.jsonl
 
 # Workflow or agent? (docs/workflows.md). Every workflow on a task set for the model served:
 # make eval-workflows [WORKFLOW_TASKS=evals/tasks/sql-test-s1000-n60.json] [WORKFLOW_TAG=qwen-coder-1.5b]
@@ -271,6 +272,16 @@ SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
 		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --out results
+
+# The ladder on a generated test set sized to tell rungs 10 points apart (`python -m evals
+# power --tasks $(LEADERBOARD_TASKS) --difference 10`): each model under its environment's
+# default policy and its best on gen-test-s1000-n60, one model process at a time. Hours on two
+# cores, and its own resume: run it again and it goes on. results/leaderboard/leaderboard.md
+LEADERBOARD_TASKS ?= evals/tasks/gen-test-s1000-n388.json
+LEADERBOARD_ENTRANTS ?= qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instruct:read-listed,qwen2.5-coder-0.5b-instruct:all-helps,qwen2.5-coder-0.5b-instruct:list-first,smollm2-135m-instruct:all-helps,smollm2-135m-instruct:focused
+leaderboard: $(STAMP_LLAMA) $(STAMP_MODELS)
+	$(PY) -m evals leaderboard --entrants $(LEADERBOARD_ENTRANTS) --tasks $(LEADERBOARD_TASKS) \
+		--out results/leaderboard $(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR)
 
 # Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

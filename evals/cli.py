@@ -4,12 +4,13 @@ lists them and reports an error any of them raises on purpose as one line."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from evals.bfcl import cli as bfcl
-from evals.commands import databases, reports, run, scoring, studies, sweep, tasks
+from evals.commands import databases, leaderboard, reports, run, scoring, studies, sweep, tasks
 from evals.errors import EvalError
 from harness.errors import HarnessError
 
@@ -18,6 +19,7 @@ from harness.errors import HarnessError
 COMMANDS: tuple[Callable[[Any], None], ...] = (
     run.register,
     sweep.register,
+    leaderboard.register,
     bfcl.register,
     studies.register,
     reports.register,
@@ -42,3 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     except (EvalError, HarnessError) as exc:
         print(f"evals {args.command}: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`| head`): what it read is all it wanted, and nothing is wrong.
+        # Python would complain once more flushing stdout at exit; point it at nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -74,6 +74,10 @@ async def test_state_is_saved_after_every_step_and_loads_back(
     state = await run(scripted_url, "scripted:plan", workspace, recorder=recorder)
     loaded = load(tmp_path / "states", state.run_id)
     assert loaded == state
+    # Written in one pass of the encoder, the same text as the dataclasses' own dict gives.
+    saved = (tmp_path / "states" / f"{state.run_id}.json").read_text(encoding="utf-8")
+    assert state.turn_records and state.tool_log
+    assert saved == json.dumps(state.to_dict(), ensure_ascii=False)
     assert loaded.schema_version == SCHEMA_VERSION
     assert [t.prompt_tokens for t in loaded.turn_records] == state.per_turn_prompt_tokens
 

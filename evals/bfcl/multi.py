@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import json
 import statistics
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evals.bfcl.bridge import Checker
+from evals.bfcl.record import ItemRecord
 from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.loop import run_loop
+from harness.policies.presets import preset
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
@@ -205,3 +209,90 @@ def _steps(entry: Entry, state: RunState, first: int) -> list[Step]:
 def mean_latency(conversation: Conversation) -> float | None:
     latencies = conversation.latencies()
     return statistics.fmean(latencies) if latencies else None
+
+
+def _scratch() -> tempfile.TemporaryDirectory[str]:
+    """An empty folder for the loop's workspace: BFCL's backends hold the conversation's
+    world, in the checker's process."""
+    return tempfile.TemporaryDirectory(prefix="bfcl-multi-")
+
+
+def loop_settings(policy: str, max_tokens: int | None) -> dict[str, Any]:
+    """The conversations' loop settings: the preset's, with ``--max-tokens`` as its reply cap."""
+    found = dict(preset(policy).settings)
+    if max_tokens is not None:
+        found["max_tokens_per_turn"] = max_tokens
+    return found
+
+
+async def judge(
+    entry: Entry,
+    client: ChatClient,
+    model: str,
+    checker: Checker,
+    key: str,
+    loaded: dict[str, Any],
+    policy: dict[str, Any],
+    recorder: Recorder | None = None,
+) -> tuple[Conversation, dict[str, Any]]:
+    """One entry's conversation and BFCL's verdict on it; a conversation that a failed request
+    cut short is an error, never put to the checker as an answer."""
+    with _scratch() as scratch:
+        done = await converse(
+            entry,
+            client,
+            model,
+            checker,
+            key,
+            int(loaded["step_limit"]),
+            str(loaded["held_prompt"]),
+            Path(scratch),
+            policy=policy,
+            recorder=recorder,
+        )
+    if done.error is not None:
+        return done, {"valid": False, "error_type": "request_error", "errors": [done.error]}
+    return done, await checker.score_multi(entry.id, entry.category, done.result())
+
+
+def entry_record(
+    context: dict[str, Any],
+    entry: Entry,
+    done: Conversation,
+    verdict: dict[str, Any],
+    answered_by: list[str],
+) -> dict[str, Any]:
+    """A multi-turn entry's record: every step's calls, the conversation turn by turn."""
+    calls = [call for turn in done.result() for step in turn for call in step]
+    latency = mean_latency(done)
+    texts = [s.text for turn in done.steps for s in turn if s.text]
+    fields = {
+        **context,
+        "id": entry.id,
+        "category": entry.category,
+        "question": entry.question(),
+        "calls": [
+            {
+                "name": next((t for t, f in entry.names.items() if f == name), name),
+                "function": name,
+                "arguments": arguments,
+            }
+            for call in calls
+            for name, arguments in call.items()
+        ],
+        "content": texts[-1] if texts else None,
+        "request_error": done.error,
+        "checker_input": done.result(),
+        "valid": verdict["valid"] and done.error is None,
+        "error_type": verdict["error_type"],
+        "errors": verdict["errors"],
+        "latency_ms": None if latency is None else round(latency, 1),
+        "prompt_tokens": done.prompt_tokens,
+        "completion_tokens": done.completion_tokens,
+        "answered_by": answered_by,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "turns": done.turns_record(),
+        "model_calls": done.model_calls,
+        "force_quit": done.force_quit,
+    }
+    return ItemRecord.model_validate(fields).line()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from evals.bfcl.items import (
     sample,
     schema_problem,
 )
-from evals.bfcl.multi import Conversation, Entry, conversation_key, converse, mean_latency
+from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
 from evals.bfcl.record import ItemRecord, read_items
 from evals.bfcl.report import write_comparison, write_summaries
 from evals.errors import EvalError
@@ -232,63 +231,6 @@ def item_record(
     return ItemRecord.model_validate(fields).line()
 
 
-def _scratch() -> tempfile.TemporaryDirectory[str]:
-    """An empty folder for the loop's workspace: BFCL's backends hold the conversation's
-    world, in the checker's process."""
-    return tempfile.TemporaryDirectory(prefix="bfcl-multi-")
-
-
-def _loop_policy(settings: BfclSettings) -> dict[str, Any]:
-    """The conversation's loop settings: the preset's, with ``--max-tokens`` as its reply cap."""
-    found = dict(preset(settings.policy).settings)
-    if settings.max_tokens is not None:
-        found["max_tokens_per_turn"] = settings.max_tokens
-    return found
-
-
-def entry_record(
-    context: dict[str, Any],
-    entry: Entry,
-    done: Conversation,
-    verdict: dict[str, Any],
-    answered_by: list[str],
-) -> dict[str, Any]:
-    """A multi-turn entry's record: every step's calls, the conversation turn by turn."""
-    calls = [call for turn in done.result() for step in turn for call in step]
-    latency = mean_latency(done)
-    texts = [s.text for turn in done.steps for s in turn if s.text]
-    fields = {
-        **context,
-        "id": entry.id,
-        "category": entry.category,
-        "question": entry.question(),
-        "calls": [
-            {
-                "name": next((t for t, f in entry.names.items() if f == name), name),
-                "function": name,
-                "arguments": arguments,
-            }
-            for call in calls
-            for name, arguments in call.items()
-        ],
-        "content": texts[-1] if texts else None,
-        "request_error": done.error,
-        "checker_input": done.result(),
-        "valid": verdict["valid"] and done.error is None,
-        "error_type": verdict["error_type"],
-        "errors": verdict["errors"],
-        "latency_ms": None if latency is None else round(latency, 1),
-        "prompt_tokens": done.prompt_tokens,
-        "completion_tokens": done.completion_tokens,
-        "answered_by": answered_by,
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-        "turns": done.turns_record(),
-        "model_calls": done.model_calls,
-        "force_quit": done.force_quit,
-    }
-    return ItemRecord.model_validate(fields).line()
-
-
 def result_line(record: dict[str, Any]) -> str:
     calls = ", ".join(f"{c['function']}({c['arguments']})" for c in record["calls"])
     shown = calls or "text: " + (record["content"] or "").replace("\n", " ")
@@ -388,26 +330,19 @@ async def run_bfcl(
 
             async def conversation(entry: Entry) -> None:
                 async with slots:
-                    with _scratch() as scratch:
-                        done = await converse(
-                            entry,
-                            client := PooledClient(pool, servers),
-                            model,
-                            checker,
-                            conversation_key(out, entry.id),
-                            int(loaded["step_limit"]),
-                            str(loaded["held_prompt"]),
-                            Path(scratch),
-                            policy=_loop_policy(settings),
-                            recorder=Recorder(
-                                state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"
-                            ),
-                        )
-                verdict = (
-                    await checker.score_multi(entry.id, entry.category, done.result())
-                    if done.error is None
-                    else {"valid": False, "error_type": "request_error", "errors": [done.error]}
-                )
+                    client = PooledClient(pool, servers)
+                    done, verdict = await judge(
+                        entry,
+                        client,
+                        model,
+                        checker,
+                        key=conversation_key(out, entry.id),
+                        loaded=loaded,
+                        policy=loop_settings(settings.policy, settings.max_tokens),
+                        recorder=Recorder(
+                            state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"
+                        ),
+                    )
                 record = entry_record(context, entry, done, verdict, client.answered)
                 durable_append(f, record)
                 progress.finished(f"{entry.id}: {result_line(record)}")

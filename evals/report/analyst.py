@@ -111,6 +111,13 @@ def reply_reuse(records: Sequence[RunRecord]) -> tuple[int, int]:
     return reused, generated
 
 
+def _database(url: str | None) -> str:
+    """The kind of database a run asked: its URL's port and user change with each server."""
+    if not url:
+        return "?"
+    return url.split("://", 1)[0] if "://" in url else url
+
+
 def markdown(f: dict[str, Any]) -> str:
     """The figures beside the chapter's."""
     n, hit = f["questions"], f["questions_with_error"]
@@ -185,7 +192,7 @@ def report(paths: Sequence[Path], pairs: Sequence[tuple[Path, Path]]) -> str:
         [
             r.label,
             f"`{_model(r)}`",
-            r.records[0].database or "?",
+            _database(r.records[0].database),
             f"{f['correct']}/{f['questions']}, {wilson(f['correct'], f['questions']).interval()}",
             f"{f['median_steps']:g}",
             f"{f['questions_with_error']}/{f['questions']}",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals.environments import environment_of_record
-from evals.report.compare import Run, solver_of
+from evals.report.compare import Run, rank, solver_of
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
 from evals.run.status import is_error
 from serve_local.catalogue import DEFAULT_NAME, LADDER
@@ -121,13 +121,7 @@ class Entry:
         return started(self.run)
 
     def rank(self) -> tuple[float, float, float]:
-        inf = float("inf")
-        turns, tokens = self.turns, self.tokens
-        return (
-            -self.accuracy.rate,
-            turns if turns is not None else inf,
-            tokens if tokens is not None else inf,
-        )
+        return rank(self.run)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from evals.report.markdown import table as markdown_table
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
 from evals.run.record import RunRecord, read_runs
 from evals.run.records import run_files, summarize
+from evals.run.status import is_error
 from harness.policies.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -67,6 +68,18 @@ def solver_of(run: Run) -> str:
     if record.solver != "agent":
         return record.solver
     return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
+
+
+def rank(run: Run) -> tuple[float, float, float]:
+    """What "best" means everywhere a run is chosen: the most accurate, then the fewest model
+    calls per question, then the fewest tokens (over the task runs that were not errors);
+    never wall time, which moves with the machine's load."""
+    done = [r for r in run.records if not is_error(r)]
+    if not done:
+        return (-accuracy(run.records).rate, float("inf"), float("inf"))
+    calls = statistics.fmean(r.turns for r in done)
+    tokens = statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done)
+    return (-accuracy(run.records).rate, calls, tokens)
 
 
 def policy_settings(policy: dict[str, Any] | None) -> str:

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.report.compare import Run, load_runs, solver_of
+from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
 from evals.report.stats import PairingError, accuracy, paired
 from evals.run.record import RunRecord
@@ -25,15 +25,8 @@ def _flow(run: Run) -> bool:
     return run.records[0].solver != "agent"
 
 
-def _key(run: Run) -> tuple[float, float, float]:
-    done = _done(run) or run.records
-    calls = statistics.fmean(r.turns for r in done)
-    tokens = statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done)
-    return (-accuracy(run.records).rate, calls, tokens)
-
-
 def best(runs: Sequence[Run]) -> Run | None:
-    return min(runs, key=_key) if runs else None
+    return min(runs, key=rank) if runs else None
 
 
 def _row(run: Run, marked: bool) -> list[str]:
@@ -107,7 +100,7 @@ def report(paths: Sequence[Path]) -> str:
         for model in models:
             of_model = [r for r in mine if r.records[0].model == model]
             agents = [r for r in of_model if not _flow(r)]
-            flows = sorted((r for r in of_model if _flow(r)), key=_key)
+            flows = sorted((r for r in of_model if _flow(r)), key=rank)
             agent, flow = best(agents), best(flows)
             others += max(len(agents) - 1, 0)
             rows += [_row(r, r is flow) for r in flows]

@@ -11,6 +11,7 @@ tokens evaluated, ``cache_n`` those taken from the cache. Wall time is shown, ne
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import statistics
 import sys
@@ -50,6 +51,23 @@ def _shares(records: list[Any]) -> dict[int, list[float]]:
     return found
 
 
+def _carried(records: list[Any]) -> dict[int, list[float]]:
+    """Per turn index from 2: the share of the previous turn's whole context (its prompt and
+    its reply) that this turn found in the cache. What is new on a turn (the tool results) is
+    not in it, so this is the prefix cache's own work: 100 % when nothing before is evaluated
+    again."""
+    found: dict[int, list[float]] = {}
+    for r in records:
+        timings = r.turn_timings or []
+        for i, (before, after) in enumerate(itertools.pairwise(timings), start=2):
+            if not before or not after:
+                continue
+            context = sum(before.get(k) or 0 for k in ("prompt_n", "cache_n", "predicted_n"))
+            if context:
+                found.setdefault(i, []).append(min(after.get("cache_n") or 0, context) / context)
+    return found
+
+
 def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, Any]:
     limits = preset_limits("analyst")
     settings = EvalSettings(
@@ -58,6 +76,7 @@ def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, A
     )  # fmt: skip
     records = read_runs(asyncio.run(run_eval(settings, echo=lambda _: None)))
     shares = _shares(records)
+    carried = _carried(records)
     reused, generated = reply_reuse(records)
     return {
         "correct": sum(r.correct for r in records),
@@ -72,6 +91,8 @@ def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, A
         "min_reuse_after_first": min(
             (x for i, v in shares.items() if i >= 2 for x in v), default=None
         ),
+        "carried_by_turn": {str(i): statistics.median(v) for i, v in sorted(carried.items())},
+        "min_carried": min((x for v in carried.values() for x in v), default=None),
         "reply_tokens": generated,
         "reply_tokens_reused": reused,
     }
@@ -148,6 +169,27 @@ def render(p: Figures) -> list[str]:
             f"- Replies re-rendered: median wall {plain['median_wall_ms'] / 1000:,.1f} s; "
             f"correct {plain['correct']}/{plain['questions']}."
         )
+    if "carried_by_turn" in on:  # measured since the figure was added
+        kept = sorted({t for label in labels for t in p[label]["carried_by_turn"]}, key=int)
+        lines += [
+            "",
+            "What the cache carried: of the previous turn's whole context (its prompt and its "
+            "reply), the share this turn found in the cache, median over the questions. The "
+            "share above counts each turn's new tokens too (the tool results, new by "
+            "definition), so it cannot reach 100 % on a turn that follows a call; this one "
+            "reaches 100 % when nothing before is evaluated again.",
+            "",
+            table(
+                ["turn", *labels],
+                [
+                    [t, *(_pct(p[label]["carried_by_turn"].get(t)) for label in labels)]
+                    for t in kept
+                ],
+            ),
+            "",
+            f"- Lowest carried, any turn (parallel on): {_pct(on['min_carried'])}; replies "
+            "re-rendered: " + (_pct(plain["min_carried"]) if plain else "not measured") + ".",
+        ]
     return [*lines, ""]
 
 

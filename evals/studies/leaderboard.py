@@ -1,0 +1,281 @@
+"""The ladder on a task set sized to tell its rungs apart: each model under the policies named
+for it, every pair that matters tested task by task.
+
+``python -m evals leaderboard --entrants MODEL:POLICY,... --tasks FILE --out DIR`` serves each
+model in turn (one model process at a time, as the sweep does), runs what is missing and
+writes ``DIR/leaderboard.md`` and ``.json``. Each entrant's run file has a fixed name
+(``DIR/MODEL-POLICY.jsonl``), so the command is its own resume: a finished run is kept, an
+interrupted one (its ``.partial``) goes on with the tasks left, and the report is rebuilt from
+whatever is finished. ``--report-only`` runs nothing.
+
+The report: every run with its accuracy (each task once, its interval clustered by task),
+pass^k where epochs were sampled, model calls and tokens per question, errors apart; each
+model's best in bold (most accurate, then fewest calls, then fewest tokens; never wall time);
+then the paired tests that say whether the rungs differ: within a model, its environment's
+default policy against its best, and down the ladder, each model's best against the next
+model's best. Each verdict is the exact test's, with the smallest difference the set could
+detect beside every "no difference detected".
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.environments import environment_of_record
+from evals.errors import EvalError
+from evals.report.compare import Run, load_runs, rank
+from evals.report.markdown import table
+from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
+from evals.run.runner import run_eval, slug
+from evals.run.settings import EvalSettings, resumed_settings
+from evals.run.status import is_error
+from evals.studies.sweep import SweepSettings, served
+from harness.policies.presets import preset
+
+
+@dataclass(frozen=True)
+class Entrant:
+    model: str
+    policy: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} {self.policy}"
+
+
+def parse_entrants(text: str) -> list[Entrant]:
+    """``MODEL:POLICY,MODEL:POLICY``; a model name may hold colons (``scripted:oracle``), a
+    policy name does not. Unknown policies are refused before anything runs."""
+    entrants = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        model, sep, policy = part.rpartition(":")
+        if not sep or not model or not policy:
+            raise EvalError(f"--entrants: {part!r} is not MODEL:POLICY")
+        preset(policy)  # an unknown name fails here
+        entrants.append(Entrant(model, policy))
+    if not entrants:
+        raise EvalError("--entrants: name at least one MODEL:POLICY")
+    if len(set(entrants)) < len(entrants):
+        raise EvalError("--entrants: an entrant is named twice")
+    return entrants
+
+
+def run_file(out: Path, entrant: Entrant) -> Path:
+    return out / f"{slug(entrant.model)}-{slug(entrant.policy)}.jsonl"
+
+
+@dataclass
+class LeaderboardSettings:
+    entrants: list[Entrant]
+    tasks: Path
+    out: Path
+    base_url: str | None = None  # None: serve each model here, one at a time
+    max_turns: int | None = 8
+    epochs: int = 1
+    backend: str = "llama"
+    threads: int | None = None
+    tool_grammar: str = "lazy"
+
+
+async def run_leaderboard(
+    settings: LeaderboardSettings, echo: Callable[[str], None] = print
+) -> list[Path]:
+    """Run every entrant that has no finished run file (resuming a partial one), then write
+    the report. Models are served one at a time, each once."""
+    settings.out.mkdir(parents=True, exist_ok=True)
+    models = list(dict.fromkeys(e.model for e in settings.entrants))
+    for model in models:
+        todo = [
+            e
+            for e in settings.entrants
+            if e.model == model and not run_file(settings.out, e).exists()
+        ]
+        if not todo:
+            echo(f"{model}: every run is finished")
+            continue
+        if settings.base_url is not None:
+            await _run_entrants(todo, settings.base_url, settings, echo)
+            continue
+        serving = SweepSettings(
+            policies=[],
+            models=[],
+            backend=settings.backend,
+            threads=settings.threads,
+            tool_grammar=settings.tool_grammar,
+        )
+        with served(model, serving, echo) as url:
+            await _run_entrants(todo, url, settings, echo)
+    return write(settings.entrants, settings.out)
+
+
+async def _run_entrants(
+    todo: list[Entrant], url: str, settings: LeaderboardSettings, echo: Callable[[str], None]
+) -> None:
+    for entrant in todo:
+        out = run_file(settings.out, entrant)
+        partial = out.with_name(out.name + ".partial")
+        if partial.exists():
+            echo(f"{entrant.name}: resuming {partial}")
+            eval_settings = resumed_settings(partial, base_url=url)
+        else:
+            eval_settings = EvalSettings(
+                base_url=url,
+                model=entrant.model,
+                tasks=settings.tasks,
+                epochs=settings.epochs,
+                max_turns=settings.max_turns,
+                label=f"leaderboard {entrant.name}",
+                policy=preset(entrant.policy),
+                out=out,
+            )
+        await run_eval(eval_settings, echo=echo)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _row(run: Run, best: bool) -> dict[str, Any]:
+    done = [r for r in run.records if not is_error(r)]
+    acc = run.accuracy
+    epochs = int(run.summary["epochs"])
+    record = run.records[0]
+    return {
+        "model": record.model,
+        "policy": record.policy.name if record.policy else None,
+        "best": best,
+        "tasks": acc.n,
+        "correct": acc.k,
+        "accuracy": acc.rate,
+        "ci95": [acc.low, acc.high],
+        "pass_k": pass_hat_k(run.records, epochs) if epochs > 1 else None,
+        "epochs": epochs,
+        "calls": _mean([float(r.turns) for r in done]),
+        "tokens": _mean([float(r.prompt_tokens + r.completion_tokens) for r in done]),
+        "errors": len(run.records) - len(done),
+        "task_set": record.task_set,
+        "run_file": str(run.path),
+    }
+
+
+def best_of(runs: dict[Entrant, Run], entrants: list[Entrant]) -> dict[str, Entrant]:
+    """Each model's best entrant among those with a finished run (ties to the one named
+    first)."""
+    found: dict[str, Entrant] = {}
+    for model in dict.fromkeys(e.model for e in entrants if e in runs):
+        mine = [e for e in entrants if e.model == model and e in runs]
+        found[model] = min(mine, key=lambda e: (rank(runs[e]), mine.index(e)))
+    return found
+
+
+def comparisons(
+    runs: dict[Entrant, Run], entrants: list[Entrant]
+) -> list[tuple[str, Entrant, Entrant, Paired]]:
+    """Within each model its environment's default policy against its best; down the ladder
+    (the order the models were named), each model's best against the next one's."""
+    best = best_of(runs, entrants)
+    found = []
+    for model, top in best.items():
+        default = environment_of_record(runs[top].records[0]).default_policy
+        fallback = next((e for e in entrants if e == Entrant(model, default) and e in runs), None)
+        if fallback is not None and fallback != top:
+            found.append(("default against best", fallback, top, _paired(runs, fallback, top)))
+    models = list(best)
+    for upper, lower in itertools.pairwise(models):
+        found.append(("rung", best[lower], best[upper], _paired(runs, best[lower], best[upper])))
+    return found
+
+
+def _paired(runs: dict[Entrant, Run], a: Entrant, b: Entrant) -> Paired:
+    return paired(runs[a].records, runs[b].records, a.name, b.name)
+
+
+def write(entrants: list[Entrant], out: Path) -> list[Path]:
+    """leaderboard.md and .json from the finished run files of ``entrants`` under ``out``."""
+    present = {e: run_file(out, e) for e in entrants if run_file(out, e).exists()}
+    loaded = dict(zip(present, load_runs(list(present.values())), strict=True))
+    if not loaded:
+        raise EvalError(f"no finished leaderboard run under {out}: run it first")
+    sets = {str(run.records[0].task_set) for run in loaded.values()}
+    if len(sets) > 1:
+        raise EvalError(f"the runs under {out} are over different task sets: {sorted(sets)}")
+    best = set(best_of(loaded, entrants).values())
+    tests = comparisons(loaded, entrants)
+    data = {
+        "task_set": sets.pop(),
+        "rows": [_row(run, e in best) for e, run in loaded.items()],
+        "comparisons": [
+            {
+                "kind": kind,
+                "a": a.name,
+                "b": b.name,
+                "verdict": p.sentence(),
+                "detected": p.detected,
+                "p_value": p.p_value,
+                "difference": p.difference,
+                "detectable": p.detectable,
+            }
+            for kind, a, b, p in tests
+        ],
+        "missing": [e.name for e in entrants if e not in loaded],
+    }
+    json_path, md_path = out / "leaderboard.json", out / "leaderboard.md"
+    json_path.write_text(json.dumps(data, indent=2) + "\n")
+    md_path.write_text(markdown(data))
+    return [md_path, json_path]
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def markdown(data: dict[str, Any]) -> str:
+    rows = data["rows"]
+    n = max((r["tasks"] for r in rows), default=0)
+    mdd = detectable_difference(n)
+    head = ["model", "policy", "correct", "accuracy [95 % CI]", "pass^k", "calls", "tokens",
+            "errors"]  # fmt: skip
+    body = [
+        [
+            f"`{r['model']}`",
+            f"**{r['policy']}**" if r["best"] else str(r["policy"]),
+            f"{r['correct']:g}/{r['tasks']}",
+            f"{100 * r['accuracy']:.1f} % [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}]",
+            "–" if r["pass_k"] is None else f"{r['pass_k']:.2f} (k={r['epochs']})",
+            _fmt(r["calls"], ".2f"),
+            _fmt(r["tokens"], ",.0f"),
+            str(r["errors"]),
+        ]
+        for r in rows
+    ]
+    lines = [
+        f"# Leaderboard: {data['task_set']}",
+        "",
+        "Each model of the ladder under the policies named for it, on one task set sized so "
+        "that rungs 10 points apart can be told apart. Each task counts once (the interval is "
+        "clustered by task); errors of the machinery are apart and in no accuracy. In bold, "
+        "each model's best: the most accurate, then the fewest model calls per question, then "
+        "the fewest tokens; wall time is never used. Rebuilt by `make leaderboard`.",
+        "",
+        table(head, body),
+        f"On {n} tasks two runs can be told apart (80 % power, 5 % two-sided) when their "
+        f"accuracies differ by about {mdd:.0f} points or more near 50 %."
+        if mdd is not None
+        else f"On {n} task(s) no difference can be detected.",
+        "",
+        "## Paired tests",
+        "",
+    ]
+    for c in data["comparisons"]:
+        what = "default policy against best" if c["kind"] == "default against best" else "rung"
+        lines.append(f"- **{c['b']} against {c['a']}** ({what}): {c['verdict']}.")
+    if not data["comparisons"]:
+        lines.append("- none: one entrant per model and a single model.")
+    if data["missing"]:
+        lines += ["", "Not run yet: " + ", ".join(data["missing"]) + "."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,25 @@
+"""The analyst bench's cache figures from turn timings as llama.cpp reports them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from evals.studies.serving.analyst import _carried, _shares
+
+
+def _record(*timings: dict[str, int]) -> SimpleNamespace:
+    return SimpleNamespace(turn_timings=list(timings))
+
+
+def test_the_share_counts_new_tokens_and_the_carried_figure_does_not() -> None:
+    first = {"prompt_n": 300, "cache_n": 0, "predicted_n": 20}
+    # The second turn found the whole first turn (prompt and reply) in the cache and evaluated
+    # 100 new tokens, the tool result: 320 of 420 of its prompt, all of what came before.
+    kept = {"prompt_n": 100, "cache_n": 320, "predicted_n": 10}
+    # A reply re-rendered in the template's form: only the prompt before it was found.
+    rerendered = {"prompt_n": 120, "cache_n": 300, "predicted_n": 10}
+    shares = _shares([_record(first, kept), _record(first, rerendered)])
+    assert shares[1] == [0.0, 0.0]
+    assert shares[2] == [320 / 420, 300 / 420]
+    carried = _carried([_record(first, kept), _record(first, rerendered), _record(first, {})])
+    assert carried == {2: [1.0, 300 / 320]}  # a turn without timings says nothing
