@@ -25,6 +25,10 @@ class LoopConfig:
     dedupe_all: bool = False
     cancel_grace_s: float = 1.0  # how long a cancelled tool gets to stop by itself
     cancel_reaches_tools: bool = True  # False: only the provider call sees the token
+    # A reply cut at the length limit with no call: True, the model is asked to finish it;
+    # False, it is the answer, as any reply without a call (BFCL's multi-turn inference ends
+    # the user turn on it).
+    finish_cut_replies: bool = True
     prices: Prices = field(default_factory=Prices)
     # Sampling asked of the server on every request of the run; None: greedy, no seed sent.
     temperature: float | None = None

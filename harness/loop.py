@@ -146,7 +146,7 @@ async def run_loop(
             if (answer := policies.answer(state, config)) is not None:
                 state.answer = answer
                 return stop(state, recorder, "completed")
-            if outcome := settle(state):
+            if outcome := settle(state, config.finish_cut_replies):
                 return stopped_by(state, recorder, outcome, token)
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
                 return stopped_by(state, recorder, outcome, token)

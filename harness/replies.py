@@ -93,13 +93,14 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
     crash_point("LOOPBENCH_CRASH_AFTER_TURN", str(state.turns))
 
 
-def settle(state: RunState) -> Stop | None:
+def settle(state: RunState, finish_cut: bool = True) -> Stop | None:
     """What the last saved reply means when it is the newest message: a Stop, or go on.
 
     Go on when the reply asks for tools (they are answered next), was cut at the length limit
-    (the model is asked to finish) or paused its turn (the conversation goes back unchanged). A
-    refusal fails the run, a reply to the last call after a limit ends it under that limit, and
-    any other reply (one cut at a stop sequence too) is the final answer: see ``ACTIONS``.
+    (the model is asked to finish, unless ``finish_cut`` is off) or paused its turn (the
+    conversation goes back unchanged). A refusal fails the run, a reply to the last call after
+    a limit ends it under that limit, and any other reply (one cut at a stop sequence too) is
+    the final answer: see ``ACTIONS``.
     """
     last = last_reply(state)
     if last is None or last[0] != len(state.messages) - 1:
@@ -115,7 +116,7 @@ def settle(state: RunState) -> Stop | None:
         return Stop("failed", error=f"the model refused: {state.refusal}")
     if message.get("tool_calls"):
         return None
-    if action == "finish_briefly":
+    if action == "finish_briefly" and finish_cut:
         state.messages.append({"role": "user", "content": FINISH_BRIEFLY})
         return None
     if action == "continue":

@@ -86,7 +86,9 @@ def _server(
         (entry,) = {e.id: e for e in entries.values() if asked(e, messages)}.values()
         turn = sum(m["role"] == "user" for m in messages) - 1
         message = answer(entry, turn, messages[-1], tools)
-        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        finish = message.pop("_finish", None) or (
+            "tool_calls" if message.get("tool_calls") else "stop"
+        )
         return JSONResponse(
             {
                 "id": "chatcmpl-multi",
@@ -112,6 +114,11 @@ def oracle(entry: Entry, turn: int, last: Message, tools: list[Any]) -> Message:
 
 def silent(entry: Entry, turn: int, last: Message, tools: list[Any]) -> Message:
     return {"role": "assistant", "content": "I cannot do that."}
+
+
+def rambling(entry: Entry, turn: int, last: Message, tools: list[Any]) -> Message:
+    """Prose cut at the length limit, never a call."""
+    return {"role": "assistant", "content": "Let me think about this step by", "_finish": "length"}
 
 
 def _summary(out: Path) -> dict[str, Any]:
@@ -206,3 +213,21 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
     roles = [m.role for m in sample.messages]
     assert roles[0] == "user" and "tool" in roles and "system" not in roles
     assert sum(r == "user" for r in roles) == len(base[after[1]["id"]].turns)
+
+
+@needs_bfcl
+@in_module_loop
+async def test_a_reply_cut_without_a_call_ends_the_turn_as_in_bfcl(
+    checker: Checker, entries: dict[str, Entry], tmp_path: Path
+) -> None:
+    """BFCL's inference ends a user turn on a reply with no call, cut or not; the loop does not
+    ask the model to finish it (which would spend the turn's steps on one cut reply)."""
+    base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
+    with _server(base, rambling) as url:
+        out = tmp_path / "cut.jsonl"
+        settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker)
+    (record,) = read_records(out)
+    assert record["request_error"] is None and not record["valid"]
+    assert record["model_calls"] == len(record["turns"]) == len(base[record["id"]].turns)
+    assert all(len(t["steps"]) == 1 for t in record["turns"])

@@ -173,6 +173,18 @@ async def test_truncated_reply_is_kept_and_the_model_asked_to_finish(
     ]
 
 
+async def test_with_finish_cut_replies_off_a_cut_reply_is_the_answer(
+    scripted_url: str, workspace: Workspace
+) -> None:
+    """BFCL's inference ends a turn on any reply without a call: the loop can too."""
+    state = await run(scripted_url, "scripted:plan+trunc@2", workspace, finish_cut_replies=False)
+    assert state.status == "completed" and state.stop_reason == "length"
+    assert state.messages[-1]["role"] == "assistant"
+    assert state.answer is not None and state.answer.startswith("errors.log men")
+    assert FINISH_BRIEFLY not in [m.get("content") for m in state.messages]
+    assert [t.finish_reason for t in state.turn_records] == ["tool_calls", "tool_calls", "length"]
+
+
 @pytest.mark.parametrize("fault", ["refuse", "filter"])
 async def test_refusal_stops_at_once_and_is_recorded(
     scripted_url: str, workspace: Workspace, fault: str

@@ -159,7 +159,11 @@ async def converse(
         replies_before = len(state.turn_records)
         # BFCL quits after ``step_limit`` steps with calls in one turn; the reply after the
         # last allowed step is the one that may end the turn.
-        config = LoopConfig.of(max_turns=state.turns + step_limit + 1, **(policy or {}))
+        # A reply without a call ends the turn, cut at the length limit or not, as in BFCL's
+        # inference: the loop does not ask the model to finish it.
+        config = LoopConfig.of(
+            max_turns=state.turns + step_limit + 1, finish_cut_replies=False, **(policy or {})
+        )
         state = await run_loop(state, client, tools, workspace, config, recorder, system=False)
         steps = _steps(entry, state, replies_before)
         done.steps.append(steps)
