@@ -39,10 +39,16 @@ def _eval(url: str, folder: Path, model: str, **extra: Any) -> Path:
     return asyncio.run(run_eval(settings, echo=lambda _: None))
 
 
-def _as_model(run_file: Path, model: str) -> Path:
-    """The run's records as if ``model`` had answered: scripted runs are kept out of the
-    leaderboards and references unless asked for, and these stand for the ladder's runs."""
-    lines = [{**r, "model": model} for r in read_records(run_file)]
+def _as_model(run_file: Path, model: str | None, minute: int) -> Path:
+    """The run's records as if ``model`` had answered (None: the model that did) at ``minute``
+    past noon: scripted runs are kept out of the leaderboards and references unless asked for,
+    and these stand for the ladder's runs. The times are set, not left to the clock: runs a
+    second apart or less would tie on their timestamps, and "newest" would be decided by the
+    order of the files."""
+    stamp = f"2026-12-01T12:{minute:02d}:00+00:00"
+    lines = [
+        {**r, "model": model or r["model"], "timestamp": stamp} for r in read_records(run_file)
+    ]
     run_file.write_text("".join(json.dumps(r) + "\n" for r in lines))
     return run_file
 
@@ -63,9 +69,9 @@ def runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("runs")
     oracle = _eval(scripted_url, folder, "scripted:oracle")
     _add_timings(oracle)
-    _as_model(oracle, DEFAULT_NAME)
-    _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), SMALL)
-    _as_model(_eval(scripted_url, folder, "scripted:destructive"), TINY)  # the newest
+    _as_model(oracle, DEFAULT_NAME, 0)
+    _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), SMALL, 1)
+    _as_model(_eval(scripted_url, folder, "scripted:destructive"), TINY, 2)  # the newest
     return folder
 
 
@@ -253,11 +259,11 @@ def board_runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> P
     )
 
     def make() -> None:
-        _as_model(_eval(scripted_url, folder, "scripted:oracle"), DEFAULT_NAME)
-        _as_model(_eval(scripted_url, folder, "scripted:plan"), SMALL)
-        _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), TINY)
-        _eval(scripted_url, folder, "scripted:destructive")
-        _as_model(asyncio.run(run_eval(settings, echo=lambda _: None)), DEFAULT_NAME)
+        _as_model(_eval(scripted_url, folder, "scripted:oracle"), DEFAULT_NAME, 0)
+        _as_model(_eval(scripted_url, folder, "scripted:plan"), SMALL, 1)
+        _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), TINY, 2)
+        _as_model(_eval(scripted_url, folder, "scripted:destructive"), None, 3)
+        _as_model(asyncio.run(run_eval(settings, echo=lambda _: None)), DEFAULT_NAME, 4)
 
     with ThreadPoolExecutor(1) as pool:
         pool.submit(make).result()

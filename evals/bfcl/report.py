@@ -212,7 +212,8 @@ def comparison(files: list[Path]) -> str:
         [
             "# BFCL through this stack, by category",
             "",
-            "Accuracy in percent as judged by BFCL's own AST checker (bfcl-eval), with its 95 % "
+            "Accuracy in percent as judged by BFCL's own checkers (bfcl-eval: the AST checker "
+            "per item, the multi-turn checker per conversation), with its 95 % "
             "Wilson interval and the number of answered items; relevance (whether to call at "
             "all) after the call categories, apart, as BFCL keeps it; the call mean is the "
             "unweighted mean of the call categories a run has, as BFCL takes its means; an "
