@@ -113,9 +113,7 @@ def reply_reuse(records: Sequence[RunRecord]) -> tuple[int, int]:
 
 def _database(url: str | None) -> str:
     """The kind of database a run asked: its URL's port and user change with each server."""
-    if not url:
-        return "?"
-    return url.split("://", 1)[0] if "://" in url else url
+    return url.partition("://")[0] if url else "?"
 
 
 def markdown(f: dict[str, Any]) -> str:

@@ -13,13 +13,12 @@ ranked by.
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals.environments import environment_of_record
-from evals.report.compare import Run, rank, solver_of
+from evals.report.compare import Run, per_question, rank, solver_of
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
 from evals.run.status import is_error
 from serve_local.catalogue import DEFAULT_NAME, LADDER
@@ -89,19 +88,14 @@ class Entry:
     def name(self) -> str:
         return f"{self.model} · {self.solver}"
 
-    def _done(self) -> list[float]:
-        return [r.turns for r in self.run.records if not is_error(r)]
-
     @property
     def turns(self) -> float | None:
         """Model calls per question, over the task runs that ended in an answer or a stop."""
-        done = self._done()
-        return statistics.fmean(done) if done else None
+        return per_question(self.run)[0]
 
     @property
     def tokens(self) -> float | None:
-        done = [r.prompt_tokens + r.completion_tokens for r in self.run.records if not is_error(r)]
-        return statistics.fmean(done) if done else None
+        return per_question(self.run)[1]
 
     @property
     def errors(self) -> int:

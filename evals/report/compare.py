@@ -70,16 +70,28 @@ def solver_of(run: Run) -> str:
     return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
 
 
+def per_question(run: Run) -> tuple[float | None, float | None]:
+    """Model calls and tokens per question, over the task runs that were not errors (None
+    where every one was)."""
+    done = [r for r in run.records if not is_error(r)]
+    if not done:
+        return None, None
+    calls = statistics.fmean(r.turns for r in done)
+    tokens = statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done)
+    return calls, tokens
+
+
 def rank(run: Run) -> tuple[float, float, float]:
     """What "best" means everywhere a run is chosen: the most accurate, then the fewest model
     calls per question, then the fewest tokens (over the task runs that were not errors);
     never wall time, which moves with the machine's load."""
-    done = [r for r in run.records if not is_error(r)]
-    if not done:
-        return (-accuracy(run.records).rate, float("inf"), float("inf"))
-    calls = statistics.fmean(r.turns for r in done)
-    tokens = statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done)
-    return (-accuracy(run.records).rate, calls, tokens)
+    calls, tokens = per_question(run)
+    inf = float("inf")
+    return (
+        -accuracy(run.records).rate,
+        inf if calls is None else calls,
+        inf if tokens is None else tokens,
+    )
 
 
 def policy_settings(policy: dict[str, Any] | None) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from evals.environments import environment_of_record
 from evals.errors import EvalError
-from evals.report.compare import Run, load_runs, rank
+from evals.report.compare import Run, load_runs, per_question, rank
 from evals.report.markdown import table
 from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
 from evals.run.runner import run_eval, slug
@@ -136,13 +136,9 @@ async def _run_entrants(
         await run_eval(eval_settings, echo=echo)
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _row(run: Run, best: bool) -> dict[str, Any]:
-    done = [r for r in run.records if not is_error(r)]
     acc = run.accuracy
+    calls, tokens = per_question(run)
     epochs = int(run.summary["epochs"])
     record = run.records[0]
     return {
@@ -155,9 +151,9 @@ def _row(run: Run, best: bool) -> dict[str, Any]:
         "ci95": [acc.low, acc.high],
         "pass_k": pass_hat_k(run.records, epochs) if epochs > 1 else None,
         "epochs": epochs,
-        "calls": _mean([float(r.turns) for r in done]),
-        "tokens": _mean([float(r.prompt_tokens + r.completion_tokens) for r in done]),
-        "errors": len(run.records) - len(done),
+        "calls": calls,
+        "tokens": tokens,
+        "errors": sum(is_error(r) for r in run.records),
         "task_set": record.task_set,
         "run_file": str(run.path),
     }
@@ -169,7 +165,7 @@ def best_of(runs: dict[Entrant, Run], entrants: list[Entrant]) -> dict[str, Entr
     found: dict[str, Entrant] = {}
     for model in dict.fromkeys(e.model for e in entrants if e in runs):
         mine = [e for e in entrants if e.model == model and e in runs]
-        found[model] = min(mine, key=lambda e: (rank(runs[e]), mine.index(e)))
+        found[model] = min(mine, key=lambda e: rank(runs[e]))  # min keeps the first of a tie
     return found
 
 
@@ -182,8 +178,8 @@ def comparisons(
     found = []
     for model, top in best.items():
         default = environment_of_record(runs[top].records[0]).default_policy
-        fallback = next((e for e in entrants if e == Entrant(model, default) and e in runs), None)
-        if fallback is not None and fallback != top:
+        fallback = Entrant(model, default)
+        if fallback in runs and fallback != top:
             found.append(("default against best", fallback, top, _paired(runs, fallback, top)))
     models = list(best)
     for upper, lower in itertools.pairwise(models):
