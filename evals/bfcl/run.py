@@ -1,6 +1,8 @@
-"""BFCL through this stack: each item is one request through the project's client to any
-OpenAI-shaped server (the item's functions as tools, ``tool_choice`` left to the server's
-default, greedy), judged by BFCL's own checker in its own process.
+"""BFCL through this stack: a run of single-turn items (``evals.bfcl.single``: each one
+request through the project's client to any OpenAI-shaped server, the item's functions as
+tools, ``tool_choice`` left to the server's default, greedy) or of multi-turn conversations
+(``evals.bfcl.multi``: each through the agent loop), judged by BFCL's own checker in its own
+process.
 
 Records go to ``RUN_FILE.partial`` as each item is judged (fsynced); the run file appears,
 in BFCL's order, when every item has a record. ``--resume RUN_FILE.partial`` goes on with an
@@ -15,7 +17,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,12 @@ from evals.bfcl.items import (
     MULTI_TURN,
     Item,
     bfcl_result,
-    function_name,
     sample,
-    schema_problem,
 )
 from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
-from evals.bfcl.record import ItemRecord, read_items
+from evals.bfcl.record import read_items
 from evals.bfcl.report import write_comparison, write_summaries
+from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
 from evals.run.progress import Progress
 from evals.run.records import code_version, machine
@@ -46,8 +46,7 @@ from evals.run.servers import (
     servers_for,
     share,
 )
-from harness.client import ModelReply, TurnOptions
-from harness.errors import ProviderError
+from harness.client import TurnOptions
 from harness.policies.base import UnknownPolicy
 from harness.policies.presets import PLAIN, preset
 from harness.trace import Recorder
@@ -182,55 +181,6 @@ def _context(
     }
 
 
-def _question(item: Item) -> str:
-    return next((str(m["content"]) for m in reversed(item.messages) if m["role"] == "user"), "")
-
-
-def item_record(
-    context: dict[str, Any],
-    item: Item,
-    reply: ModelReply | None,
-    request_error: str | None,
-    verdict: dict[str, Any],
-    result: Any,
-    answered_by: list[str],
-) -> dict[str, Any]:
-    message = reply.message if reply else {}
-    calls = message.get("tool_calls") or []
-    fields = {
-        **context,
-        "id": item.id,
-        "category": item.category,
-        "question": _question(item),
-        "calls": [
-            {
-                "name": c["function"]["name"],
-                "function": function_name(item, c["function"]["name"]),
-                "arguments": c["function"]["arguments"],
-            }
-            for c in calls
-        ],
-        "content": message.get("content"),
-        "finish_reason": reply.finish_reason if reply else None,
-        # What the harness would say of each call before running it: None, or why it refuses.
-        "schema_problems": [schema_problem(item, c) for c in calls],
-        "request_error": request_error,
-        "checker_input": result,
-        # A failed request is never a right answer, whatever the checker made of the error text.
-        "valid": verdict["valid"] and request_error is None,
-        "error_type": verdict["error_type"],
-        "errors": verdict["errors"],
-        "latency_ms": round(reply.latency_ms, 1) if reply else None,
-        "prompt_tokens": reply.prompt_tokens if reply else 0,
-        "completion_tokens": reply.completion_tokens if reply else 0,
-        "timings": reply.timings if reply else None,
-        "retries": reply.retries if reply else None,
-        "answered_by": answered_by,
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    return ItemRecord.model_validate(fields).line()
-
-
 def result_line(record: dict[str, Any]) -> str:
     calls = ", ".join(f"{c['function']}({c['arguments']})" for c in record["calls"])
     shown = calls or "text: " + (record["content"] or "").replace("\n", " ")
@@ -257,15 +207,6 @@ def total_line(summary: dict[str, Any]) -> str:
         f"{summary['invalid_calls']}  request errors={summary['request_errors']}  mean turn="
         + ("n/a" if mean_turn is None else f"{mean_turn:,.0f}ms")
     )
-
-
-async def _ask(
-    client: PooledClient, model: str, item: Item, options: TurnOptions
-) -> tuple[ModelReply | None, str | None]:
-    try:
-        return await client.chat(model, item.messages, item.tools, options=options), None
-    except ProviderError as exc:
-        return None, str(exc)
 
 
 async def run_bfcl(
@@ -350,7 +291,7 @@ async def run_bfcl(
             async def one(item: Item) -> None:
                 async with slots:
                     client = PooledClient(pool, servers)
-                    reply, error = await _ask(client, model, item, options)
+                    reply, error = await ask(client, model, item, options)
                 # What BFCL records when the request fails: the error as the model's text.
                 result = (
                     bfcl_result(item, reply.message)
