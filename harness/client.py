@@ -129,7 +129,7 @@ class ProviderClient:
         self.base_url = (base_url or base_url_from_env()).rstrip("/")
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout_s, transport=transport, verify=_tls()
+            base_url=self.base_url, timeout=timeout_s, transport=transport, verify=tls_context()
         )
 
     async def __aenter__(self) -> ProviderClient:
@@ -222,9 +222,10 @@ class ProviderClient:
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """One TLS context for every client: building one reads the whole CA bundle (about 40 ms),
-    and a run makes a client per task."""
+    and a run makes a client per task. A one-off request (``httpx.get``) builds one too unless
+    it is given this one as ``verify``."""
     return httpx.create_ssl_context()
 
 

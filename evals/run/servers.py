@@ -19,13 +19,13 @@ import httpx
 
 from evals.errors import EvalError
 from harness.cancel import CancelToken
-from harness.client import ModelReply, ProviderClient, TurnOptions
+from harness.client import ModelReply, ProviderClient, TurnOptions, tls_context
 from harness.providers import provider
 
 
 def fetch_models(base_url: str) -> list[dict[str, Any]]:
     try:
-        response = httpx.get(f"{base_url}/models", timeout=10)
+        response = httpx.get(f"{base_url}/models", timeout=10, verify=tls_context())
         response.raise_for_status()
         data: list[dict[str, Any]] = response.json()["data"]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
@@ -41,7 +41,10 @@ def fetch_models(base_url: str) -> list[dict[str, Any]]:
 
 def _get_json(url: str, client: httpx.Client | None = None) -> dict[str, Any] | None:
     try:
-        response = (client or httpx).get(url, timeout=5)
+        if client is None:
+            response = httpx.get(url, timeout=5, verify=tls_context())
+        else:
+            response = client.get(url, timeout=5)
         body = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
