@@ -30,6 +30,15 @@ def register(commands: Any) -> None:
     )
     rebuild.add_argument("folder", type=Path, nargs="?", default=Path("results/bfcl"))
     rebuild.set_defaults(handler=bfcl_report_command)
+    compare = commands.add_parser(
+        "bfcl-compare",
+        help="two BFCL runs item by item: per category, the exact paired test and what the "
+        "items could detect",
+    )
+    compare.add_argument("run_a", type=Path, help="the baseline run file (A)")
+    compare.add_argument("run_b", type=Path, help="the run set against it (B)")
+    compare.add_argument("--out", type=Path, help="also write the table to this Markdown file")
+    compare.set_defaults(handler=bfcl_compare_command)
 
 
 def bfcl_report_command(args: argparse.Namespace) -> int:
@@ -48,6 +57,20 @@ def bfcl_report_command(args: argparse.Namespace) -> int:
         write_summaries(run_file, elapsed_ms=elapsed)
         print(f"rewrote {run_file.with_suffix('')}.summary.json and .summary.md")
     print(f"wrote {write_comparison(args.folder)}")
+    return 0
+
+
+def bfcl_compare_command(args: argparse.Namespace) -> int:
+    from evals.bfcl.paired import markdown, pair_runs
+
+    for path in (args.run_a, args.run_b):
+        if not path.is_file():
+            raise EvalError(f"{path}: no such run file")
+    text = markdown(pair_runs(args.run_a, args.run_b))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    print(text, end="")
     return 0
 
 

@@ -253,6 +253,17 @@ def _points(value: float, signed: bool = False) -> str:
     return f"{whole:+d}" if signed and whole else str(whole)
 
 
+def unshared(ids_a: set[str], ids_b: set[str], label_a: str, label_b: str, verb: str) -> str:
+    """What each of two runs has that the other has not, in words: "only A has x; only B has
+    y"."""
+    parts = []
+    if ids_a - ids_b:
+        parts.append(f"only {label_a} {verb} {', '.join(sorted(ids_a - ids_b))}")
+    if ids_b - ids_a:
+        parts.append(f"only {label_b} {verb} {', '.join(sorted(ids_b - ids_a))}")
+    return "; ".join(parts)
+
+
 def _check_same_tasks(
     a: Sequence[RunRecord], b: Sequence[RunRecord], label_a: str, label_b: str
 ) -> None:
@@ -267,12 +278,8 @@ def _check_same_tasks(
     ids_a = {r.task_id for r in a}
     ids_b = {r.task_id for r in b}
     if ids_a != ids_b:
-        parts = []
-        if ids_a - ids_b:
-            parts.append(f"only {label_a} has {', '.join(sorted(ids_a - ids_b))}")
-        if ids_b - ids_a:
-            parts.append(f"only {label_b} has {', '.join(sorted(ids_b - ids_a))}")
-        raise PairingError(f"the runs have different task ids: {'; '.join(parts)}")
+        only = unshared(ids_a, ids_b, label_a, label_b, "has")
+        raise PairingError(f"the runs have different task ids: {only}")
     for key, what, remedy in (
         ("task_hash", "was asked differently (question, workspace or tools)", "pair runs of one "
          "task file"),
@@ -305,7 +312,18 @@ def paired(
     pair (its share of right epochs in each run), the verdict is an exact sign test on the
     tasks where the runs differ, and the interval a bootstrap over tasks."""
     _check_same_tasks(a, b, label_a, label_b)
-    got_a, got_b = by_task(a), by_task(b)
+    return paired_outcomes(by_task(a), by_task(b), label_a, label_b)
+
+
+def paired_outcomes(
+    got_a: dict[str, list[bool]],
+    got_b: dict[str, list[bool]],
+    label_a: str = "A",
+    label_b: str = "B",
+) -> Paired:
+    """B against A from each task's outcomes (one per epoch) in each run, over the tasks both
+    have; the caller has made sure the two runs asked the same tasks. A BFCL item or
+    conversation is a task here."""
     keys = [k for k in got_a if k in got_b]  # in A's order; a task with only errors is left out
     if not keys:
         raise PairingError(f"{label_a} and {label_b} share no task with an outcome")
