@@ -18,6 +18,7 @@ from evals.studies.leaderboard import (
     parse_entrants,
     run_file,
     run_leaderboard,
+    write,
 )
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.base import UnknownPolicy
@@ -78,6 +79,11 @@ async def test_the_ladder_runs_resumes_and_is_tested_rung_by_rung(
     partial = cut.with_name(cut.name + ".partial")
     partial.write_text("".join(cut.read_text().splitlines(keepends=True)[:2]))
     cut.unlink()
+    md, _ = write(ENTRANTS, tmp_path)  # the report of what is finished names what is not
+    assert (
+        "Not finished yet: scripted:adversary-guess all-helps (2 of 6 task runs kept; "
+        "`make leaderboard` goes on)." in md.read_text()
+    )
     lines.clear()
     await run_leaderboard(settings, echo=lines.append)
     assert any("resuming" in line for line in lines)

@@ -31,6 +31,7 @@ from evals.errors import EvalError
 from evals.report.compare import Run, load_runs, per_question, rank
 from evals.report.markdown import table
 from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
+from evals.run.record import read_runs
 from evals.run.runner import run_eval, slug
 from evals.run.settings import EvalSettings, resumed_settings
 from evals.run.status import is_error
@@ -67,6 +68,17 @@ def parse_entrants(text: str) -> list[Entrant]:
 
 def run_file(out: Path, entrant: Entrant) -> Path:
     return out / f"{slug(entrant.model)}-{slug(entrant.policy)}.jsonl"
+
+
+def _partial(out: Path, entrant: Entrant) -> Path:
+    """Where an entrant's interrupted run waits for the next ``make leaderboard``."""
+    found = run_file(out, entrant)
+    return found.with_name(found.name + ".partial")
+
+
+def _tasks_done(partial: Path) -> int:
+    """Task runs an interrupted run has finished (its records); errors are run again."""
+    return sum(not is_error(r) for r in read_runs(partial))
 
 
 @dataclass
@@ -118,7 +130,7 @@ async def _run_entrants(
 ) -> None:
     for entrant in todo:
         out = run_file(settings.out, entrant)
-        partial = out.with_name(out.name + ".partial")
+        partial = _partial(settings.out, entrant)
         if partial.exists():
             echo(f"{entrant.name}: resuming {partial}")
             eval_settings = resumed_settings(partial, base_url=url)
@@ -219,6 +231,11 @@ def write(entrants: list[Entrant], out: Path) -> list[Path]:
             for kind, a, b, p in tests
         ],
         "missing": [e.name for e in entrants if e not in loaded],
+        "in_progress": {
+            e.name: _tasks_done(_partial(out, e))
+            for e in entrants
+            if e not in loaded and _partial(out, e).exists()
+        },
     }
     json_path, md_path = out / "leaderboard.json", out / "leaderboard.md"
     json_path.write_text(json.dumps(data, indent=2) + "\n")
@@ -273,5 +290,13 @@ def markdown(data: dict[str, Any]) -> str:
     if not data["comparisons"]:
         lines.append("- none: one entrant per model and a single model.")
     if data["missing"]:
-        lines += ["", "Not run yet: " + ", ".join(data["missing"]) + "."]
+        progress = data.get("in_progress", {})
+        runs = n * max((r["epochs"] for r in rows), default=1)
+        named = [
+            f"{name} ({progress[name]} of {runs} task runs kept; `make leaderboard` goes on)"
+            if name in progress
+            else name
+            for name in data["missing"]
+        ]
+        lines += ["", "Not finished yet: " + ", ".join(named) + "."]
     return "\n".join(lines) + "\n"
