@@ -4,6 +4,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,6 +12,11 @@ from harness.workspace import Workspace, create_workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server
+from serve_local.models import SMOLLM2, resolve
+from tests.models_fixtures import model_server
+
+if TYPE_CHECKING:
+    from serve_local.backends.transformers import TransformersBackend
 
 # Test scratch (tmp_path) in memory where the machine has a tmpfs: every run fsyncs its state
 # after each step and its records after each task, as it must on a user's disk; in tests that
@@ -30,6 +36,17 @@ def _no_accidental_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 def scripted_url() -> Iterator[str]:
     with running_server(create_app(ScriptedBackend())) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def smol_transformers() -> Iterator[tuple[TransformersBackend, str]]:
+    """The packaged SmolLM2 through the transformers backend, behind a real server: loading it
+    (dequantizing the GGUF) costs far more than any test that asks it, so they share one."""
+    from serve_local.backends.transformers import TransformersBackend
+
+    backend = TransformersBackend(resolve(SMOLLM2), n_ctx=1024)
+    with model_server(backend) as url:
+        yield backend, url
 
 
 @pytest.fixture

@@ -53,15 +53,14 @@ def test_llama_a_request_without_a_seed_does_not_reuse_the_last_one(smol: str) -
     assert len({seeded, *unseeded}) > 1
 
 
-def test_transformers_same_seed_same_reply_other_seeds_others() -> None:
-    pytest.importorskip("torch")
-    from serve_local.backends.transformers import TransformersBackend
-
-    with model_server(TransformersBackend(resolve(SMOLLM2), n_ctx=1024)) as hf:
-        first = reply(hf, temperature=1.0, seed=7)
-        reply(hf, temperature=1.0, seed=8)
-        assert reply(hf, temperature=1.0, seed=7) == first
-        assert len({reply(hf, temperature=1.0, seed=s) for s in range(1, 4)}) > 1
+def test_transformers_same_seed_same_reply_other_seeds_others(
+    smol_transformers: tuple[Any, str],
+) -> None:
+    hf = smol_transformers[1]
+    first = reply(hf, temperature=1.0, seed=7)
+    reply(hf, temperature=1.0, seed=8)
+    assert reply(hf, temperature=1.0, seed=7) == first
+    assert len({reply(hf, temperature=1.0, seed=s) for s in range(1, 4)}) > 1
 
 
 def one_task(folder: Path) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -26,10 +25,9 @@ TOOLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def hf() -> Iterator[str]:
-    with model_server(TransformersBackend(resolve(SMOLLM2), n_ctx=1024)) as url:
-        yield url
+@pytest.fixture
+def hf(smol_transformers: tuple[TransformersBackend, str]) -> str:
+    return smol_transformers[1]
 
 
 def body(text: str, **extra: Any) -> dict[str, Any]:
@@ -86,7 +84,7 @@ def test_a_stop_sequence_ends_generation_where_it_appears(hf: str) -> None:
     assert stop not in before["content"] and stop in upto["content"]
 
 
-def test_a_tool_result_cannot_open_a_turn_of_its_own() -> None:
-    backend = TransformersBackend(resolve(SMOLLM2), n_ctx=1024)
-    with model_server(backend) as url:
-        assert_tool_text_stays_text(backend, url)
+def test_a_tool_result_cannot_open_a_turn_of_its_own(
+    smol_transformers: tuple[TransformersBackend, str],
+) -> None:
+    assert_tool_text_stays_text(*smol_transformers)
