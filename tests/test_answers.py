@@ -15,7 +15,7 @@ import pytest
 from evals.scoring.answers import commitment, credits
 from evals.scoring.grader_check import CORPUS, read_corpus, replay, summary
 from evals.studies.strategies import KNOWN_HEDGE, judge
-from evals.tasks import DEFAULT_TASKS, NumberIs, OneOf, TaskSet, YesNo, load_tasks
+from evals.tasks import DEFAULT_TASKS, Facts, NumberIs, OneOf, TaskSet, YesNo, load_tasks
 from evals.tasks.generate import generate
 from tests.helpers import ROOT
 
@@ -24,6 +24,12 @@ LARGEST = OneOf(kind="answer", type="one_of", expected="errors.log", candidates=
 COUNT = NumberIs(kind="answer", type="number", expected=3, candidates=[1, 2, 3, 4, 5, 6])
 EXISTS = YesNo(kind="answer", type="yes_no", expected=True, subject="memo.log")
 MISSING = YesNo(kind="answer", type="yes_no", expected=False, subject="draft.csv")
+SAYS = Facts(
+    kind="answer",
+    type="facts",
+    expected=["draft.log"],
+    facts={"draft.log": ["lantern", "juniper", "queue_depth"], "backlog.txt": ["nutmeg"]},
+)
 GEN_TEST = DEFAULT_TASKS.with_name("gen-test-s1000-n60.json")
 
 
@@ -67,6 +73,14 @@ GEN_TEST = DEFAULT_TASKS.with_name("gen-test-s1000-n60.json")
         (MISSING, "I could not find draft.csv.", True),
         (MISSING, "draft.txt exists.", False),
         (MISSING, KNOWN_HEDGE, False),
+        # facts are stated where they are not denied, a negated list included
+        (SAYS, "draft.log: lantern, queue_depth = 4691.", True),
+        (SAYS, "It mentions a lantern and juniper, but not the archive.", True),
+        (SAYS, "draft.log has no header; it sets queue_depth = 4691.", True),
+        (SAYS, "The file draft.log does not contain any information about the lantern, queue "
+         "depth, lease minutes, or Juniper status.", False),
+        (SAYS, "Nothing about lantern, juniper or queue_depth is in draft.log.", False),
+        (SAYS, "draft.log says lantern, and backlog.txt says nutmeg.", False),
     ],
 )  # fmt: skip
 def test_what_an_answer_commits_to(answer: Any, text: str, right: bool) -> None:
@@ -154,9 +168,9 @@ def test_every_real_corpus_row_names_a_committed_transcript() -> None:
         if row.source == "run":
             assert row.ref is not None
             run_file, run_id = row.ref.split("#")
-            state = (
-                ROOT / "results" / "runs" / run_file.replace(".jsonl", ".runs") / f"{run_id}.json"
-            )
+            # A bare file name is under results/runs/; another folder of results/ is named.
+            folder = ROOT / "results" / ("runs" if "/" not in run_file else "")
+            state = folder / run_file.replace(".jsonl", ".runs") / f"{run_id}.json"
             assert json.loads(state.read_text())["answer"] == row.answer, row.ref
 
 

@@ -27,7 +27,9 @@ reading is deterministic and works on the candidates, not on phrasings:
 Yes/no answers are read from the clauses that name the subject outside a list of file names
 (each affirms or denies it; both at once, or an unsure word, is a hedge), else from a leading
 "yes" or "no", else from a clause that denies a file, a name or "it". "Yes" and "no" offered
-together commit to nothing. Fact answers commit to the set of sources whose facts they state.
+together commit to nothing. Fact answers commit to the set of sources whose facts they state
+and do not deny: a fact in a negating clause, or after a negation in its sentence ("does not
+mention lantern, queue depth or juniper" denies the whole list), is not stated.
 
 What the reading does not do: check that a claim answers the question asked. "errors.log is
 the largest file" commits to errors.log, so it is credited for "which file mentions a
@@ -65,6 +67,11 @@ _STATEMENT_END = re.compile(r"[;!?]|\.(?=\s)")
 _SEPARATOR_WORD = re.compile(r"[a-z]+")
 _NEGATION = re.compile(
     r"\b(?:no|not|never|none|neither|nor|without|cannot|nothing)\b|n[’']t\b", re.IGNORECASE
+)
+# A sentence ends at a full stop, a question or exclamation mark, a semicolon or a line break,
+# and its part before a contrast word ("but", "however") says nothing of the part after it.
+_SENTENCE_END = re.compile(
+    r"[.!?](?=\s|$)|[;\n]|\b(?:but|however|although|though|whereas|while)\b", re.IGNORECASE
 )
 _ABSENCE = re.compile(r"\b(?:absent|missing|nonexistent)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(
@@ -235,12 +242,33 @@ def _yes_no(answer: YesNo, text: str) -> Commitment:
     return Commitment(None, "neither names the subject nor says yes or no")
 
 
+def _negated_before(text: str, at: int) -> bool:
+    """Whether a negation opens the part of the sentence before ``at``: "does not mention
+    lantern, queue depth or juniper" denies every item of its list, not only the first, though
+    commas end its clauses."""
+    start = 0
+    for m in _SENTENCE_END.finditer(text, 0, at):
+        start = m.end()
+    return bool(_NEGATION.search(text, start, at))
+
+
+def _fact_stated(text: str, fact: str) -> bool:
+    """A fact is stated where it is mentioned and not denied: neither its clause negates nor a
+    negation before it in its sentence covers it."""
+    for m in re.finditer(re.escape(fact), text, re.IGNORECASE):
+        mention = _Mention(m.start(), m.end(), fact)
+        if not _denied(text, mention) and not _negated_before(text, m.start()):
+            return True
+    return False
+
+
 def _facts(answer: Facts, text: str) -> Commitment:
-    lowered = text.lower()
     stated = frozenset(
-        source for source, facts in answer.facts.items() if any(f.lower() in lowered for f in facts)
+        source
+        for source, facts in answer.facts.items()
+        if any(_fact_stated(text, f) for f in facts)
     )
-    return Commitment(stated, "the sources whose facts it states")
+    return Commitment(stated, "the sources whose facts it states and does not deny")
 
 
 def _list_of(answer: ListOf, text: str) -> Commitment:
