@@ -79,20 +79,17 @@ def pair_runs(path_a: Path, path_b: Path) -> BfclPairing:
     _check_same_items(a, b, label_a, label_b)
     shared = [c for c in categories_of(a) if c in {r["category"] for r in b}]
     got_a, got_b = _outcomes(a), _outcomes(b)
-    rows = []
-    for category in shared:
-        ids = {r["id"] for r in a if r["category"] == category}
-        pick_a = {k: v for k, v in got_a.items() if k in ids}
-        pick_b = {k: v for k, v in got_b.items() if k in ids}
-        if pick_a.keys() & pick_b.keys():
-            rows.append((category, paired_outcomes(pick_a, pick_b, label_a, label_b)))
+    groups = [(c, [c]) for c in shared]
     calls = [c for c in shared if c not in RELEVANCE]
     if len(calls) > 1:
-        ids = {r["id"] for r in a if r["category"] in calls}
+        groups.append((CALLS_TOGETHER, calls))
+    rows = []
+    for title, categories in groups:
+        ids = {r["id"] for r in a if r["category"] in categories}
         pick_a = {k: v for k, v in got_a.items() if k in ids}
         pick_b = {k: v for k, v in got_b.items() if k in ids}
         if pick_a.keys() & pick_b.keys():
-            rows.append((CALLS_TOGETHER, paired_outcomes(pick_a, pick_b, label_a, label_b)))
+            rows.append((title, paired_outcomes(pick_a, pick_b, label_a, label_b)))
     left_out = sorted({r["category"] for r in a + b} - set(shared))
     errors = tuple(sum(r["request_error"] is not None for r in run) for run in (a, b))
     return BfclPairing(label_a, label_b, rows, left_out, *errors)
