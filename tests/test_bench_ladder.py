@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from evals.studies.serving import ladder
 from evals.studies.serving.suite import PARTS
+from serve_local import llama_server
+
+pytestmark = pytest.mark.skipif(
+    not llama_server.binary().exists(),
+    reason="llama-server is not built: `make peer-llama-server` (make test builds it)",
+)
 
 
 def test_a_packaged_model_is_measured_on_both_servers() -> None:
