@@ -98,6 +98,21 @@ def test_identical_runs_show_no_difference_without_warnings_or_nan() -> None:
     )
 
 
+def test_near_zero_the_detectable_rise_above_the_lower_run_is_stated() -> None:
+    """Near 0 % a set detects far less than near 50 %: 388 tasks tell 1 point above 0 %."""
+    result = paired(records([False] * 388), records([i < 4 for i in range(388)]), "A", "B")
+    assert not result.detected
+    assert result.sentence().endswith(
+        "388 tasks detect a difference of 10 points or more near 50 %, a rise of 1 point or "
+        "more above the lower run's 0 %)"
+    )
+    middling = paired(records([i < 25 for i in range(60)]), records([i < 27 for i in range(60)]))
+    assert middling.detectable_above_lower is None
+    assert middling.sentence().endswith("detect a difference of 25 points or more near 50 %)")
+    high = paired(records([i < 50 for i in range(60)]), records([i < 52 for i in range(60)]))
+    assert high.sentence().endswith("a rise of 14 points or more above the lower run's 83 %)")
+
+
 def test_eight_discordant_tasks_one_way_among_twenty() -> None:
     a = [i < 6 for i in range(20)]  # 6/20
     b = [i < 14 for i in range(20)]  # 14/20: tasks 6..13 right in B only

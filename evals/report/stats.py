@@ -221,6 +221,9 @@ class Paired:
     # The smallest difference these tasks detect at 80 % power, in points, at the worst case
     # (rates near 50 %): what a "no difference detected" could have seen.
     detectable: float | None = None
+    # The same above the lower run's accuracy, where that is far enough from 50 % to differ:
+    # near 0 % or 100 % a set detects far smaller differences than near 50 %.
+    detectable_above_lower: float | None = None
 
     @property
     def detected(self) -> bool:
@@ -241,6 +244,13 @@ class Paired:
             if self.detectable is not None
             else f"; {self.tasks} tasks cannot detect any difference at {100 * POWER:.0f} % power"
         )
+        if self.detectable_above_lower is not None:
+            lower = 100 * min(self.correct_a, self.correct_b) / self.tasks
+            rise = _points(self.detectable_above_lower)
+            power += (
+                f", a rise of {rise} point{'' if rise == '1' else 's'} or more above the lower "
+                f"run's {lower:.0f} %"
+            )
         return (
             f"no difference detected ({self.label_b} minus {self.label_a}: "
             f"{_points(self.difference, signed=True)} points, {interval}, {p}{power})"
@@ -365,4 +375,15 @@ def paired_outcomes(
         high=100 * high,
         p_value=min(1.0, p_value),
         detectable=detectable_difference(len(keys)),
+        detectable_above_lower=_above_lower(len(keys), min(xs.mean(), ys.mean())),
     )
+
+
+def _above_lower(tasks: int, lower: float) -> float | None:
+    """The detectable rise above ``lower``, where it says more than the figure near 50 %: that
+    rate is outside 30-70 % and the two figures differ by two points or more."""
+    near_half = detectable_difference(tasks)
+    above = detectable_difference(tasks, float(lower))
+    if near_half is None or above is None or 0.3 <= lower <= 0.7:
+        return None
+    return above if near_half - above >= 2 else None
