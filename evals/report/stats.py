@@ -362,6 +362,7 @@ def paired_outcomes(
         high = float(result.confidence_interval.high)
     discordant = len(only_a) + len(only_b)
     p_value = float(binomtest(len(only_a), discordant, 0.5).pvalue) if discordant else 1.0
+    near_half = detectable_difference(len(keys))
     return Paired(
         label_a=label_a,
         label_b=label_b,
@@ -374,15 +375,14 @@ def paired_outcomes(
         low=100 * low,
         high=100 * high,
         p_value=min(1.0, p_value),
-        detectable=detectable_difference(len(keys)),
-        detectable_above_lower=_above_lower(len(keys), min(xs.mean(), ys.mean())),
+        detectable=near_half,
+        detectable_above_lower=_above_lower(len(keys), min(xs.mean(), ys.mean()), near_half),
     )
 
 
-def _above_lower(tasks: int, lower: float) -> float | None:
-    """The detectable rise above ``lower``, where it says more than the figure near 50 %: that
-    rate is outside 30-70 % and the two figures differ by two points or more."""
-    near_half = detectable_difference(tasks)
+def _above_lower(tasks: int, lower: float, near_half: float | None) -> float | None:
+    """The detectable rise above ``lower``, where it says more than ``near_half`` (the figure
+    near 50 %): that rate is outside 30-70 % and the two figures differ by two points or more."""
     above = detectable_difference(tasks, float(lower))
     if near_half is None or above is None or 0.3 <= lower <= 0.7:
         return None
