@@ -127,15 +127,18 @@ async def run_loop(
     cancel: CancelToken | None = None,
     intro: str | None = None,
     system: bool = True,
+    overview: str | None = None,
 ) -> RunState:
     """Drive ``state`` until it stops; the state records why it stopped.
 
     A run that has no system message and no reply yet is given the policy's system prompt,
-    opening with ``intro`` (what the run works on) when the task source gives one; with
-    ``system=False`` the messages go as they are (a benchmark's own conversation)."""
+    opening with ``intro`` (what the run works on) when the task source gives one, and
+    offered ``overview`` (what a first look at it would show: a database's schema) for a
+    policy to show; with ``system=False`` the messages go as they are (a benchmark's own
+    conversation)."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
     if system and not any(m["role"] in ("system", "assistant") for m in state.messages):
-        prompt = policies.system_prompt(config, intro)
+        prompt = policies.system_prompt(config, intro, overview)
         state.messages.insert(0, {"role": "system", "content": prompt})
     tools = policies.offered_tools(tools, config, state.meta.get("task_tools"))
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]

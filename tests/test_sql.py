@@ -225,6 +225,62 @@ def test_the_analyst_preset_is_the_chapters_loop() -> None:
     assert analyst["statement_timeout_s"] == 15.0 and analyst["error_hints"] == "hinted"
     assert preset_limits("analyst") == {"max_turns": 8, "task_timeout_s": 90}
     assert preset_limits("no-helpers") == {}
+    # analyst-schema is analyst with the schema shown, and nothing else changed
+    schema = preset("analyst-schema").settings
+    assert {k for k in schema if schema[k] != analyst[k]} == {"overview_in_prompt"}
+    assert preset_limits("analyst-schema") == preset_limits("analyst")
+
+
+SCHEMA_LINE = (
+    "transactions(id integer, account_id integer -> accounts.id, ts timestamp, "
+    "amount numeric(14,2), kind text)"
+)
+
+
+@pytest.mark.parametrize("policy", ["analyst", "analyst-schema"])
+async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_prompt(
+    scripted_url: str, bank_file: Path, tmp_path: Path, policy: str
+) -> None:
+    """Under ``overview_in_prompt`` (the ``analyst-schema`` preset) the system prompt every turn
+    shares ends with the tables exactly as describe lists them; under ``analyst`` it names
+    the tables only. The oracle still answers, and the setting is in the record."""
+    tasks, _ = write(1000, 3, tmp_path / "s.json", "test")
+    settings = EvalSettings(
+        base_url=scripted_url, model="scripted:oracle", tasks=tasks, policy=preset(policy),
+        max_turns=8, out=tmp_path / "r.jsonl",
+    )  # fmt: skip
+    records = read_runs(await run_eval(settings, echo=lambda _: None))
+    assert len(records) == 3 and all(r.correct for r in records)
+    described = await _describe(bank_file, tmp_path)
+    for r in records:
+        state = json.loads(Path(str(r.trace_path).replace(".trace.jsonl", ".json")).read_text())
+        system = state["messages"][0]
+        assert system["role"] == "system" and "read-only SQLite database" in system["content"]
+        shown = policy == "analyst-schema"
+        assert system["content"].endswith(described) is shown
+        assert (SCHEMA_LINE in system["content"]) is shown
+        assert r.policy is not None and r.policy.settings["overview_in_prompt"] is shown
+
+
+async def _describe(bank_file: Path, tmp_path: Path) -> str:
+    """What the describe tool returns, through the loop."""
+    handler = by_turn([(200, calls(("d", "describe", "{}"))), (200, answer("done"))])
+    state = new_run("fake", "Which tables?")
+    tools = sql_tools(open_database(str(bank_file)))
+    async with fake_client(handler) as client:
+        await run_loop(state, client, tools, create_workspace(tmp_path / "d", files={}))
+    (result,) = [str(m["content"]) for m in state.messages if m["role"] == "tool"]
+    assert SCHEMA_LINE in result
+    return result
+
+
+def test_the_overview_setting_adds_nothing_where_the_task_gives_none() -> None:
+    from harness.policies.apply import system_prompt
+
+    on = LoopConfig.of(overview_in_prompt=True)
+    assert system_prompt(on) == system_prompt(LoopConfig())
+    assert system_prompt(on, overview="T(a int)").endswith("\n\nT(a int)")
+    assert "T(a int)" not in system_prompt(LoopConfig(), overview="T(a int)")
 
 
 async def test_the_oracle_answers_every_question_on_sqlite(

@@ -27,11 +27,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Setup:
     """What one task runs with: its tools, what the system prompt says it works on (None:
-    the loop's own words), and the files of its workspace (None: the seed files)."""
+    the loop's own words), the files of its workspace (None: the seed files), and what a first
+    look would show of what it works on (a database's tables and columns), which the system
+    prompt shows under the ``overview_in_prompt`` setting (None: nothing to show)."""
 
     tools: list[Tool]
     intro: str | None = None
     files: dict[str, str] | None = None
+    overview: str | None = None
 
 
 @dataclass(frozen=True)

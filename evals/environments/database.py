@@ -20,6 +20,7 @@ from harness.sql import (
     SQLError,
     is_postgres_url,
     open_database,
+    schema,
     sql_tools,
 )
 from harness.sql.postgres import public_url
@@ -77,6 +78,10 @@ def _ref(task: Task) -> DatabaseRef:
     return task.database
 
 
+# What the system prompt shows under ``overview_in_prompt``: the schema, as describe lists it.
+OVERVIEW = "The database's tables, as describe lists them:\n{schema}"
+
+
 class _Opened:
     def __init__(self, databases: Databases) -> None:
         self.databases = databases
@@ -85,7 +90,12 @@ class _Opened:
         from evals.tasks.sql import sql_intro
 
         database = self.databases.for_task(_ref(task))
-        return Setup(sql_tools(database), sql_intro(database.dialect), files={})
+        return Setup(
+            sql_tools(database),
+            sql_intro(database.dialect),
+            files={},
+            overview=OVERVIEW.format(schema=schema(database.tables())),
+        )
 
     def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
         return {"database": self.databases.name, "audit": sql_audit(state)}

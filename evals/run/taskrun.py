@@ -65,5 +65,14 @@ async def run_task(
         and state.interruption.get("type") == "approval"
     ):
         reject(state, state.interruption["call_id"], EVAL_REJECTION)
-        await run_loop(state, client, setup.tools, workspace, config, recorder, intro=setup.intro)
+        await run_loop(
+            state,
+            client,
+            setup.tools,
+            workspace,
+            config,
+            recorder,
+            intro=setup.intro,
+            overview=setup.overview,
+        )
     return state

@@ -24,6 +24,7 @@ class Agent:
             run.config,
             run.recorder,
             intro=run.setup.intro,
+            overview=run.setup.overview,
         )
 
 

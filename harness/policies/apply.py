@@ -25,10 +25,11 @@ FINISH = " When you know the answer, reply in one or two sentences."
 BASE_PROMPT = INTRO + FINISH  # the plain loop's
 
 
-def system_prompt(config: LoopConfig, intro: str | None = None) -> str:
+def system_prompt(config: LoopConfig, intro: str | None = None, overview: str | None = None) -> str:
     """The policies' system prompt; ``intro`` says what the run works on (a folder of files
-    unless the task source says otherwise)."""
-    prompt = Prompt(intro or INTRO, FINISH)
+    unless the task source says otherwise), ``overview`` what a first look at it would show
+    (shown only under a policy that asks for it)."""
+    prompt = Prompt(intro or INTRO, FINISH, overview=overview)
     for policy in POLICIES:
         policy.prompt(config, prompt)
     return prompt.text()

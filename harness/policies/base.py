@@ -93,12 +93,15 @@ class Setting(Generic[T]):
 
 @dataclass
 class Prompt:
-    """The system prompt in parts: what the run is, how it ends, rules, then examples."""
+    """The system prompt in parts: what the run is, how it ends, rules, then examples; and
+    what a first look would show of what the run works on (``overview``), which a policy may
+    add to it."""
 
     intro: str
     finish: str
     rules: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+    overview: str | None = None
 
     def text(self) -> str:
         return self.intro + self.finish + "".join(self.rules) + "".join(self.examples)

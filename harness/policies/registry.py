@@ -22,6 +22,7 @@ from harness.policies import (
     name_files,
     nudge,
     offer,
+    overview,
     parallel,
     read_first,
     read_listed,
@@ -54,6 +55,7 @@ POLICIES: tuple[LoopPolicy, ...] = (
     read_listed.POLICY,
     error_hints.POLICY,
     sql_limits.POLICY,
+    overview.POLICY,
 )
 
 SETTINGS: dict[str, Setting[Any]] = {s.name: s for p in POLICIES for s in p.settings}

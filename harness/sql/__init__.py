@@ -8,7 +8,7 @@ statement runs under a timeout that stops the statement, not the run.
 """
 
 from harness.sql.database import Column, Database, Result, SQLError, Table
-from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL, sql_tools
+from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL, schema, sql_tools
 
 __all__ = [
     "DESCRIBE_TOOL",
@@ -20,6 +20,7 @@ __all__ = [
     "Table",
     "is_postgres_url",
     "open_database",
+    "schema",
     "sql_tools",
 ]
 

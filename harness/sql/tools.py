@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from harness.policies.sql_limits import ROW_CAP, STATEMENT_TIMEOUT
-from harness.sql.database import Database, Result, SQLError, cell
+from harness.sql.database import Database, Result, SQLError, Table, cell
 from harness.tools import Tool, ToolContext
 
 RUN_SQL_TOOL = "run_sql"
@@ -61,6 +61,11 @@ def audit(query: str, result: Result | None, error: SQLError | None, ms: float) 
     }
 
 
+def schema(tables: list[Table]) -> str:
+    """The tables as ``describe`` lists them: one line each, columns, types and foreign keys."""
+    return "\n".join(t.line() for t in tables)
+
+
 def sql_tools(database: Database) -> list[Tool]:
     """The two tools over ``database``; limits come from the run's settings."""
 
@@ -90,7 +95,7 @@ def sql_tools(database: Database) -> list[Tool]:
                 raise SQLError(f"no table {wanted}", hint=f"The tables are: {names}.")
             tables = found
         ctx.facts["tables"] = [t.name for t in tables]
-        return "\n".join(t.line() for t in tables)
+        return schema(tables)
 
     return [
         Tool(

@@ -1,0 +1,36 @@
+"""``overview_in_prompt``: the system prompt shows what a first look at the run's material would
+show (for the ``sql`` family, the tables and columns as ``describe`` lists them), so the first
+query needs no look and the prefix every turn shares holds the schema.
+
+The overview comes from the task's environment (``Setup.overview``); where it gives none (a
+folder of files), the setting adds nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Prompt, Setting
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+
+OVERVIEW_ON: Setting[bool] = Setting(
+    "overview_in_prompt",
+    False,
+    "the system prompt shows what the task works on, where its source gives an overview (the "
+    "sql family: every table and column, as describe lists them)",
+    "bool",
+)
+
+
+class Overview(LoopPolicy):
+    name = "overview"
+    settings = (OVERVIEW_ON,)
+
+    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+        if OVERVIEW_ON.of(config) and prompt.overview:
+            prompt.rules.append("\n\n" + prompt.overview)
+
+
+POLICY = Overview()
