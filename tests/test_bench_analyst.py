@@ -23,3 +23,28 @@ def test_the_share_counts_new_tokens_and_the_carried_figure_does_not() -> None:
     assert shares[2] == [320 / 420, 300 / 420]
     carried = _carried([_record(first, kept), _record(first, rerendered), _record(first, {})])
     assert carried == {2: [1.0, 300 / 320]}  # a turn without timings says nothing
+
+
+def _figures(low: float, correct: int = 1) -> dict[str, object]:
+    return {
+        "correct": correct, "questions": 6, "turns": [3] * 6, "wall_ms": [1000.0] * 6,
+        "median_wall_ms": 1000.0, "parallel_turns": 0,
+        "reuse_by_turn": {"1": 0.9, "2": low}, "min_reuse_after_first": low,
+        "carried_by_turn": {"2": 1.0}, "min_carried": 1.0,
+        "reply_tokens": 10, "reply_tokens_reused": 10,
+    }  # fmt: skip
+
+
+def test_the_target_is_judged_on_the_chapters_loop_and_with_the_schema_shown() -> None:
+    from evals.studies.serving.analyst import render
+
+    old = {"questions": 6, "parallel on": _figures(0.838), "parallel off": _figures(0.84)}
+    text = "\n".join(render(old))  # a report from before the schema was shown still renders
+    assert (
+        "(parallel on): 83.8 %, falls short" in text and "schema shown" not in text.split("|")[-1]
+    )
+    new = {**old, "schema shown": _figures(0.93, correct=4)}
+    text = "\n".join(render(new))
+    assert "(parallel on): 83.8 %, falls short" in text
+    assert "(schema shown): 93.0 %, pass" in text
+    assert "| correct | 1/6 | 1/6 | 4/6 |" in text

@@ -1,8 +1,8 @@
 """The SQL analyst's turns on the default model (the bench's other parts use the Coder-0.5B):
 how much of each turn's prompt the prefix cache carries (the schema and every earlier result
 are the prefix), with past replies as the model wrote them and as the template renders them,
-and the wall time per question with parallel tool calls on and off, side by side on the same
-questions.
+with the schema learnt through describe and shown in the system prompt, and the wall time per
+question with parallel tool calls on and off, side by side on the same questions.
 
 The share reused is ``cache_n / (cache_n + prompt_n)``: llama.cpp's ``prompt_n`` counts the
 tokens evaluated, ``cache_n`` those taken from the cache. Wall time is shown, never ranked by.
@@ -98,24 +98,41 @@ def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, A
     }
 
 
+# Each configuration, in the order the table shows them: its label, its policy's preset and
+# whether the server renders a past reply as the model wrote it (``--written-replies``).
+CONFIGS = (
+    ("parallel on", "analyst", True),
+    ("parallel off", "analyst+parallel_tool_calls", True),
+    ("replies re-rendered", "analyst", False),
+    ("schema shown", "analyst-schema", True),
+    ("schema shown, re-rendered", "analyst-schema", False),
+)
+# The configurations the target is judged on: the chapter's loop and the schema in the prompt.
+JUDGED = ("parallel on", "schema shown")
+
+
+def _policy(name: str) -> Policy:
+    if name == "analyst+parallel_tool_calls":
+        analyst = preset("analyst")
+        return Policy(name, {**analyst.settings, "parallel_tool_calls": False})
+    return preset(name)
+
+
 def run(echo: Echo) -> Figures:
-    """Six questions three ways, one server process at a time: the analyst as it is, with one
-    call per reply, and with past replies rendered in the template's form (as llama-server
-    does) instead of as the model wrote them."""
-    analyst = preset("analyst")
-    off = Policy("analyst+parallel_tool_calls", {**analyst.settings, "parallel_tool_calls": False})
+    """Six questions five ways, one server process at a time: the analyst as it is, with one
+    call per reply, with past replies rendered in the template's form (as llama-server does)
+    instead of as the model wrote them, and with the schema in the system prompt
+    (``analyst-schema``) both ways."""
     cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", DEFAULT_NAME]
     figures: dict[str, Any] = {"questions": QUESTIONS}
-    servers: tuple[tuple[list[str], tuple[tuple[str, Policy], ...]], ...] = (
-        (["--written-replies"], (("parallel on", analyst), ("parallel off", off))),
-        ([], (("replies re-rendered", analyst),)),
-    )
     with tempfile.TemporaryDirectory() as scratch:
-        for extra, runs in servers:
+        for written in (True, False):
+            extra = ["--written-replies"] if written else []
             with server_process([*cmd, *extra]) as (url, _, _):
-                for label, policy in runs:
-                    figures[label] = _measure(url, label, policy, Path(scratch))
-                    echo(f"   {label}: {figures[label]['reuse_by_turn']}")
+                for label, name, w in CONFIGS:
+                    if w is written:
+                        figures[label] = _measure(url, label, _policy(name), Path(scratch))
+                        echo(f"   {label}: {figures[label]['reuse_by_turn']}")
     return figures
 
 
@@ -128,8 +145,7 @@ def _per_turn(audit: list[dict[str, Any]]) -> dict[int, int]:
 
 def render(p: Figures) -> list[str]:
     on, off = p["parallel on"], p["parallel off"]
-    plain = p.get("replies re-rendered")
-    labels = ["parallel on", "parallel off", *(["replies re-rendered"] if plain else [])]
+    labels = [label for label, _, _ in CONFIGS if label in p]
     turns = sorted({t for label in labels for t in p[label]["reuse_by_turn"]}, key=int)
     rows = [[t, *(_pct(p[label]["reuse_by_turn"].get(t)) for label in labels)] for t in turns]
     rows.append(
@@ -141,7 +157,9 @@ def render(p: Figures) -> list[str]:
             ),
         ]
     )
-    low = on["min_reuse_after_first"]
+    rows.append(
+        ["correct", *(f"{p[label]['correct']}/{p[label]['questions']}" for label in labels)]
+    )
     ratio = on["median_wall_ms"] / off["median_wall_ms"] if off["median_wall_ms"] else None
     lines = [
         f"## The SQL analyst's turns ({p['questions']} questions of the sql test set)",
@@ -151,24 +169,26 @@ def render(p: Figures) -> list[str]:
         "reply generated, how many the next turn found in the cache. *parallel on* and *off*: the "
         "server started with `--written-replies`, rendering a past reply as the model wrote "
         "it; *replies re-rendered*: the default, a past call in the chat template's form (as "
-        "llama-server does).",
+        "llama-server does); *schema shown*: the `analyst-schema` preset, the tables and "
+        "columns in the system prompt (with written replies, then re-rendered).",
         "",
         table(["turn", *labels], rows),
         "",
-        f"- Target: from turn 2 on, above {TARGET:.0%}. Lowest from turn 2 on (parallel on): "
-        f"{_pct(low)}, {verdict(low is not None and low > TARGET)}.",
+    ]
+    for label in JUDGED:
+        if label in p:
+            low = p[label]["min_reuse_after_first"]
+            lines.append(
+                f"- Target: from turn 2 on, above {TARGET:.0%}. Lowest from turn 2 on "
+                f"({label}): {_pct(low)}, {verdict(low is not None and low > TARGET)}."
+            )
+    lines.append(
         f"- Median wall per question: {on['median_wall_ms'] / 1000:,.1f} s with parallel calls "
         f"on, {off['median_wall_ms'] / 1000:,.1f} s off"
         + (f" (ratio {ratio:.2f})" if ratio else "")
         + f"; turns with more than one call: {on['parallel_turns']} on, "
-        f"{off['parallel_turns']} off. Correct: {on['correct']}/{on['questions']} on, "
-        f"{off['correct']}/{off['questions']} off.",
-    ]
-    if plain:
-        lines.append(
-            f"- Replies re-rendered: median wall {plain['median_wall_ms'] / 1000:,.1f} s; "
-            f"correct {plain['correct']}/{plain['questions']}."
-        )
+        f"{off['parallel_turns']} off."
+    )
     if "carried_by_turn" in on:  # measured since the figure was added
         kept = sorted({t for label in labels for t in p[label]["carried_by_turn"]}, key=int)
         lines += [
@@ -187,8 +207,9 @@ def render(p: Figures) -> list[str]:
                 ],
             ),
             "",
-            f"- Lowest carried, any turn (parallel on): {_pct(on['min_carried'])}; replies "
-            "re-rendered: " + (_pct(plain["min_carried"]) if plain else "not measured") + ".",
+            "- Lowest carried, any turn: "
+            + "; ".join(f"{label} {_pct(p[label]['min_carried'])}" for label in labels)
+            + ".",
         ]
     return [*lines, ""]
 
