@@ -164,9 +164,11 @@ eval: $(STAMP_DEV)
 	@$(call report_into,$(LOCAL))
 
 # The sql family under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
+# [SQL_POLICY=analyst-schema] (the schema in the system prompt)
 SQL_TASKS ?= evals/tasks/sql-test-s1000-n60.json
+SQL_POLICY ?= analyst
 eval-sql: $(STAMP_DEV)
-	$(PY) -m evals run --policy analyst --tasks $(SQL_TASKS) $(if $(DB),--db $(DB)) $(EVAL_ARGS)
+	$(PY) -m evals run --policy $(SQL_POLICY) --tasks $(SQL_TASKS) $(if $(DB),--db $(DB)) $(EVAL_ARGS)
 
 # The committed sql runs side by side with the chapter's figures: results/sql/summary.md
 SQL_RUN = results/sql/qwen-coder-1.5b-analyst

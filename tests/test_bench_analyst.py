@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from evals.studies.serving.analyst import _carried, _shares
+from evals.studies.serving.analyst import _carried, _lowest, _shares
 
 
-def _record(*timings: dict[str, int]) -> SimpleNamespace:
-    return SimpleNamespace(turn_timings=list(timings))
+def _record(*timings: dict[str, int], task: str = "q") -> SimpleNamespace:
+    return SimpleNamespace(turn_timings=list(timings), task_id=task)
 
 
 def test_the_share_counts_new_tokens_and_the_carried_figure_does_not() -> None:
@@ -23,6 +23,13 @@ def test_the_share_counts_new_tokens_and_the_carried_figure_does_not() -> None:
     assert shares[2] == [320 / 420, 300 / 420]
     carried = _carried([_record(first, kept), _record(first, rerendered), _record(first, {})])
     assert carried == {2: [1.0, 300 / 320]}  # a turn without timings says nothing
+    # The lowest turn from the second on, and what it would be were all before it cached.
+    third = {"prompt_n": 20, "cache_n": 430, "predicted_n": 5}
+    low = _lowest([_record(first, kept, third, task="a"), _record(first, rerendered, task="b")])
+    assert low == {"task": "b", "turn": 2, "share": 300 / 420, "ceiling": 320 / 420,
+                   "new_tokens": 100}  # fmt: skip
+    low = _lowest([_record(first, kept, third, task="a")])
+    assert low is not None and low["share"] == low["ceiling"] == 320 / 420  # all carried
 
 
 def _figures(low: float, correct: int = 1) -> dict[str, object]:

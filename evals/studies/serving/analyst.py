@@ -68,8 +68,32 @@ def _carried(records: list[Any]) -> dict[int, list[float]]:
     return found
 
 
+def _lowest(records: list[Any]) -> dict[str, Any] | None:
+    """The turn from the second on with the lowest share taken from the cache, and its
+    ceiling: the share it would have had were every token of the previous turn (its prompt and
+    its reply) found in the cache, so that only what is new on this turn (the results of the
+    previous turn's calls, a request of the loop) is evaluated."""
+    lowest: dict[str, Any] | None = None
+    for r in records:
+        timings = r.turn_timings or []
+        for i, (before, after) in enumerate(itertools.pairwise(timings), start=2):
+            if not before or not after:
+                continue
+            total = (after.get("cache_n") or 0) + (after.get("prompt_n") or 0)
+            context = sum(before.get(k) or 0 for k in ("prompt_n", "cache_n", "predicted_n"))
+            if not total or not context:
+                continue
+            share = (after.get("cache_n") or 0) / total
+            if lowest is None or share < lowest["share"]:
+                lowest = {
+                    "task": r.task_id, "turn": i, "share": share,
+                    "ceiling": min(context, total) / total, "new_tokens": max(total - context, 0),
+                }  # fmt: skip
+    return lowest
+
+
 def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, Any]:
-    limits = preset_limits("analyst")
+    limits = preset_limits(policy.name)
     settings = EvalSettings(
         base_url=url, tasks=_subset(scratch), policy=policy, max_turns=limits["max_turns"],
         task_timeout_s=limits["task_timeout_s"], out=scratch / f"{label}.jsonl",
@@ -91,6 +115,7 @@ def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, A
         "min_reuse_after_first": min(
             (x for i, v in shares.items() if i >= 2 for x in v), default=None
         ),
+        "lowest_after_first": _lowest(records),
         "carried_by_turn": {str(i): statistics.median(v) for i, v in sorted(carried.items())},
         "min_carried": min((x for v in carried.values() for x in v), default=None),
         "reply_tokens": generated,
@@ -178,10 +203,17 @@ def render(p: Figures) -> list[str]:
     for label in JUDGED:
         if label in p:
             low = p[label]["min_reuse_after_first"]
-            lines.append(
+            line = (
                 f"- Target: from turn 2 on, above {TARGET:.0%}. Lowest from turn 2 on "
-                f"({label}): {_pct(low)}, {verdict(low is not None and low > TARGET)}."
+                f"({label}): {_pct(low)}, {verdict(low is not None and low > TARGET)}"
             )
+            if where := p[label].get("lowest_after_first"):
+                line += (
+                    f" ({where['task']}, turn {where['turn']}; were every token of the turn "
+                    f"before found in the cache, its {where['new_tokens']} new tokens would "
+                    f"leave it {_pct(where['ceiling'])})"
+                )
+            lines.append(line + ".")
     lines.append(
         f"- Median wall per question: {on['median_wall_ms'] / 1000:,.1f} s with parallel calls "
         f"on, {off['median_wall_ms'] / 1000:,.1f} s off"
