@@ -176,7 +176,8 @@ sql-report: $(STAMP_DEV)
 	$(PY) -m evals sql-report results/sql $(wildcard results/sql/runs) --out results/sql/summary.md \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-plain.jsonl \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-one-call.jsonl \
-		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-hinted-postgresql.jsonl
+		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-hinted-postgresql.jsonl \
+		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-schema.jsonl
 
 # Workflow or agent? (docs/workflows.md). Every workflow on a task set for the model served:
 # make eval-workflows [WORKFLOW_TASKS=evals/tasks/sql-test-s1000-n60.json] [WORKFLOW_TAG=qwen-coder-1.5b]
