@@ -21,6 +21,7 @@ from harness.policies.conclude import CONCLUDE
 from harness.policies.grounding import GROUNDING
 from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
 from harness.policies.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
+from harness.policies.query_first import QUERY_FIRST
 from harness.policies.read_first import READ_FIRST
 from harness.policies.read_listed import READ_LISTED
 from harness.policies.registry import SETTINGS
@@ -444,6 +445,7 @@ def _policy_texts() -> list[str]:
         NUDGE,
         NUDGE_SUBMIT,
         READ_FIRST,
+        QUERY_FIRST,
         READ_LISTED,
         REPEAT_NOTE,
         CONCLUDE,

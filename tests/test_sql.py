@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,9 +21,10 @@ from evals.tasks.sql.build import sqlite_file
 from evals.tasks.sql.questions import gold_for
 from harness.config import LoopConfig
 from harness.loop import run_loop
-from harness.policies.presets import preset, preset_limits
+from harness.policies.presets import apply, preset, preset_limits
+from harness.policies.query_first import QUERY_FIRST
 from harness.sql import SQLError, open_database, sql_tools
-from harness.state import new_run
+from harness.state import RunState, new_run
 from harness.workspace import create_workspace
 from tests.fake_provider import answer, by_turn, calls, fake_client
 from tests.sql_cases import COUNTS, NEVER_ENDS, SQLITE_WRITES
@@ -430,3 +432,72 @@ def test_a_database_url_is_recorded_without_its_password() -> None:
         public_url("postgresql://u:secret@127.0.0.1:5432/db") == "postgresql://u@127.0.0.1:5432/db"
     )
     assert public_url("postgresql://u@127.0.0.1/db") == "postgresql://u@127.0.0.1/db"
+
+
+BAD_QUERY = json.dumps({"query": "SELECT SUM(amount) FROM transactions WHERE currency = 'EUR'"})
+GOOD_QUERY = json.dumps(
+    {
+        "query": "SELECT SUM(t.amount) FROM transactions t JOIN accounts a "
+        "ON a.id = t.account_id WHERE a.currency = 'EUR'"
+    }
+)
+
+
+async def _query_first(
+    bank_file: Path, tmp_path: Path, replies: list[dict[str, Any]], question: str = "How much?"
+) -> tuple[list[dict[str, Any]], RunState]:
+    from tests.test_policies import recording
+
+    seen, client = recording(replies)
+    config = apply(LoopConfig.of(max_turns=8), preset("analyst-query-first"))
+    tools = sql_tools(open_database(str(bank_file)))
+    state = new_run("fake", question)
+    async with client:
+        await run_loop(state, client, tools, create_workspace(tmp_path / "w", files={}), config)
+    return seen, state
+
+
+async def test_an_answer_before_any_query_succeeded_is_met_once_with_run_sql_required(
+    bank_file: Path, tmp_path: Path
+) -> None:
+    """query_before_answer: the failed query, the look at the schema, then a figure in prose:
+    the loop asks, once, for the query to be run, and the next reply must call run_sql."""
+    replies = [
+        calls(("a", "run_sql", BAD_QUERY)),  # no such column: currency
+        calls(("b", "describe", "{}")),
+        answer("The total is 1234.56."),  # a figure no query returned
+        calls(("c", "run_sql", GOOD_QUERY)),
+        answer("The total is the sum the query returned."),
+    ]
+    seen, state = await _query_first(bank_file, tmp_path, replies)
+    assert state.status == "completed"
+    assert state.answer == "The total is the sum the query returned."
+    asked = [a.policy for a in state.asks]
+    assert asked == ["query_before_answer"]
+    request = seen[3]["messages"][-1]
+    assert request["role"] == "user" and request["content"].startswith("None of your queries")
+    assert request["content"].endswith(": How much?")
+    forced = {"type": "function", "function": {"name": "run_sql"}}
+    assert [b.get("tool_choice") for b in seen] == ["required", "required", None, forced, None]
+
+
+async def test_the_request_to_query_is_made_once_and_never_after_a_query_succeeded(
+    bank_file: Path, tmp_path: Path
+) -> None:
+    # A failed query is no query: asked once; the second answer without one stands.
+    replies = [calls(("a", "run_sql", BAD_QUERY)), answer("x"), calls(("b", "run_sql", BAD_QUERY))]
+    replies += [answer("y")]
+    seen, state = await _query_first(bank_file, tmp_path / "once", replies)
+    assert [a.policy for a in state.asks] == ["query_before_answer"]
+    assert state.answer == "y"
+    # A query that succeeded came first: the answer stands.
+    seen, state = await _query_first(
+        bank_file, tmp_path / "ok", [calls(("a", "run_sql", GOOD_QUERY)), answer("z")]
+    )
+    assert (len(seen), state.answer, state.asks) == (2, "z", [])
+    # A question worded as the request changes nothing: the request is the run's typed ask.
+    worded = QUERY_FIRST.format(question="q")
+    seen, state = await _query_first(
+        bank_file, tmp_path / "w", [calls(("a", "run_sql", GOOD_QUERY)), answer("z")], worded
+    )
+    assert (len(seen), state.answer, state.asks) == (2, "z", [])

@@ -1,0 +1,53 @@
+"""``query_before_answer``: an answer given before any ``run_sql`` call succeeded is met, once,
+with a request to run the query it depends on (with the user's question); the reply to it must
+call ``run_sql``. The SQL counterpart of ``read_before_answer``: a model that reads an error's
+hint, looks at the schema and then explains its fix to the user is asked to run the fix."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan, named
+from harness.policies.reads import answered_last, question
+from harness.sql.tools import RUN_SQL_TOOL
+
+if TYPE_CHECKING:
+    from harness.config import LoopConfig
+    from harness.state import RunState
+
+QUERY_FIRST = (
+    "None of your queries has run yet, so no figure has come from the database. Run the query "
+    "your answer depends on with run_sql, using only the columns describe lists. Then answer "
+    "the question from its result: {question}"
+)
+
+QUERY_BEFORE_ANSWER: Setting[bool] = Setting(
+    "query_before_answer",
+    False,
+    "an answer given before any run_sql call succeeded is met, once, with a request to run "
+    "the query it depends on; the next reply must call run_sql",
+    "bool",
+)
+
+
+class QueryFirst(LoopPolicy):
+    name = "query_before_answer"
+    settings = (QUERY_BEFORE_ANSWER,)
+
+    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+        """Only when run_sql is offered, never at a limit's conclusion, once a run; a query
+        counts when it succeeded."""
+        if not QUERY_BEFORE_ANSWER.of(config) or state.concluding is not None:
+            return None
+        if RUN_SQL_TOOL not in offered or not answered_last(state) or state.asked(self.name):
+            return None
+        if any(run.ok and run.name == RUN_SQL_TOOL for run in state.tool_log):
+            return None
+        return Said(QUERY_FIRST.format(question=question(state)))
+
+    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+        if QUERY_BEFORE_ANSWER.of(config) and state.just_asked(self.name):
+            plan.require(named(RUN_SQL_TOOL))
+
+
+POLICY = QueryFirst()
