@@ -269,7 +269,7 @@ adversaries-fresh: $(STAMP_DEV)
 # The task set under each loop policy, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
 # each run's records under results/runs/. make sweep SWEEP_MODELS=smollm2-135m-instruct
-SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,submit-note,submit-forced,example,list-first,named-files,by-size,grounding,all-helps,look-twice,look-twice-helped,read-first,read-listed,persist,analyst
+SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,submit-note,submit-forced,example,list-first,named-files,by-size,grounding,all-helps,look-twice,look-twice-helped,read-first,read-listed,persist,analyst,analyst-schema,analyst-query-first
 SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,smollm2-135m-instruct
 SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
