@@ -46,6 +46,15 @@ class Policy:
     def record(self) -> dict[str, Any]:
         return {"name": self.name, "settings": dict(self.settings)}
 
+    def overriding(self, overrides: dict[str, Any]) -> Policy:
+        """This policy with ``overrides`` (those that change a setting); the name carries a
+        ``+`` and the settings changed (``guarded+tool_choice``) so it never passes for this
+        one."""
+        changed = {k: v for k, v in overrides.items() if v != self.settings[k]}
+        if not changed:
+            return self
+        return Policy(f"{self.name}+{','.join(changed)}", {**self.settings, **changed})
+
 
 def presets() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
@@ -110,15 +119,10 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
 
 
 def policy_from_args(args: argparse.Namespace) -> Policy:
-    chosen = preset(args.policy)
-    overrides = {
-        name: getattr(args, name)
-        for name in SETTINGS
-        if getattr(args, name, None) is not None and getattr(args, name) != chosen.settings[name]
+    given = {
+        name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None
     }
-    if not overrides:
-        return chosen
-    return Policy(f"{chosen.name}+{','.join(overrides)}", {**chosen.settings, **overrides})
+    return preset(args.policy).overriding(given)
 
 
 def apply(config: LoopConfig, policy: Policy) -> LoopConfig:

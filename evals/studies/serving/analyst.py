@@ -16,6 +16,7 @@ import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +52,27 @@ def _shares(records: list[Any]) -> dict[int, list[float]]:
     return found
 
 
+def _pairs(records: list[Any]) -> Iterator[tuple[Any, int, dict[str, Any], int]]:
+    """Each turn from the second on that has timings, with the one before: the record, the
+    turn's index, its timings, and the previous turn's whole context (its prompt and its
+    reply) in tokens."""
+    for r in records:
+        timings = r.turn_timings or []
+        for i, (before, after) in enumerate(itertools.pairwise(timings), start=2):
+            if before and after:
+                context = sum(before.get(k) or 0 for k in ("prompt_n", "cache_n", "predicted_n"))
+                yield r, i, after, context
+
+
 def _carried(records: list[Any]) -> dict[int, list[float]]:
     """Per turn index from 2: the share of the previous turn's whole context (its prompt and
     its reply) that this turn found in the cache. What is new on a turn (the tool results) is
     not in it, so this is the prefix cache's own work: 100 % when nothing before is evaluated
     again."""
     found: dict[int, list[float]] = {}
-    for r in records:
-        timings = r.turn_timings or []
-        for i, (before, after) in enumerate(itertools.pairwise(timings), start=2):
-            if not before or not after:
-                continue
-            context = sum(before.get(k) or 0 for k in ("prompt_n", "cache_n", "predicted_n"))
-            if context:
-                found.setdefault(i, []).append(min(after.get("cache_n") or 0, context) / context)
+    for _, i, after, context in _pairs(records):
+        if context:
+            found.setdefault(i, []).append(min(after.get("cache_n") or 0, context) / context)
     return found
 
 
@@ -74,21 +82,16 @@ def _lowest(records: list[Any]) -> dict[str, Any] | None:
     its reply) found in the cache, so that only what is new on this turn (the results of the
     previous turn's calls, a request of the loop) is evaluated."""
     lowest: dict[str, Any] | None = None
-    for r in records:
-        timings = r.turn_timings or []
-        for i, (before, after) in enumerate(itertools.pairwise(timings), start=2):
-            if not before or not after:
-                continue
-            total = (after.get("cache_n") or 0) + (after.get("prompt_n") or 0)
-            context = sum(before.get(k) or 0 for k in ("prompt_n", "cache_n", "predicted_n"))
-            if not total or not context:
-                continue
-            share = (after.get("cache_n") or 0) / total
-            if lowest is None or share < lowest["share"]:
-                lowest = {
-                    "task": r.task_id, "turn": i, "share": share,
-                    "ceiling": min(context, total) / total, "new_tokens": max(total - context, 0),
-                }  # fmt: skip
+    for r, i, after, context in _pairs(records):
+        total = (after.get("cache_n") or 0) + (after.get("prompt_n") or 0)
+        if not total or not context:
+            continue
+        share = (after.get("cache_n") or 0) / total
+        if lowest is None or share < lowest["share"]:
+            lowest = {
+                "task": r.task_id, "turn": i, "share": share,
+                "ceiling": min(context, total) / total, "new_tokens": max(total - context, 0),
+            }  # fmt: skip
     return lowest
 
 
@@ -123,24 +126,18 @@ def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, A
     }
 
 
-# Each configuration, in the order the table shows them: its label, its policy's preset and
-# whether the server renders a past reply as the model wrote it (``--written-replies``).
-CONFIGS = (
-    ("parallel on", "analyst", True),
-    ("parallel off", "analyst+parallel_tool_calls", True),
-    ("replies re-rendered", "analyst", False),
-    ("schema shown", "analyst-schema", True),
-    ("schema shown, re-rendered", "analyst-schema", False),
+# Each configuration, in the order the table shows them: its label, its policy's preset, the
+# settings it overrides, and whether the server renders a past reply as the model wrote it
+# (``--written-replies``).
+CONFIGS: tuple[tuple[str, str, dict[str, Any], bool], ...] = (
+    ("parallel on", "analyst", {}, True),
+    ("parallel off", "analyst", {"parallel_tool_calls": False}, True),
+    ("replies re-rendered", "analyst", {}, False),
+    ("schema shown", "analyst-schema", {}, True),
+    ("schema shown, re-rendered", "analyst-schema", {}, False),
 )
 # The configurations the target is judged on: the chapter's loop and the schema in the prompt.
 JUDGED = ("parallel on", "schema shown")
-
-
-def _policy(name: str) -> Policy:
-    if name == "analyst+parallel_tool_calls":
-        analyst = preset("analyst")
-        return Policy(name, {**analyst.settings, "parallel_tool_calls": False})
-    return preset(name)
 
 
 def run(echo: Echo) -> Figures:
@@ -154,9 +151,10 @@ def run(echo: Echo) -> Figures:
         for written in (True, False):
             extra = ["--written-replies"] if written else []
             with server_process([*cmd, *extra]) as (url, _, _):
-                for label, name, w in CONFIGS:
+                for label, name, overrides, w in CONFIGS:
                     if w is written:
-                        figures[label] = _measure(url, label, _policy(name), Path(scratch))
+                        policy = preset(name).overriding(overrides)
+                        figures[label] = _measure(url, label, policy, Path(scratch))
                         echo(f"   {label}: {figures[label]['reuse_by_turn']}")
     return figures
 
@@ -170,7 +168,7 @@ def _per_turn(audit: list[dict[str, Any]]) -> dict[int, int]:
 
 def render(p: Figures) -> list[str]:
     on, off = p["parallel on"], p["parallel off"]
-    labels = [label for label, _, _ in CONFIGS if label in p]
+    labels = [label for label, *_ in CONFIGS if label in p]
     turns = sorted({t for label in labels for t in p[label]["reuse_by_turn"]}, key=int)
     rows = [[t, *(_pct(p[label]["reuse_by_turn"].get(t)) for label in labels)] for t in turns]
     rows.append(
