@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan, named
-from harness.policies.reads import answered_last, question
+from harness.policies.reads import answered_before_success, question
 from harness.sql.tools import RUN_SQL_TOOL
 
 if TYPE_CHECKING:
@@ -37,11 +37,9 @@ class QueryFirst(LoopPolicy):
     def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
         """Only when run_sql is offered, never at a limit's conclusion, once a run; a query
         counts when it succeeded."""
-        if not QUERY_BEFORE_ANSWER.of(config) or state.concluding is not None:
+        if not QUERY_BEFORE_ANSWER.of(config):
             return None
-        if RUN_SQL_TOOL not in offered or not answered_last(state) or state.asked(self.name):
-            return None
-        if any(run.ok and run.name == RUN_SQL_TOOL for run in state.tool_log):
+        if not answered_before_success(state, RUN_SQL_TOOL, offered, self.name):
             return None
         return Said(QUERY_FIRST.format(question=question(state)))
 

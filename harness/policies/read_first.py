@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan
-from harness.policies.reads import answered_last, question
+from harness.policies.reads import answered_before_success, question
 from harness.tools import READ_TOOL
 
 if TYPE_CHECKING:
@@ -33,11 +33,9 @@ class ReadFirst(LoopPolicy):
 
     def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
         """Only when read_file is offered; a read counts when it succeeded."""
-        if not READ_BEFORE_ANSWER.of(config) or state.concluding is not None:
+        if not READ_BEFORE_ANSWER.of(config):
             return None
-        if READ_TOOL not in offered or not answered_last(state) or state.asked(self.name):
-            return None
-        if any(run.ok and run.name == READ_TOOL for run in state.tool_log):
+        if not answered_before_success(state, READ_TOOL, offered, self.name):
             return None
         return Said(READ_FIRST.format(question=question(state)))
 

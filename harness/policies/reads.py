@@ -23,6 +23,17 @@ def answered_last(state: RunState) -> bool:
     return not message.get("tool_calls") and bool((message.get("content") or "").strip())
 
 
+def answered_before_success(state: RunState, tool: str, offered: set[str], policy: str) -> bool:
+    """The newest reply is an answer, ``tool`` is offered and no call of it has succeeded, and
+    ``policy`` has not asked yet in this run, nor is the run concluding at a limit: the case in
+    which ``read_before_answer`` and ``query_before_answer`` ask for that call."""
+    if state.concluding is not None or tool not in offered or state.asked(policy):
+        return False
+    if not answered_last(state):
+        return False
+    return not any(run.ok and run.name == tool for run in state.tool_log)
+
+
 def listed_files(state: RunState) -> list[str]:
     """The files successful list_files calls showed the model, in the order it saw them."""
     names: dict[str, None] = {}
