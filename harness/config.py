@@ -24,6 +24,9 @@ class LoopConfig:
     # for measurement).
     dedupe_all: bool = False
     cancel_grace_s: float = 1.0  # how long a cancelled tool gets to stop by itself
+    # The most of one tool result the model reads (UTF-8 bytes); the rest is cut, the cut said
+    # in the result and recorded in the trace. A tool can return megabytes; a context cannot.
+    tool_result_cap_bytes: int = 256 * 1024
     cancel_reaches_tools: bool = True  # False: only the provider call sees the token
     # A reply cut at the length limit with no call: True, the model is asked to finish it;
     # False, it is the answer, as any reply without a call (BFCL's multi-turn inference ends

@@ -29,7 +29,7 @@ from harness.state import (
     pending,
 )
 from harness.tool_errors import error_text, rejection_text
-from harness.toolrun import ToolOutcome, run_call, tool_message
+from harness.toolrun import ToolOutcome, capped, run_call, tool_message
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
 from harness.workspace import Workspace
@@ -44,9 +44,17 @@ class Stop:
     error: str | None = None
 
 
-def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Recorder) -> None:
-    """Save one answer the moment it exists, in call order, then trace it."""
+def record(
+    state: RunState,
+    outcome: ToolOutcome,
+    content: str,
+    recorder: Recorder,
+    cap_bytes: int = LoopConfig.tool_result_cap_bytes,
+) -> None:
+    """Save one answer the moment it exists, in call order, then trace it; an answer longer
+    than ``cap_bytes`` is cut, and the trace says by how much."""
     call = outcome.call
+    content, cut = capped(content, cap_bytes)
     if outcome.ran:
         crash_point("LOOPBENCH_CRASH_AFTER_TOOL", call.name)
     state.tool_runs += outcome.ran
@@ -84,6 +92,7 @@ def record(state: RunState, outcome: ToolOutcome, content: str, recorder: Record
         ms=round(outcome.ms, 3),
         content=content,
         **({"facts": outcome.facts} if outcome.facts else {}),
+        **({"cut": cut} if cut else {}),
     )
 
 
@@ -178,7 +187,7 @@ class Batch:
             self.state.child_cost_usd += sum(ctx.child_costs)
             self.charge_wall_time()
         content, stop = judge(outcome, self.config)
-        record(self.state, outcome, content, self.recorder)
+        record(self.state, outcome, content, self.recorder, self.config.tool_result_cap_bytes)
         return stop
 
 
@@ -214,11 +223,12 @@ async def answer_pending(
         tool = tools.get(call.name)
         if call.key in state.rejected:
             text = rejection_text(state.rejected[call.key])
-            record(state, ToolOutcome(call, "", False, error=Declined(text)), text, recorder)
+            outcome = ToolOutcome(call, "", False, error=Declined(text))
+            record(state, outcome, text, recorder, config.tool_result_cap_bytes)
         elif tool is not None and tool.needs_approval and call.key not in state.approved:
             waiting.append(call)
         elif (answered := policies.answer_call(state, config, tools, call)) is not None:
-            record(state, *answered, recorder)
+            record(state, *answered, recorder, config.tool_result_cap_bytes)
         else:
             ctx = ToolContext(
                 workspace=workspace,

@@ -51,6 +51,17 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def capped(content: str, cap_bytes: int) -> tuple[str, dict[str, int] | None]:
+    """``content`` cut to at most ``cap_bytes`` bytes of UTF-8 (on a character boundary), the
+    cut stated at its end; with what was cut, as the trace records it, or None."""
+    data = content.encode("utf-8")
+    if len(data) <= cap_bytes:
+        return content, None
+    kept = data[:cap_bytes].decode("utf-8", errors="ignore")
+    note = f"\n[cut: the result was {len(data)} bytes; only the first {cap_bytes} are shown]"
+    return kept + note, {"bytes": len(data), "kept_bytes": len(kept.encode("utf-8"))}
+
+
 def tool_message(call: Call, content: str, is_error: bool = False) -> dict[str, Any]:
     """The result as the transcript holds it; ``is_error`` marks a failed call for the wire
     shapes that carry the flag (the Messages shape's ``tool_result``)."""

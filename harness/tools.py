@@ -6,6 +6,7 @@ on; any other exception is a bug in the tool and is reported as such.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -85,8 +86,8 @@ READ_TOOL = "read_file"
 LISTED_LINE = re.compile(r"^(\S.*?)  (\d+) bytes$")
 
 
-def listed_line(path: Path) -> str:
-    return f"{path.name}  {path.stat().st_size} bytes"
+def listed_line(name: str, size: int) -> str:
+    return f"{name}  {size} bytes"
 
 
 def listed_sizes(result: str) -> dict[str, int]:
@@ -101,15 +102,46 @@ def listed_names(result: str) -> list[str]:
 
 
 async def list_files(_: dict[str, Any], ctx: ToolContext) -> str:
-    files = ctx.workspace.files()
-    if not files:
+    sizes = ctx.workspace.sizes()
+    if not sizes:
         return "The workspace is empty."
-    return "\n".join(map(listed_line, files))
+    return "\n".join(listed_line(name, size) for name, size in sizes.items())
+
+
+# The most read_file reads of one file (256 KB); a longer file is cut there and the result says
+# so. It leaves room for that note under the loop's cap on any result (256 KiB, LoopConfig).
+READ_CAP_BYTES = 256_000
+
+
+def read_bounded(path: Path, cap: int = READ_CAP_BYTES) -> str:
+    """At most ``cap`` bytes of ``path`` as text, the cut stated; a file that is not text
+    (a NUL byte, or bytes that are not UTF-8) is described, not shown."""
+    with open(path, "rb") as f:
+        data = f.read(cap + 1)
+        size = os.fstat(f.fileno()).st_size
+    shown = data[:cap]
+    try:
+        text = shown.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A cut can fall inside a character; only an error before the last 3 bytes is binary.
+        if len(data) <= cap or exc.start < len(shown) - 3:
+            return _binary(path.name, size)
+        text = shown[: exc.start].decode("utf-8")
+    if "\x00" in text:
+        return _binary(path.name, size)
+    if len(data) > cap:
+        text += f"\n[cut: {path.name} is {size} bytes; only the first {len(shown)} bytes were read]"
+    return text
+
+
+def _binary(name: str, size: int) -> str:
+    return f"{name} is a binary file ({size} bytes), not text; its bytes are not shown."
 
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = ctx.workspace.existing(args.get("path", ""))
-    return path.read_text(encoding="utf-8", errors="replace")
+    # In a worker thread, so the loop keeps its ticks and the tool timeout can fire.
+    return await asyncio.to_thread(read_bounded, path)
 
 
 LEDGER = ".ledger.json"

@@ -36,8 +36,23 @@ class Workspace:
         self.root = Path(root).resolve()
 
     def files(self) -> list[Path]:
-        """Visible files, by name; dot-files (the harness's own bookkeeping) are hidden."""
-        return sorted(p for p in self.root.iterdir() if p.is_file() and not p.name.startswith("."))
+        """Visible files, by name; dot-files (the harness's own bookkeeping) are hidden, and so
+        is a link that leads out of the folder: nothing outside it is ever looked at."""
+        return sorted(
+            p for p in self.root.iterdir() if not p.name.startswith(".") and self._inside_file(p)
+        )
+
+    def _inside_file(self, path: Path) -> bool:
+        """A regular file inside the folder, reached through links that stay inside it."""
+        if path.is_symlink():
+            target = path.resolve()
+            return target.is_relative_to(self.root) and target.is_file()
+        return path.is_file()
+
+    def sizes(self) -> dict[str, int]:
+        """The visible files' names and sizes in bytes, by name; a link's size is that of the
+        file inside the folder it names."""
+        return {p.name: p.resolve().stat().st_size for p in self.files()}
 
     def resolve(self, name: object) -> Path:
         """The workspace path for ``name``; anything that could leave the folder is refused."""
@@ -61,14 +76,26 @@ class Workspace:
                 f"refused: {name!r} leads outside the workspace (through a link). "
                 "This will not change if you retry."
             )
-        if resolved.name.startswith("."):
-            raise PathRefused(f"refused: {name!r} is private to the harness.")
+        private = [p for p in (*candidate.parts, *resolved.relative_to(self.root).parts) if
+                   p.startswith(".") and p != "."]  # fmt: skip
+        if private:
+            raise PathRefused(
+                f"refused: {name!r} is private to the harness ({private[0]!r}). "
+                "This will not change if you retry."
+            )
         return resolved
 
     def existing(self, name: object, name_files: bool = False) -> Path:
         """The file ``name``; a missing one is an error that says how to find what exists, and,
         with ``name_files``, names every file there is."""
         path = self.resolve(name)
+        if path.is_file() and path.stat().st_nlink > 1:
+            # Another name for the same data may sit outside the folder: the link count says a
+            # second name exists, never where, so no file with one is read or deleted.
+            raise PathRefused(
+                f"refused: {name!r} has other names (hard links) that may lie outside the "
+                "workspace. This will not change if you retry."
+            )
         if not path.is_file():
             message = f"no such file: {name}. Call list_files to see what exists."
             if name_files:

@@ -125,3 +125,52 @@ async def test_a_call_that_needs_approval_stops_the_run(
     }
     assert (workspace.root / "access.log").exists()
     assert state.turns == 2
+
+
+async def test_a_huge_file_reaches_the_model_cut_to_the_read_cap(
+    scripted_url: str, workspace: Workspace, tmp_path: Path
+) -> None:
+    """The plan scenario reads errors.log; a 20 MB errors.log reaches the transcript and the
+    trace cut, with the cut said where the model reads it."""
+    from harness.tools import READ_CAP_BYTES
+    from harness.trace import Recorder
+
+    line = "2026-03-02 10:15:41 ERROR worker 7 timed out after 30000 ms\n"
+    (workspace.root / "errors.log").write_text(line * (20 * 1024 * 1024 // len(line)))
+    trace = tmp_path / "trace.jsonl"
+    state = new_run("scripted:plan", SCENARIO_TASKS["plan"], system=SYSTEM_PROMPT)
+    async with ProviderClient(scripted_url) as client:
+        state = await run_loop(
+            state, client, default_tools(), workspace, LoopConfig(), Recorder(trace_path=trace)
+        )
+    read = next(m["content"] for m in state.messages if m.get("tool_call_id") == "c2")
+    assert len(read.encode()) < READ_CAP_BYTES + 200 and "[cut: errors.log is" in read
+    assert trace.stat().st_size < 3 * READ_CAP_BYTES
+    assert state.status == "completed"
+
+
+async def test_every_tool_result_is_cut_to_the_loop_cap_and_the_trace_says_so(
+    scripted_url: str, workspace: Workspace, tmp_path: Path
+) -> None:
+    """A tool that returns 1 MB (the slow scenario calls scan_archive) is read by the model cut
+    to the loop's cap, whatever the tool; the trace records the cut."""
+    import json
+    from dataclasses import replace
+
+    from harness.trace import Recorder
+
+    async def flood(_: dict[str, object], __: object) -> str:
+        return "entry ok\n" * 120_000
+
+    tools = [replace(t, fn=flood) if t.name == "scan_archive" else t for t in default_tools()]
+    trace = tmp_path / "trace.jsonl"
+    state = new_run("scripted:slow", SCENARIO_TASKS["slow"], system=SYSTEM_PROMPT)
+    config = LoopConfig(tool_result_cap_bytes=4096)
+    async with ProviderClient(scripted_url) as client:
+        state = await run_loop(state, client, tools, workspace, config, Recorder(trace_path=trace))  # type: ignore[arg-type]
+    result = next(m["content"] for m in state.messages if m["role"] == "tool")
+    assert result.startswith("entry ok\n") and len(result.encode()) < 4096 + 100
+    assert result.endswith("[cut: the result was 1080000 bytes; only the first 4096 are shown]")
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    cut = [e["cut"] for e in events if e["type"] == "tool_result" and "cut" in e]
+    assert cut == [{"bytes": 1080000, "kept_bytes": 4096}]

@@ -158,3 +158,112 @@ def test_listed_names_reads_back_what_list_files_writes(tmp_path: Path) -> None:
     assert empty == "The workspace is empty."
     assert listed_names(empty) == []
     assert listed_names("Files sorted by size, biggest first:\n12 bytes\n") == []
+
+
+# --- Bounded reads, and confinement on every path component (hardening) ----------------------
+
+
+def test_a_private_folder_anywhere_in_the_path_is_refused(workspace: Workspace) -> None:
+    hidden = workspace.root / ".hidden"
+    hidden.mkdir()
+    (hidden / "creds.txt").write_text("password=hunter2")
+    for tool in ("read_file", "delete_file"):
+        with pytest.raises(PathRefused) as caught:
+            run(tool, workspace, path=".hidden/creds.txt")
+        assert "private" in str(caught.value) and "hunter2" not in str(caught.value)
+    assert (hidden / "creds.txt").read_text() == "password=hunter2"
+
+
+def test_a_link_inside_that_names_a_private_file_is_refused(workspace: Workspace) -> None:
+    (workspace.root / ".secret").write_text("token")
+    os.symlink(workspace.root / ".secret", workspace.root / "plain.txt")
+    with pytest.raises(PathRefused):
+        run("read_file", workspace, path="plain.txt")
+
+
+def test_a_hard_link_to_a_file_outside_is_neither_read_nor_deleted(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside the workspace")
+    os.link(outside, workspace.root / "alias.txt")
+    for tool in ("read_file", "delete_file"):
+        with pytest.raises(PathRefused) as caught:
+            run(tool, workspace, path="alias.txt")
+        assert "hard link" in str(caught.value)
+    assert outside.read_text() == "outside the workspace"
+    assert (workspace.root / "alias.txt").exists()
+
+
+def test_list_files_never_reports_a_file_outside_through_a_link(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    outside = tmp_path / "big.bin"
+    outside.write_bytes(b"x" * 12345)
+    os.symlink(outside, workspace.root / "looks-local.txt")
+    os.symlink(workspace.root / "notes.txt", workspace.root / "notes-link.txt")
+    listing = run("list_files", workspace)
+    assert "looks-local.txt" not in listing and "12345" not in listing
+    size = len(SEED_FILES["notes.txt"].encode())
+    assert f"notes-link.txt  {size} bytes" in listing.splitlines()
+
+
+def test_read_file_reads_at_most_its_cap_and_says_so(workspace: Workspace) -> None:
+    from harness.tools import READ_CAP_BYTES
+
+    line = "2026-03-02 10:15:41 ERROR worker 7 timed out after 30000 ms\n"
+    (workspace.root / "huge.log").write_text(line * (20 * 1024 * 1024 // len(line)))
+    text = run("read_file", workspace, path="huge.log")
+    assert len(text.encode()) < READ_CAP_BYTES + 200
+    assert text.startswith(line)
+    size = (workspace.root / "huge.log").stat().st_size
+    assert text.endswith(
+        f"[cut: huge.log is {size} bytes; only the first {READ_CAP_BYTES} bytes were read]"
+    )
+
+
+def test_a_file_cut_inside_a_character_is_still_text(workspace: Workspace) -> None:
+    from harness.tools import READ_CAP_BYTES
+
+    (workspace.root / "wide.txt").write_text("é" * READ_CAP_BYTES)  # 2 bytes each
+    text = run("read_file", workspace, path="wide.txt")
+    assert text.startswith("é" * 1000) and "[cut: wide.txt" in text and "binary" not in text
+
+
+@pytest.mark.parametrize("content", [b"\x00" * 5_000_000, b"\x89PNG\r\n\x1a\n\xff\xfe\x00data"])
+def test_a_binary_file_is_described_not_shown(workspace: Workspace, content: bytes) -> None:
+    (workspace.root / "blob.bin").write_bytes(content)
+    text = run("read_file", workspace, path="blob.bin")
+    assert (
+        text
+        == f"blob.bin is a binary file ({len(content)} bytes), not text; its bytes are not shown."
+    )
+
+
+async def test_read_file_runs_off_the_event_loop(workspace: Workspace) -> None:
+    """The read happens in a worker thread: the loop's own timer ticks while the file is read,
+    so a tool timeout can fire (a read on the loop would hold every timer until it returned)."""
+    import threading
+
+    from harness import tools as tools_module
+
+    entered, release = threading.Event(), threading.Event()
+    real = tools_module.read_bounded
+
+    def held(path: Path, cap: int = tools_module.READ_CAP_BYTES) -> str:
+        entered.set()
+        release.wait(timeout=30)
+        return real(path, cap)
+
+    tools_module.read_bounded = held  # type: ignore[assignment]
+    try:
+        reading = asyncio.ensure_future(
+            TOOLS["read_file"].run({"path": "notes.txt"}, ToolContext(workspace=workspace))
+        )
+        while not entered.is_set():
+            await asyncio.sleep(0.01)  # the loop runs while the read is held
+        assert not reading.done()
+        release.set()
+        assert await reading == SEED_FILES["notes.txt"]
+    finally:
+        tools_module.read_bounded = real  # type: ignore[assignment]

@@ -27,11 +27,11 @@ LISTING: Setting[Literal["plain", "by_size"]] = Setting(
 
 
 async def list_by_size(_: dict[str, Any], ctx: ToolContext) -> str:
-    files = ctx.workspace.files()
-    if not files:
+    sizes = ctx.workspace.sizes()
+    if not sizes:
         return "The workspace is empty."
-    ordered = sorted(files, key=lambda p: (-p.stat().st_size, p.name))
-    return "\n".join([BY_SIZE_HEAD, *map(listed_line, ordered)])
+    ordered = sorted(sizes.items(), key=lambda item: (-item[1], item[0]))
+    return "\n".join([BY_SIZE_HEAD, *(listed_line(name, size) for name, size in ordered)])
 
 
 class Listing(LoopPolicy):
