@@ -501,3 +501,64 @@ async def test_the_request_to_query_is_made_once_and_never_after_a_query_succeed
         bank_file, tmp_path / "w", [calls(("a", "run_sql", GOOD_QUERY)), answer("z")], worded
     )
     assert (len(seen), state.answer, state.asks) == (2, "z", [])
+
+
+# --- SQLite bounded by the database (hardening) -----------------------------------------------
+
+
+def test_a_value_longer_than_the_length_limit_is_refused_by_sqlite(bank_file: Path) -> None:
+    """One call of randomblob is one step of SQLite's machine: the timeout's progress handler
+    never sees it, so SQLITE_LIMIT_LENGTH is what bounds it."""
+    from harness.sql.sqlite import MAX_VALUE_BYTES
+
+    db = open_database(str(bank_file))
+    for sql in ("SELECT randomblob(50000000)", "SELECT hex(zeroblob(600000))"):
+        with pytest.raises(SQLError) as refused:
+            db.query(sql, 60, 10)
+        assert "too big" in str(refused.value) and str(MAX_VALUE_BYTES) in str(refused.value)
+        assert not refused.value.timed_out
+
+
+async def test_long_cells_are_cut_and_blobs_shown_by_size(bank_file: Path, tmp_path: Path) -> None:
+    from harness.sql.database import CELL_CAP_CHARS
+    from harness.tools import ToolContext
+
+    (run_sql, _) = sql_tools(open_database(str(bank_file)))
+    ctx = ToolContext(workspace=create_workspace(tmp_path / "ws", files={}))
+    text = await run_sql.run(
+        {"query": "SELECT printf('%.*c', 900000, 'x') AS long, randomblob(4096) AS raw"}, ctx
+    )
+    header, row, count = text.splitlines()
+    assert header == "long | raw" and count == "(1 row)"
+    assert row == "x" * CELL_CAP_CHARS + "[... cut: 900000 characters] | <blob of 4096 bytes>"
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT fts3_tokenizer('simple')", "SELECT FTS3_Tokenizer('porter')"]
+)
+def test_a_function_that_returns_a_pointer_is_refused(bank_file: Path, sql: str) -> None:
+    db = open_database(str(bank_file))
+    with pytest.raises(SQLError, match=r"not authorized to use function.*refused here"):
+        db.query(sql, 5, 10)
+
+
+@pytest.mark.parametrize("statement", ["REINDEX", "REINDEX accounts", "ANALYZE"])
+def test_maintenance_that_rewrites_the_file_is_refused_by_the_authorizer(
+    bank_file: Path, tmp_path: Path, statement: str
+) -> None:
+    """Refused by the authorizer (the database's access control, "not authorized"), not only
+    by the file's read-only mode, on a bank that has an index: REINDEX on a table without one
+    is a no-op, which SQLite never puts to the authorizer."""
+    import shutil
+    import sqlite3
+
+    indexed = tmp_path / "indexed.sqlite"
+    shutil.copy(bank_file, indexed)
+    with sqlite3.connect(indexed) as conn:
+        conn.execute("CREATE INDEX accounts_by_customer ON accounts(customer_id)")
+    conn.close()
+    digest = indexed.read_bytes()
+    with pytest.raises(SQLError) as refused:
+        open_database(str(indexed)).query(statement, 5, 10)
+    assert refused.value.refused_write and "not authorized" in str(refused.value)
+    assert indexed.read_bytes() == digest

@@ -85,10 +85,22 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
+# The most of one value the model reads; a longer text is cut there, the cut said in the cell.
+CELL_CAP_CHARS = 500
+
+
 def cell(value: Any) -> str:
     """One value as the model reads it, the same from every database: numbers without
     trailing zeros (``1234.5``, never ``1234.50`` from one and ``1234.5`` from the other),
-    times as ``YYYY-MM-DD HH:MM:SS``, NULL as ``NULL``."""
+    times as ``YYYY-MM-DD HH:MM:SS``, NULL as ``NULL``, a blob as its size, and a text longer
+    than :data:`CELL_CAP_CHARS` cut there."""
+    text = _cell(value)
+    if len(text) <= CELL_CAP_CHARS:
+        return text
+    return f"{text[:CELL_CAP_CHARS]}[... cut: {len(text)} characters]"
+
+
+def _cell(value: Any) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -102,6 +114,8 @@ def cell(value: Any) -> str:
         return value.isoformat(sep=" ", timespec="seconds")
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<blob of {len(value)} bytes>"
     return str(value)
 
 

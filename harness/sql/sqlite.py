@@ -1,7 +1,9 @@
 """SQLite, read-only: the file opened with ``mode=ro``, ``PRAGMA query_only`` on, and an
-authorizer (the database's own access control) that refuses ATTACH, DETACH and every PRAGMA
-that would set a value. A progress handler stops a statement past its timeout. Each statement
-gets its own connection, so parallel calls run side by side."""
+authorizer (the database's own access control) that refuses ATTACH, DETACH, every PRAGMA
+that would set a value, REINDEX, ANALYZE, virtual tables and the functions that hand out
+pointers or load code. ``SQLITE_LIMIT_LENGTH`` bounds every string and blob a statement
+builds; a progress handler stops a statement past its timeout. Each statement gets its own
+connection, so parallel calls run side by side."""
 
 from __future__ import annotations
 
@@ -35,6 +37,17 @@ _WRITES = (
     sqlite3.SQLITE_CREATE_TEMP_TABLE, sqlite3.SQLITE_CREATE_TEMP_VIEW,
     sqlite3.SQLITE_CREATE_TEMP_INDEX, sqlite3.SQLITE_CREATE_TEMP_TRIGGER,
 )  # fmt: skip
+# Maintenance that rewrites the file's indexes or statistics, and virtual tables.
+_MAINTENANCE = (
+    sqlite3.SQLITE_REINDEX, sqlite3.SQLITE_ANALYZE,
+    sqlite3.SQLITE_CREATE_VTABLE, sqlite3.SQLITE_DROP_VTABLE,
+)  # fmt: skip
+# Functions that hand out a C pointer (fts3_tokenizer, fts5 with a bound pointer) or load
+# code: nothing a question about the data needs, each a step towards memory it should not see.
+_REFUSED_FUNCTIONS = frozenset({"fts3_tokenizer", "fts5", "load_extension"})
+# The longest string or blob a statement may build or read (SQLITE_LIMIT_LENGTH): one call of
+# randomblob(1000000000) is a single step, which the timeout's progress handler never sees.
+MAX_VALUE_BYTES = 1_000_000
 PROGRESS_STEPS = 2000  # virtual-machine steps between two looks at the clock
 _NO_COLUMN = re.compile(r"no such column: (\S+)")
 _NO_TABLE = re.compile(r"no such table: (\S+)")
@@ -42,6 +55,10 @@ _NO_TABLE = re.compile(r"no such table: (\S+)")
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) or action in _WRITES:
+        return sqlite3.SQLITE_DENY
+    if action in _MAINTENANCE:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1 not in READING_PRAGMAS:
         return sqlite3.SQLITE_DENY
@@ -65,6 +82,7 @@ class SQLiteDatabase:
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA query_only = ON")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.set_authorizer(_authorize)
         return conn
 
@@ -120,6 +138,8 @@ class SQLiteDatabase:
                 hint="Filter or aggregate so it reads fewer rows, or add a LIMIT.",
                 timed_out=True,
             )
+        if "not authorized to use function" in message:
+            return SQLError(f"{message}: that function is refused here")
         if isinstance(exc, sqlite3.DatabaseError) and (
             "not authorized" in message or "readonly" in message or "query_only" in message
         ):
@@ -127,6 +147,11 @@ class SQLiteDatabase:
                 f"{message}: the database is read-only", refused_write=True,
                 hint="Only SELECT statements can run here.",
             )  # fmt: skip
+        if "too big" in message:
+            return SQLError(
+                f"{message}: a value here may hold at most {MAX_VALUE_BYTES} bytes",
+                hint="Select the columns you need, or length(...) of a long value.",
+            )
         if m := _NO_COLUMN.search(message):
             return SQLError(message, hint=column_hint(m[1], self.tables(), sql))
         if m := _NO_TABLE.search(message):
