@@ -54,6 +54,9 @@ class Tool:
     fn: ToolFn
     read_only: bool
     needs_approval: bool = False
+    # False: a key the parameters do not declare is refused before the tool runs, whatever the
+    # schema says of additional properties (a tool whose backend turns keys into code).
+    extra_keys: bool = True
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool."""
@@ -227,7 +230,16 @@ def default_tools() -> list[Tool]:
 
 
 def check_arguments(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-    """``args`` if the tool's JSON Schema accepts them; else why not, for the model to read."""
+    """``args`` if the tool's JSON Schema accepts them (and, for a tool that takes no extra
+    keys, only keys it declares); else why not, for the model to read."""
+    if not tool.extra_keys:
+        declared = tool.parameters.get("properties") or {}
+        unknown = [k for k in args if k not in declared]
+        if unknown:
+            raise InvalidArguments(
+                f"the arguments do not fit {tool.name}'s parameters: {unknown[0]!r} is not one "
+                f"of them (they are: {', '.join(declared) or 'none'})."
+            )
     validator = validators.validator_for(tool.parameters)(tool.parameters)
     problem = best_match(validator.iter_errors(args))
     if problem is None:

@@ -231,3 +231,88 @@ async def test_a_reply_cut_without_a_call_ends_the_turn_as_in_bfcl(
     assert record["request_error"] is None and not record["valid"]
     assert record["model_calls"] == len(record["turns"]) == len(base[record["id"]].turns)
     assert all(len(t["steps"]) == 1 for t in record["turns"])
+
+
+# --- Nothing a model writes is evaluated as code (hardening) ----------------------------------
+
+
+def _payload(marker: Path) -> str:
+    """Python that writes ``marker``: what BFCL's ``eval`` would run were it pasted in."""
+    return f"__import__('pathlib').Path({str(marker)!r}).write_text('x')"
+
+
+def _hostile(
+    key_marker: Path, name_marker: Path
+) -> Callable[[Entry, int, Message, list[Any]], Message]:
+    """First reply: a call of an offered function with its required arguments and one more key
+    that is code, and a call of a function never offered whose name is code; then "Done."."""
+
+    def answer(entry: Entry, turn: int, last: Message, tools: list[Any]) -> Message:
+        if last["role"] != "user" or turn > 0:
+            return {"role": "assistant", "content": "Done."}
+        tool = next(
+            t for t in tools
+            if all(
+                (t["function"]["parameters"].get("properties") or {})[p].get("type") == "string"
+                for p in t["function"]["parameters"].get("required") or []
+            )
+        )  # fmt: skip
+        args = {p: "x" for p in tool["function"]["parameters"].get("required") or []}
+        args[f"_z={_payload(key_marker)},_w"] = 1
+        calls = [
+            {"id": "c0", "type": "function",
+             "function": {"name": tool["function"]["name"], "arguments": json.dumps(args)}},
+            {"id": "c1", "type": "function",
+             "function": {"name": f"{_payload(name_marker)} or ls", "arguments": "{}"}},
+        ]  # fmt: skip
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    return answer
+
+
+@needs_bfcl
+@in_module_loop
+async def test_a_models_keys_and_names_never_run_as_code_in_bfcl(
+    checker: Checker, entries: dict[str, Entry], tmp_path: Path
+) -> None:
+    key_marker, name_marker = tmp_path / "PWNED-by-key", tmp_path / "PWNED-by-name"
+    base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
+    with _server(base, _hostile(key_marker, name_marker)) as url:
+        out = tmp_path / "hostile.jsonl"
+        settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker)
+    (record,) = read_records(out)
+    assert not key_marker.exists() and not name_marker.exists()
+    assert record["request_error"] is None and record["error_type"] is not None
+    first = record["turns"][0]["steps"][0]
+    # Neither call ran, both are recorded as the model wrote them, and the model read why.
+    assert first["calls"] == [] and len(first["refused"]) == 2
+    assert "is not one of them" in first["results"][0]
+    assert "there is no tool named" in first["results"][1]
+    assert record["checker_input"][0][0] == [] and record["calls"] == []
+
+
+@needs_bfcl
+@in_module_loop
+async def test_bfcls_checker_refuses_calls_it_was_not_offered(
+    checker: Checker, entries: dict[str, Entry], tmp_path: Path
+) -> None:
+    """What reaches the checker however it got there (a record edited by hand, a rescoring):
+    a function the entry does not have, or a key its function does not declare, is refused
+    before BFCL builds code from it."""
+    marker = tmp_path / "PWNED"
+    entry = next(e for e in entries.values() if e.category == "multi_turn_base")
+    name = entry.names[entry.tools[0]["function"]["name"]]
+    forged = [
+        {f"{_payload(marker)} or {name}": "{}"},
+        {name: json.dumps({f"_z={_payload(marker)},_w": 1})},
+        {name: json.dumps({"__class__": 1})},
+    ]
+    for call in forged:
+        with pytest.raises(EvalError, match="Refused"):
+            await checker.execute(entry.id, "forged", [call])
+        with pytest.raises(EvalError, match="Refused"):
+            await checker.score_multi(entry.id, entry.category, [[[call]]])
+    await checker.forget("forged")
+    assert not marker.exists()
+    assert checker.sandbox is not None and checker.sandbox.startswith("landlock ABI")

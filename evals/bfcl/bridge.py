@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ class Checker:
     def __init__(self, python: Path | None = None) -> None:
         self.python = python or bfcl_python()
         self.version: str | None = None
+        self.sandbox: str | None = None  # what confines the checker, as it reported it
+        self._folder: str | None = None  # its working folder, the only one it may write in
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
 
@@ -48,6 +52,18 @@ class Checker:
                 f"BFCL's checker runs in its own virtualenv and {self.python} is missing: "
                 "`make bfcl-venv` creates it (or set BFCL_PYTHON to a Python with bfcl-eval)."
             )
+        # A folder of its own, its working folder and home: BFCL's code runs on what a model
+        # asked for, and the checker confines itself to that folder before reading a request.
+        self._folder = tempfile.mkdtemp(prefix="loopbench-bfcl-checker-")
+        env = {
+            **{k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")},
+            "HOME": self._folder,
+            "TMPDIR": self._folder,
+            # Where BFCL writes (its file locks, result and score folders); its data is read
+            # from the package.
+            "BFCL_PROJECT_ROOT": self._folder,
+            "OPENAI_API_KEY": "unused-by-the-checker",
+        }
         self._proc = await asyncio.create_subprocess_exec(
             str(self.python),
             "-I",
@@ -55,18 +71,23 @@ class Checker:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            cwd=self._folder,
+            env=env,
             limit=1 << 28,  # one line carries every item of the categories asked for
         )
         hello = await self._read()
         self.version = str(hello.get("bfcl_eval"))
+        self.sandbox = str(hello.get("sandbox"))
 
     async def aclose(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        assert proc.stdin is not None
-        proc.stdin.close()
-        await proc.wait()
+        if proc is not None and proc.returncode is None:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            await proc.wait()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
 
     async def _read(self) -> dict[str, Any]:
         proc = self._proc

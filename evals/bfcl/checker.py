@@ -32,17 +32,28 @@ One JSON request per line on stdin, one JSON answer per line on stdout:
 - ``{"op": "forget", "key": ...}``: the backend instances of a finished conversation dropped.
 
 An answer that went wrong is ``{"error": "..."}``; the loop goes on.
+
+BFCL runs a multi-turn call by pasting its function name and argument keys into a string and
+``eval``-ing it. Nothing the model wrote reaches that string here: every call of ``execute``
+and ``score_multi`` must name one of the entry's own functions, with keys that are identifiers
+its parameters declare, and the string is built from those names and the ``repr`` of values
+read as JSON; anything else is refused before BFCL sees it. The process itself runs in a
+folder of its own under a Landlock sandbox (``sandbox.py`` beside this file): it can write
+nowhere else, run no program and open no TCP connection.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
+import keyword
 import os
 import re
 import sys
 import traceback
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 # The OpenAI handler builds an API client on creation; the checker never sends a request.
@@ -88,6 +99,37 @@ from bfcl_eval.utils import (
 CHECKER_MODEL = "qwen3-235b-a22b-instruct-2507-FC"
 
 
+class Refused(ValueError):
+    """A call that names no function of the entry, or a key its function does not declare."""
+
+
+def _declared(functions: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Each function's name and the keys its parameters declare."""
+    return {
+        str(f["name"]): set((f.get("parameters") or {}).get("properties") or {}) for f in functions
+    }
+
+
+def call_text(declared: dict[str, set[str]], name: str, arguments: Any) -> tuple[str, str]:
+    """``name(key=value, ...)`` as BFCL evaluates it, built from a declared function name, keys
+    its parameters declare and the ``repr`` of values read from JSON; and the arguments as JSON
+    again. Anything else is :class:`Refused`."""
+    if not isinstance(name, str) or name not in declared or not _identifier(name):
+        raise Refused(f"{name!r} is not one of this entry's functions")
+    args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    if not isinstance(args, dict):
+        raise Refused(f"the arguments of {name} are not a JSON object")
+    for key in args:
+        if not isinstance(key, str) or key not in declared[name] or not _identifier(key):
+            raise Refused(f"{key!r} is not a parameter of {name}")
+    text = f"{name}({','.join(f'{k}={v!r}' for k, v in args.items())})"
+    return text, json.dumps(args)
+
+
+def _identifier(word: str) -> bool:
+    return word.isidentifier() and not keyword.iskeyword(word) and word.isascii()
+
+
 class Bfcl:
     def __init__(self) -> None:
         if MODEL_CONFIG_MAPPING[CHECKER_MODEL].underscore_to_dot:
@@ -98,6 +140,7 @@ class Bfcl:
         self.prompts: dict[str, dict[str, Any]] = {}  # id -> entry without language hints
         self.truth: dict[str, list[Any]] = {}  # id -> ground truth
         self.sent: dict[str, dict[str, Any]] = {}  # id -> multi-turn entry as inference has it
+        self.declared: dict[str, dict[str, set[str]]] = {}  # id -> its functions' keys
         self.loaded: set[str] = set()
         self.scored = 0  # multi-turn verdicts given: each re-executes on instances of its own
 
@@ -112,6 +155,8 @@ class Bfcl:
             # What inference sends: the functions with the language hint, those held back apart.
             for entry in load_dataset_entry(category, include_prereq=False):
                 self.sent[entry["id"]] = entry
+                held = [f for fs in entry.get("missed_function", {}).values() for f in fs]
+                self.declared[entry["id"]] = _declared([*entry["function"], *held])
         if not is_relevance_or_irrelevance(category):
             for answer in load_ground_truth_entry(category):
                 self.truth[answer["id"]] = answer["ground_truth"]
@@ -206,13 +251,22 @@ class Bfcl:
         )
         return found
 
+    def _checked(self, entry_id: str, calls: list[Any]) -> list[tuple[str, str, str]]:
+        """Each of one step's calls as (name, code, arguments JSON), or Refused."""
+        declared = self.declared[entry_id]
+        found = []
+        for call in calls:
+            if not isinstance(call, dict):
+                raise Refused("a call must be {name: arguments}")
+            for name, arguments in call.items():
+                found.append((name, *call_text(declared, name, arguments)))
+        return found
+
     def execute(self, entry_id: str, key: str, calls: list[dict[str, str]]) -> dict[str, Any]:
-        """One step's calls, decoded and run as BFCL's inference runs them."""
+        """One step's calls, built from validated parts and run as BFCL's inference runs
+        them."""
         self._load_category(entry_id.rsplit("_", 1)[0])
-        try:
-            decoded = self.handler.decode_execute(calls, has_tool_call_tag=False) if calls else []
-        except Exception as exc:  # what BFCL's loop does with a reply it cannot decode
-            return {"decoded": None, "results": [], "error": str(exc), "states": {}}
+        decoded = [code for _, code, _ in self._checked(entry_id, calls)]
         results, instances = self._instances(entry_id, key, decoded)
         return {"decoded": decoded, "results": results, "states": _states(instances)}
 
@@ -226,6 +280,11 @@ class Bfcl:
 
     def score_multi(self, entry_id: str, category: str, result: Any) -> dict[str, Any]:
         self._load_category(category)
+        # BFCL decodes every step's calls into code again: only checked ones, as JSON we wrote.
+        result = [
+            [[{name: args} for name, _, args in self._checked(entry_id, step)] for step in turn]
+            for turn in result
+        ]
         self.scored += 1
         # The checker replays the calls on instances named after this model name: one each.
         name = f"loopbench_score_{self.scored}"
@@ -307,9 +366,24 @@ def answer(bfcl: Bfcl, request: dict[str, Any]) -> dict[str, Any]:
     return {"error": f"unknown op {request.get('op')!r}"}
 
 
+def _sandbox() -> str:
+    """This process confined to its working folder (sandbox.py, loaded by path: the checker
+    imports nothing of the project's packages)."""
+    spec = importlib.util.spec_from_file_location(
+        "loopbench_bfcl_sandbox", Path(__file__).with_name("sandbox.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    confined: str = module.confine(Path.cwd())
+    return confined
+
+
 def main() -> None:
     bfcl = Bfcl()
-    print(json.dumps({"ready": True, "bfcl_eval": version("bfcl-eval")}), flush=True)
+    sandbox = _sandbox()
+    hello = {"ready": True, "bfcl_eval": version("bfcl-eval"), "sandbox": sandbox}
+    print(json.dumps(hello), flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue

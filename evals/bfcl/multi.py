@@ -68,12 +68,15 @@ class Entry:
 
 @dataclass
 class Step:
-    """One reply of a user turn: its calls under BFCL's names, and what they returned."""
+    """One reply of a user turn: the calls that ran under BFCL's names, what they returned,
+    and the calls refused before they ran (a function never offered, arguments the function
+    does not declare), as the model wrote them."""
 
     calls: list[dict[str, str]]  # {function name: arguments JSON}, as BFCL records a step
     results: list[str] = field(default_factory=list)
     text: str | None = None
     latency_ms: float = 0.0
+    refused: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -98,7 +101,8 @@ class Conversation:
             {
                 "steps": [
                     {"calls": s.calls, "results": s.results, "text": s.text,
-                     "latency_ms": round(s.latency_ms, 1)}
+                     "latency_ms": round(s.latency_ms, 1),
+                     **({"refused": s.refused} if s.refused else {})}
                     for s in turn
                 ],
                 "state": state,
@@ -124,6 +128,8 @@ def _proxies(entry: Entry, specs: list[dict[str, Any]], checker: Checker, key: s
             parameters=dict(spec["function"].get("parameters") or {"type": "object"}),
             fn=run,
             read_only=False,  # they change the backends' state, never the workspace
+            # BFCL pastes argument keys into the call it evaluates: only declared ones pass.
+            extra_keys=False,
         )
 
     return [make(s) for s in specs]
@@ -189,24 +195,31 @@ def conversation_key(run_file: Path, entry_id: str) -> str:
 
 
 def _steps(entry: Entry, state: RunState, first: int) -> list[Step]:
-    """The replies of one user turn, from the transcript: each reply's calls as the model made
-    them (under BFCL's names), with what the calls that ran returned, in order."""
-    replies = [m for m in state.messages if m["role"] == "assistant"][first:]
-    records = state.turn_records[first:]
+    """The replies of one user turn, from the transcript: each reply's calls that ran on BFCL's
+    backends (under BFCL's names) with what they returned, in order; a call refused before it
+    ran is kept apart, as the model wrote it, and never goes to BFCL's checker, which turns
+    each call into code. Calls are told apart by reply and position (providers reuse ids)."""
+    ran = {(r.turn, r.index) for r in state.tool_log if r.ran}
+    at = [i for i, m in enumerate(state.messages) if m["role"] == "assistant"]
     steps = []
-    for reply, record in zip(replies, records, strict=False):
-        calls = [
-            {entry.names.get(c["function"]["name"], c["function"]["name"]):
-             c["function"].get("arguments") or "{}"}
-            for c in reply.get("tool_calls") or []
-        ]  # fmt: skip
-        answered = [
-            m.get("content") or ""
-            for m in state.messages
-            if m["role"] == "tool"
-            and m.get("tool_call_id") in {c.get("id") for c in reply.get("tool_calls") or []}
-        ]
-        steps.append(Step(calls, answered, reply.get("content"), record.latency_ms))
+    for turn, record in enumerate(state.turn_records[first:], start=first + 1):
+        if turn > len(at):
+            break
+        reply = state.messages[at[turn - 1]]
+        calls: list[dict[str, str]] = []
+        refused: list[dict[str, str]] = []
+        for index, call in enumerate(reply.get("tool_calls") or []):
+            name, arguments = call["function"]["name"], call["function"].get("arguments") or "{}"
+            if (turn, index) in ran and name in entry.names:
+                calls.append({entry.names[name]: arguments})
+            else:
+                refused.append({str(name): str(arguments)})
+        answered = []
+        for message in state.messages[at[turn - 1] + 1 :]:
+            if message["role"] != "tool":
+                break
+            answered.append(message.get("content") or "")
+        steps.append(Step(calls, answered, reply.get("content"), record.latency_ms, refused))
     return steps
 
 
