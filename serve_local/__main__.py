@@ -17,6 +17,7 @@ from serve_local.app import create_app
 from serve_local.backends.draft import DRAFT_MODES
 from serve_local.backends.registry import BACKENDS, DEFAULT, build
 from serve_local.errors import StartupError
+from serve_local.guard import DEFAULT_MAX_BODY_MB, Limits
 from serve_local.toolgrammar import GRAMMAR_MODES
 
 
@@ -43,6 +44,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=DEFAULT_MAX_BODY_MB,
+        help="the largest request body accepted, in MB; a longer one gets 413 before it is read "
+        f"(default {DEFAULT_MAX_BODY_MB:g})",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="bound to a loopback address, the server answers only requests whose Host header "
+        "is 127.0.0.1, localhost or ::1 (403 otherwise, against DNS rebinding); each "
+        "--allow-host adds a name, '*' answers any",
+    )
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     parser.add_argument(
@@ -100,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     def give_up() -> None:
         servers[0].should_exit = True
 
-    app = create_app(backend, on_load_failure=give_up)
+    limits = Limits.for_address(args.host, args.allow_host, args.max_body_mb)
+    app = create_app(backend, on_load_failure=give_up, limits=limits)
     servers.append(
         uvicorn.Server(
             uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level)

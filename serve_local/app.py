@@ -22,6 +22,7 @@ from serve_local import __version__
 from serve_local.backends.base import Backend, Completion
 from serve_local.callstream import CallDelta
 from serve_local.errors import APIError
+from serve_local.guard import Guard, Limits
 from serve_local.messages_api import add_messages_route
 from serve_local.schema import ChatRequest
 from serve_local.serving import complete_while_connected, live_stream, request_body
@@ -158,8 +159,14 @@ async def _load(backend: Backend, on_failure: Callable[[], None]) -> None:
         on_failure()
 
 
-def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: None) -> FastAPI:
-    """The server for ``backend``; its weights load in the background after startup."""
+def create_app(
+    backend: Backend,
+    on_load_failure: Callable[[], None] = lambda: None,
+    limits: Limits | None = None,
+) -> FastAPI:
+    """The server for ``backend``; its weights load in the background after startup. Every
+    request passes ``limits`` first (:mod:`serve_local.guard`; by default: loopback Host names,
+    JSON bodies of at most 4 MB)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -169,6 +176,7 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
 
     app = FastAPI(title="loopbench serve_local", version="0.1.0", lifespan=lifespan)
     app.state.backend = backend
+    app.add_middleware(Guard, limits=limits or Limits())
 
     @app.exception_handler(APIError)
     async def _api_error(_: Request, exc: APIError) -> JSONResponse:
@@ -204,7 +212,8 @@ def create_app(backend: Backend, on_load_failure: Callable[[], None] = lambda: N
         raw = await request_body(backend, request)
         if raw is None:
             return JSONResponse({}, status_code=499)  # nobody is left to read it
-        chat: ChatRequest = parse_body(raw)
+        # Off the event loop, as every step whose time grows with the body: /health answers.
+        chat: ChatRequest = await asyncio.to_thread(parse_body, raw)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         created = int(time.time())
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)

@@ -16,6 +16,8 @@ stop reason:
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import threading
 import uuid
@@ -205,14 +207,14 @@ def add_messages_route(app: FastAPI, backend: Backend) -> None:
         raw = await request_body(backend, request)
         if raw is None:
             return JSONResponse({}, status_code=499)  # nobody is left to read it
-        asked = parse_messages(raw)
+        asked = await asyncio.to_thread(parse_messages, raw)
         chat = to_chat(asked)
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
         live = live_stream(backend, chat)
         if asked.stream and live is not None:
             served = str(backend.models()[0]["id"])
             counter = getattr(backend, "prompt_tokens", None)
-            input_tokens = len(counter(chat)) if counter is not None else 0
+            input_tokens = len(await asyncio.to_thread(counter, chat)) if counter else 0
             pieces = live(chat, threading.Event())
             first = await anext(pieces)  # errors (503, context length) surface as HTTP codes
 

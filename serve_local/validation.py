@@ -52,6 +52,10 @@ def read_json(raw: bytes, hint: str) -> Any:
         raise InvalidRequest(
             f"The request body is not valid JSON ({exc}).{hint}", code="invalid_json"
         ) from exc
+    except ValueError as exc:  # an integer of more digits than Python reads (4,300)
+        raise InvalidRequest(
+            f"The request body holds a number too long to read ({exc}).", code="invalid_json"
+        ) from exc
 
 
 def parse_body(raw: bytes) -> ChatRequest:

@@ -19,7 +19,14 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def post(url: str, body: Any) -> httpx.Response:
-    kwargs: dict[str, Any] = {"content": body} if isinstance(body, (str, bytes)) else {"json": body}
+    """A chat request; raw text goes out declared as JSON, as a client sends it (a body not
+    declared JSON is refused before it is read: tests/test_server_limits.py)."""
+    raw = isinstance(body, (str, bytes))
+    kwargs: dict[str, Any] = (
+        {"content": body, "headers": {"Content-Type": "application/json"}}
+        if raw
+        else {"json": body}
+    )
     # Generous: a real model on two busy cores can take a while; the tests wait for the reply,
     # never for a deadline.
     return httpx.post(f"{url}/chat/completions", timeout=300, **kwargs)

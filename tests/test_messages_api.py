@@ -312,14 +312,19 @@ def test_bad_requests_are_4xx_in_anthropic_shape(
 def test_bodies_nested_past_a_limit_are_4xx_in_anthropic_shape(
     root: str, body: Any, words: str
 ) -> None:
-    kwargs: dict[str, Any] = {"content": body} if isinstance(body, str) else {"json": body}
+    kwargs: dict[str, Any] = (
+        {"content": body, "headers": JSON} if isinstance(body, str) else {"json": body}
+    )
     status, kind, message = _error(httpx.post(f"{root}/v1/messages", timeout=30, **kwargs))
     assert (status, kind) == (400, "invalid_request_error")
     assert words in message
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 def test_body_that_is_not_json_is_a_400(root: str) -> None:
-    response = httpx.post(f"{root}/v1/messages", content=b"{nope", timeout=10)
+    response = httpx.post(f"{root}/v1/messages", content=b"{nope", headers=JSON, timeout=10)
     assert _error(response)[:2] == (400, "invalid_request_error")
 
 

@@ -201,6 +201,8 @@ class LocalBackend:
         self._markers: tuple[str, ...] = ()
         self._sha256: str | None = None
         self._queue: GenerationQueue | None = None
+        # One prompt rendered and tokenized at a time, in a worker thread (never on the loop).
+        self._render_lock = threading.Lock()
         # The text of the replies with calls this server wrote, so that they come back into
         # the next prompt as written and the prefix cache keeps them (serve_local.written).
         self.written: WrittenReplies | None = None  # on with --written-replies
@@ -298,18 +300,23 @@ class LocalBackend:
                 code="invalid_value",
             ) from exc
 
-    def _prepare(self, request: ChatRequest) -> tuple[GenerationQueue, list[int], int]:
+    async def _prepare(self, request: ChatRequest) -> tuple[GenerationQueue, list[int], int]:
         if not self.ready or self._template is None:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
         if self._queue is None:
             self._queue = GenerationQueue()  # created on the server's event loop
-        tokens = self.prompt_tokens(request)
+        # Rendering and tokenizing take time that grows with the prompt: off the event loop.
+        tokens = await asyncio.to_thread(self._tokenized, request)
         return self._queue, tokens, self.limits.max_new_tokens(request, len(tokens))
+
+    def _tokenized(self, request: ChatRequest) -> list[int]:
+        with self._render_lock:
+            return self.prompt_tokens(request)
 
     async def complete(
         self, request: ChatRequest, cancel: threading.Event | None = None
     ) -> Completion:
-        queue, tokens, max_new = self._prepare(request)
+        queue, tokens, max_new = await self._prepare(request)
         generated, queue_ms = await queue.run(
             self._generate,
             tokens,
@@ -339,7 +346,7 @@ class LocalBackend:
     ) -> AsyncIterator[str | CallDelta | Completion]:
         """Text as it is generated, calls as each one closes (when the call grammar constrains
         them), then the finished completion."""
-        queue, tokens, max_new = self._prepare(request)
+        queue, tokens, max_new = await self._prepare(request)
         constraint = self._constraint(request)
         calls = (
             None

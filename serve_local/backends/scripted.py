@@ -132,7 +132,9 @@ class ScriptedBackend:
             content=content,
             tool_calls=tool_calls,
             finish_reason=finish,
-            prompt_tokens=prompt_tokens(request),
+            # Counted in a worker thread: a long request takes seconds to count, and the
+            # event loop must keep answering /health meanwhile.
+            prompt_tokens=await asyncio.to_thread(prompt_tokens, request),
             completion_tokens=tokens.count_json(message),
             refusal=refusal,
             stop_reason=stop_reason,
