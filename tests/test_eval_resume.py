@@ -220,3 +220,29 @@ async def test_resume_refuses_records_made_with_another_setup(
     ):
         await run_eval(resumed_settings(partial, scripted_url), echo=lambda _: None)
     assert partial.read_text().count("\n") == 3  # nothing lost
+
+
+@pytest.mark.parametrize(
+    ("saved", "why"),
+    [
+        ("{not json", "missing or unreadable"),
+        ('["a list"]', "a JSON object was expected"),
+        ('{"tasks": "evals/tasks/files6.json", "eval_id": "1"}', "no 'policy'"),
+        (
+            '{"tasks": "t.json", "policy": {"name": "plain", "settings": 3}}',
+            "not an eval's settings",
+        ),
+    ],
+)
+def test_a_malformed_eval_json_is_named_on_resume(tmp_path: Path, saved: str, why: str) -> None:
+    from evals.errors import EvalError
+    from evals.run.records import task_folder
+
+    partial = tmp_path / "run.jsonl.partial"
+    partial.write_text("")
+    keep = task_folder(tmp_path / "run.jsonl")
+    keep.mkdir(parents=True)
+    (keep / "eval.json").write_text(saved)
+    with pytest.raises(EvalError) as caught:
+        resumed_settings(partial, "http://127.0.0.1:9/v1")
+    assert str(keep / "eval.json") in str(caught.value) and why in str(caught.value)

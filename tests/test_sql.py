@@ -425,13 +425,46 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
     assert "12/12" in text and "no difference detected" in text and "about 15 %" in text
 
 
-def test_a_database_url_is_recorded_without_its_password() -> None:
+@pytest.mark.parametrize(
+    ("url", "public"),
+    [
+        ("postgresql://u:secret@127.0.0.1:5432/db", "postgresql://u@127.0.0.1:5432/db"),
+        ("postgresql://u@127.0.0.1/db", "postgresql://u@127.0.0.1/db"),
+        ("postgresql://u@h/db?password=secret&sslmode=off", "postgresql://u@h/db?sslmode=off"),
+        ("postgresql://:secret@h/db?PASSWORD=secret", "postgresql://h/db"),
+        ("host=h user=u password=secret dbname=db", "host=h user=u password=*** dbname=db"),
+        ("host=h password = 'se cret' dbname=db", "host=h password = *** dbname=db"),
+    ],
+)
+def test_a_database_url_is_recorded_without_its_password(url: str, public: str) -> None:
     from harness.sql.postgres import public_url
 
-    assert (
-        public_url("postgresql://u:secret@127.0.0.1:5432/db") == "postgresql://u@127.0.0.1:5432/db"
-    )
-    assert public_url("postgresql://u@127.0.0.1/db") == "postgresql://u@127.0.0.1/db"
+    assert public_url(url) == public
+    assert "secret" not in public_url(url)
+
+
+def test_no_password_given_with_db_reaches_a_file_or_the_terminal(
+    scripted_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--db`` with a password in both URL forms, at a server that is not there: the eval
+    stops, and neither its files nor what it printed hold the password."""
+    from evals.cli import main
+
+    out = tmp_path / "run.jsonl"
+    url = "postgresql://u:hunter2@127.0.0.1:1/db?password=hunter3"
+    code = main(
+        ["run", "--tasks", str(TASKS / "sql-dev-s0-n30.json"), "--policy", "analyst",
+         "--model", "scripted:oracle", "--base-url", scripted_url, "--db", url,
+         "--out", str(out)]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code != 0 and "127.0.0.1:1/db" in printed.err + printed.out
+    assert "hunter" not in printed.err + printed.out
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "eval.json" for p in written)
+    assert [p for p in written if b"hunter" in p.read_bytes()] == []
+    saved = json.loads(next(p for p in written if p.name == "eval.json").read_text())
+    assert saved["db"] == "postgresql://u@127.0.0.1:1/db"
 
 
 BAD_QUERY = json.dumps({"query": "SELECT SUM(amount) FROM transactions WHERE currency = 'EUR'"})

@@ -99,7 +99,8 @@ def register(commands: Any) -> None:
         "--db",
         metavar="URL",
         help="where an sql task set's databases are: a postgresql:// URL (make serve-postgres "
-        "prints one); default: SQLite files the eval builds",
+        "prints one); default: SQLite files the eval builds. A password in it is never saved: "
+        "give --db again with --resume, or keep it in a passfile (?passfile=PATH)",
     )
     run.add_argument(
         "--resume",
@@ -155,7 +156,7 @@ def _run(args: argparse.Namespace) -> None:
     max_turns = args.max_turns if args.max_turns is not None else limits.get("max_turns", 10)
     timeout = args.task_timeout if args.task_timeout is not None else limits.get("task_timeout_s")
     if args.resume:
-        evals = [replace(resumed_settings(args.resume, urls[0]), **spread)]
+        evals = [replace(resumed_settings(args.resume, urls[0], db=args.db), **spread)]
     else:
         evals = [
             EvalSettings(

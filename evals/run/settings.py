@@ -14,6 +14,7 @@ from evals.run.records import task_folder
 from evals.run.status import is_error
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import PLAIN, Policy, preset
+from harness.sql.postgres import public_url
 from harness.tool_errors import ToolErrorPolicy
 
 # How a field of EvalSettings is kept: LOOP, in every record's ``loop`` (it changes what a
@@ -74,18 +75,29 @@ def settings_file(keep: Path) -> Path:
     return keep / "eval.json"
 
 
-def resumed_settings(run_file: Path, base_url: str) -> EvalSettings:
-    """The settings of the eval ``run_file`` (or its ``.partial``) belongs to, to go on with."""
+def resumed_settings(run_file: Path, base_url: str, db: str | None = None) -> EvalSettings:
+    """The settings of the eval ``run_file`` (or its ``.partial``) belongs to, to go on with;
+    ``db`` where the saved one had a password, which is never saved."""
     out = run_file.with_name(run_file.name.removesuffix(".partial"))
     saved_path = settings_file(task_folder(out))
     try:
         saved = json.loads(saved_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise EvalError(f"cannot resume {run_file}: {saved_path} is missing or unreadable") from exc
-    kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
-    kept["tasks"] = Path(kept["tasks"])
-    policy = Policy(saved["policy"]["name"], saved["policy"]["settings"])
-    return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)
+    try:
+        if not isinstance(saved, dict):
+            raise TypeError(f"a JSON object was expected, not {type(saved).__name__}")
+        kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
+        kept["tasks"] = Path(kept["tasks"])
+        policy = Policy(str(saved["policy"]["name"]), dict(saved["policy"]["settings"]))
+        if db is not None:
+            kept["db"] = db
+        return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)
+    except (KeyError, TypeError, ValueError) as exc:
+        what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise EvalError(
+            f"cannot resume {run_file}: {saved_path} is not an eval's settings ({what})"
+        ) from exc
 
 
 def kept_records(settings: EvalSettings, out: Path) -> list[RunRecord]:
@@ -109,6 +121,8 @@ def eval_id(keep: Path, settings: EvalSettings) -> str:
     keep.mkdir(parents=True, exist_ok=True)
     fields = {k: v for k, v in asdict(settings).items() if k in RESUMED}
     fields["tasks"] = str(settings.tasks)
+    if settings.db is not None:
+        fields["db"] = public_url(settings.db)  # a password is never written
     fields.update(eval_id=eval_id, policy=settings.policy.record())
     saved.write_text(json.dumps(fields, indent=2) + "\n", encoding="utf-8")
     return eval_id

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from harness.sql.database import (
     Column,
@@ -43,14 +43,25 @@ WHERE k.contype = 'f' AND n.nspname = %s
 """
 
 
+# A password in libpq's key=value form: password=secret, password = 'se cret'.
+_DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
 def public_url(url: str) -> str:
-    """The URL without its password: what a record may keep."""
+    """The connection string without its password in any form (``user:secret@`` in a URL,
+    a ``password=`` parameter of a URL, ``password=`` in libpq's key=value form): what a file,
+    a record, a log or a report may keep. A password passed as ``PGPASSWORD`` or in a
+    passfile never enters the string."""
+    if "://" not in url:
+        return _DSN_PASSWORD.sub(r"\1***", url)
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    netloc = parts.netloc
+    if parts.password is not None:
+        host = netloc.rsplit("@", 1)[1]
+        netloc = f"{parts.username}@{host}" if parts.username else host
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if k.lower() != "password"]  # fmt: skip
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), parts.fragment))
 
 
 class PostgresDatabase:

@@ -12,6 +12,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.tasks.sql.bank import META_TABLE, SCHEMA, TABLES, Bank, generate
+from harness.sql.postgres import public_url
 
 
 def schema_name(seed: int) -> str:
@@ -123,11 +124,11 @@ def check_postgres(url: str, seed: int, fingerprint: str) -> str:
         with psycopg.connect(url, connect_timeout=10) as conn:
             found = loaded_fingerprint(conn, schema)
     except psycopg.Error as exc:
-        raise EvalError(f"cannot read the database at {url.split('@')[-1]}: {exc}") from exc
+        raise EvalError(f"cannot read the database at {public_url(url)}: {exc}") from exc
     if found != fingerprint:
         what = "is not loaded" if found is None else f"holds other data ({found})"
         raise EvalError(
-            f"bank {seed} {what} in schema {schema} of {url.split('@')[-1]}: load it with "
+            f"bank {seed} {what} in schema {schema} of {public_url(url)}: load it with "
             f"`python -m evals load-db --seed {seed}` (make serve-postgres loads the committed "
             "task sets' banks)"
         )
