@@ -17,7 +17,6 @@ stop reason:
 from __future__ import annotations
 
 import asyncio
-
 import json
 import threading
 import uuid
