@@ -133,3 +133,100 @@ def test_a_bank_not_loaded_is_a_clear_error(server: postgres.Server, tmp_path: P
         check_postgres(server.url(), 5, "0123456789abcdef")
     with pytest.raises(EvalError, match="postgresql:// URL"):
         Databases("mysql://somewhere", tmp_path)
+
+
+# --- A role that can only read, found out on connect; memory bounded by the server ------------
+
+PRIVILEGED = {
+    "lb_super": ("CREATE ROLE lb_super LOGIN SUPERUSER", "superuser"),
+    "lb_files": ("CREATE ROLE lb_files LOGIN IN ROLE pg_read_server_files", "pg_read_server_files"),
+    "lb_program": (
+        "CREATE ROLE lb_program LOGIN IN ROLE pg_execute_server_program",
+        "pg_execute_server_program",
+    ),
+    "lb_writer": (
+        "CREATE ROLE lb_writer LOGIN; GRANT USAGE ON SCHEMA bank_s1000 TO lb_writer; "
+        "GRANT SELECT, INSERT ON bank_s1000.branches TO lb_writer",
+        "a write privilege on a table",
+    ),
+    "lb_roles": ("CREATE ROLE lb_roles LOGIN CREATEROLE", "CREATEROLE"),
+}
+
+
+@pytest.fixture(scope="module")
+def privileged(server: postgres.Server) -> dict[str, str]:
+    import psycopg
+
+    with psycopg.connect(server.socket_url("postgres"), autocommit=True) as conn:
+        for role, (statements, _) in PRIVILEGED.items():
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+            for statement in statements.split("; "):
+                conn.execute(statement)
+            conn.execute(f"GRANT CONNECT ON DATABASE {postgres.DATABASE} TO {role}")
+    return {role: server.socket_url(role) for role in PRIVILEGED}
+
+
+@pytest.mark.parametrize("role", list(PRIVILEGED))
+def test_a_role_that_can_do_more_than_read_is_refused_on_connect(
+    server: postgres.Server, privileged: dict[str, str], role: str
+) -> None:
+    """A read-only transaction does not stop what such a role can do from a SELECT (a
+    superuser's pg_read_file, COPY ... TO PROGRAM): the tool will not run a statement as it."""
+    db = open_database(privileged[role], "bank_s1000")
+    with pytest.raises(SQLError) as refused:
+        db.query("SELECT pg_read_file('PG_VERSION')", 5, 5)
+    assert f"the role {role!r}" in str(refused.value)
+    assert PRIVILEGED[role][1] in str(refused.value)
+
+
+def test_the_reader_role_passes_the_check(server: postgres.Server) -> None:
+    assert open_database(server.url(), "bank_s1000").query("SELECT 1", 5, 5).rows == [(1,)]
+
+
+def test_tcp_connections_need_the_password_which_only_the_passfile_holds(
+    server: postgres.Server,
+) -> None:
+    import psycopg
+
+    url = server.url()
+    assert url.startswith("postgresql://loopbench_reader@127.0.0.1:") and ":" not in url.split("@")[
+        0
+    ].removeprefix("postgresql://")
+    assert (server.root / "url").read_text().strip() == url
+    assert server.passfile.stat().st_mode & 0o777 == 0o600
+    assert server.root.stat().st_mode & 0o777 == 0o700  # the trusted socket lies in it
+    bare = url.split("?")[0]
+    for role in ("loopbench_reader", "postgres", "loopbench"):
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(bare.replace("loopbench_reader", role), connect_timeout=10)
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == ("loopbench_reader",)
+
+
+PEAK = r"""
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from harness.sql import open_database
+db = open_database(sys.argv[2], "bank_s1000")
+db.query("SELECT 1", 30, 5)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = db.query("SELECT repeat('x', 1000) FROM generate_series(1, 300000)", 60, 5)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(len(result.rows), result.total, (after - before) // 1024)
+"""
+
+
+def test_the_row_cap_bounds_the_clients_memory(server: postgres.Server) -> None:
+    """300 MB of rows, 5 kept: a client-side cursor holds every row before the cap applies
+    (libpq's buffer, outside Python's allocator, so the peak is read from the process)."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, root, server.url()],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    kept, total, grown_mb = map(int, done.stdout.split())
+    assert (kept, total) == (5, 300000)
+    assert grown_mb < 100, f"the client grew by {grown_mb} MB for 5 rows"

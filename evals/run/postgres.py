@@ -4,16 +4,22 @@ serve-postgres``) and ``python -m evals stop-postgres`` (``make stop``).
 It is Debian's ``postgresql`` (installed with apt-get where missing), started on a free port
 of 127.0.0.1 with its data under ``.run/postgres/`` (the project's folder). The server refuses
 to run as root, so as root every PostgreSQL program runs as the ``postgres`` user, who owns
-that folder. Connections from 127.0.0.1 are trusted (a local server for one user); what an
-eval may do is the role's business: ``loopbench`` owns the banks and loads them,
-``loopbench_reader`` may only SELECT, and its sessions default to read-only transactions. The
-URL printed, and kept in ``.run/postgres/url``, is the reader's.
+that folder.
+
+Connections over TCP authenticate with a password (``scram-sha-256``); only the Unix socket,
+inside that folder (mode 0700: its owner and root alone can reach it), is trusted, and it is
+how the roles are made and the banks loaded. ``loopbench`` owns the banks;
+``loopbench_reader`` may only SELECT, holds none of the server-file roles, and its sessions
+default to read-only transactions. The reader's password is generated at each start and kept
+in ``.run/postgres/pgpass`` (mode 0600, libpq's passfile format); the URL printed, and kept in
+``.run/postgres/url``, names that file (``?passfile=``) and holds no password.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -83,8 +89,25 @@ class Server:
     def data(self) -> Path:
         return self.root / "data"
 
+    @property
+    def passfile(self) -> Path:
+        return self.root / "pgpass"
+
     def url(self, role: str = READER) -> str:
-        return f"postgresql://{role}@127.0.0.1:{self.port}/{DATABASE}"
+        """The reader's URL over TCP: its password is read from the passfile."""
+        return f"postgresql://{role}@127.0.0.1:{self.port}/{DATABASE}?passfile={self.passfile}"
+
+    def socket_url(self, role: str, database: str = DATABASE) -> str:
+        """Over the Unix socket in the server's folder: only its owner (and root) reach it."""
+        return f"postgresql://{role}@/{database}?host={self.root}&port={self.port}"
+
+
+# Who may connect, and how: written at every start, so a folder made before passwords were
+# asked gets them too.
+HBA = """# written by python -m evals serve-postgres
+local   all   all                  trust
+host    all   all   127.0.0.1/32   scram-sha-256
+"""
 
 
 def _state(root: Path) -> dict[str, object] | None:
@@ -122,16 +145,24 @@ def start(root: Path = ROOT, port: int | None = None) -> Server:
     bin_dir = install()
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o700)  # the trusted socket lies in it
     if os.geteuid() == 0:
         shutil.chown(root, SYSTEM_USER, SYSTEM_USER)
     server = Server(root, port or free_port())
     if not (server.data / "PG_VERSION").exists():
         _run(
             [str(bin_dir / "initdb"), "-D", str(server.data), "-U", SYSTEM_USER,
-             "--auth=trust", "--no-locale", "-E", "UTF8"],
+             "--auth-local=trust", "--auth-host=scram-sha-256", "--no-locale", "-E", "UTF8"],
             "initdb",
         )  # fmt: skip
-    options = f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1"
+    hba = server.data / "pg_hba.conf"
+    hba.write_text(HBA, encoding="utf-8")
+    if os.geteuid() == 0:
+        shutil.chown(hba, SYSTEM_USER, SYSTEM_USER)
+    options = (
+        f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 "
+        "-c password_encryption=scram-sha-256"
+    )
     _run(
         [str(bin_dir / "pg_ctl"), "-D", str(server.data), "-l", str(root / "server.log"),
          "-o", options, "-w", "-t", "60", "start"],
@@ -145,28 +176,45 @@ def start(root: Path = ROOT, port: int | None = None) -> Server:
 
 def _roles(server: Server) -> None:
     import psycopg
+    from psycopg import sql
 
-    admin = f"postgresql://{SYSTEM_USER}@127.0.0.1:{server.port}/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
+    password = secrets.token_urlsafe(24)
+    with psycopg.connect(server.socket_url(SYSTEM_USER, "postgres"), autocommit=True) as conn:
         roles = {r[0] for r in conn.execute("SELECT rolname FROM pg_roles")}
         if OWNER not in roles:
             conn.execute(f"CREATE ROLE {OWNER} LOGIN")
         if READER not in roles:
             conn.execute(f"CREATE ROLE {READER} LOGIN")
+        conn.execute(
+            sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                sql.Identifier(READER), sql.Literal(password)
+            )
+        )
         conn.execute(f"ALTER ROLE {READER} SET default_transaction_read_only = on")
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
             conn.execute(f"CREATE DATABASE {DATABASE} OWNER {OWNER}")
-    with psycopg.connect(server.url(SYSTEM_USER), autocommit=True) as conn:
+    _write_passfile(server, password)
+    with psycopg.connect(server.socket_url(SYSTEM_USER), autocommit=True) as conn:
         conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         conn.execute(f"REVOKE ALL ON DATABASE {DATABASE} FROM PUBLIC")
         conn.execute(f"GRANT CONNECT ON DATABASE {DATABASE} TO {READER}")
 
 
+def _write_passfile(server: Server, password: str) -> None:
+    """The reader's password where libpq reads it (``passfile=``), readable by its owner only
+    (libpq ignores a passfile others can read)."""
+    line = f"127.0.0.1:{server.port}:{DATABASE}:{READER}:{password}\n"
+    server.passfile.unlink(missing_ok=True)
+    fd = os.open(server.passfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(line)
+
+
 def load(server: Server, seeds: list[int]) -> list[str]:
-    """Load each seed's bank (as the owner) and let the reader SELECT from it."""
+    """Load each seed's bank (as the owner, over the socket) and let the reader SELECT."""
     from evals.tasks.sql.build import load_postgres
 
-    return [load_postgres(server.url(OWNER), seed, READER) for seed in seeds]
+    return [load_postgres(server.socket_url(OWNER), seed, READER) for seed in seeds]
 
 
 def stop(root: Path = ROOT, wait_s: float = 60.0) -> bool:
@@ -182,6 +230,7 @@ def stop(root: Path = ROOT, wait_s: float = 60.0) -> bool:
     )  # fmt: skip
     (root / "server.json").unlink(missing_ok=True)
     (root / "url").unlink(missing_ok=True)
+    (root / "pgpass").unlink(missing_ok=True)
     return done.returncode == 0
 
 

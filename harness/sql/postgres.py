@@ -1,8 +1,15 @@
 """PostgreSQL, read-only: every statement in a READ ONLY transaction (``BEGIN READ ONLY``), one
-command at a time (the extended protocol), as whatever role the URL names (``make
-serve-postgres`` gives one that may only SELECT), under ``statement_timeout``. Each statement
-gets its own connection, so parallel calls run side by side; the transaction is rolled back
-after it."""
+command at a time (the extended protocol), under ``statement_timeout``, through a server-side
+cursor (only the rows kept cross to this process; the rest are counted by the server). Each
+statement gets its own connection, so parallel calls run side by side; the transaction is
+rolled back after it.
+
+A read-only transaction stops writes to tables, not what a privileged role can do from a
+SELECT (``COPY ... TO PROGRAM``, ``pg_read_file``, ``lo_export``): on its first connection the
+tool refuses a role that is a superuser, may create roles, holds a server-file role
+(``pg_read_server_files``, ``pg_write_server_files``, ``pg_execute_server_program``) or
+``pg_write_all_data``, or may write to a table or create in the schema, naming the privilege.
+``make serve-postgres`` gives a role that may only SELECT."""
 
 from __future__ import annotations
 
@@ -59,9 +66,45 @@ def public_url(url: str) -> str:
     if parts.password is not None:
         host = netloc.rsplit("@", 1)[1]
         netloc = f"{parts.username}@{host}" if parts.username else host
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-             if k.lower() != "password"]  # fmt: skip
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), parts.fragment))
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = parts.query
+    if any(k.lower() == "password" for k, _ in pairs):
+        query = urlencode([(k, v) for k, v in pairs if k.lower() != "password"], safe="/")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+# What a role must not hold to be used here: a name for each privilege, and the SQL that says
+# whether the connected role holds it (%(schema)s: the bank's schema).
+_PRIVILEGES = {
+    "superuser": "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+    "CREATEROLE (it can grant itself any role)":
+        "SELECT rolcreaterole FROM pg_roles WHERE rolname = current_user",
+    **{
+        f"membership of {role}": f"SELECT pg_has_role(current_user, '{role}', 'MEMBER')"
+        for role in ("pg_read_server_files", "pg_write_server_files",
+                     "pg_execute_server_program", "pg_write_all_data")
+    },
+    "CREATE on the schema": "SELECT has_schema_privilege(%(schema)s, 'CREATE')",
+    "a write privilege on a table (INSERT, UPDATE, DELETE or TRUNCATE)": """
+        SELECT EXISTS (
+          SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'p')
+            AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
+                 OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE')))
+    """,
+}  # fmt: skip
+CURSOR = "loopbench_rows"
+# What a cursor can run (DECLARE ... CURSOR FOR takes a query only), and the first words of
+# statements that would write: refused as writes, as a read-only transaction refused them.
+_QUERY_WORDS = frozenset({"select", "with", "values", "table", "("})
+_WRITE_WORDS = frozenset(
+    {"insert", "update", "delete", "merge", "create", "drop", "alter", "truncate", "copy",
+     "grant", "revoke", "set", "reset", "commit", "begin", "start", "rollback", "end", "abort",
+     "lock", "vacuum", "analyze", "cluster", "reindex", "refresh", "call", "do", "comment",
+     "security", "import", "prepare", "execute", "deallocate", "discard", "load", "notify",
+     "listen", "checkpoint", "savepoint", "release", "declare", "fetch", "move", "close"}
+)  # fmt: skip
+_FIRST_WORD = re.compile(r"\s*(\(|[A-Za-z_]+)")
 
 
 class PostgresDatabase:
@@ -75,6 +118,7 @@ class PostgresDatabase:
         self.url = url
         self.schema = schema or "public"
         self._tables: list[Table] | None = None
+        self._role_checked = False
 
     @property
     def name(self) -> str:
@@ -90,7 +134,30 @@ class PostgresDatabase:
                 f"the database at {public_url(self.url)} cannot be reached: {exc}"
             ) from exc
         conn.read_only = True  # BEGIN READ ONLY for every transaction of this connection
+        if not self._role_checked:
+            try:
+                self.check_role(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._role_checked = True
         return conn
+
+    def check_role(self, conn: Any) -> None:
+        """Refuse the connected role if it holds anything beyond reading (``_PRIVILEGES``)."""
+        held = [
+            name
+            for name, query in _PRIVILEGES.items()
+            if conn.execute(query, {"schema": self.schema}).fetchone()[0]
+        ]
+        conn.rollback()
+        if held:
+            role = conn.info.user
+            raise SQLError(
+                f"the role {role!r} at {public_url(self.url)} holds {'; '.join(held)}: this "
+                "tool runs a model's SQL and connects only as a role that may read and nothing "
+                "more (make serve-postgres makes one, loopbench_reader; see docs/sql.md)"
+            )
 
     def tables(self) -> list[Table]:
         """From the catalogue itself (information_schema hides constraints from a role that
@@ -127,16 +194,19 @@ class PostgresDatabase:
                     # A query first, so that SET TRANSACTION READ WRITE comes too late and is
                     # refused by the server ("must be called before any query").
                     cur.execute("SELECT 1")
-                    # With parameters (none), the statement goes out in the extended protocol,
-                    # in which the server refuses more than one command: nothing can follow a
+                with conn.cursor(name=CURSOR) as rows_cursor:
+                    # A server-side cursor (DECLARE ... CURSOR FOR the statement): only the
+                    # rows kept are fetched; MOVE counts the rest in the server. With
+                    # parameters (none), the statement goes out in the extended protocol, in
+                    # which the server refuses more than one command: nothing can follow a
                     # COMMIT. Only the driver's placeholder mark is escaped.
-                    cur.execute(sql.replace("%", "%%").encode("utf-8"), ())
-                    if cur.description is None:
-                        columns, rows, total = [], [], 0
-                    else:
-                        columns = [d.name for d in cur.description]
-                        rows = cur.fetchmany(keep)
-                        total = max(cur.rowcount, len(rows))
+                    rows_cursor.execute(sql.replace("%", "%%"), ())
+                    columns = [d.name for d in rows_cursor.description or []]
+                    rows = rows_cursor.fetchmany(keep)
+                    moved = conn.execute(
+                        pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(CURSOR))
+                    )
+                    total = len(rows) + max(moved.rowcount, 0)
             except psycopg.Error as exc:
                 raise self._error(exc, sql, timeout_s) from exc
             finally:
@@ -156,8 +226,19 @@ class PostgresDatabase:
                 hint="Filter or aggregate so it reads fewer rows, or add a LIMIT.",
                 timed_out=True,
             )
-        if isinstance(exc, (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege)) or (
-            isinstance(exc, errors.ActiveSqlTransaction) and "read-write" in message
+        first = _FIRST_WORD.match(sql)
+        word = first[1].lower() if first else ""
+        if isinstance(exc, errors.SyntaxError) and word not in _QUERY_WORDS:
+            return SQLError(
+                f"{word.upper() or 'that'} is not a query: only a query (SELECT, WITH ... "
+                "SELECT, VALUES or TABLE) runs here, and the database is read-only",
+                refused_write=word in _WRITE_WORDS,
+                hint="Only SELECT statements can run here.",
+            )
+        if (
+            isinstance(exc, (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege))
+            or (isinstance(exc, errors.ActiveSqlTransaction) and "read-write" in message)
+            or (isinstance(exc, errors.FeatureNotSupported) and "data-modifying" in message)
         ):
             return SQLError(
                 f"{message}: the database is read-only", refused_write=True,
