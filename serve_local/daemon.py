@@ -35,13 +35,49 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def running(name: str) -> tuple[int, int] | None:
-    """(pid, port) of the server started under ``name``, if it is still alive."""
+def identity(pid: int) -> tuple[str, str] | None:
+    """(start time, command line) of process ``pid``, as the kernel gives them; None if it
+    is gone. The start time (clock ticks since boot) tells a process from a later one that
+    reuses its pid."""
     try:
-        pid, port = (int(x) for x in _pid_file(name).read_text().split()[:2])
-    except (FileNotFoundError, ValueError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None if not _alive(pid) else _ps_identity(pid)
+    started = stat.rsplit(")", 1)[1].split()[19]  # field 22; the name may hold spaces
+    return started, command.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def _ps_identity(pid: int) -> tuple[str, str] | None:
+    """Where there is no /proc: ps's start time and command line."""
+    done = subprocess.run(
+        ["ps", "-p", str(pid), "-o", "lstart=", "-o", "command="],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    line = done.stdout.strip()
+    return (line[:24], line[24:].strip()) if done.returncode == 0 and line else None
+
+
+def running(name: str) -> tuple[int, int] | None:
+    """(pid, port) of the server started under ``name``, if it is still alive and is still
+    the process that was started (not another that took its pid since)."""
+    try:
+        saved = json.loads(_pid_file(name).read_text())
+        pid, port = int(saved["pid"]), int(saved["port"])
+        launched = (str(saved["started"]), str(saved["command"]))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
-    return (pid, port) if _alive(pid) else None
+    found = identity(pid)
+    if found is None:
+        return None
+    if found != launched:
+        print(
+            f"{name}: {_pid_file(name)} names pid {pid}, which is now another process "
+            f"({found[1][:80]!r}); it is left alone and the stale file removed"
+        )
+        _pid_file(name).unlink(missing_ok=True)
+        return None
+    return pid, port
 
 
 def health(port: int, host: str = "127.0.0.1") -> int | None:
@@ -110,7 +146,10 @@ def start(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    _pid_file(name).write_text(f"{proc.pid} {port}\n")
+    launched = identity(proc.pid)
+    started, command = launched if launched is not None else ("", "")
+    record = {"pid": proc.pid, "port": port, "started": started, "command": command}
+    _pid_file(name).write_text(json.dumps(record) + "\n")
     deadline = time.monotonic() + timeout_s
     last_note = time.monotonic()
     while time.monotonic() < deadline:
@@ -133,6 +172,8 @@ def start(
 
 
 def stop(name: str) -> bool:
+    """Stop the server started under ``name``: only the process that was launched, checked
+    by its start time and command line before any signal is sent."""
     current = running(name)
     if current is None:
         _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone

@@ -168,3 +168,33 @@ def test_named_servers_run_side_by_side(tmp_path: Path) -> None:
         httpx.get(f"http://127.0.0.1:{first}/health", timeout=2)
     planned = run_make("-n", "serve-local", "NAME=second", "PORT=8002", run_dir=run_dir)
     assert "serve_local.daemon start second 8002 " in planned.stdout
+
+
+@pytest.mark.parametrize("form", ["old", "another command", "another start"])
+def test_make_stop_leaves_alone_a_process_that_reused_the_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    """The pid file names a process that is not the server that was started (its pid reused):
+    stop sends it nothing, and drops the stale file."""
+    from serve_local import daemon
+
+    monkeypatch.setattr(daemon, "RUN_DIR", tmp_path)
+    bystander = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        started, command = daemon.identity(bystander.pid) or ("", "")
+        saved = {
+            "old": f"{bystander.pid} 8000\n",
+            "another command": json.dumps({"pid": bystander.pid, "port": 8000,
+                                           "started": started, "command": "python -m serve_local"}),
+            "another start": json.dumps({"pid": bystander.pid, "port": 8000,
+                                         "started": "1", "command": command}),
+        }[form]  # fmt: skip
+        (tmp_path / "local.pid").write_text(saved)
+        assert daemon.stop("local") is False
+        assert bystander.poll() is None, "an unrelated process was signalled"
+        assert not (tmp_path / "local.pid").exists()
+        if form != "old":
+            assert "now another process" in capsys.readouterr().out
+    finally:
+        bystander.kill()
+        bystander.wait()
