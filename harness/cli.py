@@ -16,6 +16,7 @@ from harness.approvals import NotPending, approve, reject
 from harness.cancel import CancelToken
 from harness.client import base_url_from_env
 from harness.config import LoopConfig
+from harness.display import printable
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
 from harness.policies.presets import (
@@ -147,7 +148,7 @@ async def _drive(state: RunState, args: argparse.Namespace, config: LoopConfig) 
 
 
 def _show_progress(tool_name: str, label: str) -> None:
-    print(f"   {tool_name}: {label}", flush=True)
+    print(f"   {tool_name}: {printable(label)}", flush=True)
 
 
 def _summary_line(label: str, state: RunState) -> str:
@@ -165,9 +166,9 @@ def _print(state: RunState, as_json: bool) -> None:
     label = f"{state.meta.get('scenario') or 'task'}, cap {state.meta['config']['max_turns']}"
     print(_summary_line(label, state))
     if state.answer is not None:
-        print(f'   answer: "{state.answer}"')
+        print(f'   answer: "{printable(state.answer)}"')
     if state.error:
-        print(f"   error: {state.error}")
+        print(f"   error: {printable(state.error)}")
     if state.interruption:
         print(f"   interruption: {json.dumps(state.interruption)}")
     if state.child_cost_usd:

@@ -40,3 +40,44 @@ def test_nothing_outside_serve_local_calls_a_private_method_of_its_backends() ->
             ):
                 reached.append(f"{Path(path).relative_to(ROOT)}:{node.lineno} {node.attr}")
     assert reached == []
+
+
+def test_model_text_in_a_cell_is_neither_markup_nor_terminal_control() -> None:
+    from evals.report.markdown import cell
+
+    answer = '<img src=x onerror="alert(1)"> a | b & c\x1b[2J\x1b]0;pwned\x07\r\nnext'
+    text = cell(answer)
+    assert "<" not in text and "\x1b" not in text and "\x07" not in text
+    assert text == (
+        '&lt;img src=x onerror="alert(1)"> a \\| b &amp; c\\x1b[2J\\x1b]0;pwned\\x07\\r next'
+    )
+    assert cell("read_all e1: ✓ -> ✗") == "read_all e1: ✓ -> ✗"
+
+
+def test_an_answer_with_html_lands_escaped_in_the_run_summary() -> None:
+    from evals.run.records import summary_markdown
+    from tests.helpers import run_record
+
+    record = run_record(task_id="t1", answer="<script>alert(1)</script> errors.log")
+    summary = {"model": "m", "model_sha256": "0", "backend": "b", "loop": {}, "turns": 1,
+               "tool_runs": 0, "wall_ms": 1.0, "mean_turn_ms": None, "correct": 0, "runs": 1,
+               "cost_usd": 0.0}  # fmt: skip
+    text = summary_markdown("run.jsonl", summary, [record])
+    assert "<script>" not in text and "&lt;script>alert(1)&lt;/script> errors.log" in text
+
+
+def test_control_characters_in_model_text_are_shown_escaped_in_the_terminal() -> None:
+    from harness.display import printable
+
+    assert printable("ok\x1b[2J\x1b]0;title\x07\r done\n\tnext\x9b\u2028") == (
+        "ok\\x1b[2J\\x1b]0;title\\x07\\r done\n\tnext\\x9b\\u2028"
+    )
+
+
+def test_an_evals_progress_line_shows_model_text_escaped() -> None:
+    from evals.run.progress import Progress
+
+    shown: list[str] = []
+    with Progress(total=1, echo=shown.append) as progress:
+        progress.finished('files6-01 e1: ✗ answer="\x1b[2J\x1b]0;pwned\x07"')
+    assert "\x1b" not in shown[0] and '"\\x1b[2J\\x1b]0;pwned\\x07"' in shown[0]

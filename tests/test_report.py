@@ -468,3 +468,22 @@ def test_bfcl_runs_get_a_section_by_category(runs: Path, tmp_path: Path) -> None
     assert cells[2].startswith("1")
     assert "published: Qwen2.5-1.5B-Instruct (FC)" in section
     assert main(["view", str(runs), "--bfcl", str(tmp_path / "none"), "--out", str(out)]) == 1
+
+
+def test_a_corrupt_state_file_is_named_and_the_report_still_written(
+    scripted_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _eval(scripted_url, tmp_path / "runs", "scripted:oracle")
+    first, second = read_records(run)[:2]
+    broken = kept_file(run, f"{first['run_id']}.json")
+    assert broken is not None
+    broken.write_text('{"run_id": "cut sho')
+    wrong = kept_file(run, f"{second['run_id']}.json")
+    assert wrong is not None
+    wrong.write_text("[1, 2]")
+    out = tmp_path / "report.html"
+    assert main(["view", str(tmp_path / "runs"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{broken}: not a readable run state" in err and f"{wrong}: not a readable" in err
+    html = out.read_text()
+    assert first["task_id"] in html and second["task_id"] in html

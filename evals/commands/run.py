@@ -16,6 +16,7 @@ from evals.run.settings import resumed_settings
 from evals.solvers import SOLVERS
 from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
+from harness.display import printable
 from harness.policies.presets import add_policy_flags, policy_from_args, preset_limits
 from harness.providers import APIS, base_url_for
 from harness.tool_errors import TOOL_ERROR_POLICIES
@@ -189,4 +190,4 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def echo(line: str) -> None:
-    print(line, flush=True)
+    print(printable(line), flush=True)

@@ -6,16 +6,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from harness.display import printable
+
 
 def cell(value: Any) -> str:
-    """A value as cell text. A pipe would end the cell and a newline the row: both are escaped
-    here and nowhere else, so callers pass plain text."""
+    """A value as cell text. A pipe would end the cell and a newline the row, and HTML in a
+    model's answer would be markup wherever the Markdown is shown: all are escaped here and
+    nowhere else, so callers pass plain text."""
     if isinstance(value, float):
         text = f"{value:.6f}" if abs(value) < 1 else f"{value:,.2f}"
     elif isinstance(value, (list, dict)):
         text = json.dumps(value)
     else:
         text = str(value)
+    # "<" and "&" are what start markup; ">" alone cannot, and our own "->" stays readable.
+    text = printable(text).replace("&", "&amp;").replace("<", "&lt;")
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 

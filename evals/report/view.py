@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,15 +160,32 @@ def _timings(records: list[TurnRecord]) -> list[Timing | None]:
     return found
 
 
+def _kept_state(path: Path) -> RunState | None:
+    """The run state kept in ``path``; None, with a warning naming the file, if it cannot be
+    read (truncated, not JSON, not a state)."""
+    try:
+        data = json.loads(read_text(path))
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON object was expected, not {type(data).__name__}")
+        return RunState.from_dict(data)
+    except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        print(
+            f"evals view: {path}: not a readable run state ({exc.__class__.__name__}: {exc}); "
+            "its task is shown from its record alone",
+            file=sys.stderr,
+        )
+        return None
+
+
 def transcript(run: Run, index: int, number: int, record: RunRecord) -> Transcript:
     """One task run's transcript: from its state file when one was kept, else its record."""
     state_file = kept_file(run.path, f"{record.run_id}.json") if record.run_id else None
-    # A task that never ran (the server had gone) kept no state: its record alone is shown.
-    state = (
-        RunState.from_dict(json.loads(read_text(state_file)))
-        if state_file
-        else new_run(record.model, record.question)
-    )
+    # A task that never ran (the server had gone) kept no state, and a state file that cannot
+    # be read is passed over with a warning: either way its record alone is shown.
+    state = _kept_state(state_file) if state_file else None
+    if state is None:
+        state_file = None
+        state = new_run(record.model, record.question)
     results = {m.get("tool_call_id", ""): m for m in state.messages if m["role"] == "tool"}
     timings = _timings(state.turn_records)
     turns: list[Turn] = []

@@ -10,6 +10,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from harness.display import printable
+
 
 class Progress:
     def __init__(
@@ -27,6 +29,8 @@ class Progress:
         )
 
     def line(self, text: str) -> None:
+        """One line to the terminal; the model's text in it is shown, never obeyed."""
+        text = printable(text)
         if self.bar is not None:
             self.bar.write(text)
         else:
