@@ -146,9 +146,9 @@ def start(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    launched = identity(proc.pid)
-    started, command = launched if launched is not None else ("", "")
-    record = {"pid": proc.pid, "port": port, "started": started, "command": command}
+    # What the pid file names: this process, by its start time and command line.
+    started, command_line = identity(proc.pid) or ("", "")
+    record = {"pid": proc.pid, "port": port, "started": started, "command": command_line}
     _pid_file(name).write_text(json.dumps(record) + "\n")
     deadline = time.monotonic() + timeout_s
     last_note = time.monotonic()
