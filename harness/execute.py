@@ -49,7 +49,7 @@ def record(
     outcome: ToolOutcome,
     content: str,
     recorder: Recorder,
-    cap_bytes: int = LoopConfig.tool_result_cap_bytes,
+    cap_bytes: int,
 ) -> None:
     """Save one answer the moment it exists, in call order, then trace it; an answer longer
     than ``cap_bytes`` is cut, and the trace says by how much."""
