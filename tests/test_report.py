@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evals.cli import main
+from evals.errors import EvalError
 from evals.report.compare import load_runs
 from evals.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from evals.report.stats import wilson
@@ -487,3 +488,19 @@ def test_a_corrupt_state_file_is_named_and_the_report_still_written(
     assert f"{broken}: not a readable run state" in err and f"{wrong}: not a readable" in err
     html = out.read_text()
     assert first["task_id"] in html and second["task_id"] in html
+
+
+def test_a_corrupt_run_file_is_named_left_out_and_the_report_still_written(
+    scripted_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "runs"
+    good = _eval(scripted_url, folder, "scripted:oracle")
+    bad = folder / "cut.jsonl"
+    bad.write_text(good.read_text().splitlines()[0] + "\n" + '{"task_id": "cut sho\n')
+    out = tmp_path / "report.html"
+    assert main(["view", str(folder), "--out", str(out)]) == 0
+    assert f"{bad}, line 2: not a JSON record" in capsys.readouterr().err
+    assert "scripted:oracle" in out.read_text()
+    # Where one run is all there is to read, an unreadable one is still an error.
+    with pytest.raises(EvalError, match=r"cut\.jsonl, line 2"):
+        load_runs([bad])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.errors import RunFileError
 from evals.report.markdown import table as markdown_table
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
 from evals.run.record import RunRecord, read_runs
@@ -30,11 +32,19 @@ class Run:
         return accuracy(self.records)
 
 
-def load_runs(paths: Sequence[Path]) -> list[Run]:
+def load_runs(paths: Sequence[Path], skip_unreadable: bool = False) -> list[Run]:
+    """The runs in ``paths``; a run file that cannot be read is an error naming it, or, with
+    ``skip_unreadable`` (a report over many runs), left out with a warning naming it."""
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for path in run_files(paths):
-        records = read_runs(path)
+        try:
+            records = read_runs(path)
+        except RunFileError as exc:
+            if not skip_unreadable:
+                raise
+            print(f"warning: {exc}; that run is left out", file=sys.stderr)
+            continue
         if not records:
             continue
         summary = summarize(records)

@@ -380,7 +380,7 @@ def bfcl_view(folder: Path | None) -> BfclView | None:
 
 
 def render(paths: Sequence[Path], focus: Sequence[Path] = (), bfcl: Path | None = None) -> str:
-    runs = load_runs(paths)
+    runs = load_runs(paths, skip_unreadable=True)
     made = board(runs, focus)
     transcripts: dict[int, list[Transcript]] = {}
     for section in made.sections:
