@@ -69,14 +69,20 @@ def history_with_arguments(arguments: str) -> list[dict[str, Any]]:
     ]
 
 
+def _sent(body: Any) -> dict[str, Any]:
+    """A body as a client sends it: raw text declared as JSON (an undeclared body is refused
+    before it is read, tests/test_server_limits.py)."""
+    if isinstance(body, str):
+        return {"content": body, "headers": {"Content-Type": "application/json"}}
+    return {"json": body}
+
+
 def _chat(url: str, body: Any) -> httpx.Response:
-    kwargs: dict[str, Any] = {"content": body} if isinstance(body, str) else {"json": body}
-    return httpx.post(f"{url}/chat/completions", timeout=300, **kwargs)
+    return httpx.post(f"{url}/chat/completions", timeout=300, **_sent(body))
 
 
 def _messages(url: str, body: Any) -> httpx.Response:
-    kwargs: dict[str, Any] = {"content": body} if isinstance(body, str) else {"json": body}
-    return httpx.post(f"{url.removesuffix('/v1')}/v1/messages", timeout=300, **kwargs)
+    return httpx.post(f"{url.removesuffix('/v1')}/v1/messages", timeout=300, **_sent(body))
 
 
 def chat_cases(model: str) -> list[tuple[str, Any, str]]:
