@@ -61,10 +61,20 @@ def _fields(value: Any) -> dict[str, Any]:
 def load(state_dir: str | Path, run_id: str) -> RunState:
     path = state_path(state_dir, run_id)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise StateFileError(f"{path}: no saved run {run_id!r} here") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise StateFileError(f"{path}: the state file is corrupt ({exc})") from exc
+    return parse(text, path)
+
+
+def parse(text: str, path: Path) -> RunState:
+    """The run state in ``text``, read from ``path``; StateFileError naming the file if it is
+    not one this harness reads."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise StateFileError(f"{path}: the state file is corrupt ({exc})") from exc
     if not isinstance(data, dict):
         raise StateFileError(f"{path}: the state file is corrupt (not a JSON object)")

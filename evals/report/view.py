@@ -30,6 +30,7 @@ from evals.report.svg import Point, histogram, scatter
 from evals.run.record import RunRecord
 from evals.run.records import kept_file, read_text, run_files
 from evals.run.status import is_error
+from harness.persist import StateFileError, parse
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
 
@@ -164,14 +165,14 @@ def _kept_state(path: Path) -> RunState | None:
     """The run state kept in ``path``; None, with a warning naming the file, if it cannot be
     read (truncated, not JSON, not a state)."""
     try:
-        data = json.loads(read_text(path))
-        if not isinstance(data, dict):
-            raise TypeError(f"a JSON object was expected, not {type(data).__name__}")
-        return RunState.from_dict(data)
-    except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        return parse(read_text(path), path)
+    except (OSError, EOFError, ValueError, StateFileError) as exc:
+        # StateFileError names the file itself; one that cannot be read at all (a truncated
+        # gzip, bytes that are not UTF-8) does not.
+        why = str(exc).removeprefix(f"{path}: ")
         print(
-            f"evals view: {path}: not a readable run state ({exc.__class__.__name__}: {exc}); "
-            "its task is shown from its record alone",
+            f"evals view: {path}: not a readable run state ({why}); its task is shown from "
+            "its record alone",
             file=sys.stderr,
         )
         return None
