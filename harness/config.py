@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from harness.policies.registry import settings_of
 from harness.prices import Prices
 from harness.tool_errors import ToolErrorPolicy
 
@@ -41,8 +42,6 @@ class LoopConfig:
     policy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from harness.policies.registry import settings_of
-
         self.policy = settings_of(self.policy)
 
     @classmethod

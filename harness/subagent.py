@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.config import LoopConfig
+from harness.loop import run_loop
 from harness.providers import provider
 from harness.state import new_run
 from harness.tools import Tool, ToolContext, default_tools
@@ -20,8 +21,6 @@ def research_tool(base_url: str, child_model: str, child_config: LoopConfig, *, 
     ``harness.providers`` names it), never its budget."""
 
     async def research(args: dict[str, Any], ctx: ToolContext) -> str:
-        from harness.loop import run_loop  # the loop imports tools; avoid the cycle at import
-
         question = str(args.get("question") or "")
         child = new_run(child_model, question, system=RESEARCH_SYSTEM)
         async with provider(api, base_url) as client:

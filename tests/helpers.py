@@ -8,7 +8,10 @@ from typing import Any
 
 import httpx
 
-from evals.run.record import RunRecord
+from evals.record import RunRecord, RunSpec, WorkspaceData
+from evals.run.recorder import task_record
+from evals.tasks import Task
+from harness.state import RunState
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -95,7 +98,37 @@ def tool_with(parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_record(**fields: Any) -> RunRecord:
-    """A run record with what a test names and plain values for the rest."""
+    """A run record with what a test names and plain values for the rest: what ran (``model``,
+    ``label``, ``policy``...) goes to its spec, a ``database`` or an ``audit`` makes it a task
+    run on the database."""
+    spec = {k: fields.pop(k) for k in list(fields) if k in RunSpec.model_fields}
+    kept: dict[str, Any] = {k: fields.pop(k) for k in ("database", "audit") if k in fields}
+    environment = {"name": "database", **kept} if kept else {"name": "workspace"}
     return RunRecord.model_validate(
-        {"model": "m", "question": "q", "status": "completed", **fields}
+        {
+            "spec": {"model": "m", **spec},
+            "environment": environment,
+            "question": "q",
+            "status": "completed",
+            **fields,
+        }
+    )
+
+
+def record_of(state: RunState, model: str = "m", question: str = "q") -> RunRecord:
+    """The record the runner builds of ``state``, a workspace task's run that no check scores."""
+    task = Task.model_validate(
+        {"id": "t", "question": question, "checks": [{"kind": "status", "value": "completed"}]}
+    )
+    return task_record(
+        spec=RunSpec(model=model),
+        environment=WorkspaceData(),
+        task=task,
+        epoch=1,
+        seed=None,
+        state=state,
+        checks=[],
+        trace_path=None,
+        answered_by=[],
+        server_software="",
     )

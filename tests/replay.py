@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from evals.record import RunRecord, read_runs
 from evals.tasks import Task, TaskSet, load_tasks
 from harness import tools
 from harness.approvals import reject
@@ -117,33 +118,32 @@ def task_set(name: str) -> TaskSet:
     return load_tasks(ROOT / TASK_SETS[name])
 
 
-def committed_runs() -> list[tuple[str, dict[str, Any], dict[str, Any], Task]]:
+def committed_runs() -> list[tuple[str, RunRecord, dict[str, Any], Task]]:
     """(key, record, state, task) of every committed run of a task set still in the repo."""
     found = []
     for path in sorted((ROOT / "results" / "runs").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            if record.get("task_set") not in TASK_SETS or not record.get("trace_path"):
+        for record in read_runs(path):
+            if record.spec.task_set not in TASK_SETS or not record.trace_path:
                 continue
-            state_file = ROOT / str(record["trace_path"]).replace(".trace.jsonl", ".json")
+            state_file = ROOT / str(record.trace_path).replace(".trace.jsonl", ".json")
             if not state_file.exists():
                 continue
-            tasks = {t.id: t for t in task_set(record["task_set"]).tasks}
-            if record["task_id"] not in tasks:
+            tasks = {t.id: t for t in task_set(record.spec.task_set).tasks}
+            if record.task_id not in tasks:
                 continue
             state = json.loads(state_file.read_text(encoding="utf-8"))
             key = f"{path.stem}/{state['run_id']}"
-            found.append((key, record, state, tasks[record["task_id"]]))
+            found.append((key, record, state, tasks[record.task_id]))
     return found
 
 
-def cases() -> list[tuple[str, dict[str, Any], dict[str, Any], Task, dict[str, Any]]]:
+def cases() -> list[tuple[str, RunRecord, dict[str, Any], Task, dict[str, Any]]]:
     """(key, record, state, task, policy settings): each run under its own policy, and the
     first run of each file under every preset."""
     out = []
     seen_files: dict[str, int] = {}
     for key, record, state, task in committed_runs():
-        own = (record.get("policy") or {}).get("settings") or {}
+        own = record.spec.policy.settings if record.spec.policy else {}
         out.append((f"{key}:own", record, state, task, own))
         stem = key.split("/")[0]
         if seen_files.get(stem, 0) < SAMPLE_PER_FILE:
@@ -154,9 +154,9 @@ def cases() -> list[tuple[str, dict[str, Any], dict[str, Any], Task, dict[str, A
 
 
 async def replay_case(
-    record: dict[str, Any], state: dict[str, Any], task: Task, settings: dict[str, Any]
+    record: RunRecord, state: dict[str, Any], task: Task, settings: dict[str, Any]
 ) -> list[str]:
-    max_turns = int((record.get("loop") or {}).get("max_turns") or 8)
+    max_turns = int((record.spec.loop or {}).get("max_turns") or 8)
     with tempfile.TemporaryDirectory() as scratch:
         return await replay(state, task, config_for(settings, max_turns), Path(scratch))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evals.run.record import RunRecord
+from evals.record import RunRecord
 from evals.studies.serving import PARTS, peer, scale
 from evals.studies.serving.common import server_process
 from tests.helpers import run_record

@@ -29,7 +29,7 @@ from evals.bfcl.bridge import Checker, bfcl_python
 from evals.bfcl.items import Item, function_name
 from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.errors import EvalError
-from evals.run.records import read_records
+from evals.record import read_records
 from serve_local.inprocess import running_server
 
 needs_bfcl = pytest.mark.skipif(

@@ -22,7 +22,7 @@ from evals.bfcl.bridge import Checker, bfcl_python
 from evals.bfcl.items import MULTI_TURN
 from evals.bfcl.multi import Entry
 from evals.errors import EvalError
-from evals.run.records import read_records
+from evals.record import read_records
 from serve_local.inprocess import running_server
 
 needs_bfcl = pytest.mark.skipif(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from evals.bfcl.paired import CALLS_TOGETHER, markdown, pair_runs
-from evals.bfcl.record import ItemRecord
 from evals.cli import main
+from evals.record.bfcl import ItemRecord
 from evals.report.stats import PairingError
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evals.record import PolicyRecord
 from evals.report.board import MATRIX_RUNS, board, configuration
 from evals.report.compare import Run
-from evals.run.record import PolicyRecord, RunRecord
-from evals.run.records import summarize
+from evals.report.summary import summarize
 from serve_local.catalogue import DEFAULT_NAME
+from tests.helpers import run_record
 
 SMALL, TINY = "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"
 TASKS = [f"t{i:02d}" for i in range(20)]
@@ -30,7 +31,7 @@ def run(
 ) -> Run:
     """A run of 20 tasks, the first ``right`` of them right."""
     records = [
-        RunRecord(
+        run_record(
             label=label,
             model=model,
             policy=PolicyRecord(name=policy, settings={}) if solver == "agent" else None,

@@ -12,7 +12,6 @@ import jsonschema
 import openai
 import pytest
 
-from evals.run.records import task_record
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
@@ -24,6 +23,7 @@ from serve_local.backends.transformers import TransformersBackend
 from serve_local.callshape import call_spans
 from serve_local.models import QWEN_CODER, SMOLLM2, resolve
 from serve_local.toolcalls import SCHEMA_KEYWORDS
+from tests.helpers import record_of
 from tests.models_fixtures import model_server
 
 TOOLS = [t.spec() for t in default_tools()]
@@ -185,15 +185,7 @@ async def test_without_the_grammar_refused_calls_are_reported_and_counted(
         state = new_run(QWEN_CODER, question, system=SYSTEM_PROMPT)
         async with ProviderClient(unconstrained) as client:
             await run_loop(state, client, default_tools(), workspace, LoopConfig.of(max_turns=1))
-        record = task_record(
-            context={"model": QWEN_CODER},
-            task_id="t",
-            question=question,
-            epoch=1,
-            state=state,
-            checks=[],
-            trace_path=None,
-        )
+        record = record_of(state, QWEN_CODER, question)
         turn_refused = [r for t in state.turn_records for r in t.refused_calls or []]
         assert record.refused_calls == len(turn_refused)
         counted += record.refused_calls

@@ -15,7 +15,7 @@ import pytest
 from evals import environments
 from evals.environments import Reading, Setup, environment_of, registry
 from evals.environments.base import scripted_calls
-from evals.run.record import RunRecord, read_runs
+from evals.record import OtherData, WorkspaceData, read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.checks import offerable_tools, stated
 from evals.studies import strategies
@@ -56,8 +56,8 @@ class _OpenedClock:
     def setup(self, task: Task) -> Setup:
         return Setup([CLOCK], INTRO, files={})
 
-    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
-        return {"database": "wall clock"}
+    def record(self, task: Task, state: RunState | None) -> OtherData:
+        return OtherData.model_validate({"name": "clock", "reading": "wall clock"})
 
 
 class ClockEnvironment:
@@ -73,10 +73,7 @@ class ClockEnvironment:
     def holds(self, task: Task) -> bool:
         return task.kind == "clock"
 
-    def wrote(self, record: RunRecord) -> bool:
-        return record.kind == "clock"
-
-    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _OpenedClock:
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _OpenedClock:
         self.opened.append([t.id for t in tasks])
         return _OpenedClock()
 
@@ -132,9 +129,12 @@ async def test_a_new_environment_is_one_object_and_one_registry_line(
     assert {t["function"]["name"] for b in clock_requests for t in b["tools"]} == {"read_clock"}
     assert INTRO in clock_requests[0]["messages"][0]["content"]
     assert records["clock"].tools_called == ["read_clock"] and records["clock"].correct
-    assert records["clock"].database == "wall clock"
+    assert records["clock"].environment == OtherData.model_validate(
+        {"name": "clock", "reading": "wall clock"}
+    )
+    assert environments.environment_of_record(records["clock"]) is clock
     # The other task ran on the workspace, as before.
-    assert records["files"].database is None and not records["files"].correct
+    assert records["files"].environment == WorkspaceData() and not records["files"].correct
     # The scorer: a call of its tool written as text is a call, not an answer.
     assert "read_clock" in offerable_tools()
     assert stated('{"name": "read_clock"}').strip() == ""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evals.errors import EvalError
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.settings import resumed_settings
 from evals.tasks import load_tasks
@@ -82,7 +82,7 @@ def test_a_killed_eval_keeps_its_finished_tasks_and_resume_runs_the_rest(
     assert [r["task_id"] for r in records] == TASK_IDS
     assert records[:3] == kept  # the finished tasks as they were, not run again
     assert all(r["correct"] for r in records)
-    assert {r["policy"]["name"] for r in records} == {"focused"}
+    assert {r["spec"]["policy"]["name"] for r in records} == {"focused"}
     assert not partial.exists()
     # Every task's state file is there, the resumed ones under the same eval id.
     states = sorted(p.name for p in (tmp_path / "oracle.runs").glob("*-e1.json"))
@@ -148,7 +148,7 @@ async def test_task_timeout_stops_one_task_and_the_eval_goes_on(
     assert [r["status"] for r in records] == ["interrupted", "interrupted"]
     assert all(r["interruption"]["type"] == "timeout" for r in records)
     assert all(r["wall_ms"] < 3000 for r in records)  # the 3 s scan never finished
-    assert records[0]["loop"]["task_timeout_s"] == 0.3
+    assert records[0]["spec"]["loop"]["task_timeout_s"] == 0.3
 
 
 def test_a_task_killed_in_flight_starts_a_trace_of_its_own_on_resume(
@@ -209,9 +209,9 @@ async def test_resume_refuses_records_made_with_another_setup(
     )  # fmt: skip
     kept = read_records(out)[:3]
     if field == "policy":
-        kept[0]["policy"]["settings"]["nudges"] = 5
+        kept[0]["spec"]["policy"]["settings"]["nudges"] = 5
     else:
-        kept[0][field] = value
+        kept[0]["spec"][field] = value
     partial = out.with_name(out.name + ".partial")
     partial.write_text("".join(json.dumps(r) + "\n" for r in kept))
     out.unlink()
@@ -236,7 +236,7 @@ async def test_resume_refuses_records_made_with_another_setup(
 )
 def test_a_malformed_eval_json_is_named_on_resume(tmp_path: Path, saved: str, why: str) -> None:
     from evals.errors import EvalError
-    from evals.run.records import task_folder
+    from evals.record import task_folder
 
     partial = tmp_path / "run.jsonl.partial"
     partial.write_text("")

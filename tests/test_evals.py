@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from evals.errors import EvalError
+from evals.record import RunRecord, read_records, read_runs
 from evals.report.compare import compare
-from evals.run.record import RunRecord, read_runs
-from evals.run.records import read_records, summarize
+from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.settings import resumed_settings
 from evals.scoring import score
@@ -36,7 +36,11 @@ def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSetti
 
 async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> None:
     lines: list[str] = []
-    out = await run_eval(settings(scripted_url, tmp_path, "scripted:oracle"), echo=lines.append)
+    out = await run_eval(
+        settings(scripted_url, tmp_path, "scripted:oracle"),
+        echo=lines.append,
+        summarize=summarize_run_file,
+    )
     records = read_records(out)
     assert [r["task_id"] for r in records] == [t.id for t in load_tasks().tasks]
     assert all(r["correct"] for r in records)
@@ -45,15 +49,13 @@ async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> No
     assert (summary["correct"], summary["accuracy"], summary["pass_k"]) == (6, 1.0, 1.0)
     assert (tmp_path / "scripted:oracle.summary.md").read_text().count("✓") == 6
     first = records[0]
+    for key in ["label", "model", "model_sha256", "backend", "base_url", "loop", "machine"]:
+        assert key in first["spec"], key
+    assert first["spec"]["task_set_hash"] == load_tasks().content_hash
+    assert first["environment"] == {"name": "workspace"}
     for key in [
         "run_id",
         "question",
-        "label",
-        "model",
-        "model_sha256",
-        "backend",
-        "base_url",
-        "loop",
         "epoch",
         "status",
         "interruption",
@@ -72,11 +74,10 @@ async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> No
         "checks",
         "correct",
         "trace_path",
-        "machine",
         "timestamp",
     ]:
         assert key in first, key
-    assert first["machine"]["cores"] == os.cpu_count()
+    assert first["spec"]["machine"]["cores"] == os.cpu_count()
     trace = Path(first["trace_path"])
     assert trace.parent == tmp_path / "scripted:oracle.runs"
     events = [json.loads(line) for line in trace.read_text().splitlines()]
@@ -365,7 +366,7 @@ async def test_paths_no_file_can_have_do_not_abort_the_eval(tmp_path: Path) -> N
 
 
 def test_calls_left_as_text_are_counted() -> None:
-    from evals.run.records import call_shaped_text
+    from evals.run.recorder import call_shaped_text
     from harness.state import new_run
 
     state = new_run("m", "How many files are there?")
@@ -409,7 +410,7 @@ def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_pa
     records = read_records(out)
     assert len(records) == 6
     for record in records:
-        policy = record["policy"]
+        policy = record["spec"]["policy"]
         assert policy["name"] == "focused+tool_choice,parallel_tool_calls"
         assert policy["settings"]["tools"] == "task"
         assert (policy["settings"]["tool_choice"], policy["settings"]["parallel_tool_calls"]) == (

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.adversaries import run_adversaries, weak
 from evals.tasks import DEFAULT_TASKS, load_tasks

@@ -18,8 +18,8 @@ import pytest
 
 from evals.cli import main
 from evals.errors import RunFileError
+from evals.record import kept_file, read_records, read_text
 from evals.report.inspect_export import INSTALL, ExportError, export
-from evals.run.records import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
 from serve_local.process import free_port
 from tests.helpers import ROOT
@@ -100,10 +100,10 @@ def test_every_sample_score_and_tool_call_comes_back(logs: Path, run_files: list
         records = read_records(run_file)
         log = _read(logs, run_file)
         assert log.samples is not None and len(log.samples) == len(records)
-        assert log.eval.model == records[0]["model"]
+        assert log.eval.model == records[0]["spec"]["model"]
         assert log.eval.metadata is not None
-        assert log.eval.metadata["policy"] == records[0]["policy"]
-        assert log.eval.metadata["task_set"] == records[0]["task_set"]
+        assert log.eval.metadata["policy"] == records[0]["spec"]["policy"]
+        assert log.eval.metadata["task_set"] == records[0]["spec"]["task_set"]
         assert "model_sha256" in log.eval.metadata and "servers" in log.eval.metadata
         assert log.results is not None
         accuracy = log.results.scores[0].metrics["accuracy"].value
@@ -118,14 +118,14 @@ def test_every_sample_score_and_tool_call_comes_back(logs: Path, run_files: list
             for check in record["checks"]:
                 verdict = "passed" if check["passed"] else "FAILED"
                 assert f"{verdict}: {check['check']}" in score.explanation
-            usage = sample.model_usage[record["model"]]
+            usage = sample.model_usage[record["spec"]["model"]]
             assert (usage.input_tokens, usage.output_tokens) == (
                 record["prompt_tokens"],
                 record["completion_tokens"],
             )
             assert sample.working_time == pytest.approx(record["wall_ms"] / 1000, abs=1e-3)
             assert sample.metadata["turn_latency_ms"] == record["turn_latency_ms"]
-            assert sample.metadata["policy"] == record["policy"]
+            assert sample.metadata["policy"] == record["spec"]["policy"]
             state = _state(run_file, record)
             assert len(sample.messages) == len(state["messages"])
             calls = [

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.errors import EvalError
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.studies.leaderboard import (
     Entrant,
     LeaderboardSettings,

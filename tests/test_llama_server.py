@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from harness.policies.presets import preset
 from serve_local import daemon, llama_server
@@ -81,8 +81,8 @@ async def test_the_eval_runs_against_it_unchanged(peer: str, tmp_path: Path) -> 
     assert [r["task_id"] for r in records] == ["timeout", "count"]
     for record in records:
         assert record["server_software"].startswith("llama.cpp llama-server b")
-        assert record["backend"] == "llama-server"
-        assert record["label"] == f"{QWEN_CODER}@llama-server"
+        assert record["spec"]["backend"] == "llama-server"
+        assert record["spec"]["label"] == f"{QWEN_CODER}@llama-server"
         assert record["answered_by"] == [peer]
         assert record["status"] in {"completed", "max_turns_exceeded"}  # no failure
         # two turns, and one more to conclude at the limit, each within the policy's cap

@@ -55,7 +55,7 @@ def test_model_text_in_a_cell_is_neither_markup_nor_terminal_control() -> None:
 
 
 def test_an_answer_with_html_lands_escaped_in_the_run_summary() -> None:
-    from evals.run.records import summary_markdown
+    from evals.report.summary import summary_markdown
     from tests.helpers import run_record
 
     record = run_record(task_id="t1", answer="<script>alert(1)</script> errors.log")

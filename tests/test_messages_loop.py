@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from harness.client import ProviderClient
 from harness.config import LoopConfig

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.checks import stated
 from evals.tasks import load_tasks

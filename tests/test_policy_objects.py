@@ -14,6 +14,7 @@ from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.persist import load
 from harness.policies import LoopPolicy, Said, Setting, TurnPlan, UnknownPolicy, registry
+from harness.policies.base import Config
 from harness.policies.conclude import CONCLUDE
 from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
 from harness.policies.presets import add_policy_flags, policy_from_args, preset, presets
@@ -141,14 +142,14 @@ class _Reminder(LoopPolicy):
     name = "remind"
     settings = (Setting("remind", False, "remind after a failure", "bool"),)
 
-    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+    def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         failed = any(not r.ok for r in state.tool_log)
         answered = answered_last(state)
         if config.policy["remind"] and failed and answered and not state.asked(self.name):
             return Said("A call failed; try another before you answer.")
         return None
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         if state.just_asked(self.name):
             plan.require("required")
 

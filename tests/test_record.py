@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from evals.errors import RunFileError
-from evals.run.record import RECORD_VERSION, RunRecord, read_runs
-from evals.run.records import summarize
-from tests.helpers import ROOT
+from evals.record import RECORD_VERSION, read_runs
+from evals.report.summary import summarize
+from tests.helpers import ROOT, run_record
 
 # Run files of the eval runner; BFCL's items and the Agents SDK's answers are records of
 # their own.
@@ -42,7 +42,7 @@ def test_a_version_1_record_is_brought_to_the_current_shape(tmp_path: Path) -> N
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps(v1) + "\n")
     (record,) = read_runs(path)
-    assert (record.record_version, record.correct, record.policy, record.queue_ms) == (
+    assert (record.record_version, record.correct, record.spec.policy, record.queue_ms) == (
         RECORD_VERSION,
         True,
         None,
@@ -70,7 +70,7 @@ def test_a_version_1_record_is_brought_to_the_current_shape(tmp_path: Path) -> N
 def test_what_is_no_record_is_named_with_its_line(
     tmp_path: Path, line: dict[str, object], said: str
 ) -> None:
-    good = RunRecord(model="m", task_id="a", question="q", status="completed").line()
+    good = run_record(task_id="a").line()
     path = tmp_path / "run.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(line) + "\n")
     with pytest.raises(RunFileError, match=f"run.jsonl, line 2: not a run record .*{said}"):
@@ -82,7 +82,7 @@ def test_one_versioned_parse_serves_every_record_kind() -> None:
     upgrade runs in order, and what is not a record names the place and the kind."""
     from pydantic import BaseModel
 
-    from evals import versioned
+    from evals.record import versioned
 
     class Renamed(BaseModel):
         record_version: int = 3

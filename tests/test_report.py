@@ -14,12 +14,11 @@ import pytest
 
 from evals.cli import main
 from evals.errors import EvalError
+from evals.record import files, kept_file, read_records, task_folder
 from evals.report.compare import load_runs
 from evals.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from evals.report.stats import wilson
 from evals.report.view import render, write_report
-from evals.run import records
-from evals.run.records import kept_file, read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import generate
 from serve_local.catalogue import DEFAULT_NAME
@@ -48,7 +47,8 @@ def _as_model(run_file: Path, model: str | None, minute: int) -> Path:
     order of the files."""
     stamp = f"2026-12-01T12:{minute:02d}:00+00:00"
     lines = [
-        {**r, "model": model or r["model"], "timestamp": stamp} for r in read_records(run_file)
+        {**r, "spec": {**r["spec"], "model": model or r["spec"]["model"]}, "timestamp": stamp}
+        for r in read_records(run_file)
     ]
     run_file.write_text("".join(json.dumps(r) + "\n" for r in lines))
     return run_file
@@ -107,11 +107,11 @@ def test_the_report_needs_nothing_from_outside_the_file(report: Path) -> None:
 def test_gzipped_state_files_are_read_back(
     scripted_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(records, "COMPRESS_ABOVE", 0)
+    monkeypatch.setattr(files, "COMPRESS_ABOVE", 0)
     run_file = _eval(scripted_url, tmp_path, "scripted:plan")
     record = read_records(run_file)[0]
     assert record["trace_path"].endswith(".trace.jsonl.gz")
-    folder = records.task_folder(run_file)
+    folder = task_folder(run_file)
     assert (folder / f"{record['run_id']}.json.gz").exists()
     assert not (folder / f"{record['run_id']}.json").exists()
     html = render([run_file])

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evals.run.records import task_record
 from harness.approvals import approve
 from harness.config import LoopConfig
 from harness.errors import PathRefused
@@ -26,6 +25,7 @@ from harness.trace import Recorder
 from harness.workspace import Workspace, create_workspace
 from serve_local.validation import parse_body
 from tests.fake_provider import Answer, answer, by_turn, calls, completion, fake_client
+from tests.helpers import record_of
 
 EXITS = {"completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"}
 
@@ -83,15 +83,7 @@ async def test_an_exception_in_a_tool_is_an_error_result_recorded_as_a_tool_bug(
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [e["bug"] for e in events if e["type"] == "tool_result"] == [True]
     assert load(tmp_path / "states", state.run_id) == state
-    record = task_record(
-        context={"model": "m"},
-        task_id="t",
-        question="q",
-        epoch=1,
-        state=state,
-        checks=[],
-        trace_path=None,
-    )
+    record = record_of(state)
     assert record.tool_bugs == [
         "index: the tool index failed unexpectedly (RuntimeError: the index is corrupt)"
     ]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evals.run.records import kept_file, read_records, read_text
+from evals.record import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
 from harness.policies.presets import Policy, plain_settings
 from serve_local.backends.llama import LlamaBackend
@@ -91,7 +91,7 @@ def sampled_eval(url: str, folder: Path, name: str, **extra: Any) -> list[str]:
     run_file = asyncio.run(run_eval(settings, echo=lambda _: None))
     replies = []
     for record in read_records(run_file):
-        assert record["temperature"] == extra.get("temperature")
+        assert record["spec"]["temperature"] == extra.get("temperature")
         assert record["seed"] == (extra["seed"] + record["epoch"] - 1 if "seed" in extra else None)
         state = kept_file(run_file, f"{record['run_id']}.json")
         assert state is not None
@@ -140,7 +140,7 @@ def test_the_command_line_sends_and_records_the_seeds(scripted_url: str, tmp_pat
     )
     assert proc.returncode == 0, proc.stderr
     records = read_records(out)
-    assert [(r["epoch"], r["temperature"], r["seed"]) for r in records][::6] == [
+    assert [(r["epoch"], r["spec"]["temperature"], r["seed"]) for r in records][::6] == [
         (1, 0.7, 41),
         (2, 0.7, 42),
     ]

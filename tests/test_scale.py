@@ -19,8 +19,8 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.errors import EvalError
-from evals.run.record import RunRecord
-from evals.run.records import read_records
+from evals.record import RunRecord, read_records
+from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval, run_evals
 from evals.run.servers import Server, ServerPool, server_software, servers_for
 from evals.tasks import load_tasks
@@ -87,7 +87,9 @@ async def test_concurrent_eval_gives_the_records_of_a_serial_one(
     serial = await run_eval(oracle(slow_url, tmp_path / "c1.jsonl", epochs=2), echo=print)
     lines: list[str] = []
     concurrent = await run_eval(
-        oracle(slow_url, tmp_path / "c6.jsonl", epochs=2, concurrency=6), echo=lines.append
+        oracle(slow_url, tmp_path / "c6.jsonl", epochs=2, concurrency=6),
+        echo=lines.append,
+        summarize=summarize_run_file,
     )
     assert work(read_records(concurrent)) == work(read_records(serial))
     assert [r["task_id"] for r in read_records(concurrent)] == TASK_IDS * 2  # task order
@@ -122,7 +124,7 @@ async def test_requests_spread_over_servers_each_bounded(tmp_path: Path) -> None
     assert first.requests and second.requests
     assert {u for r in records for u in r["answered_by"]} == {a, b}
     assert all(r["server_software"] == SERVER for r in records)
-    assert {s["base_url"] for s in records[0]["servers"]} == {a, b}
+    assert {s["base_url"] for s in records[0]["spec"]["servers"]} == {a, b}
     assert all(r["correct"] for r in records)
 
 
@@ -274,7 +276,7 @@ def test_records_carry_server_fields_in_json(scripted_url: str, tmp_path: Path) 
     out = asyncio.run(run_eval(oracle(scripted_url, tmp_path / "o.jsonl"), echo=print))
     record = json.loads(out.read_text().splitlines()[0])
     assert record["answered_by"] == [scripted_url]
-    assert record["servers"] == [{"base_url": scripted_url, "software": SERVER}]
+    assert record["spec"]["servers"] == [{"base_url": scripted_url, "software": SERVER}]
 
 
 # A task run that fails or waits must not cost the others theirs --------------------------------
@@ -432,7 +434,7 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
     first_oracle: list[RunRecord] = []
 
     def after(record: RunRecord) -> None:
-        if record.model == "scripted:oracle" and not first_oracle:
+        if record.spec.model == "scripted:oracle" and not first_oracle:
             first_oracle.append(record)
             backend.release.set()
 

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from evals.errors import EvalError
-from evals.run.record import RunRecord, read_runs
+from evals.record import DatabaseData, RunRecord, read_runs
+from evals.record.run import parse
 from evals.run.runner import EvalSettings, run_eval
 from evals.solvers import SOLVERS, solver_named
 from evals.solvers.vote import SAMPLES, TEMPERATURE, majority
@@ -75,7 +76,7 @@ def _largest(body: dict[str, Any]) -> dict[str, Any]:
 async def test_chain_reads_every_file_in_code_and_asks_once(tmp_path: Path) -> None:
     records, seen = await _eval(tmp_path, "chain", _largest, _one_task(tmp_path, "largest"))
     (record,) = records
-    assert record.solver == "chain" and record.correct, record.checks
+    assert record.spec.solver == "chain" and record.correct, record.checks
     assert record.turns == 1 and len(seen) == 1  # one model call
     assert offered(seen[0]) == [] and "tool_choice" not in seen[0]
     assert record.tools_called == ["list_files", "read_file", "read_file", "read_file"]
@@ -119,7 +120,8 @@ async def test_vote_samples_one_prefix_and_answers_with_the_majority(tmp_path: P
     assert [b["temperature"] for b in seen] == [TEMPERATURE] * SAMPLES
     assert [b["seed"] for b in seen] == [7, 8, 9, 10, 11]
     assert record.answer == "errors.log." and record.correct
-    assert record.solver == "vote" and record.solver_settings == {"samples": 5, "temperature": 0.7}
+    assert record.spec.solver == "vote"
+    assert record.spec.solver_settings == {"samples": 5, "temperature": 0.7}
 
 
 def test_a_vote_counts_commitments_not_words() -> None:
@@ -173,8 +175,12 @@ async def test_a_database_chain_runs_the_query_the_model_writes_and_repairs_it_o
     )
     (record,) = records
     assert record.tools_called == ["describe", "run_sql", "run_sql", "verdict"]
-    assert [a["error"] is not None for a in record.audit or []] == [True, False]
-    assert record.database == "sqlite" and record.correct, (record.answer, record.checks)
+    assert isinstance(record.environment, DatabaseData)
+    assert [a["error"] is not None for a in record.environment.audit or []] == [True, False]
+    assert record.environment.database == "sqlite" and record.correct, (
+        record.answer,
+        record.checks,
+    )
     assert [offered(b) for b in seen] == [["run_sql"], ["run_sql"], [], ["verdict"]]
     chain, _ = await _eval(tmp_path / "chain", "chain", reply, tasks, policy=preset("analyst"))
     assert chain[0].tools_called == ["describe", "run_sql"] and not chain[0].correct
@@ -195,13 +201,16 @@ async def test_every_record_names_its_solver_and_an_unknown_one_is_refused(
     records, _ = await _eval(
         tmp_path, "agent", lambda b: answer("errors.log"), _one_task(tmp_path, "largest")
     )
-    assert records[0].solver == "agent" and records[0].solver_settings == {}
+    assert records[0].spec.solver == "agent" and records[0].spec.solver_settings == {}
     assert set(SOLVERS) == {"agent", "chain", "route", "vote", "evaluate-optimize"}
     with pytest.raises(EvalError, match="no solver 'tree'; the solvers are: agent, chain"):
         solver_named("tree")
     # Records from before solvers existed read as the agent's.
-    old = {k: v for k, v in records[0].line().items() if k not in ("solver", "solver_settings")}
-    assert RunRecord.model_validate(old).solver == "agent"
+    line = records[0].line()
+    spec = {k: v for k, v in line.pop("spec").items() if k not in ("solver", "solver_settings")}
+    old = {**line, **spec, "record_version": 2}
+    del old["environment"]
+    assert parse(old, "old").spec.solver == "agent"
 
 
 async def test_the_workflows_report_pairs_the_best_workflow_with_the_best_agent_run(

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from evals.run.record import read_runs
+from evals.record import DatabaseData, read_runs
+from evals.report.analyst import audit
+from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.answers import commitment, credits
 from evals.studies.strategies import judge
@@ -261,7 +263,8 @@ async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_promp
         shown = policy == "analyst-schema"
         assert system["content"].endswith(described) is shown
         assert (SCHEMA_LINE in system["content"]) is shown
-        assert r.policy is not None and r.policy.settings["overview_in_prompt"] is shown
+        assert r.spec.policy is not None
+        assert r.spec.policy.settings["overview_in_prompt"] is shown
 
 
 async def _describe(bank_file: Path, tmp_path: Path) -> str:
@@ -292,15 +295,21 @@ async def test_the_oracle_answers_every_question_on_sqlite(
         base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
         policy=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
     )  # fmt: skip
-    records = read_runs(await run_eval(settings, echo=lambda _: None))
+    out = await run_eval(settings, echo=lambda _: None, summarize=summarize_run_file)
+    records = read_runs(out)
     assert len(records) == 60 and all(r.correct for r in records), [
         (r.task_id, r.answer) for r in records if not r.correct
     ]
-    assert all(r.database == "sqlite" and r.audit and r.audit[0]["rows"] for r in records)
+    audits = [audit(r) for r in records]
+    assert all(
+        r.environment == DatabaseData(database="sqlite", audit=a)
+        for r, a in zip(records, audits, strict=True)
+    )
+    assert all(a and a[0]["rows"] for a in audits)
     # The audit record is in the trace too, with the call it belongs to.
     trace = [json.loads(line) for line in Path(str(records[0].trace_path)).read_text().splitlines()]
     (result,) = [e for e in trace if e["type"] == "tool_result"]
-    assert result["facts"]["sql"] == records[0].audit[0]["sql"]  # type: ignore[index]
+    assert result["facts"]["sql"] == audits[0][0]["sql"]
     assert result["facts"]["rows"] == 1 and result["facts"]["error"] is None
     summary = json.loads((tmp_path / "oracle.summary.json").read_text())
     assert summary["analyst"]["questions"] == 60
@@ -418,7 +427,9 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
         )
         == 0
     )
-    assert {r.loop and r.loop["max_turns"] for r in read_runs(run)} == {8}  # the preset's limit
+    assert {r.spec.loop and r.spec.loop["max_turns"] for r in read_runs(run)} == {
+        8
+    }  # the preset's limit
     out = tmp_path / "summary.md"
     assert main(["sql-report", str(run), "--pair", str(run), str(run), "--out", str(out)]) == 0
     text = out.read_text()

@@ -12,8 +12,8 @@ import pytest
 
 from evals.environments.database import Databases
 from evals.errors import EvalError
+from evals.record import read_runs
 from evals.run import postgres
-from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import load_tasks
 from evals.tasks.sql.build import check_postgres, sqlite_file
@@ -125,7 +125,7 @@ async def test_the_oracle_answers_every_question_on_postgres(
     assert len(records) == 60 and all(r.correct for r in records), [
         (r.task_id, r.answer) for r in records if not r.correct
     ]
-    assert {r.database for r in records} == {server.url()}
+    assert {r.environment.model_dump().get("database") for r in records} == {server.url()}
 
 
 def test_a_bank_not_loaded_is_a_clear_error(server: postgres.Server, tmp_path: Path) -> None:

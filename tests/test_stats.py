@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from evals.record import RunRecord
 from evals.report.compare import compare
 from evals.report.stats import (
     PairingError,
@@ -27,8 +28,7 @@ from evals.report.stats import (
     tasks_needed,
     wilson,
 )
-from evals.run.record import RunRecord
-from evals.run.records import summarize
+from evals.report.summary import summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from evals.errors import EvalError
+from evals.record import read_records
 from evals.report.compare import compare
-from evals.run.records import read_records
 from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep, served
 
 
@@ -40,7 +40,7 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
         assert run_file.parent == tmp_path / "runs"
         assert (run_file.with_name(run_file.stem + ".runs") / "eval.json").exists()
         records = read_records(run_file)
-        assert {r["policy"]["name"] for r in records} == {row["policy"]}
+        assert {r["spec"]["policy"]["name"] for r in records} == {row["policy"]}
     duplicate = {r["policy"]: r for r in rows if r["model"] == "scripted:duplicate"}
     # The guard answers the repeated read from the earlier result: one tool run less per task.
     assert (duplicate["no-helpers"]["tool_runs"], duplicate["guarded"]["tool_runs"]) == (18, 12)

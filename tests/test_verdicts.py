@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evals.run.records import read_records
+from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring import files_read, received, score, stated
 from evals.scoring.rescore import RescoreError, rescore

@@ -46,7 +46,7 @@ def bfcl_report_command(args: argparse.Namespace) -> int:
     import json
 
     from evals.bfcl.report import write_comparison, write_summaries
-    from evals.run.records import run_files
+    from evals.record import run_files
 
     if not args.folder.is_dir():
         print(f"evals bfcl-report: {args.folder}: no such folder", file=sys.stderr)

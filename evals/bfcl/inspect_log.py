@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.bfcl.record import read_items
+from evals.record.bfcl import read_items
 from evals.report.stats import wilson
 from harness.state import RunState
 

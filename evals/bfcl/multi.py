@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.bridge import Checker
-from evals.bfcl.record import ItemRecord
+from evals.record.bfcl import ItemRecord
 from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.loop import run_loop

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.items import RELEVANCE
-from evals.bfcl.record import read_items
+from evals.numbers import mean, p95
+from evals.record import run_files
+from evals.record.bfcl import read_items
 from evals.report.markdown import table
 from evals.report.stats import wilson
-from evals.run.records import mean, p95, run_files
 
 PUBLISHED = Path(__file__).with_name("published.json")
 

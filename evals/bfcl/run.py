@@ -30,12 +30,12 @@ from evals.bfcl.items import (
     sample,
 )
 from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
-from evals.bfcl.record import read_items
 from evals.bfcl.report import write_comparison, write_summaries
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
+from evals.record import code_version, machine
+from evals.record.bfcl import read_items
 from evals.run.progress import Progress
-from evals.run.records import code_version, machine
 from evals.run.runfiles import durable_append, start_partial
 from evals.run.runner import RESULTS, default_out, model_entry
 from evals.run.servers import (

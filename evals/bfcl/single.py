@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evals.bfcl.items import Item, function_name, schema_problem
-from evals.bfcl.record import ItemRecord
+from evals.record.bfcl import ItemRecord
 from evals.run.servers import PooledClient
 from harness.client import ModelReply, TurnOptions
 from harness.errors import ProviderError

@@ -11,6 +11,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.report.compare import compare
+from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_evals
 from evals.run.settings import resumed_settings
 from evals.solvers import SOLVERS
@@ -182,7 +183,9 @@ def _run(args: argparse.Namespace) -> None:
             )
             for model in models
         ]
-    outs = asyncio.run(run_evals(evals, echo=echo, bar=sys.stderr.isatty()))
+    outs = asyncio.run(
+        run_evals(evals, echo=echo, bar=sys.stderr.isatty(), summarize=summarize_run_file)
+    )
     if len(outs) > 1 or args.compare:
         print(compare(outs, args.compare))
         if args.compare:

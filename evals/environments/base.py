@@ -7,21 +7,18 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 
+from evals.record import EnvironmentData
+from evals.tasks import Task
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.state import RunState, new_run
 from harness.tools import Tool
 from harness.workspace import Workspace
-
-if TYPE_CHECKING:
-    from evals.run.record import RunRecord
-    from evals.run.settings import EvalSettings
-    from evals.tasks import Task
 
 
 @dataclass(frozen=True)
@@ -54,8 +51,9 @@ class Opened(Protocol):
 
     def setup(self, task: Task) -> Setup: ...
 
-    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
-        """Fields of the task's run record this environment fills (names of ``RunRecord``)."""
+    def record(self, task: Task, state: RunState | None) -> EnvironmentData:
+        """What the task's run record keeps of this environment (``evals.record.environments``);
+        ``state`` is None for a task run that never started."""
         ...
 
 
@@ -68,12 +66,9 @@ class Environment(Protocol):
 
     def holds(self, task: Task) -> bool: ...
 
-    def wrote(self, record: RunRecord) -> bool:
-        """Whether a task run's record came from this environment (read by the reports)."""
-        ...
-
-    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> Opened:
-        """Opened once per eval, before its first task runs: what cannot be had fails here."""
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> Opened:
+        """Opened once per eval, before its first task runs: what cannot be had fails here.
+        ``db``: where the eval's databases are (``--db``; None: built as SQLite files)."""
         ...
 
     async def read_all(self, task: Task, scratch: Path) -> Reading: ...

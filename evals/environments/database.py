@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evals.environments.base import Reading, Setup, scripted_calls
 from evals.errors import EvalError
-from evals.tasks import DatabaseRef
+from evals.record import DatabaseData
+from evals.tasks import DatabaseRef, Task
+from evals.tasks.sql import sql_intro
+from evals.tasks.sql.bank import TABLES
 from evals.tasks.sql.build import check_postgres, sqlite_file
+from evals.tasks.sql.questions import gold_for
 from harness.sql import (
     DESCRIBE_TOOL,
     RUN_SQL_TOOL,
@@ -26,11 +30,6 @@ from harness.sql import (
 from harness.sql.postgres import public_url
 from harness.state import RunState
 from harness.workspace import create_workspace
-
-if TYPE_CHECKING:
-    from evals.run.record import RunRecord
-    from evals.run.settings import EvalSettings
-    from evals.tasks import Task
 
 
 class Databases:
@@ -87,8 +86,6 @@ class _Opened:
         self.databases = databases
 
     def setup(self, task: Task) -> Setup:
-        from evals.tasks.sql import sql_intro
-
         database = self.databases.for_task(_ref(task))
         return Setup(
             sql_tools(database),
@@ -97,8 +94,9 @@ class _Opened:
             overview=OVERVIEW.format(schema=schema(database.tables())),
         )
 
-    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
-        return {"database": self.databases.name, "audit": sql_audit(state)}
+    def record(self, task: Task, state: RunState | None) -> DatabaseData:
+        audit = None if state is None else sql_audit(state)
+        return DatabaseData(database=self.databases.name, audit=audit)
 
 
 class DatabaseEnvironment:
@@ -109,12 +107,9 @@ class DatabaseEnvironment:
     def holds(self, task: Task) -> bool:
         return task.database is not None
 
-    def wrote(self, record: RunRecord) -> bool:
-        return record.database is not None or record.audit is not None
-
-    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _Opened:
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
         """Every bank the tasks name, opened (and on PostgreSQL checked) before any task."""
-        databases = Databases(settings.db, scratch)
+        databases = Databases(db, scratch)
         for ref in {
             (t.database.seed, t.database.fingerprint): t.database for t in tasks if t.database
         }.values():
@@ -124,9 +119,6 @@ class DatabaseEnvironment:
     async def read_all(self, task: Task, scratch: Path) -> Reading:
         """Describe the database, read every table, and run the question's gold SQL, so every
         result a grounded check asks for is there; each result by what was asked."""
-        from evals.tasks.sql.bank import TABLES
-        from evals.tasks.sql.questions import gold_for
-
         ref = _ref(task)
         path = sqlite_file(ref.seed, scratch / "databases", ref.fingerprint)
         gold = gold_for(task.question)

@@ -4,15 +4,12 @@ it (the workspace, last, holds every task)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from evals.environments.base import Environment
 from evals.environments.database import DatabaseEnvironment
 from evals.environments.workspace import WorkspaceEnvironment
-
-if TYPE_CHECKING:
-    from evals.run.record import RunRecord
-    from evals.tasks import Task
+from evals.record import RunRecord
+from evals.tasks import Task
 
 ENVIRONMENTS: tuple[Environment, ...] = (
     DatabaseEnvironment(),
@@ -25,8 +22,8 @@ def environment_of(task: Task) -> Environment:
 
 
 def environment_of_record(record: RunRecord) -> Environment:
-    """The environment a task run's record came from."""
-    return next(e for e in ENVIRONMENTS if e.wrote(record))
+    """The environment a task run's record came from: the one it names."""
+    return next(e for e in ENVIRONMENTS if e.name == record.environment.name)
 
 
 def held_by(tasks: Sequence[Task]) -> list[tuple[Environment, list[Task]]]:

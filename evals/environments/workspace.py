@@ -5,25 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from evals.environments.base import Reading, Setup, scripted_calls
+from evals.record import WorkspaceData
+from evals.tasks import Task
 from harness.state import RunState
 from harness.tools import default_tools, listed_names
 from harness.workspace import SEED_FILES, create_workspace
-
-if TYPE_CHECKING:
-    from evals.run.record import RunRecord
-    from evals.run.settings import EvalSettings
-    from evals.tasks import Task
 
 
 class _Opened:
     def setup(self, task: Task) -> Setup:
         return Setup(tools=default_tools(), files=task.workspace)
 
-    def record_fields(self, task: Task, state: RunState) -> dict[str, Any]:
-        return {}
+    def record(self, task: Task, state: RunState | None) -> WorkspaceData:
+        return WorkspaceData()
 
 
 class WorkspaceEnvironment:
@@ -34,10 +30,7 @@ class WorkspaceEnvironment:
     def holds(self, task: Task) -> bool:
         return True  # every task that names nothing else runs on files
 
-    def wrote(self, record: RunRecord) -> bool:
-        return True
-
-    def open(self, tasks: Sequence[Task], settings: EvalSettings, scratch: Path) -> _Opened:
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
         return _Opened()
 
     async def read_all(self, task: Task, scratch: Path) -> Reading:

@@ -12,10 +12,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from evals.record import DatabaseData, RunRecord, is_error
 from evals.report.markdown import table
 from evals.report.stats import wilson
-from evals.run.record import RunRecord
-from evals.run.status import is_error
 
 # The chapter's figures (illustrative internal estimates, about 60 questions, a frontier model).
 CHAPTER = {
@@ -26,8 +25,23 @@ CHAPTER = {
 }
 
 
+def _on_database(record: RunRecord) -> bool:
+    return isinstance(record.environment, DatabaseData)
+
+
+def audit(record: RunRecord) -> list[dict[str, Any]]:
+    """One entry per run_sql call of a task run on the database (none for any other)."""
+    env = record.environment
+    return (env.audit or []) if isinstance(env, DatabaseData) else []
+
+
+def _database_of(record: RunRecord) -> str | None:
+    env = record.environment
+    return env.database if isinstance(env, DatabaseData) else None
+
+
 def _errors(record: RunRecord) -> list[dict[str, Any]]:
-    return [a for a in record.audit or [] if a.get("error") and not a.get("timed_out")]
+    return [a for a in audit(record) if a.get("error") and not a.get("timed_out")]
 
 
 def recovered(record: RunRecord) -> bool | None:
@@ -37,21 +51,21 @@ def recovered(record: RunRecord) -> bool | None:
     if not errors:
         return None
     turn = int(errors[0]["turn"])
-    return any(a["turn"] == turn + 1 and not a.get("error") for a in record.audit or [])
+    return any(a["turn"] == turn + 1 and not a.get("error") for a in audit(record))
 
 
 def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
     """The analyst's figures, or None for a run file with no sql task."""
-    runs = [r for r in records if r.audit is not None and not is_error(r)]
+    runs = [r for r in records if _on_database(r) and not is_error(r)]
     if not runs:
         return None
     steps = Counter(r.turns for r in runs)
     hit = [r for r in runs if _errors(r)]
     back = [r for r in hit if recovered(r)]
-    calls = [a for r in runs for a in r.audit or []]
+    calls = [a for r in runs for a in audit(r)]
     rows = [int(a["rows"]) for a in calls if a.get("rows") is not None]
     reused, generated = reply_reuse(runs)
-    cap = max(((r.loop or {}).get("max_turns") or 0 for r in runs), default=0)
+    cap = max(((r.spec.loop or {}).get("max_turns") or 0 for r in runs), default=0)
     return {
         "questions": len(runs),
         "correct": sum(r.correct for r in runs),
@@ -71,7 +85,7 @@ def figures(records: Sequence[RunRecord]) -> dict[str, Any] | None:
         "median_rows": median(rows) if rows else None,
         "rows_cut_calls": sum(bool(a.get("cut")) for a in calls),
         "parallel_turns": sum(
-            1 for r in runs for n in Counter(a["turn"] for a in r.audit or []).values() if n > 1
+            1 for r in runs for n in Counter(a["turn"] for a in audit(r)).values() if n > 1
         ),
         "median_wall_ms": median(r.wall_ms for r in runs),
         # Of each turn's prompt, the share the server took from its prefix cache
@@ -181,7 +195,7 @@ def report(paths: Sequence[Path], pairs: Sequence[tuple[Path, Path]]) -> str:
         return "No sql run files.\n"
     by_path = {r.path.resolve(): r for r in runs}
     per_run = [(r, figures(r.records) or {}) for r in runs]
-    sets = sorted({str(r.records[0].task_set) for r in runs})
+    sets = sorted({str(r.records[0].spec.task_set) for r in runs})
     head = [
         "run", "model", "database", "correct", "median steps", "SQL error",
         "recovered next step", "timeouts", "cap reached", "median wall s",
@@ -190,7 +204,7 @@ def report(paths: Sequence[Path], pairs: Sequence[tuple[Path, Path]]) -> str:
         [
             r.label,
             f"`{_model(r)}`",
-            _database(r.records[0].database),
+            _database(_database_of(r.records[0])),
             f"{f['correct']}/{f['questions']}, {wilson(f['correct'], f['questions']).interval()}",
             f"{f['median_steps']:g}",
             f"{f['questions_with_error']}/{f['questions']}",

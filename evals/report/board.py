@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals.environments import environment_of_record
+from evals.record import is_error
 from evals.report.compare import Run, per_question, rank, solver_of
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
-from evals.run.status import is_error
 from serve_local.catalogue import DEFAULT_NAME, LADDER
 
 # A task set's matrix and transcripts: your runs, the references, then the leaderboard's top
@@ -37,7 +37,7 @@ def started(run: Run) -> str:
 
 def aside(run: Run) -> str | None:
     """Why a run is hidden unless asked for: scripted, superseded, or neither (None)."""
-    if run.records[0].model.startswith(SCRIPTED):
+    if run.records[0].spec.model.startswith(SCRIPTED):
         return "scripted"
     if "superseded" in run.path.parts:
         return "superseded"
@@ -49,13 +49,13 @@ def configuration(run: Run) -> str:
     solver and its policy by name (a preset revised since is the same preset, its latest run
     standing for it), sampling, the loop's limits and the task set. A setting a record left
     out because it did not exist yet reads as its default."""
-    r = run.records[0]
-    loop = {k: v for k, v in (r.loop or {}).items() if v is not None}
+    s = run.records[0].spec
+    loop = {k: v for k, v in (s.loop or {}).items() if v is not None}
     return json.dumps(
         [
-            r.model, r.model_sha256, r.backend, r.tool_grammar, r.draft or "off",
-            r.api or "openai", r.solver, r.solver_settings, r.policy.name if r.policy else None,
-            r.temperature, loop, r.task_set, sorted({x.epoch for x in run.records}),
+            s.model, s.model_sha256, s.backend, s.tool_grammar, s.draft or "off",
+            s.api or "openai", s.solver, s.solver_settings, s.policy.name if s.policy else None,
+            s.temperature, loop, s.task_set, sorted({x.epoch for x in run.records}),
         ],
         sort_keys=True,
         default=str,
@@ -78,7 +78,7 @@ class Entry:
 
     @property
     def model(self) -> str:
-        return self.run.records[0].model
+        return self.run.records[0].spec.model
 
     @property
     def solver(self) -> str:
@@ -166,7 +166,7 @@ class Section:
 
 
 def task_set_of(run: Run) -> str:
-    return str(run.records[0].task_set or "(no task set)")
+    return str(run.records[0].spec.task_set or "(no task set)")
 
 
 def _collapse(entries: Sequence[Entry]) -> list[Entry]:

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import RunFileError
+from evals.record import RunRecord, is_error, read_runs, run_files
 from evals.report.markdown import table as markdown_table
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
-from evals.run.record import RunRecord, read_runs
-from evals.run.records import run_files, summarize
-from evals.run.status import is_error
+from evals.report.summary import summarize
 from harness.policies.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -75,9 +74,9 @@ def policy_name(policy: dict[str, Any] | None) -> str:
 def solver_of(run: Run) -> str:
     """The agent loop under its policy, or the workflow's name."""
     record = run.records[0]
-    if record.solver != "agent":
-        return record.solver
-    return f"agent ({policy_name(record.policy.model_dump() if record.policy else None)})"
+    if record.spec.solver != "agent":
+        return record.spec.solver
+    return f"agent ({policy_name(record.spec.policy.model_dump() if record.spec.policy else None)})"
 
 
 def per_question(run: Run) -> tuple[float | None, float | None]:

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.errors import EvalError
+from evals.record import RunRecord, is_error, kept_file, read_runs, read_text
+from evals.record import run_files as find_run_files
 from evals.report.stats import accuracy
-from evals.run.record import RunRecord, read_runs
-from evals.run.records import kept_file, read_text
-from evals.run.records import run_files as find_run_files
-from evals.run.status import is_error
 from harness.state import RunState, ToolRun
 
 if TYPE_CHECKING:
@@ -98,42 +96,42 @@ def eval_log(run_file: Path, records: list[RunRecord]) -> EvalLog:
     from inspect_ai.model import ModelUsage
 
     first = records[0]
-    model = str(first.model or "unknown")
+    model = str(first.spec.model or "unknown")
     samples = [_sample(run_file, r) for r in records]
     correct = sum(bool(r.correct) for r in records)
     times = [_finished(r) for r in records]
     started = min(_finished(r) - timedelta(milliseconds=_total_ms(r)) for r in records)
     prompt = sum(r.prompt_tokens for r in records)
     completion = sum(r.completion_tokens for r in records)
-    line = first.line()
-    settings = {"loop": line["loop"], "policy": line["policy"], "api": line["api"]}
+    ran = first.spec.model_dump(mode="json")
+    settings = {"loop": ran["loop"], "policy": ran["policy"], "api": ran["api"]}
     spec = EvalSpec(
         created=started.isoformat(),
-        task=str(first.task_set or "tasks"),
-        task_display_name=str(first.label or run_file.stem),
+        task=str(first.spec.task_set or "tasks"),
+        task_display_name=str(first.spec.label or run_file.stem),
         dataset=EvalDataset(
-            name=first.task_set,
+            name=first.spec.task_set,
             samples=len({r.task_id for r in records}),
             sample_ids=list(dict.fromkeys(r.task_id for r in records)),
         ),
         model=model,
-        model_base_url=first.base_url,
+        model_base_url=first.spec.base_url,
         config=EvalConfig(
             epochs=max(r.epoch for r in records),
             message_limit=None,
         ),
         solver="harness.loop",
         solver_args=settings,
-        packages={"loopbench": str(first.code_version or "unknown")},
+        packages={"loopbench": str(first.spec.code_version or "unknown")},
         metadata={
             "run_file": run_file.name,
-            "label": first.label,
-            "model_sha256": first.model_sha256,
-            "backend": first.backend,
-            "tool_grammar": first.tool_grammar,
-            "servers": first.servers,
-            "task_set": first.task_set,
-            "machine": first.machine,
+            "label": first.spec.label,
+            "model_sha256": first.spec.model_sha256,
+            "backend": first.spec.backend,
+            "tool_grammar": first.spec.tool_grammar,
+            "servers": first.spec.servers,
+            "task_set": first.spec.task_set,
+            "machine": first.spec.machine,
             **settings,
         },
     )
@@ -206,7 +204,7 @@ def _sample(run_file: Path, record: RunRecord) -> EvalSample:
     from inspect_ai.scorer import Score
 
     state = _state(run_file, record)
-    model = str(record.model or "unknown")
+    model = str(record.spec.model or "unknown")
     messages = messages_of(state, model) if state else []
     replies = [m for m in messages if isinstance(m, ChatMessageAssistant)]
     finished = _finished(record)
@@ -279,6 +277,7 @@ def _sample_metadata(record: RunRecord, state: RunState | None) -> dict[str, Any
         "temperature",
     )
     line = record.line()
+    line.update(line.pop("spec"))  # what ran and what happened side by side, as Inspect shows
     found = {k: line[k] for k in keys}
     found["policy"] = line["policy"]
     found["loop"] = line["loop"]

@@ -34,8 +34,7 @@ from statsmodels.stats.proportion import proportion_effectsize
 from statsmodels.stats.weightstats import DescrStatsW
 
 from evals.errors import EvalError
-from evals.run.record import RunRecord
-from evals.run.status import is_error
+from evals.record import RunRecord, is_error
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
@@ -277,8 +276,8 @@ def unshared(ids_a: set[str], ids_b: set[str], label_a: str, label_b: str, verb:
 def _check_same_tasks(
     a: Sequence[RunRecord], b: Sequence[RunRecord], label_a: str, label_b: str
 ) -> None:
-    sets_a = {r.task_set for r in a}
-    sets_b = {r.task_set for r in b}
+    sets_a = {r.spec.task_set for r in a}
+    sets_b = {r.spec.task_set for r in b}
     if sets_a != sets_b:
         raise PairingError(
             f"the runs are over different task sets: {label_a} ran "

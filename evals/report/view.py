@@ -23,13 +23,11 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from evals.bfcl.items import RELEVANCE
+from evals.record import RunRecord, is_error, kept_file, read_text, run_files
 from evals.report.board import Entry, Section, accuracy_of_kind, board
 from evals.report.compare import Run, load_runs
 from evals.report.stats import Accuracy, Proportion, wilson
 from evals.report.svg import Point, histogram, scatter
-from evals.run.record import RunRecord
-from evals.run.records import kept_file, read_text, run_files
-from evals.run.status import is_error
 from harness.persist import StateFileError, parse
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
@@ -186,7 +184,7 @@ def transcript(run: Run, index: int, number: int, record: RunRecord) -> Transcri
     state = _kept_state(state_file) if state_file else None
     if state is None:
         state_file = None
-        state = new_run(record.model, record.question)
+        state = new_run(record.spec.model, record.question)
     results = {m.get("tool_call_id", ""): m for m in state.messages if m["role"] == "tool"}
     timings = _timings(state.turn_records)
     turns: list[Turn] = []
@@ -342,7 +340,7 @@ def bfcl_view(folder: Path | None) -> BfclView | None:
     if folder is None:
         return None
     from evals.bfcl import report as bfcl
-    from evals.bfcl.record import read_items
+    from evals.record.bfcl import read_items
 
     runs = [(f, read_items(f)) for f in run_files([folder])]
     runs = [(f, items) for f, items in runs if items]

@@ -10,11 +10,10 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from evals.record import RunRecord, is_error
 from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
 from evals.report.stats import PairingError, accuracy, paired
-from evals.run.record import RunRecord
-from evals.run.status import is_error
 
 
 def _done(run: Run) -> list[RunRecord]:
@@ -22,7 +21,7 @@ def _done(run: Run) -> list[RunRecord]:
 
 
 def _flow(run: Run) -> bool:
-    return run.records[0].solver != "agent"
+    return run.records[0].spec.solver != "agent"
 
 
 def best(runs: Sequence[Run]) -> Run | None:
@@ -34,7 +33,7 @@ def _row(run: Run, marked: bool) -> list[str]:
     latencies = [ms for r in done for ms in r.turn_latency_ms]
     name = f"**{solver_of(run)}**" if marked else solver_of(run)
     return [
-        f"`{run.records[0].model}`",
+        f"`{run.records[0].spec.model}`",
         name,
         str(accuracy(run.records)),
         f"{statistics.fmean(r.turns for r in done):.1f}",
@@ -90,15 +89,15 @@ def report(paths: Sequence[Path]) -> str:
         "`make workflows-report`.",
         "",
     ]
-    for task_set in sorted({str(r.records[0].task_set) for r in runs}):
-        mine = [r for r in runs if str(r.records[0].task_set) == task_set]
+    for task_set in sorted({str(r.records[0].spec.task_set) for r in runs}):
+        mine = [r for r in runs if str(r.records[0].spec.task_set) == task_set]
         # Only the models some workflow ran on this set; of their agent runs, the best.
-        models = list(dict.fromkeys(r.records[0].model for r in mine if _flow(r)))
+        models = list(dict.fromkeys(r.records[0].spec.model for r in mine if _flow(r)))
         if not models:
             continue
         rows, pairs, others = [], [], 0
         for model in models:
-            of_model = [r for r in mine if r.records[0].model == model]
+            of_model = [r for r in mine if r.records[0].spec.model == model]
             agents = [r for r in of_model if not _flow(r)]
             flows = sorted((r for r in of_model if _flow(r)), key=rank)
             agent, flow = best(agents), best(flows)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
-from evals.run.record import RunRecord
+from evals.record import RunRecord, RunSpec
 from harness.persist import state_path
 
 
@@ -43,11 +43,12 @@ SAME_ON_RESUME = (
 )
 
 
-def refuse_changed_setup(out: Path, kept: list[RunRecord], context: dict[str, Any]) -> None:
+def refuse_changed_setup(out: Path, kept: list[RunRecord], spec: RunSpec) -> None:
     """An :class:`EvalError` naming both values when the records being resumed were made with
     other weights, another tool grammar, draft or loop policy than this run would use."""
+    context = spec.model_dump(mode="json")
     for record in kept:
-        had = record.line()
+        had = record.spec.model_dump(mode="json")
         for key, what in SAME_ON_RESUME:
             if had[key] != context[key]:
                 raise EvalError(

@@ -1,6 +1,5 @@
-"""The files of one eval: the run file (written whole at the end), its ``.partial`` (a
-record appended and fsynced as each task finishes), the summaries, and the saved settings a
-resume goes on with."""
+"""The files of one eval: the run file (written whole at the end) and its ``.partial`` (a
+record appended and fsynced as each task finishes)."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from evals.run.record import read_runs
-from evals.run.records import summarize, summary_markdown
+from evals.record import read_runs
 
 
 def durable_append(f: IO[str], record: dict[str, Any]) -> None:
@@ -37,16 +35,3 @@ def finish(partial: Path, out: Path, order: list[tuple[str, int]]) -> None:
     records = sorted(read_runs(partial), key=lambda r: rank[(r.task_id, r.epoch)])
     start_partial(partial, [r.line() for r in records])
     os.replace(partial, out)
-
-
-def write_summaries(path: Path, elapsed_ms: float | None = None) -> dict[str, Any]:
-    """``RUN.summary.json`` and ``RUN.summary.md`` from the run file; ``elapsed_ms``: the wall
-    clock of the command that finished the eval (a resume's own part only)."""
-    records = read_runs(path)
-    summary = summarize(records)
-    if elapsed_ms is not None:
-        summary["elapsed_ms"] = elapsed_ms
-    stem = path.with_suffix("")
-    Path(f"{stem}.summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    Path(f"{stem}.summary.md").write_text(summary_markdown(path.name, summary, records))
-    return summary

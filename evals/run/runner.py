@@ -16,19 +16,19 @@ from typing import IO, Any
 
 from evals.environments import Opened, environment_of, held_by
 from evals.errors import EvalError
-from evals.run.progress import Progress
-from evals.run.record import RunRecord
-from evals.run.records import (
+from evals.record import (
+    PolicyRecord,
+    RunRecord,
+    RunSpec,
     code_version,
     keep_compact,
     machine,
-    not_run_record,
     task_folder,
-    total_line,
 )
-from evals.run.records import task_record as make_record
+from evals.run.progress import Progress
+from evals.run.recorder import not_run_record, task_record
 from evals.run.resume import refuse_changed_setup
-from evals.run.runfiles import durable_append, finish, start_partial, write_summaries
+from evals.run.runfiles import durable_append, finish, start_partial
 from evals.run.servers import (
     PooledClient,
     Server,
@@ -46,7 +46,11 @@ from evals.tasks import Task, TaskSet, load_tasks
 from harness.faults import crash_point
 from harness.persist import state_path
 
-__all__ = ["EvalSettings", "fetch_models", "run_eval", "run_evals"]
+__all__ = ["EvalSettings", "Summarize", "fetch_models", "run_eval", "run_evals"]
+
+# Writes a finished run file's summaries, given the eval's own wall clock in ms, and returns
+# the line that totals it (``evals.report.summary.write_summaries`` with its total line).
+Summarize = Callable[[Path, float], str]
 
 RESULTS = Path("results")
 
@@ -90,7 +94,7 @@ class _Eval:
     settings: EvalSettings
     servers: list[Server]
     model: str
-    context: dict[str, Any]
+    spec: RunSpec
     out: Path
     keep: Path
     eval_id: str
@@ -134,36 +138,38 @@ def _prepare(
     shape = "" if settings.api == "openai" else f"/{settings.api}"
     label = settings.label or f"{model}@{backend}{shape}"
     loop = {k: v for k, v in asdict(settings).items() if k in LOOP_FIELDS}
-    context = {
-        "label": label,
-        "model": model,
-        "model_sha256": info.get("sha256"),
-        "backend": backend,
+    spec = RunSpec(
+        label=label,
+        model=model,
+        model_sha256=info.get("sha256"),
+        backend=backend,
         # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
-        "tool_grammar": info.get("tool_grammar"),
+        tool_grammar=info.get("tool_grammar"),
         # Speculative decoding (serve_local's --draft), when the server says.
-        "draft": info.get("draft"),
-        "base_url": chosen[0].base_url,
-        "servers": [{"base_url": s.base_url, "software": s.software} for s in chosen],
-        "api": settings.api,
-        "loop": loop,
-        "policy": settings.policy.record(),
-        "solver": settings.solver,
-        "solver_settings": solver_named(settings.solver).settings,
-        "task_set": taskset.name,
-        "machine": machine(),
-        "code_version": code_version(),
-    }
+        draft=info.get("draft"),
+        base_url=chosen[0].base_url,
+        servers=[{"base_url": s.base_url, "software": s.software} for s in chosen],
+        api=settings.api,
+        loop=loop,
+        policy=PolicyRecord(**settings.policy.record()),
+        solver=settings.solver,
+        solver_settings=solver_named(settings.solver).settings,
+        temperature=settings.temperature,
+        task_set=taskset.name,
+        task_set_hash=taskset.content_hash,
+        machine=machine(),
+        code_version=code_version(),
+    )
     out = settings.out or default_out(
         label if settings.solver == "agent" else f"{label}-{settings.solver}"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = task_folder(out)  # each task's state file (transcript) and trace
     kept = {(r.task_id, r.epoch): r for r in kept_records(settings, out)}
-    refuse_changed_setup(out, list(kept.values()), context)
+    refuse_changed_setup(out, list(kept.values()), spec)
     order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
     ev = _Eval(
-        settings, chosen, model, context, out, keep, eval_id(keep, settings), order, kept,
+        settings, chosen, model, spec, out, keep, eval_id(keep, settings), order, kept,
         taskset.tasks,
     )  # fmt: skip
     software = ", ".join(sorted({s.software for s in chosen}))
@@ -200,44 +206,45 @@ async def _one(
     progress: Progress,
     after_task: Callable[[RunRecord], None] | None,
 ) -> None:
+    opened = ev.opened[environment_of(task).name]
+    seed = ev.settings.epoch_seed(epoch)
     if ev.server_gone:
-        why = f"not run: {ev.server_gone}"
-        record = not_run_record(ev.context, task.id, task.question, epoch, why)
+        record = not_run_record(
+            spec=ev.spec,
+            environment=opened.record(task, None),
+            task=task,
+            epoch=epoch,
+            seed=seed,
+            reason=f"not run: {ev.server_gone}",
+        )
     else:
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
-        opened = ev.opened[environment_of(task).name]
         state = await run_task(
             task, ev.settings, ev.model, run_id, scratch, ev.keep, client, opened, epoch
         )
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
-        record = make_record(
-            context=ev.context,
-            task_id=task.id,
-            question=task.question,
+        answered = list(dict.fromkeys(client.answered))
+        software = {s.base_url: s.software for s in ev.servers}
+        record = task_record(
+            spec=ev.spec,
+            environment=opened.record(task, state),
+            task=task,
             epoch=epoch,
+            seed=seed,
             state=state,
             checks=score(task, state),
             trace_path=str(trace),
+            answered_by=answered,
+            server_software=", ".join(dict.fromkeys(software[u] for u in answered)),
             queue_ms=client.queue_ms,
         )
-        answered = list(dict.fromkeys(client.answered))
-        software = {s.base_url: s.software for s in ev.servers}
-        record.kind = task.kind  # the family a generated task belongs to
-        for name, value in opened.record_fields(task, state).items():
-            setattr(record, name, value)
-        record.checks_hash = task.checks_hash
-        record.temperature = ev.settings.temperature
-        record.seed = ev.settings.epoch_seed(epoch)
-        record.answered_by = answered
-        record.server_software = ", ".join(dict.fromkeys(software[u] for u in answered))
         if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
-    record.task_hash = task.task_hash  # what was asked, so runs pair only over one task
     ev.append(record)
     ev.finished_at = time.monotonic()
-    prefix = f"{ev.context['label']} " if progress.total > len(ev.order) else ""
+    prefix = f"{ev.spec.label} " if progress.total > len(ev.order) else ""
     progress.finished(f"{prefix}{task.id} e{epoch}: {result_line(record)}")
     if after_task:
         after_task(record)
@@ -248,9 +255,11 @@ async def run_evals(
     echo: Callable[[str], None] = print,
     bar: bool = False,
     after_task: Callable[[RunRecord], None] | None = None,
+    summarize: Summarize | None = None,
 ) -> list[Path]:
     """Run the task set for each settings (one model each), every task run of every model in
-    one queue, ``evals[0].concurrency`` in flight. One run file per settings.
+    one queue, ``evals[0].concurrency`` in flight. One run file per settings, whose summaries
+    ``summarize`` writes (the report's; none without it).
 
     Records go to ``RUN_FILE.partial`` as each task finishes (fsynced); the run file appears
     only when every task has a record. ``resume`` keeps the finished records of an interrupted
@@ -288,7 +297,7 @@ async def run_evals(
     try:
         for n, ev in enumerate(runs):  # opened (a database checked) before any task runs
             for env, held in held_by(ev.tasks):
-                ev.opened[env.name] = env.open(held, ev.settings, scratch / f"{env.name}-{n}")
+                ev.opened[env.name] = env.open(held, ev.settings.db, scratch / f"{env.name}-{n}")
         for ev in runs:
             start_partial(ev.partial, [r.line() for r in ev.kept.values()])
             ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
@@ -317,8 +326,9 @@ async def run_evals(
         # The eval's own wall clock, from the queue's start to its last record: at concurrency
         # above 1 it is less than the task runs' wall times added up.
         elapsed = (ev.finished_at or started) - started
-        summary = write_summaries(ev.out, elapsed_ms=round(elapsed * 1000, 1))
-        echo((f"{ev.context['label']}: " if len(runs) > 1 else "") + total_line(summary))
+        if summarize is not None:
+            line = summarize(ev.out, round(elapsed * 1000, 1))
+            echo((f"{ev.spec.label}: " if len(runs) > 1 else "") + line)
         echo(f"wrote {ev.out}")
     return [ev.out for ev in runs]
 
@@ -328,9 +338,10 @@ async def run_eval(
     echo: Callable[[str], None] = print,
     bar: bool = False,
     after_task: Callable[[RunRecord], None] | None = None,
+    summarize: Summarize | None = None,
 ) -> Path:
     """One model's eval; returns its run file."""
-    (out,) = await run_evals([settings], echo, bar, after_task)
+    (out,) = await run_evals([settings], echo, bar, after_task, summarize)
     return out
 
 

@@ -9,9 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from evals.errors import EvalError
-from evals.run.record import RunRecord, read_runs
-from evals.run.records import task_folder
-from evals.run.status import is_error
+from evals.record import RunRecord, is_error, read_runs, task_folder
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import PLAIN, Policy, preset
 from harness.sql.postgres import public_url

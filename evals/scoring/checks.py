@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from evals.tasks import (
-    Check,
-    Task,
-)
+from evals.scoring.answers import credits
+from evals.tasks import Check, Task, TypedAnswer
 from harness.policies.submit import submit_tool
 from harness.state import RunState, ToolRun, signature
 from harness.workspace import normal_name
@@ -198,6 +196,9 @@ class RunEvidence:
 
     def results(self, tool: str) -> list[str]:
         return [r.content for r in self.received if r.name == tool]
+
+    def credits(self, answer: TypedAnswer) -> bool:
+        return credits(answer, self.answer)
 
 
 def check_passes(check: Check, state: RunState) -> bool:

@@ -16,11 +16,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evals.errors import EvalError
+from evals.record import (
+    NOT_RUN,
+    RunRecord,
+    code_version,
+    kept_file,
+    read_runs,
+    read_text,
+    run_files,
+)
 from evals.report.markdown import table
-from evals.run.record import RunRecord, read_runs
-from evals.run.records import code_version, kept_file, read_text, run_files
-from evals.run.runfiles import start_partial, write_summaries
-from evals.run.status import NOT_RUN
+from evals.report.summary import write_summaries
+from evals.run.runfiles import start_partial
 from evals.scoring.checks import score
 from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
 from harness.state import RunState
@@ -53,7 +60,7 @@ class Rescored:
 def task_set_for(records: list[RunRecord], run_file: Path) -> TaskSet:
     """The task set a run was made from, as its file reads today: the one its records name,
     looked up beside the default task set."""
-    names = {r.task_set for r in records}
+    names = {r.spec.task_set for r in records}
     if len(names) != 1 or None in names:
         raise RescoreError(
             f"{run_file}: its records name no single task set ({names}); use --tasks"

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.record import read_runs
 from evals.report.markdown import table
-from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown

@@ -28,13 +28,13 @@ from typing import Any
 
 from evals.environments import environment_of_record
 from evals.errors import EvalError
+from evals.record import is_error, read_runs
 from evals.report.compare import Run, load_runs, per_question, rank
 from evals.report.markdown import table
 from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
-from evals.run.record import read_runs
+from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval, slug
 from evals.run.settings import EvalSettings, resumed_settings
-from evals.run.status import is_error
 from evals.studies.sweep import SweepSettings, served
 from harness.policies.presets import preset
 
@@ -145,7 +145,7 @@ async def _run_entrants(
                 policy=preset(entrant.policy),
                 out=out,
             )
-        await run_eval(eval_settings, echo=echo)
+        await run_eval(eval_settings, echo=echo, summarize=summarize_run_file)
 
 
 def _row(run: Run, best: bool) -> dict[str, Any]:
@@ -154,8 +154,8 @@ def _row(run: Run, best: bool) -> dict[str, Any]:
     epochs = int(run.summary["epochs"])
     record = run.records[0]
     return {
-        "model": record.model,
-        "policy": record.policy.name if record.policy else None,
+        "model": record.spec.model,
+        "policy": record.spec.policy.name if record.spec.policy else None,
         "best": best,
         "tasks": acc.n,
         "correct": acc.k,
@@ -166,7 +166,7 @@ def _row(run: Run, best: bool) -> dict[str, Any]:
         "calls": calls,
         "tokens": tokens,
         "errors": sum(is_error(r) for r in run.records),
-        "task_set": record.task_set,
+        "task_set": record.spec.task_set,
         "run_file": str(run.path),
     }
 
@@ -209,7 +209,7 @@ def write(entrants: list[Entrant], out: Path) -> list[Path]:
     loaded = dict(zip(present, load_runs(list(present.values())), strict=True))
     if not loaded:
         raise EvalError(f"no finished leaderboard run under {out}: run it first")
-    sets = {str(run.records[0].task_set) for run in loaded.values()}
+    sets = {str(run.records[0].spec.task_set) for run in loaded.values()}
     if len(sets) > 1:
         raise EvalError(f"the runs under {out} are over different task sets: {sorted(sets)}")
     best = set(best_of(loaded, entrants).values())

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
+from evals.record import read_runs
 from evals.report.markdown import table
 from evals.report.stats import accuracy_of, detectable_difference
-from evals.run.record import read_runs
-from evals.run.records import summarize
+from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.tasks import DEFAULT_TASKS
 from harness.policies.presets import preset
@@ -95,7 +95,7 @@ async def _sweep_model(
             task_timeout_s=settings.task_timeout_s,
             out=default_out(label, settings.out / "runs"),
         )
-        rows.append(row(await run_eval(eval_settings, echo=echo)))
+        rows.append(row(await run_eval(eval_settings, echo=echo, summarize=summarize_run_file)))
     return rows
 
 

@@ -180,6 +180,12 @@ class TaskSet(BaseModel):
             seen.add(task.id)
         return tasks
 
+    @property
+    def content_hash(self) -> str:
+        """A hash of every task's content (``task_hash``) in order: two runs asked the same
+        questions exactly when their task sets' hashes agree."""
+        return _digest([t.task_hash for t in self.tasks])
+
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"

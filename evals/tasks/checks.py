@@ -45,6 +45,11 @@ class Evidence(Protocol):
         """The text of every result of ``tool`` the run received (calls that succeeded)."""
         ...
 
+    def credits(self, answer: TypedAnswer) -> bool:
+        """Whether the stated answer commits to ``answer``'s expected candidate and to no
+        competing one (how commitment is read is :mod:`evals.scoring.answers`)."""
+        ...
+
 
 class _Check(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -176,10 +181,8 @@ class _Answer(_Check):
     kind: Literal["answer"]
 
     def passes(self, run: Evidence) -> bool:
-        from evals.scoring.answers import credits  # reads commitment; it imports these models
-
         # Every answer model is one of the four the Answer union names.
-        return credits(cast("TypedAnswer", self), run.answer)
+        return run.credits(cast("TypedAnswer", self))
 
 
 class OneOf(_Answer):

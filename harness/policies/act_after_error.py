@@ -3,13 +3,8 @@ another look rather than with advice to the user."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Setting, TurnPlan
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.state import RunState
 
 ACT_AFTER_ERROR: Setting[bool] = Setting(
     "act_after_error", False, "the reply after a failed call must call a tool", "bool"
@@ -25,7 +20,7 @@ class ActAfterError(LoopPolicy):
     name = "act_after_error"
     settings = (ACT_AFTER_ERROR,)
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         if ACT_AFTER_ERROR.of(config) and just_failed(state):
             plan.require("required")
 

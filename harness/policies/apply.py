@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.client import TurnOptions
+from harness.config import LoopConfig
 from harness.policies.base import Prompt, TurnPlan
 from harness.policies.error_hints import shows_hints
 from harness.policies.registry import POLICIES
-from harness.state import Ask
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import Call, RunState
-    from harness.toolrun import ToolOutcome
-    from harness.tools import Tool
+from harness.state import Ask, Call, RunState
+from harness.toolrun import ToolOutcome
+from harness.tools import Tool
 
 INTRO = (
     "You are a careful assistant working in a folder of files. Use the tools to look at the "

@@ -24,19 +24,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
 
 from harness.errors import HarnessError
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import Call, RunState
-    from harness.toolrun import ToolOutcome
-    from harness.tools import Tool
+from harness.state import Call, RunState
+from harness.toolrun import ToolOutcome
+from harness.tools import Tool
 
 T = TypeVar("T")
 Kind = Literal["bool", "int", "float", "choice", "text"]
 Choice = str | dict[str, Any] | None
+
+
+class Config(Protocol):
+    """What a hook reads of a run's settings (``harness.config.LoopConfig`` is one): the
+    settings by name, the sampling asked of the server, and whether dedupe reuses every tool's
+    results. Hooks see this much and no more, so the settings' registry stays below the
+    config that checks against it."""
+
+    @property
+    def policy(self) -> Mapping[str, Any]: ...
+
+    @property
+    def temperature(self) -> float | None: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def dedupe_all(self) -> bool: ...
 
 
 class UnknownPolicy(HarnessError):
@@ -56,7 +72,7 @@ class Setting(Generic[T]):
     optional: bool = False  # None is a value: the setting is not sent
     metavar: str | None = None
 
-    def of(self, config: LoopConfig) -> T:
+    def of(self, config: Config) -> T:
         return self.among(config.policy)
 
     def among(self, settings: Mapping[str, Any]) -> T:
@@ -139,29 +155,29 @@ class LoopPolicy:
     settings: ClassVar[tuple[Setting[Any], ...]] = ()
     description: ClassVar[str] = ""
 
-    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+    def prompt(self, config: Config, prompt: Prompt) -> None:
         return None
 
     def offer(
-        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
+        self, config: Config, tools: list[Tool], declared: list[str] | None
     ) -> list[Tool]:
         return tools
 
-    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+    def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         return None
 
-    def answer(self, state: RunState, config: LoopConfig) -> str | None:
+    def answer(self, state: RunState, config: Config) -> str | None:
         return None
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         return None
 
     def answer_call(
-        self, state: RunState, config: LoopConfig, tools: Mapping[str, Tool], call: Call
+        self, state: RunState, config: Config, tools: Mapping[str, Tool], call: Call
     ) -> tuple[ToolOutcome, str] | None:
         return None
 
-    def conclusion(self, config: LoopConfig, limit: str) -> str | None:
+    def conclusion(self, config: Config, limit: str) -> str | None:
         return None
 
 

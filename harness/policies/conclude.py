@@ -4,12 +4,7 @@ asks for the answer from what is known. It offers the turn's tools under ``tool_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Setting
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
+from harness.policies.base import Config, LoopPolicy, Setting
 
 CONCLUDE = (
     "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
@@ -28,7 +23,7 @@ class Conclude(LoopPolicy):
     name = "conclude_on_limit"
     settings = (CONCLUDE_ON,)
 
-    def conclusion(self, config: LoopConfig, limit: str) -> str | None:
+    def conclusion(self, config: Config, limit: str) -> str | None:
         return CONCLUDE.format(limit=limit) if CONCLUDE_ON.of(config) else None
 
 

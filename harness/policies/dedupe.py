@@ -1,19 +1,14 @@
 """``dedupe``: a read-only call identical to an earlier successful one gets that result again,
-without running the tool (every tool's, writes included, with ``LoopConfig.dedupe_all``)."""
+without running the tool (every tool's, writes included, with ``Config.dedupe_all``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
-from harness.policies.base import LoopPolicy, Setting
-from harness.state import result_text, signature
+from harness.policies.base import Config, LoopPolicy, Setting
+from harness.state import Call, RunState, result_text, signature
 from harness.toolrun import ToolOutcome
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import Call, RunState
-    from harness.tools import Tool
+from harness.tools import Tool
 
 DEDUPE: Setting[bool] = Setting("dedupe", False, "reuse read-only results", "bool")
 
@@ -23,7 +18,7 @@ class Dedupe(LoopPolicy):
     settings = (DEDUPE,)
 
     def answer_call(
-        self, state: RunState, config: LoopConfig, tools: Mapping[str, Tool], call: Call
+        self, state: RunState, config: Config, tools: Mapping[str, Tool], call: Call
     ) -> tuple[ToolOutcome, str] | None:
         tool = tools.get(call.name)
         if not DEDUPE.of(config) or tool is None or not (tool.read_only or config.dedupe_all):

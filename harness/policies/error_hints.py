@@ -7,12 +7,7 @@ hints read the same under both."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Setting
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
+from harness.policies.base import Config, LoopPolicy, Setting
 
 ERROR_HINTS: Setting[str] = Setting(
     "error_hints",
@@ -23,7 +18,7 @@ ERROR_HINTS: Setting[str] = Setting(
 )
 
 
-def shows_hints(config: LoopConfig) -> bool:
+def shows_hints(config: Config) -> bool:
     return ERROR_HINTS.of(config) == "hinted"
 
 

@@ -3,13 +3,8 @@ question (a test checks that no task set holds its text)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Prompt, Setting
+from harness.policies.base import Config, LoopPolicy, Prompt, Setting
 from harness.policies.submit import SUBMIT_ON
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
 
 # A different folder (recipes) and a different question; the calls are written as the model
 # would send them.
@@ -30,7 +25,7 @@ class Example(LoopPolicy):
     name = "example"
     settings = (EXAMPLE_ON,)
 
-    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+    def prompt(self, config: Config, prompt: Prompt) -> None:
         if EXAMPLE_ON.of(config):
             finish = EXAMPLE_SUBMIT if SUBMIT_ON.of(config) else EXAMPLE_ANSWER
             prompt.examples.append(EXAMPLE.format(finish=finish))

@@ -3,12 +3,7 @@ for the answer to say only what the tool results say."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Prompt, Setting
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
+from harness.policies.base import Config, LoopPolicy, Prompt, Setting
 
 GROUNDING = (
     " Before you answer, open every file your answer depends on; if the question concerns "
@@ -30,7 +25,7 @@ class Grounding(LoopPolicy):
     name = "grounding"
     settings = (GROUNDING_ON,)
 
-    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+    def prompt(self, config: Config, prompt: Prompt) -> None:
         if GROUNDING_ON.of(config):
             prompt.rules.append(GROUNDING)
 

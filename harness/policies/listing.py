@@ -4,14 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from harness.policies.base import LoopPolicy, Setting
-from harness.tools import LIST_TOOL, ToolContext, listed_line
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.tools import Tool
+from harness.policies.base import Config, LoopPolicy, Setting
+from harness.tools import LIST_TOOL, Tool, ToolContext, listed_line
 
 # No count in the header: a listing that states how many files there are would be an answer
 # an echo of the tool result passes for.
@@ -38,9 +34,7 @@ class Listing(LoopPolicy):
     name = "listing"
     settings = (LISTING,)
 
-    def offer(
-        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
-    ) -> list[Tool]:
+    def offer(self, config: Config, tools: list[Tool], declared: list[str] | None) -> list[Tool]:
         if LISTING.of(config) != "by_size":
             return tools
         return [replace(t, fn=list_by_size) if t.name == LIST_TOOL else t for t in tools]

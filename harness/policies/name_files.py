@@ -4,14 +4,10 @@ the files that do."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.policies.base import LoopPolicy, Setting
-from harness.tools import READ_TOOL, ToolContext
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.tools import Tool
+from harness.policies.base import Config, LoopPolicy, Setting
+from harness.tools import READ_TOOL, Tool, ToolContext
 
 NAME_FILES: Setting[bool] = Setting(
     "name_files_on_miss",
@@ -30,9 +26,7 @@ class NameFiles(LoopPolicy):
     name = "name_files_on_miss"
     settings = (NAME_FILES,)
 
-    def offer(
-        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
-    ) -> list[Tool]:
+    def offer(self, config: Config, tools: list[Tool], declared: list[str] | None) -> list[Tool]:
         if not NAME_FILES.of(config):
             return tools
         return [replace(t, fn=read_naming_files) if t.name == READ_TOOL else t for t in tools]

@@ -3,15 +3,9 @@ this many times a run."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Said, Setting
+from harness.policies.base import Config, LoopPolicy, Said, Setting
 from harness.policies.submit import SUBMIT_ON
-from harness.state import last_reply
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.state import RunState, last_reply
 
 NUDGE = (
     "Your last reply was empty. Call a tool to find out what you still need, or give your "
@@ -29,7 +23,7 @@ class Nudge(LoopPolicy):
     name = "nudges"
     settings = (NUDGES,)
 
-    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+    def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         """A reply cut at the length limit is left to the loop's own request to finish; a reply
         to the last call after a limit ends the run, empty or not."""
         last = last_reply(state)

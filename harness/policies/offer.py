@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from harness.policies.base import LoopPolicy, Setting
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.tools import Tool
+from harness.policies.base import Config, LoopPolicy, Setting
+from harness.tools import Tool
 
 TOOLS: Setting[Literal["all", "read_only", "task"]] = Setting(
     "tools",
@@ -24,9 +21,7 @@ class Offer(LoopPolicy):
     name = "tools"
     settings = (TOOLS,)
 
-    def offer(
-        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
-    ) -> list[Tool]:
+    def offer(self, config: Config, tools: list[Tool], declared: list[str] | None) -> list[Tool]:
         wanted = TOOLS.of(config)
         if wanted == "task" and declared is not None:
             return [t for t in tools if t.name in declared]

@@ -8,12 +8,7 @@ folder of files), the setting adds nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Prompt, Setting
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
+from harness.policies.base import Config, LoopPolicy, Prompt, Setting
 
 OVERVIEW_ON: Setting[bool] = Setting(
     "overview_in_prompt",
@@ -28,7 +23,7 @@ class Overview(LoopPolicy):
     name = "overview"
     settings = (OVERVIEW_ON,)
 
-    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+    def prompt(self, config: Config, prompt: Prompt) -> None:
         if OVERVIEW_ON.of(config) and prompt.overview:
             prompt.rules.append("\n\n" + prompt.overview)
 

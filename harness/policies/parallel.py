@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Setting, TurnPlan
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.state import RunState
 
 PARALLEL: Setting[bool] = Setting(
     "parallel_tool_calls", True, "several calls in one reply (off: one call per reply)", "bool"
@@ -19,7 +14,7 @@ class Parallel(LoopPolicy):
     name = "parallel_tool_calls"
     settings = (PARALLEL,)
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         # On is every server's default; sent only when off, so the plain loop's requests stay
         # as they were.
         if not PARALLEL.of(config):

@@ -5,15 +5,10 @@ hint, looks at the schema and then explains its fix to the user is asked to run 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan, named
+from harness.policies.base import Config, LoopPolicy, Said, Setting, TurnPlan, named
 from harness.policies.reads import answered_before_success, question
 from harness.sql.tools import RUN_SQL_TOOL
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.state import RunState
 
 QUERY_FIRST = (
     "None of your queries has run yet, so no figure has come from the database. Run the query "
@@ -34,7 +29,7 @@ class QueryFirst(LoopPolicy):
     name = "query_before_answer"
     settings = (QUERY_BEFORE_ANSWER,)
 
-    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+    def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         """Only when run_sql is offered, never at a limit's conclusion, once a run; a query
         counts when it succeeded."""
         if not QUERY_BEFORE_ANSWER.of(config):
@@ -43,7 +38,7 @@ class QueryFirst(LoopPolicy):
             return None
         return Said(QUERY_FIRST.format(question=question(state)))
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         if QUERY_BEFORE_ANSWER.of(config) and state.just_asked(self.name):
             plan.require(named(RUN_SQL_TOOL))
 

@@ -3,15 +3,10 @@ to read the file it depends on (with the user's question); the reply to it must 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan
+from harness.policies.base import Config, LoopPolicy, Said, Setting, TurnPlan
 from harness.policies.reads import answered_before_success, question
+from harness.state import RunState
 from harness.tools import READ_TOOL
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
 
 READ_FIRST = (
     "You have not read any file yet. Read the file your answer depends on with read_file. Then "
@@ -31,7 +26,7 @@ class ReadFirst(LoopPolicy):
     name = "read_before_answer"
     settings = (READ_BEFORE_ANSWER,)
 
-    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+    def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         """Only when read_file is offered; a read counts when it succeeded."""
         if not READ_BEFORE_ANSWER.of(config):
             return None
@@ -39,7 +34,7 @@ class ReadFirst(LoopPolicy):
             return None
         return Said(READ_FIRST.format(question=question(state)))
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         if READ_BEFORE_ANSWER.of(config) and state.just_asked(self.name):
             plan.require("required")
 

@@ -5,15 +5,10 @@ count); the reply to it must call a tool. Never twice for the same unread files,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Said, Setting, TurnPlan
+from harness.policies.base import Config, LoopPolicy, Said, Setting, TurnPlan
 from harness.policies.reads import answered_last, listed_files, question, read_files
+from harness.state import RunState
 from harness.tools import READ_TOOL
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
 
 # It names no file and no number: a name or a count here would be an answer the model could
 # copy (the last unread file, the number of files) without having read anything.
@@ -37,7 +32,7 @@ class ReadListed(LoopPolicy):
     name = "read_listed"
     settings = (READ_LISTED_ON,)
 
-    def ask(self, state: RunState, config: LoopConfig, offered: set[str]) -> Said | None:
+    def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         """Only when read_file is offered. The unread files at each request are kept with it
         (the run's ``asks``), so a resumed run counts them."""
         if not READ_LISTED_ON.of(config) or state.concluding is not None:
@@ -53,7 +48,7 @@ class ReadListed(LoopPolicy):
             return None
         return Said(READ_LISTED.format(question=question(state)), {"unread": unread})
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         if READ_LISTED_ON.of(config) and state.just_asked(self.name):
             plan.require("required")
 

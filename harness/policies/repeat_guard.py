@@ -5,18 +5,14 @@ must call submit (when offered)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from harness.errors import Repeated
-from harness.policies.base import LoopPolicy, Setting, TurnPlan, named
+from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan, named
 from harness.policies.submit import SUBMIT, SUBMIT_ON
-from harness.state import asked_calls, result_text, signature
+from harness.state import Call, RunState, asked_calls, result_text, signature
 from harness.toolrun import ToolOutcome
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import Call, RunState
-    from harness.tools import Tool
+from harness.tools import Tool
 
 REPEAT_END = "this is its earlier result. Use it, or do something else.]"
 REPEAT_NOTE = "\n\n[You already made this exact call (turn {turn}); " + REPEAT_END
@@ -42,7 +38,7 @@ class RepeatGuard(LoopPolicy):
     settings = (GUARD,)
 
     def answer_call(
-        self, state: RunState, config: LoopConfig, tools: Mapping[str, Tool], call: Call
+        self, state: RunState, config: Config, tools: Mapping[str, Tool], call: Call
     ) -> tuple[ToolOutcome, str] | None:
         """The earlier result of an identical read-only call, with a note; a copy of a failure
         stays a failure."""
@@ -64,7 +60,7 @@ class RepeatGuard(LoopPolicy):
                 return outcome, text
         return None
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         guard = GUARD.of(config)
         if guard == "off" or not just_repeated(state):
             return

@@ -3,13 +3,8 @@ many looks (after a first-turn ``tool_choice``, if any)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Setting, TurnPlan
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.state import RunState
 
 REQUIRED_TURNS: Setting[int] = Setting(
     "required_turns",
@@ -24,7 +19,7 @@ class RequiredTurns(LoopPolicy):
     name = "required_turns"
     settings = (REQUIRED_TURNS,)
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         if state.turns < REQUIRED_TURNS.of(config):
             plan.require("required")
 

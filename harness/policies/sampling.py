@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.policies.base import LoopPolicy, Setting, TurnPlan
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.state import RunState
 
 MAX_TOKENS: Setting[int | None] = Setting(
     "max_tokens_per_turn", None, "the most tokens one reply may take", "int", optional=True
@@ -35,7 +32,7 @@ class Sampling(LoopPolicy):
     name = "sampling"
     settings = tuple(setting for setting, _ in FIELDS)
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         for setting, wire in FIELDS:
             if (value := setting.of(config)) is not None:
                 plan.options[wire] = value

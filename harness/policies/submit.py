@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.policies.base import LoopPolicy, Prompt, Setting
-from harness.state import last_reply
+from harness.policies.base import Config, LoopPolicy, Prompt, Setting
+from harness.state import RunState, last_reply
 from harness.tools import Tool, ToolContext
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
 
 SUBMIT = "submit"
 FINISH = " When you know the answer, call submit with it, in one or two sentences."
@@ -62,16 +58,14 @@ class Submit(LoopPolicy):
     name = "submit"
     settings = (SUBMIT_ON,)
 
-    def prompt(self, config: LoopConfig, prompt: Prompt) -> None:
+    def prompt(self, config: Config, prompt: Prompt) -> None:
         if SUBMIT_ON.of(config):
             prompt.finish = FINISH
 
-    def offer(
-        self, config: LoopConfig, tools: list[Tool], declared: list[str] | None
-    ) -> list[Tool]:
+    def offer(self, config: Config, tools: list[Tool], declared: list[str] | None) -> list[Tool]:
         return [*tools, submit_tool()] if SUBMIT_ON.of(config) else tools
 
-    def answer(self, state: RunState, config: LoopConfig) -> str | None:
+    def answer(self, state: RunState, config: Config) -> str | None:
         return submitted_answer(state) if SUBMIT_ON.of(config) else None
 
 

@@ -3,13 +3,8 @@ must call a tool."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.policies.base import LoopPolicy, Setting, TurnPlan, named
-
-if TYPE_CHECKING:
-    from harness.config import LoopConfig
-    from harness.state import RunState
+from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan, named
+from harness.state import RunState
 
 TOOL_CHOICE: Setting[str] = Setting(
     "tool_choice",
@@ -25,7 +20,7 @@ class ToolChoice(LoopPolicy):
     name = "tool_choice"
     settings = (TOOL_CHOICE,)
 
-    def plan(self, state: RunState, config: LoopConfig, plan: TurnPlan) -> None:
+    def plan(self, state: RunState, config: Config, plan: TurnPlan) -> None:
         choice = TOOL_CHOICE.of(config)
         if choice == "always" or (choice == "required" and state.turns == 0):
             plan.require("required")

@@ -8,6 +8,8 @@ statement runs under a timeout that stops the statement, not the run.
 """
 
 from harness.sql.database import Column, Database, Result, SQLError, Table
+from harness.sql.postgres import PostgresDatabase
+from harness.sql.sqlite import SQLiteDatabase
 from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL, schema, sql_tools
 
 __all__ = [
@@ -34,9 +36,5 @@ def open_database(url: str, schema: str | None = None) -> Database:
     """A database by URL: ``postgresql://...`` (tables in ``schema``) or a SQLite file's path
     (``sqlite:///PATH`` or a plain path)."""
     if is_postgres_url(url):
-        from harness.sql.postgres import PostgresDatabase
-
         return PostgresDatabase(url, schema)
-    from harness.sql.sqlite import SQLiteDatabase
-
     return SQLiteDatabase(url.removeprefix("sqlite:///").removeprefix("sqlite://"))

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evals.report.analyst import reply_reuse
+from evals.record import read_runs
+from evals.report.analyst import audit, reply_reuse
 from evals.report.markdown import table
-from evals.run.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from harness.policies.presets import Policy, preset, preset_limits
@@ -111,9 +111,7 @@ def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, A
         "turns": [r.turns for r in records],
         "wall_ms": [r.wall_ms for r in records],
         "median_wall_ms": statistics.median(r.wall_ms for r in records),
-        "parallel_turns": sum(
-            1 for r in records for n in _per_turn(r.audit or []).values() if n > 1
-        ),
+        "parallel_turns": sum(1 for r in records for n in _per_turn(audit(r)).values() if n > 1),
         "reuse_by_turn": {str(i): statistics.median(v) for i, v in sorted(shares.items())},
         "min_reuse_after_first": min(
             (x for i, v in shares.items() if i >= 2 for x in v), default=None

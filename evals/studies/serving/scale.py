@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.record import RunRecord, read_runs
 from evals.report.markdown import table
-from evals.run.record import RunRecord, read_runs
-from evals.run.records import summarize
+from evals.report.summary import summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from evals.studies.serving.peer import WARM, llama_server_args, load_average, ours_args, send

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evals.run.records import code_version, machine
+from evals.record import code_version, machine
 from evals.studies.serving import (
     analyst,
     draft,

@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evals import versioned
+from evals.record.files import read_records
+from evals.record.versioned import parse as parse_versioned
 
 RECORD_VERSION = 3
 
@@ -90,13 +91,11 @@ class ItemRecord(BaseModel):
 def parse(raw: dict[str, Any], where: str) -> ItemRecord:
     """``raw`` as an item record (version 1 only lacked fields); what is none is a
     :class:`RunFileError` naming ``where``."""
-    return versioned.parse(ItemRecord, raw, where, "BFCL item record")
+    return parse_versioned(ItemRecord, raw, where, "BFCL item record")
 
 
 def read_items(path: str | Path) -> list[dict[str, Any]]:
     """The records of a BFCL run file, each checked and brought to the current version."""
-    from evals.run.records import read_records
-
     return [
         parse(raw, f"{path}, line {n}").line() for n, raw in enumerate(read_records(path), start=1)
     ]

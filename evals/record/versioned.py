@@ -1,6 +1,6 @@
 """Versioned records: one line of a results file read as a typed model, whatever version of
-the model wrote it. The run record (``evals.run.record``) and the BFCL item record
-(``evals.bfcl.record``) both read through :func:`parse`."""
+the model wrote it. The run record (``evals.record.run``) and the BFCL item record
+(``evals.record.bfcl``) both read through :func:`parse`."""
 
 from __future__ import annotations
 

@@ -1,17 +1,22 @@
 """The run record: one line of a run file, one task run, typed and versioned.
 
-The runner writes it; rescoring, the comparison, the report, the sweep and the Inspect export
-read it through :func:`read_runs`, which brings a record of any shape committed under
-``results/`` to this one. A field a record was written without is None (``invalid_calls`` is
-None in a record from before the harness checked arguments), so no reader asks whether a key
-is there.
+The runner builds it in one place (``evals.run.recorder``); rescoring, the comparison, the
+report, the sweep and the Inspect export read it through :func:`read_runs`, which brings a
+record of any shape committed under ``results/`` to this one. A field a record was written
+without is None (``invalid_calls`` is None in a record from before the harness checked
+arguments), so no reader asks whether a key is there.
 
 Versions (``record_version``):
 
 1. every record before the field existed (no ``record_version``); some lack ``policy``,
    ``tool_grammar``, ``invalid_calls``, ``refused_calls``, ``call_shaped_text``, ``queue_ms``,
    ``api``, ``draft``, ``task_hash``...;
-2. this model.
+2. ``record_version`` written; what ran, and the SQL tasks' ``database`` and ``audit``, at the
+   top level beside the task's own fields;
+3. this model: what ran is the eval's :class:`~evals.record.spec.RunSpec` under ``spec``, and
+   what only one environment keeps is under ``environment``, which names it. A version 2
+   record with a ``database`` or an ``audit`` ran on the database, any other on the
+   workspace.
 """
 
 from __future__ import annotations
@@ -21,61 +26,40 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evals import versioned
+from evals.record.environments import EnvironmentData
+from evals.record.files import read_records
+from evals.record.spec import RunSpec
+from evals.record.versioned import parse as parse_versioned
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 
-
-class PolicyRecord(BaseModel):
-    """The loop policy a run used: its name and every setting it ended up with."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    settings: dict[str, Any]
+NOT_RUN = "not_run"
+ERROR = "error"
 
 
 class RunRecord(BaseModel):
-    """One task run: what ran, on what, what happened and the verdict."""
+    """One task run: what ran (``spec``), on what (``environment``), what happened and the
+    verdict."""
 
     model_config = ConfigDict(extra="forbid")
 
     record_version: int = RECORD_VERSION
-    # What ran: the model and its server.
-    label: str | None = None
-    model: str
-    model_sha256: str | None = None
-    backend: str | None = None
-    tool_grammar: str | None = None  # serve_local's --tool-grammar, when the server says
-    draft: str | None = None  # serve_local's --draft, when the server says
-    base_url: str | None = None
-    servers: list[dict[str, Any]] | None = None
-    api: str | None = None  # the wire shape: openai | anthropic
-    server_software: str | None = None
-    answered_by: list[str] | None = None
-    # The loop: its limits, its policy and its sampling.
-    loop: dict[str, Any] | None = None
-    policy: PolicyRecord | None = None
-    # How the task was solved: the agent loop, or a workflow, and what the workflow fixes.
-    # Every record before solvers existed ran the agent loop.
-    solver: str = "agent"
-    solver_settings: dict[str, Any] = {}
-    temperature: float | None = None
-    seed: int | None = None
+    spec: RunSpec
+    environment: EnvironmentData
     # The task.
-    task_set: str | None = None
     task_id: str
     question: str
     epoch: int = 1
     kind: str | None = None  # the family a generated task belongs to
     task_hash: str | None = None
     checks_hash: str | None = None
-    # Where and from what code.
-    machine: dict[str, Any] | None = None
-    code_version: str | None = None
+    seed: int | None = None  # the epoch's seed, when the eval sampled
+    # Where it ran.
     run_id: str | None = None
     trace_path: str | None = None
     timestamp: str | None = None
+    answered_by: list[str] | None = None
+    server_software: str | None = None
     # What happened.
     status: str
     interruption: dict[str, Any] | None = None
@@ -102,11 +86,6 @@ class RunRecord(BaseModel):
     refused_calls: int | None = None  # None: written before servers said so
     call_shaped_text: int | None = None  # None: written before it was counted
     tools_called: list[str] | None = None
-    # The SQL tasks: where the data was (sqlite, or the PostgreSQL URL without password) and
-    # one audit entry per run_sql call (turn, sql, ms, rows, cut, error, timed_out,
-    # refused_write). None for tasks over files.
-    database: str | None = None
-    audit: list[dict[str, Any]] | None = None
     # The verdict.
     answer: str | None = None
     checks: list[dict[str, Any]] = []
@@ -118,16 +97,41 @@ class RunRecord(BaseModel):
         return self.model_dump(mode="json")
 
 
+def is_error(record: RunRecord) -> bool:
+    """A task run that says nothing about the model: one the machinery ended (the provider
+    unreachable, or 429/5xx after its retries, ``error``) or that never ran (``not_run``: the
+    server was gone, the eval stopped first). It is left out of every accuracy, interval and
+    paired test, counted apart, and run again by ``--resume``. What the model did (the turn
+    cap reached, refused calls, an empty answer) stays a wrong answer."""
+    return record.status in (ERROR, NOT_RUN)
+
+
+_SPEC_FIELDS = tuple(RunSpec.model_fields)
+_DATABASE_FIELDS = ("database", "audit")
+
+
+def _nest(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 to 3: what ran under ``spec``, the database's fields under ``environment``."""
+    data = dict(raw)
+    spec = {k: data.pop(k) for k in _SPEC_FIELDS if k in data}
+    kept = {k: data.pop(k, None) for k in _DATABASE_FIELDS}
+    on_database = any(v is not None for v in kept.values())
+    data["spec"] = spec
+    data["environment"] = {"name": "database", **kept} if on_database else {"name": "workspace"}
+    return data
+
+
+UPGRADES = {2: _nest}
+
+
 def parse(raw: dict[str, Any], where: str) -> RunRecord:
     """``raw`` as a record; what is no record is a :class:`RunFileError` naming ``where``.
     Version 1 wrote no version and left out what did not exist yet; nothing was renamed."""
-    return versioned.parse(RunRecord, raw, where, "run record")
+    return parse_versioned(RunRecord, raw, where, "run record", UPGRADES)
 
 
 def read_runs(path: str | Path) -> list[RunRecord]:
     """The records of a run file, each brought to the current version."""
-    from evals.run.records import read_records
-
     return [
         parse(raw, f"{path}, line {number}")
         for number, raw in enumerate(read_records(path), start=1)

@@ -1,0 +1,46 @@
+"""The records an eval writes, typed and versioned; the one owner of their shape. It imports
+no stage of evals: tasks, scoring, environments, the run and the report all read and write
+records through these models.
+
+* :mod:`~evals.record.spec`: what ran (:class:`RunSpec`), once per eval;
+* :mod:`~evals.record.run`: one task run (:class:`RunRecord`) and what an error is;
+* :mod:`~evals.record.environments`: what each environment adds to a record;
+* :mod:`~evals.record.bfcl`: one BFCL item;
+* :mod:`~evals.record.versioned`: reading a record of any version;
+* :mod:`~evals.record.files`: run files and the files kept beside them.
+"""
+
+from evals.record.environments import DatabaseData, EnvironmentData, OtherData, WorkspaceData
+from evals.record.files import (
+    keep_compact,
+    kept_file,
+    read_records,
+    read_text,
+    run_files,
+    task_folder,
+)
+from evals.record.run import ERROR, NOT_RUN, RECORD_VERSION, RunRecord, is_error, read_runs
+from evals.record.spec import PolicyRecord, RunSpec, code_version, machine
+
+__all__ = [
+    "ERROR",
+    "NOT_RUN",
+    "RECORD_VERSION",
+    "DatabaseData",
+    "EnvironmentData",
+    "OtherData",
+    "PolicyRecord",
+    "RunRecord",
+    "RunSpec",
+    "WorkspaceData",
+    "code_version",
+    "is_error",
+    "keep_compact",
+    "kept_file",
+    "machine",
+    "read_records",
+    "read_runs",
+    "read_text",
+    "run_files",
+    "task_folder",
+]

@@ -1,0 +1,55 @@
+"""What a record keeps of the environment its task ran on: one small model per environment,
+named by ``name``, the record's ``environment`` field a union of them tagged by that name. An
+environment (``evals.environments``) fills its own and nothing else. A new environment with
+figures of its own adds its model here and one member to the union; until then (or for one a
+test adds) its record reads as :class:`OtherData`, its name and what it kept as given."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+
+
+class WorkspaceData(BaseModel):
+    """A folder of files: nothing beyond what every record keeps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["workspace"] = "workspace"
+
+
+class DatabaseData(BaseModel):
+    """A database: where the data was (``sqlite``, or the PostgreSQL URL without its password)
+    and one audit entry per ``run_sql`` call (turn, sql, ms, rows, cut, error, timed_out,
+    refused_write)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["database"] = "database"
+    database: str | None = None
+    audit: list[dict[str, Any]] | None = None
+
+
+class OtherData(BaseModel):
+    """An environment this module has no model for: its name, and what it kept as fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+
+
+_KNOWN = ("workspace", "database")
+
+
+def _tag(value: Any) -> str:
+    name = value.get("name") if isinstance(value, dict) else getattr(value, "name", None)
+    return name if name in _KNOWN else "other"
+
+
+EnvironmentData = Annotated[
+    Annotated[WorkspaceData, Tag("workspace")]
+    | Annotated[DatabaseData, Tag("database")]
+    | Annotated[OtherData, Tag("other")],
+    Discriminator(_tag),
+]

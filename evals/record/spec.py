@@ -1,0 +1,94 @@
+"""What ran: the model and its weights, the server and its software, how tool calls were
+decoded, the solver and the preset with every setting, the loop's limits, the task set and
+its hash, the machine and the code. One :class:`RunSpec` is built per eval and every record of
+that eval carries the same one (Inspect's ``EvalSpec``: written once, never rebuilt per
+sample)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+CODE_PATHS = ("serve_local", "harness", "evals", "pyproject.toml", "Makefile")
+
+
+class PolicyRecord(BaseModel):
+    """The preset a run used: its name and every setting it ended up with (empty where the
+    record was written before the settings were kept: BFCL's items up to version 3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    settings: dict[str, Any]
+
+
+class RunSpec(BaseModel):
+    """What one eval ran; the same for each of its records."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str | None = None
+    # The model and its server: the weights actually served, never the name asked for.
+    model: str
+    model_sha256: str | None = None
+    backend: str | None = None
+    tool_grammar: str | None = None  # serve_local's --tool-grammar, when the server says
+    draft: str | None = None  # serve_local's --draft, when the server says
+    base_url: str | None = None
+    servers: list[dict[str, Any]] | None = None
+    api: str | None = None  # the wire shape: openai | anthropic
+    # The loop: its limits, its preset with every setting, and its sampling.
+    loop: dict[str, Any] | None = None
+    policy: PolicyRecord | None = None
+    # How a task was solved: the agent loop, or a workflow, and what the workflow fixes.
+    # Every record before solvers existed ran the agent loop.
+    solver: str = "agent"
+    solver_settings: dict[str, Any] = {}
+    temperature: float | None = None
+    # The task set: its name and a hash of every task's content (None: written before).
+    task_set: str | None = None
+    task_set_hash: str | None = None
+    # Where, and from what code.
+    machine: dict[str, Any] | None = None
+    code_version: str | None = None
+
+
+def code_version() -> str | None:
+    """The git commit the code ran from, ``+dirty`` when the code differed from it."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", *CODE_PATHS],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{commit}+dirty" if commit and dirty else commit or None
+
+
+def machine() -> dict[str, Any]:
+    """The machine's cores, CPU and platform."""
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform()}
