@@ -144,7 +144,7 @@ EVAL_ARGS ?=
 # The task set: files6, or a generated one (python -m evals generate --split test --n 60 ...):
 # make eval TASKS=evals/tasks/gen-test-s1000-n60.json
 TASKS ?= evals/tasks/files6.json
-# The loop policy (harness/policies/presets.json) the sweep found best for the default model on files6:
+# The loop policy (harness/presets.json) the sweep found best for the default model on files6:
 # the most accurate, then the fewest turns, then the fewest tokens (results/sweep.md).
 POLICY ?= all-helps
 RUNS := results/runs

@@ -9,8 +9,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from evals.bfcl import cli as bfcl
-from evals.commands import databases, leaderboard, reports, run, scoring, studies, sweep, tasks
+from evals.commands import (
+    bfcl,
+    databases,
+    leaderboard,
+    reports,
+    run,
+    scoring,
+    studies,
+    sweep,
+    tasks,
+)
 from evals.errors import EvalError
 from harness.errors import HarnessError
 

@@ -19,7 +19,7 @@ from harness.config import LoopConfig
 from harness.display import printable
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
-from harness.policies.presets import (
+from harness.presets import (
     Policy,
     UnknownPolicy,
     add_policy_flags,

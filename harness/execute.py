@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
 from harness.errors import Declined, InvalidArguments, ToolBug, ToolError
 from harness.faults import crash_point
-from harness.policies import apply as policies
 from harness.state import (
     Call,
     Message,
@@ -155,7 +155,7 @@ def judge(outcome: ToolOutcome, config: LoopConfig) -> tuple[str, Stop | None]:
     if outcome.error is None:
         return outcome.content, None
     name, error = outcome.call.name, outcome.error
-    content = error_text(error, config.tool_errors, policies.hints(config))
+    content = error_text(error, config.tool_errors, hooks.hints(config))
     if config.tool_errors == "fatal":
         return content, Stop("failed", error=f"tool {name} failed: {error}")
     if config.stop_on_permanent_error and error.permanent:
@@ -227,7 +227,7 @@ async def answer_pending(
             record(state, outcome, text, recorder, config.tool_result_cap_bytes)
         elif tool is not None and tool.needs_approval and call.key not in state.approved:
             waiting.append(call)
-        elif (answered := policies.answer_call(state, config, tools, call)) is not None:
+        elif (answered := hooks.answer_call(state, config, tools, call)) is not None:
             record(state, *answered, recorder, config.tool_result_cap_bytes)
         else:
             ctx = ToolContext(

@@ -18,7 +18,7 @@ completes the run, and a tool whose result is saved never runs again.
 
 Loop policies (which tools, tool choice, submit, nudges, the repeated-call guard, the worked
 example...) are objects in ``harness.policies``, each consulted through the hooks of
-``harness.policies.apply``; their settings are ``LoopConfig.policy``.
+``harness.hooks``; their settings are ``LoopConfig.policy``.
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from harness import hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
-from harness.policies import apply as policies
-from harness.policies.apply import BASE_PROMPT
 from harness.replies import record_turn, settle
 from harness.state import RunState, Status
 from harness.tools import Tool
@@ -43,7 +42,7 @@ from harness.workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
 
-SYSTEM_PROMPT = BASE_PROMPT  # the plain loop's; harness.policies.apply.system_prompt for a policy
+SYSTEM_PROMPT = hooks.BASE_PROMPT  # the plain loop's; harness.hooks.system_prompt for a policy
 
 
 def stop(
@@ -100,7 +99,7 @@ async def conclude(
     """
     request = {"role": "user", "content": text}
     # The turn's token cap and penalties hold here too.
-    offered, options = policies.plan_turn(state, config, specs)
+    offered, options = hooks.plan_turn(state, config, specs)
     options = replace(options, tool_choice="none" if offered else None, parallel_tool_calls=None)
     reply = await client.chat(state.model, [*state.messages, request], offered, cancel, options)
     state.messages.append(request)
@@ -138,15 +137,15 @@ async def run_loop(
     conversation)."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
     if system and not any(m["role"] in ("system", "assistant") for m in state.messages):
-        prompt = policies.system_prompt(config, intro, overview)
+        prompt = hooks.system_prompt(config, intro, overview)
         state.messages.insert(0, {"role": "system", "content": prompt})
-    tools = policies.offered_tools(tools, config, state.meta.get("task_tools"))
+    tools = hooks.offered_tools(tools, config, state.meta.get("task_tools"))
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
 
     async def turns(token: CancelToken) -> RunState:
         while True:
-            policies.ask(state, config, set(by_name))
-            if (answer := policies.answer(state, config)) is not None:
+            hooks.ask(state, config, set(by_name))
+            if (answer := hooks.answer(state, config)) is not None:
                 state.answer = answer
                 return stop(state, recorder, "completed")
             if outcome := settle(state, config.finish_cut_replies):
@@ -154,11 +153,11 @@ async def run_loop(
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
                 return stopped_by(state, recorder, outcome, token)
             if limit := limit_reached(state, config):
-                if text := policies.conclusion(config, limit[1]["type"]):
+                if text := hooks.conclusion(config, limit[1]["type"]):
                     await conclude(state, client, config, recorder, limit, token, text, specs)
                     continue  # settle ends the run under the limit
                 return stop(state, recorder, *limit)
-            offered, options = policies.plan_turn(state, config, specs)
+            offered, options = hooks.plan_turn(state, config, specs)
             reply = await client.chat(state.model, state.messages, offered, token, options)
             record_turn(state, reply, config.prices, recorder)
 

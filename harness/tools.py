@@ -85,7 +85,8 @@ _PATH_ARG: dict[str, Any] = {
 LIST_TOOL = "list_files"
 READ_TOOL = "read_file"
 # One line of list_files' result per file: "NAME  SIZE bytes" (a name may hold spaces). The
-# one definition of the format: the scripted provider reads listings with listed_sizes too.
+# scripted provider reads it as a model would, with a reading of its own (serve_local never
+# imports the harness); tests/test_scenarios.py checks the two agree.
 LISTED_LINE = re.compile(r"^(\S.*?)  (\d+) bytes$")
 
 

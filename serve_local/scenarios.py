@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.tools import listed_sizes
-
 
 @dataclass(frozen=True)
 class Transcript:
@@ -124,9 +122,16 @@ def malformed(t: Transcript) -> Reply:
     return text("Both calls failed, so I have nothing to report.")
 
 
-def _listed(tool_text: str) -> dict[str, int]:
-    """Names and sizes from a ``list_files`` result, read as the harness writes it."""
-    return listed_sizes(tool_text)
+# A line of a list_files result: a name, two spaces, its size. The scripted provider reads the
+# tool's text as a model would, without the harness's code (serve_local never imports it);
+# tests/test_scenarios.py checks that this reading agrees with what the harness writes.
+_LISTED_LINE = re.compile(r"^(\S.*?)  (\d+) bytes$")
+
+
+def read_listing(tool_text: str) -> dict[str, int]:
+    """Names and sizes from a ``list_files`` result."""
+    found = (_LISTED_LINE.match(line.strip()) for line in tool_text.splitlines())
+    return {m.group(1): int(m.group(2)) for m in found if m}
 
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -221,10 +226,10 @@ def oracle(t: Transcript) -> Reply:
         return sql
     if t.turn == 0:
         return call("c1", "list_files")
-    names = sorted(_listed(t.results.get("c1", "")))
+    names = sorted(read_listing(t.results.get("c1", "")))
     if t.turn == 1:
         return Reply(calls=[(f"c{i + 2}", "read_file", {"path": n}) for i, n in enumerate(names)])
-    sizes = _listed(t.results.get("c1", ""))
+    sizes = read_listing(t.results.get("c1", ""))
     contents = {n: t.results.get(f"c{i + 2}", "") for i, n in enumerate(names)}
     return text(_oracle_answer(t.question, sizes, contents))
 
@@ -299,7 +304,7 @@ def _look_everywhere(t: Transcript) -> Reply | None:
     """List the files, then read them one a turn; None once every listed file is read."""
     if t.turn == 0:
         return call("c1", "list_files")
-    names = sorted(_listed(t.results.get("c1", "")))
+    names = sorted(read_listing(t.results.get("c1", "")))
     if t.turn <= len(names):
         return call(f"c{t.turn + 1}", "read_file", path=names[t.turn - 1])
     return None

@@ -29,7 +29,7 @@ from harness.cancel import CancelToken
 from harness.client import ModelReply, TurnOptions
 from harness.config import LoopConfig
 from harness.loop import run_loop
-from harness.policies.presets import presets
+from harness.presets import presets
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.trace import Recorder

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evals.scoring.answers import commitment, credits
-from evals.scoring.grader_check import CORPUS, read_corpus, replay, summary
+from evals.studies.grader_check import CORPUS, read_corpus, replay, summary
 from evals.studies.strategies import KNOWN_HEDGE, judge
 from evals.tasks import DEFAULT_TASKS, Facts, NumberIs, OneOf, TaskSet, YesNo, load_tasks
 from evals.tasks.generate import generate

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from evals.record import RunRecord
-from evals.studies.serving import PARTS, peer, scale
+from evals.studies.serving import peer, scale
 from evals.studies.serving.common import server_process
+from evals.studies.serving.suite import PARTS
 from tests.helpers import run_record
 
 ROW_KEYS = {

@@ -24,12 +24,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from evals.bfcl import DEFAULT_CATEGORIES, BfclSettings, run_bfcl
 from evals.bfcl.bridge import Checker, bfcl_python
-from evals.bfcl.items import Item, function_name
+from evals.bfcl.items import DEFAULT_CATEGORIES, Item, function_name
+from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.errors import EvalError
 from evals.record import read_records
+from evals.report.bfcl import summarize_bfcl_run
 from serve_local.inprocess import running_server
 
 needs_bfcl = pytest.mark.skipif(
@@ -187,7 +188,9 @@ async def _run(
     checker: Checker, url: str, tmp_path: Path, **extra: Any
 ) -> tuple[Path, list[dict[str, Any]]]:
     settings = BfclSettings(base_url=url, out=tmp_path / "bfcl.jsonl", **extra)
-    out = await run_bfcl(settings, echo=lambda _: None, checker=checker)
+    out = await run_bfcl(
+        settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+    )
     return out, read_records(out)
 
 
@@ -374,7 +377,9 @@ async def test_resume_asks_only_the_items_without_a_record(
         partial = _interrupted(full, 3, tmp_path)
         seen.clear()
         settings = resumed_bfcl_settings(partial, base_url=url)
-        out = await run_bfcl(settings, echo=lambda _: None, checker=checker)
+        out = await run_bfcl(
+            settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+        )
     after = read_records(out)
     assert out == tmp_path / "interrupted.jsonl" and not partial.exists()
     # The same items in the same order; the kept records untouched, the rest asked once each.
@@ -407,7 +412,9 @@ async def test_resume_refuses_another_model(
         seen.clear()
         settings = resumed_bfcl_settings(partial, base_url=url)
         with pytest.raises(EvalError, match="same weights") as refused:
-            await run_bfcl(settings, echo=lambda _: None, checker=checker)
+            await run_bfcl(
+                settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+            )
     assert "1" * 64 in str(refused.value) and "0" * 64 in str(refused.value)
     assert seen == [] and partial.read_text().count("\n") == 1  # nothing asked, nothing lost
 
@@ -534,7 +541,9 @@ async def test_resume_refuses_records_made_under_other_settings(
             seen.clear()
             settings = resumed_bfcl_settings(partial, base_url=url)
             with pytest.raises(EvalError, match=f"resume under the same {what}") as refused:
-                await run_bfcl(settings, echo=lambda _: None, checker=checker)
+                await run_bfcl(
+                    settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+                )
             message = str(refused.value)
             assert f"{what} {value}" in message and f"this run has {before[0][key]}" in message
             assert seen == [] and partial.read_text().count("\n") == 1
@@ -567,7 +576,9 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
             base_url=url, out=out, limit=4, concurrency=3, categories=("simple_python", "multiple")
         )
         with pytest.raises(EvalError, match="the checker went away"):
-            await run_bfcl(settings, echo=lambda _: None, checker=checker)
+            await run_bfcl(
+                settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+            )
         # Nothing of the run is left going: no item asked after the failure, none still
         # running to write to a closed file.
         assert len(seen) <= asked_by_then < 8
@@ -578,7 +589,10 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
         assert all(json.loads(line)["valid"] for line in lines)
         monkeypatch.setattr(Checker, "score", real)
         done = await run_bfcl(
-            resumed_bfcl_settings(partial, base_url=url), echo=lambda _: None, checker=checker
+            resumed_bfcl_settings(partial, base_url=url),
+            echo=lambda _: None,
+            checker=checker,
+            summarize=summarize_bfcl_run,
         )
     assert len(read_records(done)) == 8
 

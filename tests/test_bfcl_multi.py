@@ -17,12 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from evals.bfcl import BfclSettings, run_bfcl
 from evals.bfcl.bridge import Checker, bfcl_python
 from evals.bfcl.items import MULTI_TURN
 from evals.bfcl.multi import Entry
+from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.errors import EvalError
 from evals.record import read_records
+from evals.report.bfcl import summarize_bfcl_run
 from serve_local.inprocess import running_server
 
 needs_bfcl = pytest.mark.skipif(
@@ -137,7 +138,9 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
         with _server(mine, oracle) as url:
             out = tmp_path / f"oracle-{category}.jsonl"
             settings = BfclSettings(base_url=url, categories=(category,), limit=2, seed=3, out=out)
-            await run_bfcl(settings, echo=lambda _: None, checker=checker)
+            await run_bfcl(
+                settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+            )
         assert _summary(out)["categories"][category]["correct"] == 2
         records += read_records(out)
     assert len(records) == 2 * len(MULTI_TURN)
@@ -161,7 +164,7 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
     with _server(base, silent) as url:
         out = tmp_path / "silent.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=3, out=out)
-        await run_bfcl(settings, echo=lambda _: None, checker=checker)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
     records = read_records(out)
     assert len(records) == 3
     assert not any(r["valid"] for r in records)
@@ -188,13 +191,15 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
         settings = BfclSettings(
             base_url=url, categories=("multi_turn_base",), limit=2, policy="focused", out=out
         )
-        await run_bfcl(settings, echo=lambda _: None, checker=checker)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
         before = read_records(out)
         partial = tmp_path / "cut.jsonl.partial"
         partial.write_text(out.read_text().splitlines(keepends=True)[0])
         resumed = resumed_settings(partial, base_url=url)
         assert resumed.policy == "focused" and resumed.categories == ("multi_turn_base",)
-        done = await run_bfcl(resumed, echo=lambda _: None, checker=checker)
+        done = await run_bfcl(
+            resumed, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
+        )
     after = read_records(done)
     assert [r["id"] for r in after] == [r["id"] for r in before]
     assert after[0] == before[0] and all(r["valid"] for r in after)
@@ -202,7 +207,7 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
     # Exported to Inspect like any other run: a sample per conversation with its transcript.
     from inspect_ai.log import read_eval_log
 
-    from evals.report.inspect_export import export
+    from evals.report.inspect_log import export
 
     (log_file,) = export([done], tmp_path / "logs")
     log = read_eval_log(str(log_file))
@@ -226,7 +231,7 @@ async def test_a_reply_cut_without_a_call_ends_the_turn_as_in_bfcl(
     with _server(base, rambling) as url:
         out = tmp_path / "cut.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
-        await run_bfcl(settings, echo=lambda _: None, checker=checker)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
     (record,) = read_records(out)
     assert record["request_error"] is None and not record["valid"]
     assert record["model_calls"] == len(record["turns"]) == len(base[record["id"]].turns)
@@ -280,7 +285,7 @@ async def test_a_models_keys_and_names_never_run_as_code_in_bfcl(
     with _server(base, _hostile(key_marker, name_marker)) as url:
         out = tmp_path / "hostile.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
-        await run_bfcl(settings, echo=lambda _: None, checker=checker)
+        await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
     (record,) = read_records(out)
     assert not key_marker.exists() and not name_marker.exists()
     assert record["request_error"] is None and record["error_type"] is not None

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.bfcl.paired import CALLS_TOGETHER, markdown, pair_runs
 from evals.cli import main
 from evals.record.bfcl import ItemRecord
+from evals.report.bfcl_paired import CALLS_TOGETHER, markdown, pair_runs
 from evals.report.stats import PairingError
 
 

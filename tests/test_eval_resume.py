@@ -20,7 +20,7 @@ from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.settings import resumed_settings
 from evals.tasks import load_tasks
-from harness.policies.presets import preset
+from harness.presets import preset
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
 from serve_local.inprocess import running_server

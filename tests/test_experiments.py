@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from evals.studies.experiments import EXPERIMENTS, Result, run_experiments, write
+from evals.studies.experiments.common import Result
+from evals.studies.experiments.suite import EXPERIMENTS, run_experiments, write
 
 FAST = [
     "plan",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.report.inspect_export import INSTALL
+from evals.report.inspect_log import INSTALL
 from harness.workspace import SEED_FILES
 
 pytest.importorskip("inspect_ai", reason=f"inspect-ai is not installed: {INSTALL}")

@@ -19,7 +19,7 @@ import pytest
 from evals.cli import main
 from evals.errors import RunFileError
 from evals.record import kept_file, read_records, read_text
-from evals.report.inspect_export import INSTALL, ExportError, export
+from evals.report.inspect_log import INSTALL, ExportError, export
 from evals.run.runner import EvalSettings, run_eval
 from serve_local.process import free_port
 from tests.helpers import ROOT

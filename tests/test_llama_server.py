@@ -16,7 +16,7 @@ import pytest
 
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
-from harness.policies.presets import preset
+from harness.presets import preset
 from serve_local import daemon, llama_server
 from serve_local.models import QWEN_CODER
 from serve_local.process import free_port

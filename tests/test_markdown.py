@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from evals.report.markdown import table
-from evals.studies.serving import markdown as bench_markdown
+from evals.studies.serving.suite import markdown as bench_markdown
 from tests.helpers import ROOT
 
 

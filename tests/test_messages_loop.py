@@ -17,7 +17,7 @@ from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.messages_client import NO_CONTENT, MessagesClient, messages_param
 from harness.policies.nudge import NUDGE
-from harness.policies.presets import preset
+from harness.presets import preset
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run

@@ -14,19 +14,19 @@ import pytest
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import ProviderClient
 from harness.config import LoopConfig
+from harness.hooks import system_prompt
 from harness.loop import run_loop
 from harness.persist import load, save
-from harness.policies.apply import system_prompt
 from harness.policies.conclude import CONCLUDE
 from harness.policies.grounding import GROUNDING
 from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
-from harness.policies.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
 from harness.policies.query_first import QUERY_FIRST
 from harness.policies.read_first import READ_FIRST
 from harness.policies.read_listed import READ_LISTED
 from harness.policies.registry import SETTINGS
 from harness.policies.repeat_guard import REPEAT_END, REPEAT_NOTE
 from harness.policies.submit import submit_tool
+from harness.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.state import RunState, new_run

@@ -17,11 +17,11 @@ from harness.policies import LoopPolicy, Said, Setting, TurnPlan, UnknownPolicy,
 from harness.policies.base import Config
 from harness.policies.conclude import CONCLUDE
 from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
-from harness.policies.presets import add_policy_flags, policy_from_args, preset, presets
 from harness.policies.read_first import READ_FIRST
 from harness.policies.read_listed import READ_LISTED
 from harness.policies.reads import answered_last
 from harness.policies.repeat_guard import REPEAT_NOTE
+from harness.presets import add_policy_flags, policy_from_args, preset, presets
 from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace

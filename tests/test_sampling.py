@@ -17,7 +17,7 @@ import pytest
 
 from evals.record import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
-from harness.policies.presets import Policy, plain_settings
+from harness.presets import Policy, plain_settings
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import SMOLLM2, resolve
 from tests.helpers import ROOT, post

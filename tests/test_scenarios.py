@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from serve_local.scenarios import SCENARIOS, Reply, Transcript
+from harness.cancel import CancelToken
+from harness.tools import ToolContext, list_files, listed_sizes
+from harness.workspace import create_workspace
+from serve_local.scenarios import SCENARIOS, Reply, Transcript, read_listing
 
 LISTING = "access.log  75 bytes\nerrors.log  150 bytes\nnotes.txt  30 bytes"
 CONTENTS = {
@@ -104,3 +109,14 @@ def test_malformed_sends_an_unknown_tool_and_arguments_that_are_not_json() -> No
     wire = reply("malformed", 0).wire_tool_calls()
     assert wire[0]["function"]["name"] == "drop_database"
     assert wire[1]["function"]["arguments"] == '{"path": '
+
+
+async def test_the_scripted_reading_of_a_listing_agrees_with_what_the_harness_writes(
+    tmp_path: Path,
+) -> None:
+    """serve_local reads list_files' text on its own (it never imports the harness): a listing
+    the real tool writes, names with spaces and dots included, reads back name for name."""
+    files = {"a b.txt": "x" * 7, "errors.log": "y" * 150, "n.o.t.e.s": ""}
+    workspace = create_workspace(tmp_path / "ws", files=files)
+    result = await list_files({}, ToolContext(workspace=workspace, cancel=CancelToken()))
+    assert read_listing(result) == listed_sizes(result) == {n: len(c) for n, c in files.items()}

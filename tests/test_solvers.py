@@ -18,7 +18,7 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.solvers import SOLVERS, solver_named
 from evals.solvers.vote import SAMPLES, TEMPERATURE, majority
 from evals.tasks import load_tasks
-from harness.policies.presets import preset
+from harness.presets import preset
 from harness.workspace import SEED_FILES
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app

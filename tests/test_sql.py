@@ -23,8 +23,8 @@ from evals.tasks.sql.build import sqlite_file
 from evals.tasks.sql.questions import gold_for
 from harness.config import LoopConfig
 from harness.loop import run_loop
-from harness.policies.presets import apply, preset, preset_limits
 from harness.policies.query_first import QUERY_FIRST
+from harness.presets import apply, preset, preset_limits
 from harness.sql import SQLError, open_database, sql_tools
 from harness.state import RunState, new_run
 from harness.workspace import create_workspace
@@ -280,7 +280,7 @@ async def _describe(bank_file: Path, tmp_path: Path) -> str:
 
 
 def test_the_overview_setting_adds_nothing_where_the_task_gives_none() -> None:
-    from harness.policies.apply import system_prompt
+    from harness.hooks import system_prompt
 
     on = LoopConfig.of(overview_in_prompt=True)
     assert system_prompt(on) == system_prompt(LoopConfig())

@@ -18,7 +18,7 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import load_tasks
 from evals.tasks.sql.build import check_postgres, sqlite_file
 from evals.tasks.sql.questions import gold_for
-from harness.policies.presets import preset
+from harness.presets import preset
 from harness.sql import SQLError, open_database
 from harness.sql.tools import render
 from tests.sql_cases import COUNTS, NEVER_ENDS, POSTGRES_WRITES

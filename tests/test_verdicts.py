@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from evals.record import read_records
+from evals.report.rescore import RescoreError, rescore
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring import files_read, received, score, stated
-from evals.scoring.rescore import RescoreError, rescore
 from evals.studies.adversaries import run_adversaries, weak, write
 from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
 from harness.approvals import reject
@@ -26,7 +26,7 @@ from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.errors import ToolError
 from harness.loop import run_loop
-from harness.policies.presets import PLAIN, preset, presets
+from harness.presets import PLAIN, preset, presets
 from harness.state import RunState, ToolRun, new_run
 from harness.tools import ToolContext, default_tools, read_file
 from harness.trace import Recorder

@@ -7,8 +7,3 @@ pins and imports would not fit this one. ``checker.py`` runs there and answers o
 sample; ``report.py`` writes summaries and the comparison with the published figures
 (``published.json``).
 """
-
-from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
-from evals.bfcl.run import BfclSettings, run_bfcl
-
-__all__ = ["CATEGORIES", "DEFAULT_CATEGORIES", "BfclSettings", "run_bfcl"]

@@ -30,7 +30,7 @@ from evals.record.bfcl import ItemRecord
 from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.loop import run_loop
-from harness.policies.presets import preset
+from harness.presets import preset
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder

@@ -30,14 +30,13 @@ from evals.bfcl.items import (
     sample,
 )
 from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
-from evals.bfcl.report import write_comparison, write_summaries
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
 from evals.record import code_version, machine
 from evals.record.bfcl import read_items
 from evals.run.progress import Progress
 from evals.run.runfiles import durable_append, start_partial
-from evals.run.runner import RESULTS, default_out, model_entry
+from evals.run.runner import RESULTS, Summarize, default_out, model_entry
 from evals.run.servers import (
     PooledClient,
     Server,
@@ -48,7 +47,7 @@ from evals.run.servers import (
 )
 from harness.client import TurnOptions
 from harness.policies.base import UnknownPolicy
-from harness.policies.presets import PLAIN, preset
+from harness.presets import PLAIN, preset
 from harness.trace import Recorder
 
 BFCL_RESULTS = RESULTS / "bfcl"
@@ -196,26 +195,15 @@ def result_line(record: dict[str, Any]) -> str:
     return f"calls={len(record['calls'])} latency={latency or 0:>8,.0f}ms  -> {shown}  {mark}"
 
 
-def total_line(summary: dict[str, Any]) -> str:
-    cats = "  ".join(f"{c}={r['correct']}/{r['n']}" for c, r in summary["categories"].items())
-    mean = summary["call_mean"]
-    mean_turn = summary["mean_turn_ms"]
-    return (
-        f"TOTAL {cats}  call-category mean="
-        + ("n/a" if mean is None else f"{100 * mean:.1f} %")
-        + "  invalid calls="
-        f"{summary['invalid_calls']}  request errors={summary['request_errors']}  mean turn="
-        + ("n/a" if mean_turn is None else f"{mean_turn:,.0f}ms")
-    )
-
-
 async def run_bfcl(
     settings: BfclSettings,
     echo: Callable[[str], None] = print,
     bar: bool = False,
     checker: Checker | None = None,
+    summarize: Summarize | None = None,
 ) -> Path:
-    """Run the chosen items against the server(s); returns the run file.
+    """Run the chosen items against the server(s); returns the run file, whose summaries
+    ``summarize`` writes (the report's; none without it).
 
     ``checker``: a started checker to judge with (several runs in one process share one, as
     starting one imports all of bfcl-eval); it stays open. Without it the run starts its own.
@@ -316,9 +304,9 @@ async def run_bfcl(
     rank = {item.id: n for n, item in enumerate(items)}
     start_partial(partial, sorted(read_items(partial), key=lambda r: rank[r["id"]]))
     os.replace(partial, out)
-    summary = write_summaries(out, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
-    echo(total_line(summary))
-    echo(f"wrote {out} and {write_comparison(out.parent)}")
+    if summarize is not None:
+        echo(summarize(out, round((time.monotonic() - started) * 1000, 1)))
+    echo(f"wrote {out}")
     return out
 
 

@@ -131,7 +131,7 @@ def _paired(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from evals.report.inspect_export import export
+    from evals.report.inspect_log import export
 
     logs = export(args.files, args.out)
     for log in logs:
@@ -141,7 +141,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sql_report(args: argparse.Namespace) -> int:
-    from evals.report.analyst import report
+    from evals.report.sql_page import report
 
     return _written(args, report(args.files, [tuple(p) for p in args.pair]))
 

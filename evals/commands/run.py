@@ -18,7 +18,7 @@ from evals.solvers import SOLVERS
 from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
 from harness.display import printable
-from harness.policies.presets import add_policy_flags, policy_from_args, preset_limits
+from harness.presets import add_policy_flags, policy_from_args, preset_limits
 from harness.providers import APIS, base_url_for
 from harness.tool_errors import TOOL_ERROR_POLICIES
 

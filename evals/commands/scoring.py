@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from evals.scoring import grader_check
-from evals.scoring.rescore import markdown as rescore_markdown
-from evals.scoring.rescore import rescore
+from evals.report.rescore import markdown as rescore_markdown
+from evals.report.rescore import rescore
+from evals.studies import grader_check
 
 
 def register(commands: Any) -> None:

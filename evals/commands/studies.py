@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.studies import adversaries
-from evals.studies.experiments import EXPERIMENTS, run_experiments, write
-from evals.studies.serving import PARTS as BENCH_PARTS
-from evals.studies.serving import rerender, run_bench
+from evals.studies.experiments.suite import EXPERIMENTS, run_experiments, write
+from evals.studies.serving.suite import PARTS as BENCH_PARTS
+from evals.studies.serving.suite import rerender, run_bench
 from evals.tasks import DEFAULT_TASKS
 
 

@@ -33,7 +33,7 @@ from evals.run.servers import fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env
 from harness.errors import ToolError
-from harness.policies.apply import BASE_PROMPT
+from harness.hooks import BASE_PROMPT
 from harness.workspace import Workspace, create_workspace
 from serve_local.callshape import call_spans
 

@@ -14,7 +14,7 @@ from evals.record import RunRecord, is_error, read_runs, run_files
 from evals.report.markdown import table as markdown_table
 from evals.report.stats import Accuracy, PairingError, accuracy, paired
 from evals.report.summary import summarize
-from harness.policies.presets import plain_settings
+from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
 

@@ -339,8 +339,8 @@ def bfcl_view(folder: Path | None) -> BfclView | None:
     95 % Wilson interval; relevance apart from the call categories, as BFCL keeps it."""
     if folder is None:
         return None
-    from evals.bfcl import report as bfcl
     from evals.record.bfcl import read_items
+    from evals.report import bfcl
 
     runs = [(f, read_items(f)) for f in run_files([folder])]
     runs = [(f, items) for f, items in runs if items]

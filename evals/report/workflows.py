@@ -14,6 +14,7 @@ from evals.record import RunRecord, is_error
 from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
 from evals.report.stats import PairingError, accuracy, paired
+from evals.tasks import DEFAULT_TASKS, chance_of, load_tasks
 
 
 def _done(run: Run) -> list[RunRecord]:
@@ -53,9 +54,6 @@ HEAD = [
 def _floor(task_set: str) -> list[str]:
     """What a question-blind guess scores on the set, where its task file is committed: under
     a workflow the code gathers the evidence, so only the answer check decides."""
-    from evals.studies.strategies import chance_of
-    from evals.tasks import DEFAULT_TASKS, load_tasks
-
     path = DEFAULT_TASKS.parent / f"{task_set}.json"
     if not path.exists():
         return []

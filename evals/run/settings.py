@@ -11,7 +11,7 @@ from pathlib import Path
 from evals.errors import EvalError
 from evals.record import RunRecord, is_error, read_runs, task_folder
 from evals.tasks import DEFAULT_TASKS
-from harness.policies.presets import PLAIN, Policy, preset
+from harness.presets import PLAIN, Policy, preset
 from harness.sql.postgres import public_url
 from harness.tool_errors import ToolErrorPolicy
 

@@ -13,7 +13,7 @@ from evals.tasks import Task
 from harness.approvals import reject
 from harness.client import ChatClient
 from harness.loop import LoopConfig, run_loop
-from harness.policies.presets import apply
+from harness.presets import apply
 from harness.state import RunState, new_run
 from harness.trace import Recorder
 from harness.workspace import create_workspace

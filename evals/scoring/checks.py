@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from evals.scoring.answers import credits
+import evals.scoring.answers as answers
 from evals.tasks import Check, Task, TypedAnswer
 from harness.policies.submit import submit_tool
 from harness.state import RunState, ToolRun, signature
@@ -198,7 +198,7 @@ class RunEvidence:
         return [r.content for r in self.received if r.name == tool]
 
     def credits(self, answer: TypedAnswer) -> bool:
-        return credits(answer, self.answer)
+        return answers.credits(answer, self.answer)
 
 
 def check_passes(check: Check, state: RunState) -> bool:

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evals.errors import EvalError
+from harness import hooks
 from harness.cancel import CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.execute import Stop, answer_pending
 from harness.loop import framed, limit_reached, stop, stopped_by
-from harness.policies import apply as policies
 from harness.replies import record_turn
 from harness.state import RunState, ToolRun
 from harness.tools import Tool, ToolContext
@@ -146,7 +146,7 @@ class Steps:
             raise WorkflowStop(Stop(*limit))
         for tool in offer:
             self.tools.setdefault(tool.name, tool)
-        _, options = policies.plan_turn(self.state, self.config, [])
+        _, options = hooks.plan_turn(self.state, self.config, [])
         options = replace(
             options,
             tool_choice="required" if offer else None,

@@ -27,7 +27,7 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from harness.policies.presets import PLAIN, preset, presets
+from harness.presets import PLAIN, preset, presets
 
 ORACLE = "oracle"
 

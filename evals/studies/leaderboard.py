@@ -36,7 +36,7 @@ from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval, slug
 from evals.run.settings import EvalSettings, resumed_settings
 from evals.studies.sweep import SweepSettings, served
-from harness.policies.presets import preset
+from harness.presets import preset
 
 
 @dataclass(frozen=True)

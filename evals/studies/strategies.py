@@ -24,7 +24,6 @@ largest file for "which is the largest", everything echoed for "read every file"
 from __future__ import annotations
 
 import copy
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from evals.environments import Reading, environment_of
 from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.checks import score
-from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo
+from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo, chance_of
 from harness.state import RunState
 
 __all__ = ["KNOWN_HEDGE", "Attempt", "FamilyReport", "attempts", "judge", "markdown"]
@@ -225,22 +224,6 @@ class FamilyReport:
                     f"clearly above chance ({100 * self.chance:.0f} %)"
                 )
         return found
-
-
-def chance_of(task: Task) -> float:
-    """One over the number of answers a question-blind strategy chooses among."""
-    match task.answer:
-        case OneOf(candidates=c):
-            return 1 / len(c)
-        case NumberIs(candidates=c):
-            return 1 / len(set(c))
-        case YesNo():
-            return 0.5
-        case Facts(facts=facts, expected=expected):
-            return 1 / len(facts) if len(expected) == 1 else 1 / (2 ** len(facts) - 1)
-        case ListOf(candidates=c, expected=expected):
-            return 1 / math.comb(len(c), len(expected))
-    return 0.0
 
 
 def _due(intends: Any, task: Task) -> bool:

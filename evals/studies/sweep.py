@@ -30,7 +30,7 @@ from evals.report.stats import accuracy_of, detectable_difference
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.tasks import DEFAULT_TASKS
-from harness.policies.presets import preset
+from harness.presets import preset
 from serve_local.errors import StartupError
 from serve_local.process import server_process
 
@@ -175,7 +175,7 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
     lines = [
         "# Loop policy sweep",
         "",
-        "The task set under each loop policy (presets in `harness/policies/presets.json`); "
+        "The task set under each loop policy (presets in `harness/presets.json`); "
         "the best policy per model, in bold, is the most accurate, then the one with the "
         "fewest turns, then the fewest tokens; wall time is shown, never used to choose. "
         "Accuracy carries its 95 % Wilson interval: where two rows' intervals overlap, the "

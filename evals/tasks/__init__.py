@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,6 +70,7 @@ __all__ = [
     "ToolCalled",
     "TypedAnswer",
     "YesNo",
+    "chance_of",
     "checks_hash",
     "load_tasks",
     "task_hash",
@@ -185,6 +187,22 @@ class TaskSet(BaseModel):
         """A hash of every task's content (``task_hash``) in order: two runs asked the same
         questions exactly when their task sets' hashes agree."""
         return _digest([t.task_hash for t in self.tasks])
+
+
+def chance_of(task: Task) -> float:
+    """One over the number of answers a question-blind strategy chooses among."""
+    match task.answer:
+        case OneOf(candidates=c):
+            return 1 / len(c)
+        case NumberIs(candidates=c):
+            return 1 / len(set(c))
+        case YesNo():
+            return 0.5
+        case Facts(facts=facts, expected=expected):
+            return 1 / len(facts) if len(expected) == 1 else 1 / (2 ** len(facts) - 1)
+        case ListOf(candidates=c, expected=expected):
+            return 1 / math.comb(len(c), len(expected))
+    return 0.0
 
 
 _DECODER = json.JSONDecoder()

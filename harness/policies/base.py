@@ -158,9 +158,7 @@ class LoopPolicy:
     def prompt(self, config: Config, prompt: Prompt) -> None:
         return None
 
-    def offer(
-        self, config: Config, tools: list[Tool], declared: list[str] | None
-    ) -> list[Tool]:
+    def offer(self, config: Config, tools: list[Tool], declared: list[str] | None) -> list[Tool]:
         return tools
 
     def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:

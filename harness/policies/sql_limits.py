@@ -7,18 +7,27 @@ cut. The tools read both from the run's settings (``ToolContext.policy``)."""
 from __future__ import annotations
 
 from harness.policies.base import LoopPolicy, Setting
+from harness.sql.tools import ROW_CAP as DEFAULT_ROW_CAP
+from harness.sql.tools import (
+    ROW_CAP_SETTING,
+    STATEMENT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_SETTING,
+)
 
 STATEMENT_TIMEOUT: Setting[float] = Setting(
-    "statement_timeout_s",
-    15.0,
+    STATEMENT_TIMEOUT_SETTING,
+    STATEMENT_TIMEOUT_S,
     "seconds one SQL statement may run before the database stops it",
     "float",
     metavar="S",
 )
 ROW_CAP: Setting[int] = Setting(
-    "row_cap", 20, "rows of a query result the model reads; the rest are counted", "int",
+    ROW_CAP_SETTING,
+    DEFAULT_ROW_CAP,
+    "rows of a query result the model reads; the rest are counted",
+    "int",
     metavar="N",
-)  # fmt: skip
+)
 
 
 class SQLLimits(LoopPolicy):

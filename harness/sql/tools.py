@@ -10,12 +10,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.policies.sql_limits import ROW_CAP, STATEMENT_TIMEOUT
 from harness.sql.database import Database, Result, SQLError, Table, cell
 from harness.tools import Tool, ToolContext
 
 RUN_SQL_TOOL = "run_sql"
 DESCRIBE_TOOL = "describe"
+
+# The tools' limits: each a setting of the run (``harness.policies.sql_limits`` declares them
+# with their flags), read from ``ToolContext.policy``; these are their defaults.
+STATEMENT_TIMEOUT_SETTING, STATEMENT_TIMEOUT_S = "statement_timeout_s", 15.0
+ROW_CAP_SETTING, ROW_CAP = "row_cap", 20
 
 _QUERY_ARG: dict[str, Any] = {
     "type": "object",
@@ -73,8 +77,8 @@ def sql_tools(database: Database) -> list[Tool]:
         query = str(args.get("query", "")).strip()
         if not query:
             raise SQLError("the query is empty; send one SELECT statement")
-        timeout = float(STATEMENT_TIMEOUT.among(ctx.policy))
-        cap = int(ROW_CAP.among(ctx.policy))
+        timeout = float(ctx.policy.get(STATEMENT_TIMEOUT_SETTING, STATEMENT_TIMEOUT_S))
+        cap = int(ctx.policy.get(ROW_CAP_SETTING, ROW_CAP))
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:

@@ -5,8 +5,3 @@ Each part module holds experiments on one theme; an experiment takes the scripte
 starts scripted servers in this process (on free loopback ports), runs the ones asked for and
 writes ``results/experiments.md`` and ``results/experiments.json``.
 """
-
-from evals.studies.experiments.common import Env, Result
-from evals.studies.experiments.suite import EXPERIMENTS, run_experiments, write
-
-__all__ = ["EXPERIMENTS", "Env", "Result", "run_experiments", "write"]

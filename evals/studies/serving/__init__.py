@@ -19,8 +19,3 @@ Parts, each a module that measures and renders itself (runnable alone with
 * ``scale`` (scale.py): the eval runner's throughput as task runs in flight grow, on the
   scripted provider and on a real model (our server, llama-server with slots).
 """
-
-from evals.studies.serving.common import Part
-from evals.studies.serving.suite import PARTS, markdown, rerender, run_bench
-
-__all__ = ["PARTS", "Part", "markdown", "rerender", "run_bench"]

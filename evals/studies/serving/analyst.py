@@ -25,7 +25,7 @@ from evals.report.analyst import audit, reply_reuse
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
-from harness.policies.presets import Policy, preset, preset_limits
+from harness.presets import Policy, preset, preset_limits
 from serve_local.catalogue import DEFAULT_NAME
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks" / "sql-test-s1000-n60.json"

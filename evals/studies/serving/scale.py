@@ -21,7 +21,7 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from evals.studies.serving.peer import WARM, llama_server_args, load_average, ours_args, send
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from harness.policies.presets import PLAIN, preset
+from harness.presets import PLAIN, preset
 from serve_local.backends.generation import DEFAULT_MAX_TOKENS
 from serve_local.models import QWEN_CODER
 

@@ -232,3 +232,23 @@ def write_comparison(folder: Path) -> Path:
     out = folder / "summary.md"
     out.write_text(comparison(run_files([folder])), encoding="utf-8")
     return out
+
+
+def total_line(summary: dict[str, Any]) -> str:
+    cats = "  ".join(f"{c}={r['correct']}/{r['n']}" for c, r in summary["categories"].items())
+    mean = summary["call_mean"]
+    mean_turn = summary["mean_turn_ms"]
+    return (
+        f"TOTAL {cats}  call-category mean="
+        + ("n/a" if mean is None else f"{100 * mean:.1f} %")
+        + "  invalid calls="
+        f"{summary['invalid_calls']}  request errors={summary['request_errors']}  mean turn="
+        + ("n/a" if mean_turn is None else f"{mean_turn:,.0f}ms")
+    )
+
+
+def summarize_bfcl_run(run_file: Path, elapsed_ms: float | None = None) -> str:
+    """The run's summaries and its folder's comparison written; what the run prints last
+    (given to ``run_bfcl`` as ``summarize``)."""
+    summary = write_summaries(run_file, elapsed_ms)
+    return f"{total_line(summary)}\nwrote {write_comparison(run_file.parent)}"

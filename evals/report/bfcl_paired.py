@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.items import RELEVANCE
-from evals.bfcl.report import categories_of
 from evals.record.bfcl import read_items
+from evals.report.bfcl import categories_of
 from evals.report.markdown import table
 from evals.report.stats import Paired, PairingError, paired_outcomes, unshared
 

@@ -1,11 +1,7 @@
-"""Run files as Inspect AI logs (``.eval``), written through Inspect's own log API, so
-``inspect view`` and every tool that reads Inspect logs opens our runs.
-
-One log per run file; one sample per task run (task and epoch), holding the question, what the
-checks ask (as the target), the whole transcript with its tool calls and results, the verdict
-with each check, token usage, total and working time, and our per-turn timings and loop
-settings as metadata. ``inspect-ai`` is an optional extra: imported here only, on use.
-"""
+"""A run file of task runs as an Inspect log: one sample per task run (task and epoch),
+holding the question, what the checks ask (as the target), the whole transcript with its tool
+calls and results, the verdict with each check, token usage, total and working time, and our
+per-turn timings and loop settings as metadata."""
 
 from __future__ import annotations
 
@@ -14,70 +10,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.errors import EvalError
-from evals.record import RunRecord, is_error, kept_file, read_runs, read_text
-from evals.record import run_files as find_run_files
+from evals.record import RunRecord, is_error, kept_file, read_text
+from evals.report.inspect_log.common import STOP_REASONS, ExportError, messages_of
 from evals.report.stats import accuracy
-from harness.state import RunState, ToolRun
+from harness.state import RunState
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
-    from inspect_ai.model import ChatMessage, ChatMessageAssistant, StopReason
-    from inspect_ai.tool import ToolCallError
-
-INSTALL = 'pip install -e ".[inspect]"  (or: pip install inspect-ai)'
-
-# Our finish reasons, in both wire shapes, as Inspect names them.
-STOP_REASONS: dict[str, StopReason] = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_calls": "tool_calls",
-    "tool_use": "tool_calls",
-    "length": "max_tokens",
-    "max_tokens": "max_tokens",
-    "content_filter": "content_filter",
-    "refusal": "content_filter",
-}
-
-
-class ExportError(EvalError):
-    """A run file that cannot be exported, or Inspect AI missing."""
-
-
-def _require_inspect() -> None:
-    try:
-        import inspect_ai  # noqa: F401
-    except ImportError as exc:
-        raise ExportError(
-            f"exporting to Inspect AI logs needs the inspect-ai package: {INSTALL}"
-        ) from exc
-
-
-def export(run_files: list[Path], out: Path) -> list[Path]:
-    """One ``.eval`` log in ``out`` per run file (folders are searched for run files)."""
-    _require_inspect()
-    files = find_run_files(run_files)
-    if not files:
-        raise ExportError("no run files (*.jsonl) among " + ", ".join(map(str, run_files)))
-    out.mkdir(parents=True, exist_ok=True)
-    return [export_run(f, out / f"{f.stem}.eval") for f in files]
-
-
-def export_run(run_file: Path, log_path: Path) -> Path:
-    from inspect_ai.log import write_eval_log
-
-    from evals.bfcl.inspect_log import eval_log as bfcl_log
-    from evals.bfcl.inspect_log import is_bfcl_run
-
-    if is_bfcl_run(run_file):  # BFCL's items and conversations, as its checker judged them
-        write_eval_log(bfcl_log(run_file), log_path, format="eval")
-        return log_path
-    records = read_runs(run_file)
-    if not records:
-        raise ExportError(f"{run_file}: no records")
-    write_eval_log(eval_log(run_file, records), log_path, format="eval")
-    return log_path
 
 
 def eval_log(run_file: Path, records: list[RunRecord]) -> EvalLog:
@@ -284,87 +223,3 @@ def _sample_metadata(record: RunRecord, state: RunState | None) -> dict[str, Any
     if state is None:
         found["state_file"] = None
     return found
-
-
-def messages_of(state: RunState, model: str) -> list[ChatMessage]:
-    """The run's chat messages as Inspect's, each tool result marked with its call's error
-    (refused arguments, a declined approval, a failed tool) when it had one."""
-    from inspect_ai.model import (
-        ChatMessageSystem,
-        ChatMessageTool,
-        ChatMessageUser,
-    )
-
-    log = {(r.turn, r.call_id): r for r in state.tool_log}
-    found: list[ChatMessage] = []
-    turn = 0
-    for message in state.messages:
-        role = message["role"]
-        text = _text(message.get("content"))
-        if role == "system":
-            found.append(ChatMessageSystem(content=text))
-        elif role == "user":
-            found.append(ChatMessageUser(content=text))
-        elif role == "assistant":
-            turn += 1
-            found.append(_assistant(message, text, model))
-        elif role == "tool":
-            call_id = str(message.get("tool_call_id", ""))
-            run = log.get((turn, call_id))
-            found.append(
-                ChatMessageTool(
-                    content=text,
-                    tool_call_id=call_id,
-                    function=message.get("name") or (run.name if run else None),
-                    error=_tool_error(run, state) if run and not run.ok else None,
-                )
-            )
-    return found
-
-
-def _assistant(message: dict[str, Any], text: str, model: str) -> ChatMessageAssistant:
-    from inspect_ai.model import ChatMessageAssistant
-    from inspect_ai.tool import ToolCall
-
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
-        raw = function.get("arguments") or "{}"
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
-            parse_error = None if isinstance(arguments, dict) else "arguments are not an object"
-        except json.JSONDecodeError as exc:
-            arguments, parse_error = None, f"arguments are not JSON: {exc.msg}: {raw}"
-        except RecursionError:
-            arguments, parse_error = None, f"arguments nest too deeply to read: {raw[:200]}"
-        calls.append(
-            ToolCall(
-                id=str(call.get("id", "")),
-                function=str(function.get("name", "")),
-                arguments=arguments if isinstance(arguments, dict) else {},
-                parse_error=parse_error,
-            )
-        )
-    return ChatMessageAssistant(content=text, tool_calls=calls or None, model=model)
-
-
-def _tool_error(run: ToolRun, state: RunState) -> ToolCallError:
-    from inspect_ai.tool import ToolCallError
-
-    key = f"{run.turn}.{run.index}"
-    if key in state.rejected:
-        return ToolCallError("approval", f"rejected: {state.rejected[key] or 'no reason given'}")
-    if run.invalid:
-        return ToolCallError("parsing", run.error or "arguments failed the tool's schema")
-    return ToolCallError("unknown", run.error or "the call failed")
-
-
-def _text(content: Any) -> str:
-    """A message's text; content given as parts (the Messages shape) is joined."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)

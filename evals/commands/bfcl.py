@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,11 @@ from typing import Any
 from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
 from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
 from evals.errors import EvalError
+from evals.record import run_files
+from evals.report.bfcl import summarize_bfcl_run, write_comparison, write_summaries
+from evals.report.bfcl_paired import markdown, pair_runs
 from harness.client import base_url_from_env
-from harness.policies.presets import PLAIN
+from harness.presets import PLAIN
 
 
 def register(commands: Any) -> None:
@@ -43,11 +47,6 @@ def register(commands: Any) -> None:
 
 def bfcl_report_command(args: argparse.Namespace) -> int:
     """Today's summaries of committed runs, each keeping the elapsed time its run measured."""
-    import json
-
-    from evals.bfcl.report import write_comparison, write_summaries
-    from evals.record import run_files
-
     if not args.folder.is_dir():
         print(f"evals bfcl-report: {args.folder}: no such folder", file=sys.stderr)
         return 1
@@ -61,8 +60,6 @@ def bfcl_report_command(args: argparse.Namespace) -> int:
 
 
 def bfcl_compare_command(args: argparse.Namespace) -> int:
-    from evals.bfcl.paired import markdown, pair_runs
-
     for path in (args.run_a, args.run_b):
         if not path.is_file():
             raise EvalError(f"{path}: no such run file")
@@ -113,7 +110,7 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
         "--policy",
         default=PLAIN,
         help="the loop policy the multi-turn conversations run under (a preset of "
-        f"harness/policies/presets.json; default {PLAIN}, the plain loop)",
+        f"harness/presets.json; default {PLAIN}, the plain loop)",
     )
     bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
     bfcl.add_argument("--label", help="name of this run in the comparison")
@@ -150,7 +147,9 @@ def bfcl_command(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens,
                 policy=args.policy,
             )
-        asyncio.run(run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty()))
+        asyncio.run(
+            run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty(), summarize=summarize_bfcl_run)
+        )
     except EvalError as exc:
         print(f"evals bfcl: {exc}", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.record.bfcl import read_items
+from evals.report.inspect_log.common import messages_of
 from evals.report.stats import wilson
 from harness.state import RunState
 
@@ -37,8 +38,6 @@ def _sample(run_file: Path, record: dict[str, Any]) -> EvalSample:
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
-
-    from evals.report.inspect_export import messages_of
 
     model = str(record["model"])
     state = _state(run_file, record["id"])

@@ -1,10 +1,11 @@
 """The grader measured against answers labelled by reading: ``python -m evals grader-check``.
 
-The corpus (``labelled.jsonl`` beside this module) holds one row per answer: the task it
-answers (task set and id), where it came from (``run``: a committed run, with ``ref`` naming
-the run file and run id; ``written``: a paraphrase of a right answer or a hard negative
-written for the purpose), its ``kind`` (real, paraphrase, hedge, near miss, denial, wrong
-question), the answer as given, the label a reader gave it and the reason in one line.
+The corpus (``evals/scoring/labelled.jsonl``, beside the scorer it measures) holds one row per
+answer: the task it answers (task set and id), where it came from (``run``: a committed run,
+with ``ref`` naming the run file and run id; ``written``: a paraphrase of a right answer or a
+hard negative written for the purpose), its ``kind`` (real, paraphrase, hedge, near miss,
+denial, wrong question), the answer as given, the label a reader gave it and the reason in one
+line.
 
 Each answer is replayed through the task's answer checks as they are today (the typed answer
 and any text checks; the evidence checks are the grounding's business, tested apart). The
@@ -33,7 +34,7 @@ from evals.scoring.checks import RunEvidence, stated
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
 
-CORPUS = Path(__file__).with_name("labelled.jsonl")
+CORPUS = Path(__file__).parents[1] / "scoring" / "labelled.jsonl"
 TARGET = 0.98
 
 Kind = Literal["real", "paraphrase", "hedge", "near miss", "denial", "wrong question"]
