@@ -101,7 +101,7 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) $(if $(CTX),--ctx $(CTX)) \
-		--tool-grammar $(TOOL_GRAMMAR) --draft $(DRAFT)
+		--tool-grammar $(TOOL_GRAMMAR) $(if $(filter-out off,$(DRAFT)),--draft $(DRAFT))
 
 # llama.cpp's C++ server as a peer, built from the llama.cpp sources inside the llama-cpp-python
 # sdist of the installed version (about 10 minutes on 2 cores the first time; cached under
@@ -117,7 +117,8 @@ serve-llama-server: peer-llama-server $(STAMP_MODELS)
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS))
 
 serve-scripted: $(STAMP_DEV)
-	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted
+	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted \
+		--answer-key evals.tasks.sql.answer_key:answer
 
 # A local PostgreSQL for the sql family (Debian's postgresql, installed where missing), data
 # under .run/postgres/, the committed sql task sets' banks loaded; prints the --db URL:

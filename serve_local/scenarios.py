@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,41 +189,21 @@ def _oracle_answer(question: str, sizes: dict[str, int], contents: dict[str, str
     return f"I read every file. {report}"
 
 
-def _result_rows(result: str) -> list[list[str]]:
-    """The rows of a run_sql result as harness.sql.tools writes it: a header, rows of cells
-    joined by " | ", and a last line in parentheses."""
-    lines = [line for line in result.splitlines() if line.strip()]
-    return [line.split(" | ") for line in lines[1:] if not line.startswith("(")]
+# An answer key: a reply to a question of a task family the oracle does not know by itself
+# (the sql family's, from its gold SQL), or None. The scripted backend is given them
+# (``--answer-key MODULE:NAME``, ``ScriptedBackend(answer_keys=...)``): serve_local knows no
+# task family.
+AnswerKey = Callable[[Transcript], "Reply | None"]
 
 
-def _sql_oracle(t: Transcript) -> Reply | None:
-    """The sql family's questions: run the question's gold SQL, then answer from its result.
-    The gold SQL is a function of the question alone (evals.tasks.sql.questions)."""
-    from evals.tasks.sql.questions import gold_for
-
-    gold = gold_for(t.question)
-    if gold is None:
-        return None
-    sql, shape, take = gold
-    if t.turn == 0:
-        return call("c1", "run_sql", query=sql)
-    rows = _result_rows(t.results.get("c1", ""))
-    if not rows:
-        return text("The query returned nothing, so I do not know.")
-    if shape == "number":
-        return text(f"The answer is {rows[0][0]}.")
-    names = [r[0] for r in rows[:take]]
-    if len(names) == 1:
-        return text(f"It is {names[0]}.")
-    return text(", ".join(names[:-1]) + f" and {names[-1]}.")
-
-
-def oracle(t: Transcript) -> Reply:
+def oracle(t: Transcript, answer_keys: Sequence[AnswerKey] = ()) -> Reply:
     """Solves the eval's tasks: the file tasks (files6 and every generated kind and phrasing:
     list, read every file at once, then answer from the question and what the files said) and
-    the sql family's (run the gold SQL, answer from its result)."""
-    if (sql := _sql_oracle(t)) is not None:
-        return sql
+    any family whose answer key the server was given (the sql family's: run the gold SQL,
+    answer from its result)."""
+    for key in answer_keys:
+        if (reply := key(t)) is not None:
+            return reply
     if t.turn == 0:
         return call("c1", "list_files")
     names = sorted(read_listing(t.results.get("c1", "")))

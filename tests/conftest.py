@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from evals.tasks.sql.answer_key import answer as sql_answer
 from harness.workspace import Workspace, create_workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend
@@ -34,7 +35,8 @@ def _no_accidental_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def scripted_url() -> Iterator[str]:
-    with running_server(create_app(ScriptedBackend())) as url:
+    # The oracle answers the sql family too, from the answer key the eval hands it.
+    with running_server(create_app(ScriptedBackend(answer_keys=[sql_answer]))) as url:
         yield url
 
 

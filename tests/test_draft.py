@@ -183,7 +183,9 @@ def test_counts_kept_drafts_from_the_tokens_a_reply_yielded() -> None:
 def test_the_draft_is_a_llama_backend_option(capsys: pytest.CaptureFixture[str]) -> None:
     code = serve_main(["--backend", "transformers", "--draft", "prompt-lookup"])
     assert code == 2
-    assert "--draft prompt-lookup is a llama backend option" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "--draft is an option of the llama backend, not of transformers" in said
+    assert "the transformers backend takes: --model, --ctx" in said and "--device" in said
 
 
 def test_a_draft_of_no_tokens_is_refused() -> None:

@@ -16,7 +16,8 @@ from evals.record.bfcl import read_items
 from evals.report.markdown import table
 from evals.report.stats import wilson
 
-PUBLISHED = Path(__file__).with_name("published.json")
+# BFCL's published figures, kept with the BFCL family (evals/bfcl/published.json).
+PUBLISHED = Path(__file__).parents[1] / "bfcl" / "published.json"
 
 
 @dataclass(frozen=True)

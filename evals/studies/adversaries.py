@@ -27,14 +27,17 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
+from evals.tasks.sql.answer_key import answer as sql_answer
 from harness.presets import PLAIN, preset, presets
+from serve_local.app import create_app
+from serve_local.backends.scripted import ScriptedBackend
+from serve_local.inprocess import running_server
+from serve_local.scenarios import ADVERSARIES
 
 ORACLE = "oracle"
 
 
 def adversary_names() -> list[str]:
-    from serve_local.scenarios import ADVERSARIES
-
     return sorted(ADVERSARIES)
 
 
@@ -43,11 +46,7 @@ def scripted_server(base_url: str | None) -> Iterator[str]:
     if base_url:
         yield base_url
         return
-    from serve_local.app import create_app
-    from serve_local.backends.scripted import ScriptedBackend
-    from serve_local.inprocess import running_server
-
-    with running_server(create_app(ScriptedBackend())) as url:
+    with running_server(create_app(ScriptedBackend(answer_keys=[sql_answer]))) as url:
         yield url
 
 

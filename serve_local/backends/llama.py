@@ -10,13 +10,20 @@ from typing import Any
 
 import numpy as np
 
-from serve_local.backends.draft import DraftCounts, DraftSettings, enable_prompt_lookup
+from serve_local.backends.draft import (
+    DRAFT_MODES,
+    DraftCounts,
+    DraftSettings,
+    enable_prompt_lookup,
+)
 from serve_local.backends.generation import (
+    MODEL_OPTIONS,
     Generated,
     LocalBackend,
     Sampling,
     cut_at_stop,
 )
+from serve_local.backends.options import Option
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
@@ -237,6 +244,35 @@ def _masker(constraint: CallConstraint) -> Callable[[Any, Any], Any]:
     return mask
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+OPTIONS: tuple[Option, ...] = (
+    *MODEL_OPTIONS,
+    Option(
+        "--no-prefix-cache",
+        "evaluate every prompt from scratch (for comparisons)",
+        False,
+        switch=True,
+    ),
+    Option(
+        "--draft",
+        "'prompt-lookup' drafts tokens by finding the reply's last words earlier in the context "
+        "and verifies them in one batch (speculative decoding; make bench BENCH_PARTS=draft "
+        "measures it)",
+        "off",
+        choices=DRAFT_MODES,
+        env="DRAFT",
+    ),
+    Option("--draft-tokens", "tokens per draft", 10, type=_at_least_one),
+    Option("--draft-ngram", "longest n-gram looked up", 2, type=_at_least_one),
+)
+
+
 def from_args(args: argparse.Namespace) -> LlamaBackend:
     """``--backend llama``: a GGUF file, with its prefix cache, tool grammar and draft."""
     model = check_weights(resolve(args.model))
@@ -253,6 +289,6 @@ def from_args(args: argparse.Namespace) -> LlamaBackend:
         tool_grammar=args.tool_grammar,
         draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
     )
-    if getattr(args, "written_replies", False):
+    if args.written_replies:
         backend.written = WrittenReplies()
     return backend

@@ -1,8 +1,9 @@
 """The backends ``python -m serve_local --backend NAME`` can start, one line each.
 
-An entry names the module and its ``from_args`` factory, which builds the backend from the
-command line's arguments; the module is imported only when its backend is chosen (llama.cpp
-and torch are heavy, and each is an optional install).
+An entry names the module, which declares its command-line options (``OPTIONS``) and builds
+the backend from them (``from_args``). A backend module imports llama.cpp or torch only when
+its backend is built (each is heavy, and an optional install), so listing every backend's
+options for the parser costs no more than importing the modules.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 from typing import cast
 
 from serve_local.backends.base import Backend
+from serve_local.backends.options import Option
 
 BACKENDS: dict[str, str] = {
     "scripted": "serve_local.backends.scripted",
@@ -19,6 +21,13 @@ BACKENDS: dict[str, str] = {
     "transformers": "serve_local.backends.transformers",
 }
 DEFAULT = "llama"
+
+
+def declared() -> dict[str, tuple[Option, ...]]:
+    """Every backend's options, by backend name."""
+    return {
+        name: tuple(importlib.import_module(module).OPTIONS) for name, module in BACKENDS.items()
+    }
 
 
 def build(args: argparse.Namespace) -> Backend:

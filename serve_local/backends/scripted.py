@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import threading
-from typing import Any
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, cast
 
 from serve_local import tokens
 from serve_local.backends.base import Completion
 from serve_local.backends.generation import cut_at_stop
-from serve_local.errors import ModelNotFound
+from serve_local.backends.options import Option
+from serve_local.errors import ModelNotFound, StartupError
 from serve_local.faults import FaultCounter, parse_model
-from serve_local.scenarios import SCENARIOS, Reply, Transcript
+from serve_local.scenarios import SCENARIOS, AnswerKey, Reply, Scenario, Transcript, oracle
 from serve_local.schema import ChatRequest
 
 PREFIX = "scripted:"
@@ -59,9 +63,15 @@ class ScriptedBackend:
     name = "scripted"
     load_error: str | None = None
 
-    def __init__(self, latency_ms: float = 0.0) -> None:
+    def __init__(self, latency_ms: float = 0.0, answer_keys: Sequence[AnswerKey] = ()) -> None:
         self.latency_ms = latency_ms
         self._faults = FaultCounter()
+        # The oracle answers the families whose answer keys it was given, besides the files'.
+        keys = tuple(answer_keys)
+        self.scenarios: dict[str, Scenario] = {
+            **SCENARIOS,
+            "oracle": partial(oracle, answer_keys=keys),
+        }
 
     def load(self) -> None:
         return None
@@ -80,7 +90,7 @@ class ScriptedBackend:
         self, request: ChatRequest, cancel: threading.Event | None = None
     ) -> Completion:
         scenario_name, faults = parse_model(request.model.removeprefix(PREFIX))
-        scenario = SCENARIOS.get(scenario_name) if request.model.startswith(PREFIX) else None
+        scenario = self.scenarios.get(scenario_name) if request.model.startswith(PREFIX) else None
         if scenario is None:
             known = ", ".join(PREFIX + n for n in SCENARIOS)
             raise ModelNotFound(
@@ -142,6 +152,34 @@ class ScriptedBackend:
         )
 
 
+OPTIONS: tuple[Option, ...] = (
+    Option("--latency-ms", "delay before each reply", 0.0, type=float, metavar="MS"),
+    Option(
+        "--answer-key",
+        "a task family's answer key for the oracle scenario, as MODULE:NAME (a function of the "
+        "transcript: a reply, or None for a question it does not know); repeatable "
+        "(make serve-scripted gives the sql family's)",
+        (),
+        repeat=True,
+        metavar="MODULE:NAME",
+    ),
+)
+
+
+def answer_key(spec: str) -> AnswerKey:
+    """``MODULE:NAME`` imported; what cannot be is a :class:`StartupError` that says why."""
+    module_name, _, attribute = spec.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise StartupError(f"--answer-key {spec}: cannot be imported ({exc})") from exc
+    if not callable(found):
+        raise StartupError(f"--answer-key {spec}: not a function of the transcript")
+    return cast(AnswerKey, found)
+
+
 def from_args(args: argparse.Namespace) -> ScriptedBackend:
-    """``--backend scripted``: no weights; ``--latency-ms`` before each reply."""
-    return ScriptedBackend(latency_ms=args.latency_ms)
+    """``--backend scripted``: no weights; ``--latency-ms`` before each reply; the oracle
+    answers the families whose ``--answer-key`` it is given."""
+    keys = [answer_key(spec) for spec in args.answer_key]
+    return ScriptedBackend(latency_ms=args.latency_ms, answer_keys=keys)

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from serve_local.backends.generation import (
+    MODEL_OPTIONS,
     Generated,
     LocalBackend,
     Sampling,
     cut_at_stop,
 )
 from serve_local.backends.llama import CHATML
+from serve_local.backends.options import Option
 from serve_local.chat_template import ChatTemplate
 from serve_local.errors import StartupError
 from serve_local.models import ResolvedModel, check_weights, resolve
@@ -227,13 +229,15 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+OPTIONS: tuple[Option, ...] = (
+    *MODEL_OPTIONS,
+    Option("--device", "where the model runs", "cpu", choices=("cpu", "cuda", "auto")),
+)
+
+
 def from_args(args: argparse.Namespace) -> TransformersBackend:
-    """``--backend transformers``: a Hugging Face folder or a GGUF, one token at a time."""
-    if args.draft != "off":
-        raise StartupError(
-            f"--draft {args.draft} is a llama backend option (the transformers backend decodes "
-            "one token at a time); start with --draft off"
-        )
+    """``--backend transformers``: a Hugging Face folder or a GGUF, one token at a time
+    (speculative decoding, ``--draft``, is the llama backend's)."""
     backend = TransformersBackend(
         check_weights(resolve(args.model)),
         n_ctx=args.ctx,
@@ -241,6 +245,6 @@ def from_args(args: argparse.Namespace) -> TransformersBackend:
         n_threads=args.threads,
         tool_grammar=args.tool_grammar,
     )
-    if getattr(args, "written_replies", False):
+    if args.written_replies:
         backend.written = WrittenReplies()
     return backend
