@@ -29,6 +29,7 @@ from harness.presets import (
 from harness.prices import Prices
 from harness.providers import APIS, base_url_for, provider
 from harness.scenarios import SCENARIO_TASKS
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.subagent import research_tool
 from harness.tool_errors import TOOL_ERROR_POLICIES
@@ -143,7 +144,7 @@ async def _drive(state: RunState, args: argparse.Namespace, config: LoopConfig) 
     async with provider(state.meta.get("api", "openai"), base_url) as client:
         workspace = Workspace(state.meta["workspace"])
         return await run_loop(
-            state, client, _tools(state, base_url), workspace, config, recorder, token
+            state, client, Setup(_tools(state, base_url), workspace), config, recorder, token
         )
 
 

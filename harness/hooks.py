@@ -10,6 +10,7 @@ from harness.config import LoopConfig
 from harness.policies.base import Prompt, TurnPlan
 from harness.policies.error_hints import shows_hints
 from harness.policies.registry import POLICIES
+from harness.setup import Setup
 from harness.state import Ask, Call, RunState
 from harness.toolrun import ToolOutcome
 from harness.tools import Tool
@@ -22,11 +23,11 @@ FINISH = " When you know the answer, reply in one or two sentences."
 BASE_PROMPT = INTRO + FINISH  # the plain loop's
 
 
-def system_prompt(config: LoopConfig, intro: str | None = None, overview: str | None = None) -> str:
-    """The policies' system prompt; ``intro`` says what the run works on (a folder of files
-    unless the task source says otherwise), ``overview`` what a first look at it would show
-    (shown only under a policy that asks for it)."""
-    prompt = Prompt(intro or INTRO, FINISH, overview=overview)
+def system_prompt(config: LoopConfig, setup: Setup | None = None) -> str:
+    """The policies' system prompt, opening with what the run works on (``setup.intro``; a
+    folder of files unless the task source says otherwise); a policy reads the rest of the
+    run's setup from the prompt (``Prompt.setup``)."""
+    prompt = Prompt((setup and setup.intro) or INTRO, FINISH, setup=setup)
     for policy in POLICIES:
         policy.prompt(config, prompt)
     return prompt.text()

@@ -35,10 +35,9 @@ from harness.config import LoopConfig
 from harness.errors import ProviderError
 from harness.execute import Stop, answer_pending
 from harness.replies import record_turn, settle
+from harness.setup import Setup
 from harness.state import RunState, Status
-from harness.tools import Tool
 from harness.trace import Recorder
-from harness.workspace import Workspace
 
 __all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
 
@@ -119,27 +118,22 @@ def deadline(
 async def run_loop(
     state: RunState,
     client: ChatClient,
-    tools: list[Tool],
-    workspace: Workspace,
+    setup: Setup,
     config: LoopConfig | None = None,
     recorder: Recorder | None = None,
     cancel: CancelToken | None = None,
-    intro: str | None = None,
-    system: bool = True,
-    overview: str | None = None,
 ) -> RunState:
-    """Drive ``state`` until it stops; the state records why it stopped.
+    """Drive ``state`` until it stops, with what ``setup`` gives the run (its tools over its
+    workspace, and what the system prompt may say of it); the state records why it stopped.
 
-    A run that has no system message and no reply yet is given the policy's system prompt,
-    opening with ``intro`` (what the run works on) when the task source gives one, and
-    offered ``overview`` (what a first look at it would show: a database's schema) for a
-    policy to show; with ``system=False`` the messages go as they are (a benchmark's own
-    conversation)."""
+    A run that has no system message and no reply yet is given the policies' system prompt
+    (unless ``setup.system_prompt`` is False: the messages go as they are)."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
-    if system and not any(m["role"] in ("system", "assistant") for m in state.messages):
-        prompt = hooks.system_prompt(config, intro, overview)
-        state.messages.insert(0, {"role": "system", "content": prompt})
-    tools = hooks.offered_tools(tools, config, state.meta.get("task_tools"))
+    first = not any(m["role"] in ("system", "assistant") for m in state.messages)
+    if setup.system_prompt and first:
+        state.messages.insert(0, {"role": "system", "content": hooks.system_prompt(config, setup)})
+    tools = hooks.offered_tools(setup.tools, config, state.meta.get("task_tools"))
+    workspace = setup.workspace
     by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
 
     async def turns(token: CancelToken) -> RunState:

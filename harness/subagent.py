@@ -7,6 +7,7 @@ from typing import Any
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.providers import provider
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import Tool, ToolContext, default_tools
 
@@ -25,7 +26,11 @@ def research_tool(base_url: str, child_model: str, child_config: LoopConfig, *, 
         child = new_run(child_model, question, system=RESEARCH_SYSTEM)
         async with provider(api, base_url) as client:
             await run_loop(
-                child, client, default_tools(), ctx.workspace, child_config, cancel=ctx.cancel
+                child,
+                client,
+                Setup(default_tools(), ctx.workspace),
+                child_config,
+                cancel=ctx.cancel,
             )
         ctx.child_costs.append(child.cost_usd)
         if child.status == "completed":

@@ -30,6 +30,7 @@ from harness.client import ModelReply, TurnOptions
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.presets import presets
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.trace import Recorder
@@ -104,10 +105,10 @@ async def replay(state: dict[str, Any], task: Task, config: LoopConfig, scratch:
     workspace = create_workspace(scratch / "workspace", files=task.workspace)
     pause, tools.ARCHIVE_SECONDS = tools.ARCHIVE_SECONDS, 0  # the slow tool's result, at once
     try:
-        await run_loop(run, client, default_tools(), workspace, config, Recorder())
+        await run_loop(run, client, Setup(default_tools(), workspace), config, Recorder())
         while run.interruption and run.interruption.get("type") == "approval":
             reject(run, run.interruption["call_id"], "This evaluation runs read-only.")
-            await run_loop(run, client, default_tools(), workspace, config, Recorder())
+            await run_loop(run, client, Setup(default_tools(), workspace), config, Recorder())
     finally:
         tools.ARCHIVE_SECONDS = pause  # other tests in this process time the slow tool
     return [digest(r) for r in client.requests]

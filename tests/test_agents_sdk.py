@@ -18,6 +18,7 @@ from evals.conformance.agents_sdk import ask, ask_all, main
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -124,7 +125,7 @@ async def test_the_oracle_answers_the_sdk_as_it_answers_our_loop(
     state = new_run("scripted:oracle", task.question, system=SYSTEM_PROMPT)
     async with ProviderClient(url) as client:
         workspace = create_workspace(tmp_path / "loop")
-        await run_loop(state, client, default_tools(), workspace, LoopConfig())
+        await run_loop(state, client, Setup(default_tools(), workspace), LoopConfig())
     assert state.status == "completed" and state.answer
     assert (outcome.error, outcome.final_output) == (None, state.answer)
     assert [c["name"] for c in outcome.tool_calls] == [r.name for r in state.tool_log]

@@ -11,6 +11,7 @@ import pytest
 
 from harness.client import ProviderClient
 from harness.loop import run_loop
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -161,7 +162,7 @@ async def test_a_template_error_is_a_400_the_harness_does_not_retry(tmp_path: Pa
         assert "chat template rejected" in response.json()["error"]["message"]
         state = new_run("m", "q")
         async with ProviderClient(url) as client:
-            await run_loop(state, client, default_tools(), create_workspace(tmp_path))
+            await run_loop(state, client, Setup(default_tools(), create_workspace(tmp_path)))
     assert state.status == "failed" and state.error is not None
     assert "400" in state.error and "retries" not in state.error
     assert backend.requests == 2  # the probe above, then the harness's single attempt

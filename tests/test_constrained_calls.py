@@ -15,6 +15,7 @@ import pytest
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import Workspace
@@ -184,7 +185,9 @@ async def test_without_the_grammar_refused_calls_are_reported_and_counted(
     for question in refusing:
         state = new_run(QWEN_CODER, question, system=SYSTEM_PROMPT)
         async with ProviderClient(unconstrained) as client:
-            await run_loop(state, client, default_tools(), workspace, LoopConfig.of(max_turns=1))
+            await run_loop(
+                state, client, Setup(default_tools(), workspace), LoopConfig.of(max_turns=1)
+            )
         record = record_of(state, QWEN_CODER, question)
         turn_refused = [r for t in state.turn_records for r in t.refused_calls or []]
         assert record.refused_calls == len(turn_refused)

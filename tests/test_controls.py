@@ -25,6 +25,7 @@ from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.persist import StateFileError, load, save
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
+from harness.setup import Setup
 from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.subagent import research_tool
 from harness.tools import Tool, ToolContext, default_tools
@@ -54,7 +55,12 @@ async def run(
     state = state or new_run(model, task or SCENARIO_TASKS[scenario], system=SYSTEM_PROMPT)
     async with ProviderClient(url, retry=FAST_RETRY) as client:
         return await run_loop(
-            state, client, tools or default_tools(), ws, LoopConfig.of(**config), recorder, cancel
+            state,
+            client,
+            Setup(tools or default_tools(), ws),
+            LoopConfig.of(**config),
+            recorder,
+            cancel,
         )
 
 

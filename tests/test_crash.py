@@ -26,6 +26,7 @@ from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.persist import load, save
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import Tool, ToolContext, default_tools
 from harness.trace import Recorder
@@ -213,7 +214,7 @@ async def test_a_crash_during_a_slow_call_keeps_the_calls_that_finished(
         process.wait()
     state = load(tmp_path / "runs", "slowrun")
     async with ProviderClient(scripted_url) as client:
-        await run_loop(state, client, logged_reads(str(tmp_path)), workspace)
+        await run_loop(state, client, Setup(logged_reads(str(tmp_path)), workspace))
     assert state.status == "completed" and state.answer is not None
     assert state.answer.startswith("errors.log is the largest file")
     reads = (tmp_path / "reads.log").read_text().splitlines()
@@ -263,7 +264,7 @@ async def test_harness_time_takes_parallel_tools_as_wall_time(
     tools.append(Tool("read_file", "read", {"type": "object"}, read_together, read_only=True))
     state = new_run("scripted:oracle", "Which file is the largest?", system=SYSTEM_PROMPT)
     async with ProviderClient(scripted_url) as client:
-        await run_loop(state, client, tools, workspace, LoopConfig(), Recorder())
+        await run_loop(state, client, Setup(tools, workspace), LoopConfig(), Recorder())
     assert state.status == "completed"
     assert state.tool_ms >= 300  # three reads of 100 ms each, side by side
     assert state.tool_wall_ms < state.tool_ms

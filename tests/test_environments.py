@@ -13,13 +13,14 @@ import httpx
 import pytest
 
 from evals import environments
-from evals.environments import Reading, Setup, environment_of, registry
+from evals.environments import Reading, environment_of, registry
 from evals.environments.base import scripted_calls
 from evals.record import OtherData, WorkspaceData, read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.checks import offerable_tools, stated
 from evals.studies import strategies
 from evals.tasks import Task, TaskSet, load_tasks
+from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
 from harness.workspace import create_workspace
@@ -53,8 +54,8 @@ INTRO = "You read the wall clock for the user."
 
 
 class _OpenedClock:
-    def setup(self, task: Task) -> Setup:
-        return Setup([CLOCK], INTRO, files={})
+    def setup(self, task: Task, folder: Path) -> Setup:
+        return Setup([CLOCK], create_workspace(folder, files={}), intro=INTRO)
 
     def record(self, task: Task, state: RunState | None) -> OtherData:
         return OtherData.model_validate({"name": "clock", "reading": "wall clock"})

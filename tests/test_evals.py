@@ -20,6 +20,7 @@ from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
 from harness.config import LoopConfig
 from harness.loop import run_loop
+from harness.setup import Setup
 from harness.state import RunState, ToolRun, new_run
 from harness.tools import default_tools
 from harness.workspace import Workspace
@@ -206,7 +207,7 @@ async def test_which_provider_failures_are_the_machinerys(
     body = {"error": {"message": "no", "type": "x", "param": None, "code": None}}
     state = new_run("fake", "Which file mentions a timeout?")
     async with fake_client(by_turn([(status, body)])) as client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig())
+        await run_loop(state, client, Setup(default_tools(), workspace), LoopConfig())
     assert state.status == "failed" and state.provider_unavailable is machinery
 
 

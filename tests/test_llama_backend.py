@@ -13,6 +13,7 @@ import pytest
 
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import Workspace
@@ -267,7 +268,9 @@ async def test_qwen_makes_a_real_tool_call_that_the_harness_runs(
     for task in with_calls:
         state = new_run(QWEN_CODER, task, system=SYSTEM_PROMPT)
         async with ProviderClient(qwen) as client:
-            await run_loop(state, client, default_tools(), workspace, LoopConfig.of(max_turns=2))
+            await run_loop(
+                state, client, Setup(default_tools(), workspace), LoopConfig.of(max_turns=2)
+            )
         succeeded = [r for r in state.tool_log if r.ok and r.ran]
         if succeeded:
             break

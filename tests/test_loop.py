@@ -8,6 +8,7 @@ from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
 from harness.prices import Prices
 from harness.scenarios import SCENARIO_TASKS
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import Workspace
@@ -16,7 +17,7 @@ from harness.workspace import Workspace
 async def run_scenario(url: str, name: str, ws: Workspace, **config: object) -> RunState:
     state = new_run(f"scripted:{name}", SCENARIO_TASKS[name], system=SYSTEM_PROMPT)
     async with ProviderClient(url) as client:
-        return await run_loop(state, client, default_tools(), ws, LoopConfig.of(**config))  # type: ignore[arg-type]
+        return await run_loop(state, client, Setup(default_tools(), ws), LoopConfig.of(**config))  # type: ignore[arg-type]
 
 
 async def test_plan_completes_in_three_turns_and_two_tool_runs(
@@ -81,7 +82,7 @@ async def test_unreachable_provider_fails_the_run_with_a_clear_error(tmp_path: P
 
     state = new_run("scripted:plan", "q")
     async with ProviderClient("http://127.0.0.1:9/v1") as client:
-        await run_loop(state, client, default_tools(), create_workspace(tmp_path))
+        await run_loop(state, client, Setup(default_tools(), create_workspace(tmp_path)))
     assert state.status == "failed"
     assert state.error is not None
     assert "http://127.0.0.1:9/v1" in state.error and "make serve-local" in state.error
@@ -141,7 +142,11 @@ async def test_a_huge_file_reaches_the_model_cut_to_the_read_cap(
     state = new_run("scripted:plan", SCENARIO_TASKS["plan"], system=SYSTEM_PROMPT)
     async with ProviderClient(scripted_url) as client:
         state = await run_loop(
-            state, client, default_tools(), workspace, LoopConfig(), Recorder(trace_path=trace)
+            state,
+            client,
+            Setup(default_tools(), workspace),
+            LoopConfig(),
+            Recorder(trace_path=trace),
         )
     read = next(m["content"] for m in state.messages if m.get("tool_call_id") == "c2")
     assert len(read.encode()) < READ_CAP_BYTES + 200 and "[cut: errors.log is" in read
@@ -167,7 +172,9 @@ async def test_every_tool_result_is_cut_to_the_loop_cap_and_the_trace_says_so(
     state = new_run("scripted:slow", SCENARIO_TASKS["slow"], system=SYSTEM_PROMPT)
     config = LoopConfig(tool_result_cap_bytes=4096)
     async with ProviderClient(scripted_url) as client:
-        state = await run_loop(state, client, tools, workspace, config, Recorder(trace_path=trace))  # type: ignore[arg-type]
+        state = await run_loop(
+            state, client, Setup(tools, workspace), config, Recorder(trace_path=trace)
+        )  # type: ignore[arg-type]
     result = next(m["content"] for m in state.messages if m["role"] == "tool")
     assert result.startswith("entry ok\n") and len(result.encode()) < 4096 + 100
     assert result.endswith("[cut: the result was 1080000 bytes; only the first 4096 are shown]")

@@ -20,6 +20,7 @@ from harness.policies.nudge import NUDGE
 from harness.presets import preset
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.trace import Recorder
@@ -39,7 +40,11 @@ async def drive(url: str, model: str, api: str, tmp_path: Path, **config: Any) -
     recorder = Recorder(trace_path=tmp_path / f"{state.run_id}.trace.jsonl")
     async with client:
         await run_loop(
-            state, client, default_tools(), workspace, LoopConfig.of(**config), recorder=recorder
+            state,
+            client,
+            Setup(default_tools(), workspace),
+            LoopConfig.of(**config),
+            recorder=recorder,
         )
     return state
 

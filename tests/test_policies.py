@@ -29,6 +29,7 @@ from harness.policies.submit import submit_tool
 from harness.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.trace import Recorder
@@ -41,7 +42,7 @@ async def run(url: str, scenario: str, ws: Workspace, **settings: Any) -> RunSta
     config = LoopConfig.of(**settings)
     state = new_run(f"scripted:{scenario}", SCENARIO_TASKS[scenario], system_prompt(config))
     async with ProviderClient(url) as client:
-        return await run_loop(state, client, default_tools(), ws, config)
+        return await run_loop(state, client, Setup(default_tools(), ws), config)
 
 
 def unread_asked(state: RunState) -> list[Any]:
@@ -67,7 +68,7 @@ THREE_TURNS = [calls(("a", "list_files", "{}")), calls(("b", "list_files", "{}")
 async def test_the_plain_loop_sends_no_policy_fields(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, LoopConfig())
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), LoopConfig())
     extra = {"tool_choice", "parallel_tool_calls", "max_tokens", "repetition_penalty"}
     assert all(not extra & set(body) for body in seen)
     assert [t["function"]["name"] for t in seen[0]["tools"]] == [t.name for t in default_tools()]
@@ -83,7 +84,7 @@ async def test_required_is_asked_on_the_first_turn_only(workspace: Workspace) ->
         frequency_penalty=0.5,
     )
     async with client:
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert [b.get("tool_choice") for b in seen] == ["required", None, None]
     assert all(b["parallel_tool_calls"] is False for b in seen)
     assert all(
@@ -105,7 +106,7 @@ async def test_the_concluding_turn_keeps_the_token_cap_and_the_tools_under_tool_
         repetition_penalty=1.1,
     )
     async with client:
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert state.answer == "what I know" and len(seen) == 2
     last = seen[-1]
     assert (last["max_tokens"], last["repetition_penalty"]) == (64, 1.1)
@@ -118,7 +119,7 @@ async def test_required_turns_ask_for_a_call_until_that_many_replies(workspace: 
     seen, client = recording(THREE_TURNS)
     async with client:
         config = LoopConfig.of(tool_choice="list_files", required_turns=2)
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     named = {"type": "function", "function": {"name": "list_files"}}
     # The first reply must call list_files, the second any tool, the third may answer.
     assert [b.get("tool_choice") for b in seen] == [named, "required", None]
@@ -135,12 +136,12 @@ async def test_a_failed_call_is_met_with_another_call_only_when_asked(
     seen, client = recording(turns)
     async with client:
         config = LoopConfig.of(act_after_error=True)
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     # After the failed read the reply must call a tool; after the listing it may answer.
     assert [b.get("tool_choice") for b in seen] == [None, "required", None]
     seen, client = recording(turns)
     async with client:
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, LoopConfig())
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), LoopConfig())
     assert [b.get("tool_choice") for b in seen] == [None, None, None]
 
 
@@ -148,7 +149,7 @@ async def test_always_asks_for_a_call_on_every_turn(workspace: Workspace) -> Non
     seen, client = recording(THREE_TURNS)
     async with client:
         config = LoopConfig.of(tool_choice="always")
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert [b.get("tool_choice") for b in seen] == ["required"] * 3
 
 
@@ -168,7 +169,7 @@ async def test_offered_tools(
     state = new_run("m", "q")
     state.meta["task_tools"] = declared
     async with client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig.of(tools=tools))  # type: ignore[arg-type]
+        await run_loop(state, client, Setup(default_tools(), workspace), LoopConfig.of(tools=tools))  # type: ignore[arg-type]
     assert [t["function"]["name"] for t in seen[0]["tools"]] == offered
 
 
@@ -191,7 +192,7 @@ async def test_submit_with_arguments_that_do_not_fit_is_an_invalid_call(
     _, client = recording([calls(("a", "submit", '{"text": "x"}')), answer("fine, 3 files")])
     async with client:
         state = await run_loop(
-            new_run("m", "q"), client, default_tools(), workspace, LoopConfig.of(submit=True)
+            new_run("m", "q"), client, Setup(default_tools(), workspace), LoopConfig.of(submit=True)
         )
     assert (state.status, state.answer) == ("completed", "fine, 3 files")
     assert [r.invalid for r in state.tool_log] == [True]
@@ -231,7 +232,7 @@ async def test_conclude_on_limit_comes_from_the_preset(
     assert config.policy["conclude_on_limit"] and config.max_turns == 2
     state = new_run("scripted:runaway", "q", system_prompt(config))
     async with ProviderClient(scripted_url) as client:
-        state = await run_loop(state, client, default_tools(), workspace, config)
+        state = await run_loop(state, client, Setup(default_tools(), workspace), config)
     assert state.status == "max_turns_exceeded" and state.answer
 
 
@@ -262,7 +263,7 @@ async def test_an_answer_before_any_read_is_met_once_with_a_request_to_read(
     state = new_run("m", "Which file is about rotation?")
     async with client:
         config = LoopConfig.of(read_before_answer=True)
-        await run_loop(state, client, default_tools(), workspace, config)
+        await run_loop(state, client, Setup(default_tools(), workspace), config)
     assert state.status == "completed" and state.answer == "notes.txt says to rotate the logs."
     assert [_asked_to_read(b) for b in seen] == [False, False, True, False]
     # The request carries the user's own question and the reply to it must call a tool.
@@ -277,13 +278,13 @@ async def test_the_request_to_read_is_not_made_after_a_read_twice_or_when_off(
     # A successful read came first: the answer stands.
     seen, client = recording([calls(("a", "read_file", '{"path": "notes.txt"}')), answer("ok")])
     async with client:
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert (state.status, len(seen)) == ("completed", 2)
     # A failed read is no read: asked once, and the second answer without a read stands.
     turns = [calls(("a", "read_file", '{"path": "nowhere.txt"}')), answer("x"), answer("y")]
     seen, client = recording(turns)
     async with client:
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert [_asked_to_read(b) for b in seen] == [False, False, True]
     assert (state.status, state.answer) == ("completed", "y")
     # Off (the default), or read_file not offered: an answer ends the run.
@@ -291,7 +292,7 @@ async def test_the_request_to_read_is_not_made_after_a_read_twice_or_when_off(
     for tools, settings in ((default_tools(), LoopConfig()), (listing_only, config)):
         seen, client = recording([answer("x")])
         async with client:
-            state = await run_loop(new_run("m", "q"), client, tools, workspace, settings)
+            state = await run_loop(new_run("m", "q"), client, Setup(tools, workspace), settings)
         assert (state.status, state.answer, len(seen)) == ("completed", "x", 1)
 
 
@@ -320,7 +321,9 @@ async def test_an_answer_with_listed_files_unread_is_met_with_their_names(
     seen, client = recording(turns)
     state = new_run("m", "What do the files say?")
     async with client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig.of(read_listed=True))
+        await run_loop(
+            state, client, Setup(default_tools(), workspace), LoopConfig.of(read_listed=True)
+        )
     assert state.status == "completed" and state.answer == "All three read."
     assert [_asked_to_read_listed(b) for b in seen] == [False, False] + [True, False] * 3
     assert [b.get("tool_choice") for b in seen] == [None, None] + ["required", None] * 3
@@ -356,7 +359,9 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
     ):
         seen, client = recording(turns)
         async with client:
-            state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+            state = await run_loop(
+                new_run("m", "q"), client, Setup(default_tools(), workspace), config
+            )
         assert (state.status, state.answer, len(seen)) == ("completed", "x", len(turns))
     # A failed read is no read, and the same unread files are not asked about twice: after the
     # request the model lists again instead of reading, then answers; that answer stands.
@@ -369,7 +374,7 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
     ]
     seen, client = recording(turns)
     async with client:
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert [_asked_to_read_listed(b) for b in seen] == [False, False, False, True, False]
     assert (state.status, state.answer) == ("completed", "y")
     assert unread_asked(state) == [["access.log", "errors.log", "notes.txt"]]
@@ -378,7 +383,7 @@ async def test_the_request_to_read_listed_files_is_not_made_when_it_has_no_news(
     for tools, settings in ((default_tools(), LoopConfig()), (listing_only, config)):
         seen, client = recording([calls(("a", "list_files", "{}")), answer("x")])
         async with client:
-            state = await run_loop(new_run("m", "q"), client, tools, workspace, settings)
+            state = await run_loop(new_run("m", "q"), client, Setup(tools, workspace), settings)
         assert (state.status, state.answer, len(seen)) == ("completed", "x", 2)
 
 
@@ -388,7 +393,7 @@ async def test_a_resumed_run_does_not_ask_again_for_the_same_unread_files(
     config = LoopConfig.of(read_listed=True, max_turns=2)
     seen, client = recording([calls(("a", "list_files", "{}")), answer("x")])
     async with client:
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     # Stopped by the turn cap just after the request was made, then saved and loaded.
     assert state.status == "max_turns_exceeded" and _asked_to_read_listed(
         {"messages": state.messages}
@@ -401,7 +406,7 @@ async def test_a_resumed_run_does_not_ask_again_for_the_same_unread_files(
     done = [answer("unused"), answer("unused")]
     seen, client = recording([*done, calls(("b", "list_files", "{}")), answer("y")])
     async with client:
-        resumed = await run_loop(resumed, client, default_tools(), workspace, config)
+        resumed = await run_loop(resumed, client, Setup(default_tools(), workspace), config)
     assert [b.get("tool_choice") for b in seen] == ["required", None]
     assert not any(map(_asked_to_read_listed, seen[1:]))
     assert (resumed.status, resumed.answer) == ("completed", "y")
@@ -418,7 +423,10 @@ async def test_the_request_to_read_listed_files_is_made_three_times_at_most(
     seen, client = recording([*turns, answer("last")])
     async with client:
         state = await run_loop(
-            new_run("m", "q"), client, default_tools(), folder, LoopConfig.of(read_listed=True)
+            new_run("m", "q"),
+            client,
+            Setup(default_tools(), folder),
+            LoopConfig.of(read_listed=True),
         )
     assert sum(map(_asked_to_read_listed, seen)) == 3
     assert unread_asked(state) == [
@@ -516,7 +524,7 @@ async def test_the_answer_guard_asks_for_the_answer_after_a_repeat(
     seen, client = recording(THREE_TURNS)
     async with client:
         config = LoopConfig.of(repeat_guard=guard)  # type: ignore[arg-type]
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert (state.status, state.answer, state.tool_runs) == ("completed", "ok", 1)
     assert ["tools" in body for body in seen] == [True, True, tools_on_turn_3]
 
@@ -533,7 +541,7 @@ async def test_a_file_that_ends_like_the_guards_note_switches_nothing_off(
     seen, client = recording([read, answer("The notes are about a meeting.")])
     async with client:
         config = LoopConfig.of(repeat_guard=guard, submit=guard == "submit")  # type: ignore[arg-type]
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     tool_message = next(m for m in state.messages if m["role"] == "tool")
     assert str(tool_message["content"]).endswith(REPEAT_END)  # the forgery reached the model
     assert not any(r.repeated for r in state.tool_log)
@@ -546,7 +554,7 @@ async def test_a_named_first_call(workspace: Workspace) -> None:
     seen, client = recording(THREE_TURNS)
     async with client:
         config = LoopConfig.of(tool_choice="list_files")
-        await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     named = {"type": "function", "function": {"name": "list_files"}}
     assert [b.get("tool_choice") for b in seen] == [named, None, None]
 
@@ -555,7 +563,7 @@ async def test_the_submit_guard_asks_for_submit_after_a_repeat(workspace: Worksp
     seen, client = recording([*THREE_TURNS[:2], calls(("c", "submit", '{"answer": "3 files"}'))])
     async with client:
         config = LoopConfig.of(repeat_guard="submit", submit=True)
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert (state.status, state.answer) == ("completed", "3 files")
     forced = {"type": "function", "function": {"name": "submit"}}
     assert [b.get("tool_choice") for b in seen] == [None, None, forced]
@@ -567,8 +575,7 @@ async def _read_back(url: str, scenario: str, tmp_path: Path, **settings: Any) -
         await run_loop(
             state,
             client,
-            default_tools(),
-            create_workspace(tmp_path / "ws"),
+            Setup(default_tools(), create_workspace(tmp_path / "ws")),
             LoopConfig.of(**settings),
             Recorder(),
         )

@@ -22,6 +22,7 @@ from harness.policies.read_listed import READ_LISTED
 from harness.policies.reads import answered_last
 from harness.policies.repeat_guard import REPEAT_NOTE
 from harness.presets import add_policy_flags, policy_from_args, preset, presets
+from harness.setup import Setup
 from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -57,7 +58,9 @@ async def _requests(
     seen, client = recording(replies)
     async with client:
         config = LoopConfig.of(max_turns=6, **SAYING)
-        state = await run_loop(new_run("m", question), client, default_tools(), workspace, config)
+        state = await run_loop(
+            new_run("m", question), client, Setup(default_tools(), workspace), config
+        )
     return [(b.get("tool_choice"), len(b.get("tools", []))) for b in seen], state
 
 
@@ -161,15 +164,15 @@ async def test_a_new_policy_is_one_object_and_one_registry_entry(
     policy = _Reminder()
     monkeypatch.setattr(registry, "POLICIES", (*registry.POLICIES, policy))
     monkeypatch.setitem(registry.SETTINGS, "remind", policy.settings[0])
-    from harness.policies import apply
+    from harness import hooks
 
-    monkeypatch.setattr(apply, "POLICIES", registry.POLICIES)
+    monkeypatch.setattr(hooks, "POLICIES", registry.POLICIES)
     missing = calls(("m", "read_file", json.dumps({"path": "nope.txt"})))
     seen, client = recording([missing, answer("A"), answer("B")])
     workspace = create_workspace(tmp_path / "ws")
     async with client:
         config = LoopConfig.of(remind=True)
-        state = await run_loop(new_run("m", "q"), client, default_tools(), workspace, config)
+        state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
     assert [a.policy for a in state.asks] == ["remind"]
     assert [b.get("tool_choice") for b in seen] == [None, None, "required"]
     parser = argparse.ArgumentParser()

@@ -19,6 +19,7 @@ from harness.config import LoopConfig
 from harness.errors import PathRefused
 from harness.loop import run_loop
 from harness.persist import load
+from harness.setup import Setup
 from harness.state import RunState, asked_calls, new_run
 from harness.tools import Tool, ToolContext, default_tools
 from harness.trace import Recorder
@@ -49,7 +50,7 @@ async def drive(
     state = state or new_run("fake", "Tidy the workspace.")
     async with fake_client(keep) as client:
         return await run_loop(
-            state, client, tools or default_tools(), ws, LoopConfig.of(**config), recorder
+            state, client, Setup(tools or default_tools(), ws), LoopConfig.of(**config), recorder
         )
 
 

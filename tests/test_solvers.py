@@ -241,7 +241,8 @@ async def test_resume_refuses_records_made_under_another_solver(tmp_path: Path) 
     from evals.run.resume import refuse_changed_setup
 
     records, _ = await _eval(tmp_path, "chain", _largest, _one_task(tmp_path, "largest"))
-    context = {k: v for k, v in records[0].line().items()}
-    refuse_changed_setup(tmp_path / "chain.jsonl", records, context)  # the same: goes on
+    spec = records[0].spec
+    refuse_changed_setup(tmp_path / "chain.jsonl", records, spec)  # the same: goes on
     with pytest.raises(EvalError, match="made with solver 'chain', and this run would use 'vote'"):
-        refuse_changed_setup(tmp_path / "chain.jsonl", records, {**context, "solver": "vote"})
+        voting = spec.model_copy(update={"solver": "vote"})
+        refuse_changed_setup(tmp_path / "chain.jsonl", records, voting)

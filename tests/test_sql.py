@@ -25,6 +25,7 @@ from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.policies.query_first import QUERY_FIRST
 from harness.presets import apply, preset, preset_limits
+from harness.setup import Setup
 from harness.sql import SQLError, open_database, sql_tools
 from harness.state import RunState, new_run
 from harness.workspace import create_workspace
@@ -108,7 +109,9 @@ async def _loop_over(bank_file: Path, tmp_path: Path, **policy: object) -> list[
     config = LoopConfig.of(max_turns=4, statement_timeout_s=0.3, **policy)
     tools = sql_tools(open_database(str(bank_file)))
     async with fake_client(handler) as client:
-        await run_loop(state, client, tools, create_workspace(tmp_path / "w", files={}), config)
+        await run_loop(
+            state, client, Setup(tools, create_workspace(tmp_path / "w", files={})), config
+        )
     assert state.status == "completed"  # the timeout ended the statement, not the run
     timed = [r for r in state.tool_log if r.facts and r.facts["timed_out"]]
     assert [r.call_id for r in timed] == ["c1"]
@@ -273,19 +276,21 @@ async def _describe(bank_file: Path, tmp_path: Path) -> str:
     state = new_run("fake", "Which tables?")
     tools = sql_tools(open_database(str(bank_file)))
     async with fake_client(handler) as client:
-        await run_loop(state, client, tools, create_workspace(tmp_path / "d", files={}))
+        await run_loop(state, client, Setup(tools, create_workspace(tmp_path / "d", files={})))
     (result,) = [str(m["content"]) for m in state.messages if m["role"] == "tool"]
     assert SCHEMA_LINE in result
     return result
 
 
-def test_the_overview_setting_adds_nothing_where_the_task_gives_none() -> None:
+def test_the_overview_setting_adds_nothing_where_the_task_gives_none(tmp_path: Path) -> None:
     from harness.hooks import system_prompt
 
     on = LoopConfig.of(overview_in_prompt=True)
-    assert system_prompt(on) == system_prompt(LoopConfig())
-    assert system_prompt(on, overview="T(a int)").endswith("\n\nT(a int)")
-    assert "T(a int)" not in system_prompt(LoopConfig(), overview="T(a int)")
+    files = Setup([], create_workspace(tmp_path / "files"))
+    assert system_prompt(on, files) == system_prompt(LoopConfig(), files) == system_prompt(on)
+    table = Setup([], create_workspace(tmp_path / "table"), overview="T(a int)")
+    assert system_prompt(on, table).endswith("\n\nT(a int)")
+    assert "T(a int)" not in system_prompt(LoopConfig(), table)
 
 
 async def test_the_oracle_answers_every_question_on_sqlite(
@@ -497,7 +502,9 @@ async def _query_first(
     tools = sql_tools(open_database(str(bank_file)))
     state = new_run("fake", question)
     async with client:
-        await run_loop(state, client, tools, create_workspace(tmp_path / "w", files={}), config)
+        await run_loop(
+            state, client, Setup(tools, create_workspace(tmp_path / "w", files={})), config
+        )
     return seen, state
 
 

@@ -27,6 +27,7 @@ from harness.config import LoopConfig
 from harness.errors import ToolError
 from harness.loop import run_loop
 from harness.presets import PLAIN, preset, presets
+from harness.setup import Setup
 from harness.state import RunState, ToolRun, new_run
 from harness.tools import ToolContext, default_tools, read_file
 from harness.trace import Recorder
@@ -141,7 +142,9 @@ async def loop(url: str, scenario: str, tmp: Path, **config: Any) -> tuple[RunSt
     workspace = create_workspace(tmp / "ws")
     recorder = Recorder(state_dir=tmp / "state")
     async with ProviderClient(url) as client:
-        await run_loop(state, client, default_tools(), workspace, LoopConfig.of(**config), recorder)
+        await run_loop(
+            state, client, Setup(default_tools(), workspace), LoopConfig.of(**config), recorder
+        )
     return state, workspace
 
 
@@ -163,7 +166,7 @@ async def test_a_declined_call_is_not_ok(scripted_url: str, tmp_path: Path) -> N
     reject(state, state.interruption["call_id"], "keep it")
     async with ProviderClient(scripted_url) as client:
         recorder = Recorder(state_dir=tmp_path / "state")
-        await run_loop(state, client, default_tools(), workspace, LoopConfig(), recorder)
+        await run_loop(state, client, Setup(default_tools(), workspace), LoopConfig(), recorder)
     (declined,) = [r for r in state.tool_log if r.name == "delete_file"]
     assert not declined.ok and not declined.ran and "declined" in (declined.error or "")
     assert [r.name for r in received(state)] == ["list_files"]
@@ -225,7 +228,7 @@ async def test_a_successful_retry_is_evidence_after_an_identical_call_failed(
     )
     state = new_run("fake", "Which file mentions a timeout?")
     async with fake_client(replies) as client:
-        await run_loop(state, client, tools, workspace, LoopConfig.of(repeat_guard="off"))
+        await run_loop(state, client, Setup(tools, workspace), LoopConfig.of(repeat_guard="off"))
     assert [(r.ok, r.ran, r.cached) for r in state.tool_log] == [
         (False, True, False),
         (True, True, False),

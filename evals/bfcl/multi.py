@@ -31,6 +31,7 @@ from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.presets import preset
+from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
@@ -170,7 +171,9 @@ async def converse(
         config = LoopConfig.of(
             max_turns=state.turns + step_limit + 1, finish_cut_replies=False, **(policy or {})
         )
-        state = await run_loop(state, client, tools, workspace, config, recorder, system=False)
+        state = await run_loop(
+            state, client, Setup(tools, workspace, system_prompt=False), config, recorder
+        )
         steps = _steps(entry, state, replies_before)
         done.steps.append(steps)
         done.states.append((await checker.execute(entry.id, key, []))["states"])

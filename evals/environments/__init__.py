@@ -5,7 +5,7 @@ the policy its tasks run under by default, and the scripted reading of everythin
 could look at (what the scorer's strategies answer from). ``registry.py`` lists them, one
 line each."""
 
-from evals.environments.base import Environment, Opened, Reading, Setup
+from evals.environments.base import Environment, Opened, Reading
 from evals.environments.registry import (
     ENVIRONMENTS,
     environment_of,
@@ -19,7 +19,6 @@ __all__ = [
     "Environment",
     "Opened",
     "Reading",
-    "Setup",
     "environment_of",
     "environment_of_record",
     "held_by",

@@ -16,22 +16,10 @@ from evals.tasks import Task
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
 from harness.loop import run_loop
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.tools import Tool
 from harness.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What one task runs with: its tools, what the system prompt says it works on (None:
-    the loop's own words), the files of its workspace (None: the seed files), and what a first
-    look would show of what it works on (a database's tables and columns), which the system
-    prompt shows under the ``overview_in_prompt`` setting (None: nothing to show)."""
-
-    tools: list[Tool]
-    intro: str | None = None
-    files: dict[str, str] | None = None
-    overview: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +37,10 @@ class Reading:
 class Opened(Protocol):
     """An environment opened for one eval's tasks."""
 
-    def setup(self, task: Task) -> Setup: ...
+    def setup(self, task: Task, folder: Path) -> Setup:
+        """What the task runs with: its tools, over a workspace laid out in ``folder`` (fresh
+        for each task run), and what the system prompt may say of it."""
+        ...
 
     def record(self, task: Task, state: RunState | None) -> EnvironmentData:
         """What the task's run record keeps of this environment (``evals.record.environments``);
@@ -114,6 +105,6 @@ async def scripted_calls(
     retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
     config = LoopConfig(max_turns=len(calls) + 3)
     async with ProviderClient("http://reading.invalid/v1", retry=retry, transport=transport) as c:
-        await run_loop(state, c, tools, workspace, config)
+        await run_loop(state, c, Setup(tools, workspace), config)
     results = {m.get("tool_call_id"): str(m.get("content")) for m in state.messages}
     return state, [results.get(f"c{i + 1}", "") for i in range(len(calls))]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.environments.base import Reading, Setup, scripted_calls
+from evals.environments.base import Reading, scripted_calls
 from evals.errors import EvalError
 from evals.record import DatabaseData
 from evals.tasks import DatabaseRef, Task
@@ -17,6 +17,7 @@ from evals.tasks.sql import sql_intro
 from evals.tasks.sql.bank import TABLES
 from evals.tasks.sql.build import check_postgres, sqlite_file
 from evals.tasks.sql.questions import gold_for
+from harness.setup import Setup
 from harness.sql import (
     DESCRIBE_TOOL,
     RUN_SQL_TOOL,
@@ -85,12 +86,12 @@ class _Opened:
     def __init__(self, databases: Databases) -> None:
         self.databases = databases
 
-    def setup(self, task: Task) -> Setup:
+    def setup(self, task: Task, folder: Path) -> Setup:
         database = self.databases.for_task(_ref(task))
         return Setup(
             sql_tools(database),
-            sql_intro(database.dialect),
-            files={},
+            create_workspace(folder, files={}),
+            intro=sql_intro(database.dialect),
             overview=OVERVIEW.format(schema=schema(database.tables())),
         )
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.environments.base import Reading, Setup, scripted_calls
+from evals.environments.base import Reading, scripted_calls
 from evals.record import WorkspaceData
 from evals.tasks import Task
+from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import default_tools, listed_names
 from harness.workspace import SEED_FILES, create_workspace
 
 
 class _Opened:
-    def setup(self, task: Task) -> Setup:
-        return Setup(tools=default_tools(), files=task.workspace)
+    def setup(self, task: Task, folder: Path) -> Setup:
+        return Setup(default_tools(), create_workspace(folder, files=task.workspace))
 
     def record(self, task: Task, state: RunState | None) -> WorkspaceData:
         return WorkspaceData()

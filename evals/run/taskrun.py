@@ -16,7 +16,6 @@ from harness.loop import LoopConfig, run_loop
 from harness.presets import apply
 from harness.state import RunState, new_run
 from harness.trace import Recorder
-from harness.workspace import create_workspace
 
 EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
 
@@ -47,7 +46,7 @@ async def run_task(
     """One task on a fresh workspace, with what its environment (``opened`` for this eval)
     gives it; its state file and trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
-    setup = opened.setup(task)
+    setup = opened.setup(task, scratch / run_id / "workspace")
     solver = solver_named(settings.solver)
     state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
@@ -55,9 +54,8 @@ async def run_task(
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     if earlier is not None:
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
-    workspace = create_workspace(scratch / run_id / "workspace", files=setup.files)
     environment = environment_of(task).name
-    run = TaskRun(task, environment, state, client, setup, workspace, config, recorder)
+    run = TaskRun(task, environment, state, client, setup, config, recorder)
     await solver.solve(run)
     while (
         settings.approvals == "reject"
@@ -65,14 +63,5 @@ async def run_task(
         and state.interruption.get("type") == "approval"
     ):
         reject(state, state.interruption["call_id"], EVAL_REJECTION)
-        await run_loop(
-            state,
-            client,
-            setup.tools,
-            workspace,
-            config,
-            recorder,
-            intro=setup.intro,
-            overview=setup.overview,
-        )
+        await run_loop(state, client, setup, config, recorder)
     return state

@@ -16,16 +16,7 @@ class Agent:
         self.settings: dict[str, Any] = {}
 
     async def solve(self, run: TaskRun) -> RunState:
-        return await run_loop(
-            run.state,
-            run.client,
-            run.setup.tools,
-            run.workspace,
-            run.config,
-            run.recorder,
-            intro=run.setup.intro,
-            overview=run.setup.overview,
-        )
+        return await run_loop(run.state, run.client, run.setup, run.config, run.recorder)
 
 
 AGENT = Agent()

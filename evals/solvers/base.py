@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from evals.errors import EvalError
+from evals.tasks import Task
 from harness import hooks
 from harness.cancel import CancelToken
 from harness.client import ChatClient
@@ -16,14 +17,10 @@ from harness.config import LoopConfig
 from harness.execute import Stop, answer_pending
 from harness.loop import framed, limit_reached, stop, stopped_by
 from harness.replies import record_turn
+from harness.setup import Setup
 from harness.state import RunState, ToolRun
 from harness.tools import Tool, ToolContext
 from harness.trace import Recorder
-from harness.workspace import Workspace
-
-if TYPE_CHECKING:
-    from evals.environments import Setup
-    from evals.tasks import Task
 
 # A workflow's system prompt where the environment gives no intro (a workspace of files).
 SYSTEM = (
@@ -35,15 +32,14 @@ SYSTEM = (
 @dataclass(frozen=True)
 class TaskRun:
     """What a solver is given for one task: the task and the environment it runs on (by
-    name), the run's state and client, what the environment set up, the workspace, the
-    loop's settings and the recorder."""
+    name), the run's state and client, what the environment set up (its tools over the run's
+    workspace), the loop's settings and the recorder."""
 
     task: Task
     environment: str
     state: RunState
     client: ChatClient
     setup: Setup
-    workspace: Workspace
     config: LoopConfig
     recorder: Recorder
 
@@ -123,7 +119,7 @@ class Steps:
         first = len(self.state.tool_log)
         run = self.run
         outcome = await answer_pending(
-            run.state, self.tools, run.workspace, run.config, run.recorder, self.token
+            run.state, self.tools, run.setup.workspace, run.config, run.recorder, self.token
         )
         if outcome is not None:
             raise WorkflowStop(outcome)

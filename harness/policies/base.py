@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
 
 from harness.errors import HarnessError
+from harness.setup import Setup
 from harness.state import Call, RunState
 from harness.toolrun import ToolOutcome
 from harness.tools import Tool
@@ -110,14 +111,14 @@ class Setting(Generic[T]):
 @dataclass
 class Prompt:
     """The system prompt in parts: what the run is, how it ends, rules, then examples; and
-    what a first look would show of what the run works on (``overview``), which a policy may
-    add to it."""
+    the run's setup (None where a prompt is built without one), from which a policy may add
+    what it needs (the overview of what the run works on, say)."""
 
     intro: str
     finish: str
     rules: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
-    overview: str | None = None
+    setup: Setup | None = None
 
     def text(self) -> str:
         return self.intro + self.finish + "".join(self.rules) + "".join(self.examples)

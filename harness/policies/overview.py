@@ -2,8 +2,8 @@
 show (for the ``sql`` family, the tables and columns as ``describe`` lists them), so the first
 query needs no look and the prefix every turn shares holds the schema.
 
-The overview comes from the task's environment (``Setup.overview``); where it gives none (a
-folder of files), the setting adds nothing.
+The overview comes from the task's environment (``harness.setup.Setup.overview``); where it
+gives none (a folder of files), the setting adds nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ class Overview(LoopPolicy):
     settings = (OVERVIEW_ON,)
 
     def prompt(self, config: Config, prompt: Prompt) -> None:
-        if OVERVIEW_ON.of(config) and prompt.overview:
-            prompt.rules.append("\n\n" + prompt.overview)
+        overview = prompt.setup and prompt.setup.overview
+        if OVERVIEW_ON.of(config) and overview:
+            prompt.rules.append("\n\n" + overview)
 
 
 POLICY = Overview()

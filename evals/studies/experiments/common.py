@@ -13,6 +13,7 @@ from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.providers import provider
 from harness.scenarios import SCENARIO_TASKS
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.tools import Tool, default_tools
 from harness.trace import Recorder
@@ -73,8 +74,7 @@ async def drive(
         await run_loop(
             state,
             client,
-            tools or default_tools(),
-            workspace,
+            Setup(tools or default_tools(), workspace),
             LoopConfig.of(**config),
             recorder,
             cancel,

@@ -17,6 +17,7 @@ from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import run_loop
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -86,8 +87,7 @@ async def record_transcripts(base_url: str, echo: Echo) -> list[list[list[dict[s
                 await run_loop(
                     state,
                     client,
-                    default_tools(),
-                    create_workspace(folder),
+                    Setup(default_tools(), create_workspace(folder)),
                     LoopConfig(max_turns=RECORD_TURNS),
                 )
         transcripts.append(_requests_of(state))

@@ -10,6 +10,7 @@ from evals.studies.serving.common import Echo, Figures, Part, median, verdict
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import run_loop
+from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
@@ -23,7 +24,10 @@ async def _harness_ms(url: str, model: str, cap: int) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as folder:
         async with ProviderClient(url) as client:
             await run_loop(
-                state, client, default_tools(), create_workspace(folder), LoopConfig(max_turns=cap)
+                state,
+                client,
+                Setup(default_tools(), create_workspace(folder)),
+                LoopConfig(max_turns=cap),
             )
     return state.harness_ms, state.turns
 
