@@ -336,6 +336,7 @@ lint: $(STAMP_DEV) $(STAMP_INSPECT)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 check: lint test
 

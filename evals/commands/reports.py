@@ -11,7 +11,11 @@ from typing import Any
 from evals.errors import RunFileError
 from evals.report import power
 from evals.report.compare import compare, paired_table
+from evals.report.inspect_log import export
+from evals.report.screenshot import screenshot
+from evals.report.sql_page import report as sql_report
 from evals.report.view import write_report
+from evals.report.workflows import report as workflows_report
 from evals.run.runner import RESULTS
 
 RUNS = RESULTS / "runs"
@@ -111,8 +115,6 @@ def view_command(args: argparse.Namespace) -> int:
 
 
 def _screenshot(args: argparse.Namespace) -> int:
-    from evals.report.screenshot import screenshot
-
     print(f"wrote {screenshot(args.report, args.out)}")
     return 0
 
@@ -131,8 +133,6 @@ def _paired(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from evals.report.inspect_log import export
-
     logs = export(args.files, args.out)
     for log in logs:
         print(f"wrote {log}")
@@ -141,15 +141,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sql_report(args: argparse.Namespace) -> int:
-    from evals.report.sql_page import report
 
-    return _written(args, report(args.files, [tuple(p) for p in args.pair]))
+    return _written(args, sql_report(args.files, [tuple(p) for p in args.pair]))
 
 
 def _workflows_report(args: argparse.Namespace) -> int:
-    from evals.report.workflows import report
 
-    return _written(args, report(args.files))
+    return _written(args, workflows_report(args.files))
 
 
 def _written(args: argparse.Namespace, text: str) -> int:

@@ -24,6 +24,8 @@ from markupsafe import Markup
 
 from evals.bfcl.items import RELEVANCE
 from evals.record import RunRecord, is_error, kept_file, read_text, run_files
+from evals.record.bfcl import read_items
+from evals.report import bfcl
 from evals.report.board import Entry, Section, accuracy_of_kind, board
 from evals.report.compare import Run, load_runs
 from evals.report.stats import Accuracy, Proportion, wilson
@@ -339,9 +341,6 @@ def bfcl_view(folder: Path | None) -> BfclView | None:
     95 % Wilson interval; relevance apart from the call categories, as BFCL keeps it."""
     if folder is None:
         return None
-    from evals.record.bfcl import read_items
-    from evals.report import bfcl
-
     runs = [(f, read_items(f)) for f in run_files([folder])]
     runs = [(f, items) for f, items in runs if items]
     if not runs:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.errors import EvalError
+from evals.tasks.sql.build import load_postgres
 from serve_local.daemon import RUN_DIR
 from serve_local.process import free_port
 
@@ -212,8 +213,6 @@ def _write_passfile(server: Server, password: str) -> None:
 
 def load(server: Server, seeds: list[int]) -> list[str]:
     """Load each seed's bank (as the owner, over the socket) and let the reader SELECT."""
-    from evals.tasks.sql.build import load_postgres
-
     return [load_postgres(server.socket_url(OWNER), seed, READER) for seed in seeds]
 
 

@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any
 
 import evals.scoring.answers as answers
+from evals.environments import tool_names
 from evals.tasks import Check, Task, TypedAnswer
 from harness.policies.submit import submit_tool
 from harness.state import RunState, ToolRun, signature
@@ -39,8 +40,6 @@ _RESULT_AS_TEXT = re.compile(r"<tool_response>.*?(?:</tool_response>|\Z)", re.DO
 
 def offerable_tools() -> set[str]:
     """Every tool a run can be offered, submit included: what a call written as text names."""
-    from evals.environments import tool_names
-
     return set(tool_names()) | {submit_tool().name}
 
 

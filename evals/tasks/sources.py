@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.tasks import TaskSet, generate, load_tasks
+from evals.tasks import TaskSet, generate, load_tasks, sql
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,6 @@ def _files(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
 
 
 def _sql(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
-    from evals.tasks import sql
-
     return sql.write(seed, n, out, split)[1]
 
 

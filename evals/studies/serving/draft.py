@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 
+from evals.bfcl.bridge import BfclUnavailable, Checker
+from evals.bfcl.items import DEFAULT_CATEGORIES, Item, sample
 from evals.report.markdown import table
 from evals.run.runner import RESULTS
 from evals.studies.serving.common import (
@@ -65,8 +67,6 @@ def transcript_turns(folder: Path, tasks: int | None = None) -> list[dict[str, A
 
 def bfcl_turns(per_category: int, echo: Echo) -> list[dict[str, Any]]:
     """A stratified BFCL sample (seed 0) as requests, when the BFCL environment is there."""
-    from evals.bfcl.bridge import BfclUnavailable, Checker
-    from evals.bfcl.items import DEFAULT_CATEGORIES, Item, sample
 
     async def load() -> list[Item]:
         async with Checker(None) as checker:

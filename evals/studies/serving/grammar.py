@@ -15,8 +15,9 @@ from evals.studies.serving.common import TOOLS, Echo, Figures, Part, median, ser
 from evals.tasks import load_tasks
 from harness.loop import SYSTEM_PROMPT
 from harness.tools import default_tools
+from serve_local.backends.llama import llama_vocabulary
 from serve_local.models import QWEN_CODER, resolve
-from serve_local.toolgrammar import CallPolicy, call_schema
+from serve_local.toolgrammar import CallGrammar, CallPolicy, call_schema
 
 ROUNDS = 3
 TARGET = 1.10  # per generated token, grammar on / off
@@ -73,9 +74,6 @@ def _serving(questions: list[str], echo: Echo) -> dict[str, Any]:
 def _mask_cost(questions: list[str]) -> dict[str, Any]:
     """The grammar's own work per token (mask plus advance), replaying constrained replies."""
     import llama_cpp
-
-    from serve_local.backends.llama import llama_vocabulary
-    from serve_local.toolgrammar import CallGrammar
 
     llm = llama_cpp.Llama(str(resolve(QWEN_CODER).path), vocab_only=True, verbose=False)
     grammar = CallGrammar(llama_vocabulary(llm))

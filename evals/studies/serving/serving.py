@@ -26,7 +26,10 @@ from evals.studies.serving.common import (
     server_process,
     verdict,
 )
+from serve_local.backends.generation import Sampling
+from serve_local.backends.llama import LlamaBackend
 from serve_local.models import QWEN_CODER, resolve
+from serve_local.schema import ChatRequest
 
 
 def usable_calls(reply: dict[str, Any]) -> bool:
@@ -47,10 +50,6 @@ def _content_not_null(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run(echo: Echo) -> Figures:
-    from serve_local.backends.generation import Sampling
-    from serve_local.backends.llama import LlamaBackend
-    from serve_local.schema import ChatRequest
-
     model = resolve(QWEN_CODER)
     ours_cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", QWEN_CODER]
     peer_cmd = [
