@@ -29,7 +29,7 @@ from evals.bfcl.items import DEFAULT_CATEGORIES, Item, function_name
 from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.errors import EvalError
-from evals.record import read_records
+from evals.record.bfcl import read_items
 from evals.report.bfcl import summarize_bfcl_run
 from serve_local.inprocess import running_server
 
@@ -191,7 +191,7 @@ async def _run(
     out = await run_bfcl(
         settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
     )
-    return out, read_records(out)
+    return out, read_items(out)
 
 
 def _summary(out: Path) -> dict[str, Any]:
@@ -380,7 +380,7 @@ async def test_resume_asks_only_the_items_without_a_record(
         out = await run_bfcl(
             settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
         )
-    after = read_records(out)
+    after = read_items(out)
     assert out == tmp_path / "interrupted.jsonl" and not partial.exists()
     # The same items in the same order; the kept records untouched, the rest asked once each.
     assert [r["id"] for r in after] == [r["id"] for r in before]
@@ -396,6 +396,12 @@ async def test_resume_asks_only_the_items_without_a_record(
     assert sum(c["correct"] for c in _summary(out)["categories"].values()) == len(before)
 
 
+def _changed(record: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A record as written, with what ran (``spec``) or BFCL's run (``bfcl``) changed."""
+    part = "spec" if key in record["spec"] else "bfcl"
+    return {**record, part: {**record[part], key: value}}
+
+
 @needs_bfcl
 @in_module_loop
 async def test_resume_refuses_another_model(
@@ -408,7 +414,7 @@ async def test_resume_refuses_another_model(
         )
         partial = _interrupted(full, 1, tmp_path)
         record = json.loads(partial.read_text())
-        partial.write_text(json.dumps({**record, "model_sha256": "1" * 64}) + "\n")
+        partial.write_text(json.dumps(_changed(record, "model_sha256", "1" * 64)) + "\n")
         seen.clear()
         settings = resumed_bfcl_settings(partial, base_url=url)
         with pytest.raises(EvalError, match="same weights") as refused:
@@ -537,7 +543,7 @@ async def test_resume_refuses_records_made_under_other_settings(
         ]:
             partial = _interrupted(full, 1, tmp_path)
             record = json.loads(partial.read_text())
-            partial.write_text(json.dumps({**record, key: value}) + "\n")
+            partial.write_text(json.dumps(_changed(record, key, value)) + "\n")
             seen.clear()
             settings = resumed_bfcl_settings(partial, base_url=url)
             with pytest.raises(EvalError, match=f"resume under the same {what}") as refused:
@@ -594,7 +600,7 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
             checker=checker,
             summarize=summarize_bfcl_run,
         )
-    assert len(read_records(done)) == 8
+    assert len(read_items(done)) == 8
 
 
 @needs_bfcl

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from evals.cli import main
-from evals.record.bfcl import ItemRecord
+from evals.record import RunSpec
+from evals.record.bfcl import BfclRun, ItemRecord
 from evals.report.bfcl_paired import CALLS_TOGETHER, markdown, pair_runs
 from evals.report.stats import PairingError
 
@@ -29,9 +30,8 @@ def write_run(
             item = f"{category}_{n}"
             lines.append(
                 ItemRecord(
-                    label=label,
-                    model="m",
-                    bfcl_eval=bfcl_eval,
+                    spec=RunSpec(label=label, model="m"),
+                    bfcl=BfclRun(bfcl_eval=bfcl_eval),
                     id=item,
                     category=category,
                     question=f"question {item}",

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from evals.errors import RunFileError
-from evals.record import RECORD_VERSION, read_runs
+from evals.record import RECORD_VERSION, DatabaseData, read_records, read_runs
+from evals.record.bfcl import RECORD_VERSION as BFCL_VERSION
+from evals.record.bfcl import read_item_records, read_items
+from evals.report.bfcl import summarize as bfcl_summarize
 from evals.report.summary import summarize
 from tests.helpers import ROOT, run_record
 
@@ -101,3 +104,40 @@ def test_one_versioned_parse_serves_every_record_kind() -> None:
         versioned.parse(Renamed, {"record_version": "two"}, "f, line 4", "thing", upgrades)
     with pytest.raises(RunFileError, match=r"g: not a thing \(name: Field required"):
         versioned.parse(Renamed, {"record_version": 3}, "g", "thing")
+
+
+def test_a_version_2_record_names_its_environment_and_keeps_what_ran_under_its_spec() -> None:
+    """The committed records are version 1 and 2, read through the upgrade: what ran moves
+    under ``spec`` unchanged, and a record with a database or an audit ran on the database."""
+    for path in committed_run_files():
+        raw = read_records(path)
+        for line, record in zip(raw, read_runs(path), strict=True):
+            ran = record.spec.model_dump()
+            assert all(ran[k] == v for k, v in line.items() if k in ran and k != "policy")
+            on_database = line.get("database") is not None or line.get("audit") is not None
+            assert record.environment.name == ("database" if on_database else "workspace")
+            if on_database:
+                assert record.environment == DatabaseData(
+                    database=line.get("database"), audit=line.get("audit")
+                )
+
+
+def test_every_committed_bfcl_item_reads_through_the_typed_model_and_its_summary_holds(
+    tmp_path: Path,
+) -> None:
+    """BFCL's items share the RunSpec: a version 3 item's header moves under ``spec`` and
+    ``bfcl``, the readers see every key they saw, and the summaries rebuild to the figures
+    committed beside the run files."""
+    files = sorted((ROOT / "results" / "bfcl").glob("*.jsonl"))
+    assert len(files) >= 10
+    for path in files:
+        raw = read_records(path)
+        records = read_item_records(path)
+        assert all(r.record_version == BFCL_VERSION for r in records)
+        for line, seen in zip(raw, read_items(path), strict=True):
+            assert {k: seen[k] for k in line if k != "record_version"} == {
+                k: v for k, v in line.items() if k != "record_version"
+            }
+        committed = json.loads(path.with_suffix(".summary.json").read_text())
+        rebuilt = bfcl_summarize(read_items(path))
+        assert rebuilt == {k: v for k, v in committed.items() if k != "elapsed_ms"}, path.name

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.bridge import Checker
-from evals.record.bfcl import ItemRecord
+from evals.record import RunSpec
+from evals.record.bfcl import BfclRun, ItemRecord
 from harness.client import ChatClient
 from harness.config import LoopConfig
 from harness.loop import run_loop
@@ -276,7 +277,8 @@ async def judge(
 
 
 def entry_record(
-    context: dict[str, Any],
+    spec: RunSpec,
+    run: BfclRun,
     entry: Entry,
     done: Conversation,
     verdict: dict[str, Any],
@@ -287,7 +289,8 @@ def entry_record(
     latency = mean_latency(done)
     texts = [s.text for turn in done.steps for s in turn if s.text]
     fields = {
-        **context,
+        "spec": spec,
+        "bfcl": run,
         "id": entry.id,
         "category": entry.category,
         "question": entry.question(),

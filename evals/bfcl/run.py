@@ -32,8 +32,8 @@ from evals.bfcl.items import (
 from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
-from evals.record import code_version, machine
-from evals.record.bfcl import read_items
+from evals.record import PolicyRecord, RunSpec, code_version, machine
+from evals.record.bfcl import BfclRun, ItemRecord, read_item_records, read_items, view
 from evals.run.progress import Progress
 from evals.run.runfiles import durable_append, start_partial
 from evals.run.runner import RESULTS, Summarize, default_out, model_entry
@@ -154,30 +154,42 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
     )
 
 
-def _context(
+def _header(
     settings: BfclSettings, servers: list[Server], loaded: dict[str, Any]
-) -> dict[str, Any]:
+) -> tuple[RunSpec, BfclRun]:
+    """What ran (the same :class:`RunSpec` a task eval records) and what BFCL's run fixes
+    besides; built once, shared by every item's record."""
     info = model_entry(servers, settings.model)
     backend = info.get("backend") or servers[0].kind
-    return {
-        "label": settings.label or f"{info['id']}@{backend}",
-        "model": str(info["id"]),
-        "model_sha256": info.get("sha256"),
-        "backend": backend,
-        "tool_grammar": info.get("tool_grammar"),
-        "draft": info.get("draft"),
-        "base_url": servers[0].base_url,
-        "servers": [{"base_url": s.base_url, "software": s.software} for s in servers],
-        "bfcl_eval": loaded["bfcl_eval"],
-        "checker_model": loaded["checker_model"],
-        "categories_asked": list(settings.categories),
-        "seed": settings.seed,
-        "limit": settings.limit,
-        "max_tokens": settings.max_tokens,
-        "policy": settings.policy if settings.multi_turn else None,
-        "machine": machine(),
-        "code_version": code_version(),
-    }
+    preset = PolicyRecord(
+        name=settings.policy, settings=loop_settings(settings.policy, settings.max_tokens)
+    )
+    spec = RunSpec(
+        label=settings.label or f"{info['id']}@{backend}",
+        model=str(info["id"]),
+        model_sha256=info.get("sha256"),
+        backend=backend,
+        tool_grammar=info.get("tool_grammar"),
+        draft=info.get("draft"),
+        base_url=servers[0].base_url,
+        servers=[{"base_url": s.base_url, "software": s.software} for s in servers],
+        api="openai",
+        # A multi-turn conversation runs through the loop under a preset; an item is one request.
+        policy=preset if settings.multi_turn else None,
+        solver="agent" if settings.multi_turn else "one-request",
+        task_set="bfcl",
+        machine=machine(),
+        code_version=code_version(),
+    )
+    run = BfclRun(
+        bfcl_eval=loaded["bfcl_eval"],
+        checker_model=loaded["checker_model"],
+        categories_asked=list(settings.categories),
+        seed=settings.seed,
+        limit=settings.limit,
+        max_tokens=settings.max_tokens,
+    )
+    return spec, run
 
 
 def result_line(record: dict[str, Any]) -> str:
@@ -228,14 +240,15 @@ async def run_bfcl(
             items = sample(
                 [Item.from_checker(i) for i in loaded["items"]], settings.limit, settings.seed
             )
-        context = _context(settings, servers, loaded)
-        model = context["model"]
-        out = settings.out or default_out(context["label"], BFCL_RESULTS)
+        spec, run = _header(settings, servers, loaded)
+        context = view(ItemRecord(spec=spec, bfcl=run, id="", category=""))  # what it compares
+        model = spec.model
+        out = settings.out or default_out(str(spec.label), BFCL_RESULTS)
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         runs = out.with_suffix(".runs")  # each conversation's state (ID.json) and trace
         kept = _kept(settings, context, items)
-        done = {r["id"] for r in kept}
+        done = {r.id for r in kept}
         todo = [item for item in items if item.id not in done]
         counts = ", ".join(
             f"{c} {sum(i.category == c for i in items)}" for c in dict.fromkeys(settings.categories)
@@ -252,7 +265,7 @@ async def run_bfcl(
         pool = ServerPool()
         slots = asyncio.Semaphore(settings.concurrency)
         options = TurnOptions(max_tokens=settings.max_tokens)
-        start_partial(partial, kept)
+        start_partial(partial, [r.line() for r in kept])
         started = time.monotonic()
         progress = Progress(len(items), echo, bar, already=len(kept))
         with open(partial, "a", encoding="utf-8") as f, progress:
@@ -272,7 +285,7 @@ async def run_bfcl(
                             state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"
                         ),
                     )
-                record = entry_record(context, entry, done, verdict, client.answered)
+                record = entry_record(spec, run, entry, done, verdict, client.answered)
                 durable_append(f, record)
                 progress.finished(f"{entry.id}: {result_line(record)}")
 
@@ -287,7 +300,9 @@ async def run_bfcl(
                     else f"Error during inference: {error}"
                 )
                 verdict = await checker.score(item.id, item.category, result)
-                record = item_record(context, item, reply, error, verdict, result, client.answered)
+                record = item_record(
+                    spec, run, item, reply, error, verdict, result, client.answered
+                )
                 durable_append(f, record)
                 progress.finished(f"{item.id}: {result_line(record)}")
 
@@ -302,7 +317,8 @@ async def run_bfcl(
             finally:
                 await pool.aclose()
     rank = {item.id: n for n, item in enumerate(items)}
-    start_partial(partial, sorted(read_items(partial), key=lambda r: rank[r["id"]]))
+    records = sorted(read_item_records(partial), key=lambda r: rank[r.id])
+    start_partial(partial, [r.line() for r in records])
     os.replace(partial, out)
     if summarize is not None:
         echo(summarize(out, round((time.monotonic() - started) * 1000, 1)))
@@ -310,13 +326,12 @@ async def run_bfcl(
     return out
 
 
-def _kept(
-    settings: BfclSettings, context: dict[str, Any], items: list[Item]
-) -> list[dict[str, Any]]:
+def _kept(settings: BfclSettings, context: dict[str, Any], items: list[Item]) -> list[ItemRecord]:
     """The records a resumed run keeps: those of the items still drawn, from the same model."""
     if settings.resume is None:
         return []
-    kept = read_items(settings.resume)
+    records = read_item_records(settings.resume)
+    kept = [view(r) for r in records]
     was, now = kept[0].get("model_sha256"), context["model_sha256"]
     if was != now:
         raise EvalError(
@@ -337,4 +352,4 @@ def _kept(
             f"{settings.resume} holds items this bfcl-eval does not draw ({', '.join(strays[:3])}"
             f"{' …' if len(strays) > 3 else ''}): start the run again instead"
         )
-    return kept
+    return records

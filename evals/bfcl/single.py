@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evals.bfcl.items import Item, function_name, schema_problem
-from evals.record.bfcl import ItemRecord
+from evals.record import RunSpec
+from evals.record.bfcl import BfclRun, ItemRecord
 from evals.run.servers import PooledClient
 from harness.client import ModelReply, TurnOptions
 from harness.errors import ProviderError
@@ -27,7 +28,8 @@ def _question(item: Item) -> str:
 
 
 def item_record(
-    context: dict[str, Any],
+    spec: RunSpec,
+    run: BfclRun,
     item: Item,
     reply: ModelReply | None,
     request_error: str | None,
@@ -38,7 +40,8 @@ def item_record(
     message = reply.message if reply else {}
     calls = message.get("tool_calls") or []
     fields = {
-        **context,
+        "spec": spec,
+        "bfcl": run,
         "id": item.id,
         "category": item.category,
         "question": _question(item),

@@ -1,16 +1,23 @@
 """The BFCL item record: one line of ``results/bfcl/*.jsonl``, one item, typed and versioned.
 
-The run writes it through :class:`ItemRecord`; the summaries, the comparison and ``--resume``
+What ran is the eval's :class:`~evals.record.spec.RunSpec`, the same model every task record
+carries, and what BFCL's run fixes besides (its checker's version, the categories asked, the
+sample) is :class:`BfclRun`; both are built once per run and shared by its items. The run
+writes each item through :class:`ItemRecord`; the summaries, the comparison and ``--resume``
 read it through :func:`read_items`, which brings a committed record of any shape to this one
-(the readers keep indexing it by key: every key is there, a missing one as None).
+and shows it to them as one mapping (:func:`view`: what ran, BFCL's run and the item side by
+side, every key there, a missing one as None).
 
 Versions (``record_version``):
 
 1. every record before the field existed (no ``record_version``); the oldest lack
    ``categories_asked`` and ``max_tokens``;
 2. ``record_version`` written;
-3. this model: a multi-turn entry's ``turns`` (each step's calls and results, the backends'
-   state after each turn), ``model_calls`` and ``force_quit`` (None for single-turn items).
+3. a multi-turn entry's ``turns`` (each step's calls and results, the backends' state after
+   each turn), ``model_calls`` and ``force_quit`` (None for single-turn items); what ran at the
+   top level, the loop's preset by name only;
+4. this model: what ran under ``spec`` (the preset with its settings, where the run kept them;
+   a version 3 record's preset has its name and no settings), BFCL's run under ``bfcl``.
 """
 
 from __future__ import annotations
@@ -21,9 +28,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from evals.record.files import read_records
+from evals.record.spec import RunSpec
 from evals.record.versioned import parse as parse_versioned
 
-RECORD_VERSION = 3
+RECORD_VERSION = 4
 
 
 class ItemCall(BaseModel):
@@ -33,29 +41,28 @@ class ItemCall(BaseModel):
     arguments: str
 
 
-class ItemRecord(BaseModel):
-    """One BFCL item: what ran, what the model said, and what BFCL's checker made of it."""
+class BfclRun(BaseModel):
+    """What a BFCL run fixes besides what ran: bfcl-eval's version, the checker's model entry,
+    the categories asked, the sample (seed and limit) and the reply cap."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    record_version: int = RECORD_VERSION
-    # What ran.
-    label: str | None = None
-    model: str
-    model_sha256: str | None = None
-    backend: str | None = None
-    tool_grammar: str | None = None
-    draft: str | None = None
-    base_url: str | None = None
-    servers: list[dict[str, Any]] | None = None
     bfcl_eval: str | None = None
     checker_model: str | None = None
     categories_asked: list[str] | None = None
     seed: int | None = None
     limit: int | None = None
     max_tokens: int | None = None
-    machine: dict[str, Any] | None = None
-    code_version: str | None = None
+
+
+class ItemRecord(BaseModel):
+    """One BFCL item: what ran, what the model said, and what BFCL's checker made of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_version: int = RECORD_VERSION
+    spec: RunSpec
+    bfcl: BfclRun
     # The item and the reply.
     id: str
     category: str
@@ -82,20 +89,52 @@ class ItemRecord(BaseModel):
     turns: list[dict[str, Any]] | None = None
     model_calls: int | None = None
     force_quit: bool | None = None
-    policy: str | None = None  # the loop policy the conversation ran under
 
     def line(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
+_SPEC_FIELDS = (
+    *("label", "model", "model_sha256", "backend", "tool_grammar", "draft", "base_url"),
+    *("servers", "machine", "code_version"),
+)
+_BFCL_FIELDS = tuple(BfclRun.model_fields)
+
+
+def _nest(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 to 4: what ran under ``spec`` (the preset's name as a preset without its
+    settings), BFCL's run under ``bfcl``."""
+    data = dict(raw)
+    spec = {k: data.pop(k) for k in _SPEC_FIELDS if k in data}
+    policy = data.pop("policy", None)
+    spec["policy"] = None if policy is None else {"name": policy, "settings": {}}
+    data["spec"] = spec
+    data["bfcl"] = {k: data.pop(k) for k in _BFCL_FIELDS if k in data}
+    return data
+
+
+UPGRADES = {3: _nest}
+
+
 def parse(raw: dict[str, Any], where: str) -> ItemRecord:
-    """``raw`` as an item record (version 1 only lacked fields); what is none is a
-    :class:`RunFileError` naming ``where``."""
-    return parse_versioned(ItemRecord, raw, where, "BFCL item record")
+    """``raw`` as an item record; what is none is a :class:`RunFileError` naming ``where``."""
+    return parse_versioned(ItemRecord, raw, where, "BFCL item record", UPGRADES)
+
+
+def view(record: ItemRecord) -> dict[str, Any]:
+    """The record as one mapping, as the summaries and the comparison index it: what ran
+    (the preset by its name), BFCL's run, then the item's own fields."""
+    line = record.line()
+    spec, run = line.pop("spec"), line.pop("bfcl")
+    spec["policy"] = spec["policy"] and spec["policy"]["name"]
+    return {**spec, **run, **line}
+
+
+def read_item_records(path: str | Path) -> list[ItemRecord]:
+    """The records of a BFCL run file, each checked and brought to the current version."""
+    return [parse(raw, f"{path}, line {n}") for n, raw in enumerate(read_records(path), start=1)]
 
 
 def read_items(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a BFCL run file, each checked and brought to the current version."""
-    return [
-        parse(raw, f"{path}, line {n}").line() for n, raw in enumerate(read_records(path), start=1)
-    ]
+    """The records of a BFCL run file, each shown as :func:`view` shows it."""
+    return [view(r) for r in read_item_records(path)]
