@@ -4,6 +4,8 @@ another backend is refused with the names of those that take it."""
 
 from __future__ import annotations
 
+import sys
+
 import httpx
 import pytest
 
@@ -13,6 +15,7 @@ from serve_local.backends import registry
 from serve_local.backends.registry import build
 from serve_local.errors import StartupError
 from serve_local.inprocess import running_server
+from serve_local.process import serve_command
 
 
 @pytest.fixture
@@ -57,3 +60,22 @@ def test_the_help_groups_each_backends_options(
     assert "options of the echo backend:" in shown and "--greeting" in shown
     assert "options of the transformers backend:" in shown and "--device" in shown
     assert "backend only" not in shown
+
+
+def test_a_studys_server_command_is_one_the_server_reads() -> None:
+    """Every study builds the server's command line with serve_command: keywords become the
+    flags the chosen backend declares, switches given only when True."""
+    command = serve_command(
+        "llama", model="m", threads=2, tool_grammar="off", no_prefix_cache=True,
+        written_replies=False, log_level="warning",
+    )  # fmt: skip
+    assert command[:5] == [sys.executable, "-m", "serve_local", "--backend", "llama"]
+    assert "--written-replies" not in command
+    args = arguments(command[3:])
+    assert (args.model, args.threads, args.tool_grammar, args.no_prefix_cache) == (
+        "m",
+        2,
+        "off",
+        True,
+    )
+    assert arguments(serve_command("scripted", latency_ms=5)[3:]).latency_ms == 5.0

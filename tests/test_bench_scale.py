@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from evals.record import RunRecord
 from evals.studies.serving import peer, scale
 from evals.studies.serving.common import server_process
 from evals.studies.serving.suite import PARTS
+from serve_local.process import serve_command
 from tests.helpers import run_record
 
 ROW_KEYS = {
@@ -64,7 +64,7 @@ def test_the_real_model_section_renders_figures_from_the_runner(
 ) -> None:
     """The real-model half's figures as ``over_levels`` produces them, here on the scripted
     provider (the same code path, no model)."""
-    cmd = [sys.executable, "-m", "serve_local", "--backend", "scripted", "--log-level", "warning"]
+    cmd = serve_command("scripted", log_level="warning")
     servers = []
     with server_process(cmd) as (url, _, _):
         for name, slots in (("one", 1), ("four", 4)):

@@ -16,7 +16,6 @@ the machine's load).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import preset
 from serve_local.errors import StartupError
-from serve_local.process import server_process
+from serve_local.process import serve_command, server_process
 
 
 @dataclass
@@ -53,10 +52,9 @@ class SweepSettings:
 @contextmanager
 def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> Iterator[str]:
     """A serve_local server for ``model`` in a child process, stopped when the block ends."""
-    command = [sys.executable, "-m", "serve_local", "--backend", settings.backend]
-    command += ["--model", model, "--tool-grammar", settings.tool_grammar]
-    if settings.threads:
-        command += ["--threads", str(settings.threads)]
+    command = serve_command(
+        settings.backend, model=model, tool_grammar=settings.tool_grammar, threads=settings.threads
+    )
     stack = ExitStack()
     try:
         url, ready_s, pid = stack.enter_context(server_process(command, timeout_s=900))

@@ -14,7 +14,6 @@ import asyncio
 import itertools
 import json
 import statistics
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from harness.presets import Policy, preset, preset_limits
 from serve_local.catalogue import DEFAULT_NAME
+from serve_local.process import serve_command
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks" / "sql-test-s1000-n60.json"
 QUESTIONS = 6  # the first six of the test set: one of each of six kinds
@@ -143,12 +143,12 @@ def run(echo: Echo) -> Figures:
     call per reply, with past replies rendered in the template's form (as llama-server does)
     instead of as the model wrote them, and with the schema in the system prompt
     (``analyst-schema``) both ways."""
-    cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", DEFAULT_NAME]
+
     figures: dict[str, Any] = {"questions": QUESTIONS}
     with tempfile.TemporaryDirectory() as scratch:
         for written in (True, False):
-            extra = ["--written-replies"] if written else []
-            with server_process([*cmd, *extra]) as (url, _, _):
+            command = serve_command("llama", model=DEFAULT_NAME, written_replies=written)
+            with server_process(command) as (url, _, _):
                 for label, name, overrides, w in CONFIGS:
                     if w is written:
                         policy = preset(name).overriding(overrides)

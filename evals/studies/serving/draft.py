@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from evals.studies.serving.common import (
 )
 from evals.studies.serving.peer import load_average
 from serve_local.models import DEFAULT_NAME, PACKAGED
+from serve_local.process import serve_command
 
 THREADS = 2
 DRAFT_TOKENS = 10
@@ -111,10 +111,7 @@ def _rounded(value: float | None) -> float | None:
 
 
 def measure(model: str, turns: list[dict[str, Any]], echo: Echo) -> dict[str, Any]:
-    base = [
-        sys.executable, "-m", "serve_local", "--backend", "llama", "--model", model,
-        "--threads", str(THREADS), "--log-level", "warning",
-    ]  # fmt: skip
+    base = serve_command("llama", model=model, threads=THREADS, log_level="warning")
     on_args = [*base, "--draft", "prompt-lookup", "--draft-tokens", str(DRAFT_TOKENS)]
     got: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
     with (

@@ -4,7 +4,6 @@ peak memory."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
 from evals.report.markdown import table
@@ -19,13 +18,14 @@ from evals.studies.serving.common import (
     server_process,
 )
 from serve_local.models import QWEN_CODER
+from serve_local.process import serve_command
 
 
 def run(echo: Echo) -> Figures:
     results: dict[str, Any] = {}
     transcripts: list[list[list[dict[str, Any]]]] = []
     for backend in ("llama", "transformers"):
-        cmd = [sys.executable, "-m", "serve_local", "--backend", backend, "--model", QWEN_CODER]
+        cmd = serve_command(backend, model=QWEN_CODER)
         with server_process(cmd) as (url, load_s, pid):
             if not transcripts:
                 transcripts = asyncio.run(record_transcripts(url, echo))

@@ -4,7 +4,6 @@ per token; and llama.cpp's GBNF grammar sampler on the same call schema, for the
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from harness.loop import SYSTEM_PROMPT
 from harness.tools import default_tools
 from serve_local.backends.llama import llama_vocabulary
 from serve_local.models import QWEN_CODER, resolve
+from serve_local.process import serve_command
 from serve_local.toolgrammar import CallGrammar, CallPolicy, call_schema
 
 ROUNDS = 3
@@ -39,9 +39,10 @@ def _request(question: str, choice: str) -> dict[str, Any]:
 
 
 def _serve(mode: str) -> Any:
-    cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", QWEN_CODER]
     # Every prompt evaluated whole, so the requests differ only in what is generated.
-    return server_process([*cmd, "--tool-grammar", mode, "--no-prefix-cache", "--threads", "2"])
+    return server_process(
+        serve_command("llama", model=QWEN_CODER, tool_grammar=mode, no_prefix_cache=True, threads=2)
+    )
 
 
 def _per_token(url: str, question: str, choice: str) -> tuple[float, int, bool]:

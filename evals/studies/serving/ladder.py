@@ -10,7 +10,6 @@ the requests. Figures are medians over the requests."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from evals.report.markdown import table
@@ -27,6 +26,7 @@ from evals.studies.serving.common import (
 from evals.studies.serving.peer import WARM, load_average, send
 from serve_local import llama_server
 from serve_local.models import PACKAGED
+from serve_local.process import serve_command
 
 THREADS = 2
 MAX_TOKENS = 64
@@ -39,10 +39,7 @@ SERVERS = ("ours", "llama-server")
 
 
 def _args(model: str) -> dict[str, list[str]]:
-    ours = [
-        sys.executable, "-m", "serve_local", "--backend", "llama", "--model", model,
-        "--threads", str(THREADS), "--log-level", "warning",
-    ]  # fmt: skip
+    ours = serve_command("llama", model=model, threads=THREADS, log_level="warning")
     return {"ours": ours, "llama-server": llama_server.command(model, None, threads=THREADS)}
 
 

@@ -10,7 +10,6 @@ so only its replies can be expected to match ours token for token."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Any
 
@@ -28,6 +27,7 @@ from evals.studies.serving.common import (
 )
 from serve_local import llama_server
 from serve_local.models import QWEN_CODER
+from serve_local.process import serve_command
 
 THREADS = 2
 MAX_TOKENS = 128
@@ -50,10 +50,7 @@ NO_FLASH = ["--flash-attn", "off"]
 
 def ours_args(threads: int = THREADS) -> list[str]:
     """Our server's llama backend on the packaged model (server_process adds the port)."""
-    return [
-        sys.executable, "-m", "serve_local", "--backend", "llama", "--model", QWEN_CODER,
-        "--threads", str(threads), "--log-level", "warning",
-    ]  # fmt: skip
+    return serve_command("llama", model=QWEN_CODER, threads=threads, log_level="warning")
 
 
 def llama_server_args(slots: int = 1, threads: int = THREADS) -> list[str]:

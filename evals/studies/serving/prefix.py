@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import httpx
@@ -12,22 +11,14 @@ from evals.studies.serving.common import Echo, Figures, Part, server_process, ve
 from evals.tasks import load_tasks
 from harness.loop import SYSTEM_PROMPT
 from serve_local.models import QWEN_CODER
+from serve_local.process import serve_command
 
 
 def run(echo: Echo) -> Figures:
     questions = [t.question for t in load_tasks().tasks]
     runs: dict[str, list[dict[str, Any]]] = {}
     for label, extra in (("cache on", []), ("cache off", ["--no-prefix-cache"])):
-        cmd = [
-            sys.executable,
-            "-m",
-            "serve_local",
-            "--backend",
-            "llama",
-            "--model",
-            QWEN_CODER,
-            *extra,
-        ]
+        cmd = [*serve_command("llama", model=QWEN_CODER), *extra]
         with server_process(cmd) as (url, _, _):
             messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
             turns = []

@@ -7,7 +7,6 @@ temporary folder and are read back with ``evals.run.records``."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.presets import PLAIN, preset
 from serve_local.backends.generation import DEFAULT_MAX_TOKENS
 from serve_local.models import QWEN_CODER
+from serve_local.process import serve_command
 
 ORACLE = "scripted:oracle"
 SCRIPTED_EPOCHS = 10
@@ -135,10 +135,7 @@ def scripted(
     echo: Echo = print,
 ) -> Figures:
     """The scripted provider (``scripted:oracle``, ``latency_ms`` per reply) at each level."""
-    cmd = [
-        sys.executable, "-m", "serve_local", "--backend", "scripted",
-        "--latency-ms", str(latency_ms), "--log-level", "warning",
-    ]  # fmt: skip
+    cmd = serve_command("scripted", latency_ms=latency_ms, log_level="warning")
     with (
         server_process(cmd) as (url, _, _),
         tempfile.TemporaryDirectory(prefix="bench-scale-") as folder,

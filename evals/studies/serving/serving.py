@@ -29,6 +29,7 @@ from evals.studies.serving.common import (
 from serve_local.backends.generation import Sampling
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import QWEN_CODER, resolve
+from serve_local.process import serve_command
 from serve_local.schema import ChatRequest
 
 
@@ -51,7 +52,7 @@ def _content_not_null(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run(echo: Echo) -> Figures:
     model = resolve(QWEN_CODER)
-    ours_cmd = [sys.executable, "-m", "serve_local", "--backend", "llama", "--model", QWEN_CODER]
+    ours_cmd = serve_command("llama", model=QWEN_CODER)
     peer_cmd = [
         sys.executable,
         "-m",

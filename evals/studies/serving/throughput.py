@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from typing import Any
 
@@ -11,6 +10,7 @@ import httpx
 
 from evals.report.markdown import table
 from evals.studies.serving.common import TOOLS, Echo, Figures, Part, server_process
+from serve_local.process import serve_command
 
 
 async def _load(url: str, concurrency: int, total: int, limit_s: float) -> dict[str, Any]:
@@ -47,7 +47,7 @@ async def _load(url: str, concurrency: int, total: int, limit_s: float) -> dict[
 
 
 def run(echo: Echo) -> Figures:
-    cmd = [sys.executable, "-m", "serve_local", "--backend", "scripted", "--log-level", "warning"]
+    cmd = serve_command("scripted", log_level="warning")
     rows = []
     with server_process(cmd) as (url, _, _):
         asyncio.run(_load(url, 1, 20, 10))  # warm
