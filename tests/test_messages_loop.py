@@ -16,7 +16,7 @@ from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
 from harness.messages_client import NO_CONTENT, MessagesClient, messages_param
-from harness.policies.nudge import NUDGE
+from harness.policies.nudges import NUDGE
 from harness.presets import preset
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS

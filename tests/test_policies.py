@@ -17,11 +17,11 @@ from harness.config import LoopConfig
 from harness.hooks import system_prompt
 from harness.loop import run_loop
 from harness.persist import load, save
-from harness.policies.conclude import CONCLUDE
+from harness.policies.conclude_on_limit import CONCLUDE
 from harness.policies.grounding import GROUNDING
-from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
-from harness.policies.query_first import QUERY_FIRST
-from harness.policies.read_first import READ_FIRST
+from harness.policies.nudges import NUDGE, NUDGE_SUBMIT
+from harness.policies.query_before_answer import QUERY_FIRST
+from harness.policies.read_before_answer import READ_FIRST
 from harness.policies.read_listed import READ_LISTED
 from harness.policies.registry import SETTINGS
 from harness.policies.repeat_guard import REPEAT_END, REPEAT_NOTE

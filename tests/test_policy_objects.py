@@ -15,9 +15,9 @@ from harness.loop import run_loop
 from harness.persist import load
 from harness.policies import LoopPolicy, Said, Setting, TurnPlan, UnknownPolicy, registry
 from harness.policies.base import Config
-from harness.policies.conclude import CONCLUDE
-from harness.policies.nudge import NUDGE, NUDGE_SUBMIT
-from harness.policies.read_first import READ_FIRST
+from harness.policies.conclude_on_limit import CONCLUDE
+from harness.policies.nudges import NUDGE, NUDGE_SUBMIT
+from harness.policies.read_before_answer import READ_FIRST
 from harness.policies.read_listed import READ_LISTED
 from harness.policies.reads import answered_last
 from harness.policies.repeat_guard import REPEAT_NOTE

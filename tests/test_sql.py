@@ -23,7 +23,7 @@ from evals.tasks.sql.build import sqlite_file
 from evals.tasks.sql.questions import gold_for
 from harness.config import LoopConfig
 from harness.loop import run_loop
-from harness.policies.query_first import QUERY_FIRST
+from harness.policies.query_before_answer import QUERY_FIRST
 from harness.presets import apply, preset, preset_limits
 from harness.setup import Setup
 from harness.sql import SQLError, open_database, sql_tools

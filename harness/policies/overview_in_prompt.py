@@ -20,7 +20,7 @@ OVERVIEW_ON: Setting[bool] = Setting(
 
 
 class Overview(LoopPolicy):
-    name = "overview"
+    name = "overview_in_prompt"
     settings = (OVERVIEW_ON,)
 
     def prompt(self, config: Config, prompt: Prompt) -> None:
