@@ -20,6 +20,7 @@ from harness.policies.nudges import NUDGE, NUDGE_SUBMIT
 from harness.policies.read_before_answer import READ_FIRST
 from harness.policies.read_listed import READ_LISTED
 from harness.policies.reads import answered_last
+from harness.policies.registry import BEGIN, END, with_table
 from harness.policies.repeat_guard import REPEAT_NOTE
 from harness.presets import add_policy_flags, policy_from_args, preset, presets
 from harness.setup import Setup
@@ -27,6 +28,7 @@ from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
 from tests.fake_provider import answer, calls
+from tests.helpers import ROOT
 from tests.test_policies import recording
 
 # Every request a policy words, as a question or a file could copy it.
@@ -178,3 +180,15 @@ async def test_a_new_policy_is_one_object_and_one_registry_entry(
     parser = argparse.ArgumentParser()
     add_policy_flags(parser)
     assert parser.parse_args(["--remind"]).remind is True
+
+
+def test_the_settings_table_in_the_docs_is_the_registrys() -> None:
+    """docs/policies.md's table is generated from the registry: a setting added, removed or
+    reworded without rebuilding it fails here."""
+    page = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
+    rebuild = "rebuild it: python -m harness.policies --write docs/policies.md"
+    assert with_table(page) == page, rebuild
+    table = page.split(BEGIN)[1].split(END)[0]
+    assert [line.split("`")[1].split()[0] for line in table.splitlines()[3:]] == [
+        s.flag for s in registry.SETTINGS.values()
+    ]

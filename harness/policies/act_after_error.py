@@ -7,7 +7,14 @@ from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
 from harness.state import RunState
 
 ACT_AFTER_ERROR: Setting[bool] = Setting(
-    "act_after_error", False, "the reply after a failed call must call a tool", "bool"
+    "act_after_error",
+    False,
+    "the reply after a failed call must call a tool",
+    "bool",
+    doc=(
+        "the reply after a failed call must call a tool, so an error is met with another look, not "
+        "with advice to the user"
+    ),
 )
 
 

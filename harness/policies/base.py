@@ -72,6 +72,9 @@ class Setting(Generic[T]):
     choices: tuple[str, ...] = ()
     optional: bool = False  # None is a value: the setting is not sent
     metavar: str | None = None
+    # What it does, as docs/policies.md's table says it (generated from the registry); the
+    # flag's own help is the short form.
+    doc: str = ""
 
     def of(self, config: Config) -> T:
         return self.among(config.policy)

@@ -16,6 +16,11 @@ CONCLUDE_ON: Setting[bool] = Setting(
     False,
     "when a limit hits, ask once more for an answer without tools",
     "bool",
+    doc=(
+        "when a limit hits, one last call that may not call a tool asks for an answer (the turn's "
+        'tools stay offered under `tool_choice: "none"`, so the prompt keeps its prefix for the '
+        "server's cache)"
+    ),
 )
 
 

@@ -10,7 +10,13 @@ from harness.state import Call, RunState, result_text, signature
 from harness.toolrun import ToolOutcome
 from harness.tools import Tool
 
-DEDUPE: Setting[bool] = Setting("dedupe", False, "reuse read-only results", "bool")
+DEDUPE: Setting[bool] = Setting(
+    "dedupe",
+    False,
+    "reuse read-only results",
+    "bool",
+    doc="reuse an earlier result of an identical read-only call, silently",
+)
 
 
 class Dedupe(LoopPolicy):

@@ -15,6 +15,11 @@ ERROR_HINTS: Setting[str] = Setting(
     "a failed call's hint (what exists instead) follows its error message, or not (plain)",
     "choice",
     choices=("hinted", "plain"),
+    doc=(
+        "a failed call's hint (what the tool knows would help: for an unknown SQL column the "
+        "closest columns and the columns of the tables named, for an unknown table the tables there"
+        " are) follows the error's message, or not; the file tools give none"
+    ),
 )
 
 

@@ -18,7 +18,13 @@ EXAMPLE = (
 EXAMPLE_ANSWER = "answer: pasta.md needs basil"
 EXAMPLE_SUBMIT = 'call submit {"answer": "pasta.md needs basil."}'
 
-EXAMPLE_ON: Setting[bool] = Setting("example", False, "worked example in prompt", "bool")
+EXAMPLE_ON: Setting[bool] = Setting(
+    "example",
+    False,
+    "worked example in prompt",
+    "bool",
+    doc="one worked example in the system prompt, about another folder and another question",
+)
 
 
 class Example(LoopPolicy):

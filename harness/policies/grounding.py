@@ -18,6 +18,10 @@ GROUNDING_ON: Setting[bool] = Setting(
     "the system prompt asks to open every file the answer depends on and to answer only from "
     "tool results",
     "bool",
+    doc=(
+        "the system prompt asks to open every file the answer depends on, one call per file, and to"
+        " answer only from tool results, never guessing a file name"
+    ),
 )
 
 

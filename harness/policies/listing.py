@@ -19,6 +19,10 @@ LISTING: Setting[Literal["plain", "by_size"]] = Setting(
     "list_files by name, or by size, biggest first",
     "choice",
     choices=("plain", "by_size"),
+    doc=(
+        "what `list_files` returns: files by name, or sorted by size, biggest first (as `ls -S`; no"
+        " count, which an echo of the listing would pass for)"
+    ),
 )
 
 

@@ -14,6 +14,7 @@ NAME_FILES: Setting[bool] = Setting(
     False,
     "a read of a missing file is answered with the names of the files that exist",
     "bool",
+    doc="a read of a missing file is answered with the error and the names of the files there are",
 )
 
 

@@ -16,7 +16,16 @@ NUDGE_SUBMIT = (
     "with your answer now."
 )
 
-NUDGES: Setting[int] = Setting("nudges", 0, "times an empty reply is met with 'go on'", "int")
+NUDGES: Setting[int] = Setting(
+    "nudges",
+    0,
+    "times an empty reply is met with 'go on'",
+    "int",
+    doc=(
+        'a reply with neither a call nor any text gets "your last reply was empty, call a tool or '
+        'answer", at most N times a run'
+    ),
+)
 
 
 class Nudge(LoopPolicy):

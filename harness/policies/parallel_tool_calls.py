@@ -6,7 +6,11 @@ from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
 from harness.state import RunState
 
 PARALLEL: Setting[bool] = Setting(
-    "parallel_tool_calls", True, "several calls in one reply (off: one call per reply)", "bool"
+    "parallel_tool_calls",
+    True,
+    "several calls in one reply (off: one call per reply)",
+    "bool",
+    doc="off: at most one call per reply (sent as `parallel_tool_calls: false`)",
 )
 
 

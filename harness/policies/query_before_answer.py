@@ -22,6 +22,14 @@ QUERY_BEFORE_ANSWER: Setting[bool] = Setting(
     "an answer given before any run_sql call succeeded is met, once, with a request to run "
     "the query it depends on; the next reply must call run_sql",
     "bool",
+    doc=(
+        "the SQL counterpart of `--read-before-answer`: an answer given before any `run_sql` call "
+        'succeeded is met, once, with "None of your queries has run yet, so no figure has come from'
+        " the database. Run the query your answer depends on with run_sql, using only the columns "
+        "describe lists. Then answer the question from its result: \" and the user's own question; "
+        "the reply to it must call `run_sql` (the `analyst-query-first` preset). Asked only where "
+        "`run_sql` is offered, never at a limit's conclusion"
+    ),
 )
 
 

@@ -19,6 +19,13 @@ READ_BEFORE_ANSWER: Setting[bool] = Setting(
     "an answer given before any file was read is met, once, with a request to read the file "
     "it depends on; the next reply must call a tool",
     "bool",
+    doc=(
+        'an answer given before any read succeeded is met, once, with "You have not read any file '
+        "yet. Read the file your answer depends on with read_file. Then answer the question from "
+        "the tool results: \" and the user's own question; the reply to it must call a tool. Asked "
+        "only where `read_file` is offered, never twice in a run (a resumed run knows it from its "
+        "`asks`)"
+    ),
 )
 
 

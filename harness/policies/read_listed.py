@@ -25,6 +25,16 @@ READ_LISTED_ON: Setting[bool] = Setting(
     "an answer given while files list_files showed are unread is met with a request to read "
     "those it depends on (naming none); the next reply must call a tool",
     "bool",
+    doc=(
+        "an answer given while files that `list_files` showed are unread (no successful `read_file`"
+        ' of them) is met with "Some files list_files showed are still unread. If your answer '
+        "depends on any of them, read it with read_file, one call per file. Then answer the "
+        "question from the tool results: \" and the user's own question; the reply to it must "
+        "call a tool. It names no file and no number: a first form that named the unread files "
+        "was copied into answers (see below). Never asked twice while the same files are unread "
+        "(kept with each request in the run's `asks`), at most three times a run, only where "
+        "`read_file` is offered"
+    ),
 )
 
 

@@ -24,6 +24,11 @@ GUARD: Setting[Literal["off", "note", "answer", "submit"]] = Setting(
     "asked without tools; submit: the next turn must call submit",
     "choice",
     choices=("off", "note", "answer", "submit"),
+    doc=(
+        "a read-only call identical to an earlier one is not run again: it gets the earlier result "
+        "with a note that it was already made; `answer` then asks the next turn without tools, for "
+        "the answer; `submit` then requires a call of `submit` (when it is offered)"
+    ),
 )
 
 

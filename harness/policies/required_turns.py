@@ -12,6 +12,10 @@ REQUIRED_TURNS: Setting[int] = Setting(
     "the first N replies must call a tool (after a first-turn --tool-choice)",
     "int",
     metavar="N",
+    doc=(
+        "the first N replies must call a tool (after a first-turn `--tool-choice TOOL`), so no "
+        "answer comes before N looks"
+    ),
 )
 
 

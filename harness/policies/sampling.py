@@ -8,16 +8,39 @@ from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
 from harness.state import RunState
 
 MAX_TOKENS: Setting[int | None] = Setting(
-    "max_tokens_per_turn", None, "the most tokens one reply may take", "int", optional=True
+    "max_tokens_per_turn",
+    None,
+    "the most tokens one reply may take",
+    "int",
+    optional=True,
+    doc="sent as `max_tokens`",
 )
 REPETITION: Setting[float | None] = Setting(
-    "repetition_penalty", None, "sent as repetition_penalty", "float", optional=True
+    "repetition_penalty",
+    None,
+    "sent as repetition_penalty",
+    "float",
+    optional=True,
+    doc=(
+        "sent with every request as `repetition_penalty`; `serve_local` passes it to llama.cpp's "
+        "sampler (as `repeat_penalty`, which it accepts too) and to transformers' `generate`"
+    ),
 )
 FREQUENCY: Setting[float | None] = Setting(
-    "frequency_penalty", None, "sent as frequency_penalty", "float", optional=True
+    "frequency_penalty",
+    None,
+    "sent as frequency_penalty",
+    "float",
+    optional=True,
+    doc="sent with every request; `serve_local` passes it to llama.cpp's sampler",
 )
 PRESENCE: Setting[float | None] = Setting(
-    "presence_penalty", None, "sent as presence_penalty", "float", optional=True
+    "presence_penalty",
+    None,
+    "sent as presence_penalty",
+    "float",
+    optional=True,
+    doc="sent with every request; `serve_local` passes it to llama.cpp's sampler",
 )
 # The request field each setting fills.
 FIELDS: tuple[tuple[Setting[Any], str], ...] = (

@@ -20,6 +20,10 @@ STATEMENT_TIMEOUT: Setting[float] = Setting(
     "seconds one SQL statement may run before the database stops it",
     "float",
     metavar="S",
+    doc=(
+        "the SQL tools: seconds one statement may run before the database stops it (the run goes "
+        "on)"
+    ),
 )
 ROW_CAP: Setting[int] = Setting(
     ROW_CAP_SETTING,
@@ -27,6 +31,7 @@ ROW_CAP: Setting[int] = Setting(
     "rows of a query result the model reads; the rest are counted",
     "int",
     metavar="N",
+    doc="the SQL tools: rows of a result the model reads; the last line says how many were cut",
 )
 
 

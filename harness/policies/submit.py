@@ -12,7 +12,16 @@ from harness.tools import Tool, ToolContext
 SUBMIT = "submit"
 FINISH = " When you know the answer, call submit with it, in one or two sentences."
 
-SUBMIT_ON: Setting[bool] = Setting("submit", False, "offer submit(answer)", "bool")
+SUBMIT_ON: Setting[bool] = Setting(
+    "submit",
+    False,
+    "offer submit(answer)",
+    "bool",
+    doc=(
+        "offer `submit(answer)`: the run completes on it with that answer (a plain-text answer "
+        "still completes the run)"
+    ),
+)
 
 
 async def _submit(args: dict[str, Any], _: ToolContext) -> str:

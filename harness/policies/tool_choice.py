@@ -13,6 +13,10 @@ TOOL_CHOICE: Setting[str] = Setting(
     "first reply must call that tool",
     "text",
     metavar="auto|required|always|TOOL",
+    doc=(
+        "`required`: the first reply must call a tool; `always`: every reply must; a tool's name: "
+        "the first reply must call that tool"
+    ),
 )
 
 

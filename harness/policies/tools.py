@@ -14,6 +14,10 @@ TOOLS: Setting[Literal["all", "read_only", "task"]] = Setting(
     "(the read-only ones for a task that declares none)",
     "choice",
     choices=("all", "read_only", "task"),
+    doc=(
+        "the tools offered: all four, the read-only ones, or those the task declares (a task file's"
+        " `tools`; a task that declares none is read-only and gets the read-only tools)"
+    ),
 )
 
 
