@@ -20,8 +20,8 @@ from harness.display import printable
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
 from harness.presets import (
-    Policy,
-    UnknownPolicy,
+    Preset,
+    UnknownSetting,
     add_policy_flags,
     apply,
     policy_from_args,
@@ -102,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config(args: argparse.Namespace, policy: Policy) -> LoopConfig:
+def _config(args: argparse.Namespace, policy: Preset) -> LoopConfig:
     config = apply(
         LoopConfig(
             max_turns=args.max_turns,
@@ -190,7 +190,7 @@ def _start(args: argparse.Namespace) -> RunState:
     task = SCENARIO_TASKS[args.scenario] if args.scenario else args.task
     try:
         policy = policy_from_args(args)
-    except UnknownPolicy as exc:
+    except UnknownSetting as exc:
         raise SystemExit(f"harness: {exc}") from exc
     config = _config(args, policy)
     state = new_run(model, task)

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import LoopConfig
-from harness.policies.base import Setting, UnknownPolicy
+from harness.policies.base import Setting, UnknownSetting
 from harness.policies.registry import SETTINGS, defaults, settings_of
 
 __all__ = [
     "PLAIN",
-    "Policy",
-    "UnknownPolicy",
+    "Preset",
+    "UnknownSetting",
     "add_policy_flags",
     "apply",
     "plain_settings",
@@ -37,7 +37,7 @@ PLAIN = "no-helpers"
 
 
 @dataclass(frozen=True)
-class Policy:
+class Preset:
     """A named choice of settings, as a run records it."""
 
     name: str
@@ -46,14 +46,14 @@ class Policy:
     def record(self) -> dict[str, Any]:
         return {"name": self.name, "settings": dict(self.settings)}
 
-    def overriding(self, overrides: dict[str, Any]) -> Policy:
+    def overriding(self, overrides: dict[str, Any]) -> Preset:
         """This policy with ``overrides`` (those that change a setting); the name carries a
         ``+`` and the settings changed (``guarded+tool_choice``) so it never passes for this
         one."""
         changed = {k: v for k, v in overrides.items() if v != self.settings[k]}
         if not changed:
             return self
-        return Policy(f"{self.name}+{','.join(changed)}", {**self.settings, **changed})
+        return Preset(f"{self.name}+{','.join(changed)}", {**self.settings, **changed})
 
 
 def presets() -> dict[str, dict[str, Any]]:
@@ -71,7 +71,7 @@ def preset_limits(name: str) -> dict[str, Any]:
     limits: dict[str, Any] = dict(entry.get("limits") or {})
     unknown = sorted(set(limits) - set(LIMITS))
     if unknown:
-        raise UnknownPolicy(f"policy {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
+        raise UnknownSetting(f"policy {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
     return limits
 
 
@@ -79,15 +79,15 @@ def plain_settings() -> dict[str, Any]:
     return defaults()
 
 
-def preset(name: str) -> Policy:
+def preset(name: str) -> Preset:
     known = presets()
     if name not in known:
-        raise UnknownPolicy(f"no policy {name!r}; the presets are: {', '.join(known)}")
+        raise UnknownSetting(f"no policy {name!r}; the presets are: {', '.join(known)}")
     try:
         settings = settings_of(known[name]["settings"])
-    except UnknownPolicy as exc:
-        raise UnknownPolicy(f"policy {name!r} in {PRESETS_FILE.name}: {exc}") from exc
-    return Policy(name, dict(settings))
+    except UnknownSetting as exc:
+        raise UnknownSetting(f"policy {name!r} in {PRESETS_FILE.name}: {exc}") from exc
+    return Preset(name, dict(settings))
 
 
 def _on_off(text: str) -> bool:
@@ -118,13 +118,13 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
         _flag(g, setting)
 
 
-def policy_from_args(args: argparse.Namespace) -> Policy:
+def policy_from_args(args: argparse.Namespace) -> Preset:
     given = {
         name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None
     }
     return preset(args.policy).overriding(given)
 
 
-def apply(config: LoopConfig, policy: Policy) -> LoopConfig:
+def apply(config: LoopConfig, policy: Preset) -> LoopConfig:
     """``config`` with the policy's settings."""
     return replace(config, policy=policy.settings)

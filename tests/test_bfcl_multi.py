@@ -175,7 +175,7 @@ def test_multi_turn_and_single_turn_categories_run_apart() -> None:
     with pytest.raises(EvalError, match="run simple_python apart from multi_turn_base"):
         BfclSettings(base_url="http://x", categories=("simple_python", "multi_turn_base")).check()
     with pytest.raises(EvalError, match="multi-turn categories only"):
-        BfclSettings(base_url="http://x", categories=("simple_python",), policy="focused").check()
+        BfclSettings(base_url="http://x", categories=("simple_python",), preset="focused").check()
 
 
 @needs_bfcl
@@ -189,14 +189,14 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
     with _server(base, oracle) as url:
         out = tmp_path / "run.jsonl"
         settings = BfclSettings(
-            base_url=url, categories=("multi_turn_base",), limit=2, policy="focused", out=out
+            base_url=url, categories=("multi_turn_base",), limit=2, preset="focused", out=out
         )
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
         before = read_items(out)
         partial = tmp_path / "cut.jsonl.partial"
         partial.write_text(out.read_text().splitlines(keepends=True)[0])
         resumed = resumed_settings(partial, base_url=url)
-        assert resumed.policy == "focused" and resumed.categories == ("multi_turn_base",)
+        assert resumed.preset == "focused" and resumed.categories == ("multi_turn_base",)
         done = await run_bfcl(
             resumed, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.record import PolicyRecord
+from evals.record import PresetRecord
 from evals.report.board import MATRIX_RUNS, board, configuration
 from evals.report.compare import Run
 from evals.report.summary import summarize
@@ -34,7 +34,7 @@ def run(
         run_record(
             label=label,
             model=model,
-            policy=PolicyRecord(name=policy, settings={}) if solver == "agent" else None,
+            policy=PresetRecord(name=policy, settings={}) if solver == "agent" else None,
             solver=solver,
             task_set=task_set,
             task_id=task,

@@ -203,7 +203,7 @@ async def test_resume_refuses_records_made_with_another_setup(
     out = await run_eval(
         EvalSettings(
             base_url=scripted_url, model="scripted:oracle", out=tmp_path / "run.jsonl",
-            policy=preset("focused"),
+            preset=preset("focused"),
         ),
         echo=lambda _: None,
     )  # fmt: skip

@@ -21,7 +21,7 @@ from evals.studies.leaderboard import (
     write,
 )
 from evals.tasks import DEFAULT_TASKS
-from harness.policies.base import UnknownPolicy
+from harness.policies.base import UnknownSetting
 
 # Two "models" of the scripted server: one that answers every files6 task, one that guesses.
 ENTRANTS = parse_entrants(
@@ -35,7 +35,7 @@ def test_entrants_are_parsed_and_bad_ones_refused() -> None:
         parse_entrants("qwen")
     with pytest.raises(EvalError, match="named twice"):
         parse_entrants("m:all-helps,m:all-helps")
-    with pytest.raises(UnknownPolicy, match="no policy 'no-such-policy'"):
+    with pytest.raises(UnknownSetting, match="no policy 'no-such-policy'"):
         parse_entrants("m:no-such-policy")
 
 

@@ -73,7 +73,7 @@ async def test_the_eval_runs_against_it_unchanged(peer: str, tmp_path: Path) -> 
         base_url=peer,
         tasks=task_file,
         max_turns=2,
-        policy=preset("penalized"),
+        preset=preset("penalized"),
         concurrency=2,
         out=tmp_path / "peer.jsonl",
     )

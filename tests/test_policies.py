@@ -26,7 +26,7 @@ from harness.policies.read_listed import READ_LISTED
 from harness.policies.registry import SETTINGS
 from harness.policies.repeat_guard import REPEAT_END, REPEAT_NOTE
 from harness.policies.submit import submit_tool
-from harness.presets import PLAIN, Policy, UnknownPolicy, apply, preset, presets
+from harness.presets import PLAIN, Preset, UnknownSetting, apply, preset, presets
 from harness.replies import FINISH_BRIEFLY
 from harness.scenarios import SCENARIO_TASKS
 from harness.setup import Setup
@@ -239,9 +239,9 @@ async def test_conclude_on_limit_comes_from_the_preset(
 def test_every_preset_names_only_policy_fields_and_the_plain_one_is_the_default() -> None:
     for name in presets():
         assert set(preset(name).settings) == set(SETTINGS)
-    assert preset(PLAIN) == Policy(PLAIN, LoopConfig().policy)
+    assert preset(PLAIN) == Preset(PLAIN, LoopConfig().policy)
     assert len(presets()) >= 6
-    with pytest.raises(UnknownPolicy, match="no-helpers"):
+    with pytest.raises(UnknownSetting, match="no-helpers"):
         preset("nonsense")
 
 

@@ -13,7 +13,7 @@ import pytest
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.persist import load
-from harness.policies import LoopPolicy, Said, Setting, TurnPlan, UnknownPolicy, registry
+from harness.policies import Hook, Said, Setting, TurnPlan, UnknownSetting, registry
 from harness.policies.base import Config
 from harness.policies.conclude_on_limit import CONCLUDE
 from harness.policies.nudges import NUDGE, NUDGE_SUBMIT
@@ -125,11 +125,11 @@ def test_every_setting_is_a_flag_and_a_checked_preset_value() -> None:
     assert (chosen.settings["nudges"], chosen.settings["listing"]) == (5, "by_size")
     for name in presets():
         assert set(preset(name).settings) == set(registry.SETTINGS)
-    with pytest.raises(UnknownPolicy, match="'listing' is 'sideways'; it takes one of plain"):
+    with pytest.raises(UnknownSetting, match="'listing' is 'sideways'; it takes one of plain"):
         LoopConfig.of(listing="sideways")
-    with pytest.raises(UnknownPolicy, match="no policy setting 'nudge'; the settings are: tools"):
+    with pytest.raises(UnknownSetting, match="no policy setting 'nudge'; the settings are: tools"):
         LoopConfig.of(nudge=1)
-    with pytest.raises(UnknownPolicy, match="'nudges' is True; it takes a whole number"):
+    with pytest.raises(UnknownSetting, match="'nudges' is True; it takes a whole number"):
         LoopConfig.of(nudges=True)
 
 
@@ -140,7 +140,7 @@ def test_a_saved_config_from_before_policies_were_objects_loads() -> None:
     assert (config.policy["tool_choice"], config.policy["dedupe"]) == ("required", True)
 
 
-class _Reminder(LoopPolicy):
+class _Reminder(Hook):
     """A policy a user adds: an answer given after a call failed is met, once, with a reminder,
     and the reply to it must call a tool."""
 

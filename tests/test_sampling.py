@@ -17,7 +17,7 @@ import pytest
 
 from evals.record import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
-from harness.presets import Policy, plain_settings
+from harness.presets import Preset, plain_settings
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import SMOLLM2, resolve
 from tests.helpers import ROOT, post
@@ -79,12 +79,12 @@ def one_task(folder: Path) -> Path:
 
 def sampled_eval(url: str, folder: Path, name: str, **extra: Any) -> list[str]:
     """The model's first reply in each epoch, read from the transcripts the eval kept."""
-    short = Policy("short", {**plain_settings(), "max_tokens_per_turn": 24})
+    short = Preset("short", {**plain_settings(), "max_tokens_per_turn": 24})
     settings = EvalSettings(
         base_url=url,
         tasks=one_task(folder),
         max_turns=1,
-        policy=short,
+        preset=short,
         out=folder / f"{name}.jsonl",
         **extra,
     )

@@ -171,7 +171,7 @@ async def test_a_database_chain_runs_the_query_the_model_writes_and_repairs_it_o
         return answer("The branch has 6 customers.")
 
     records, seen = await _eval(
-        tmp_path, "evaluate-optimize", reply, tasks, policy=preset("analyst"), max_turns=8
+        tmp_path, "evaluate-optimize", reply, tasks, preset=preset("analyst"), max_turns=8
     )
     (record,) = records
     assert record.tools_called == ["describe", "run_sql", "run_sql", "verdict"]
@@ -182,7 +182,7 @@ async def test_a_database_chain_runs_the_query_the_model_writes_and_repairs_it_o
         record.checks,
     )
     assert [offered(b) for b in seen] == [["run_sql"], ["run_sql"], [], ["verdict"]]
-    chain, _ = await _eval(tmp_path / "chain", "chain", reply, tasks, policy=preset("analyst"))
+    chain, _ = await _eval(tmp_path / "chain", "chain", reply, tasks, preset=preset("analyst"))
     assert chain[0].tools_called == ["describe", "run_sql"] and not chain[0].correct
 
 

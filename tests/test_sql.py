@@ -253,7 +253,7 @@ async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_promp
     the tables only. The oracle still answers, and the setting is in the record."""
     tasks, _ = write(1000, 3, tmp_path / "s.json", "test")
     settings = EvalSettings(
-        base_url=scripted_url, model="scripted:oracle", tasks=tasks, policy=preset(policy),
+        base_url=scripted_url, model="scripted:oracle", tasks=tasks, preset=preset(policy),
         max_turns=8, out=tmp_path / "r.jsonl",
     )  # fmt: skip
     records = read_runs(await run_eval(settings, echo=lambda _: None))
@@ -298,7 +298,7 @@ async def test_the_oracle_answers_every_question_on_sqlite(
 ) -> None:
     settings = EvalSettings(
         base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
-        policy=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
+        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
     )  # fmt: skip
     out = await run_eval(settings, echo=lambda _: None, summarize=summarize_run_file)
     records = read_runs(out)

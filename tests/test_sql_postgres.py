@@ -118,7 +118,7 @@ async def test_the_oracle_answers_every_question_on_postgres(
 ) -> None:
     settings = EvalSettings(
         base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
-        policy=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
+        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
         db=server.url(),
     )  # fmt: skip
     records = read_runs(await run_eval(settings, echo=lambda _: None))

@@ -28,7 +28,7 @@ from evals.report.stats import (
     tasks_needed,
     wilson,
 )
-from evals.report.summary import summarize
+from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
@@ -218,7 +218,7 @@ def run(url: str, folder: Path, model: str, tasks: Path = DEFAULT_TASKS) -> tupl
     lines: list[str] = []
     out = folder / f"{model.removeprefix('scripted:')}-{tasks.stem}.jsonl"
     settings = EvalSettings(base_url=url, model=model, out=out, label=model, tasks=tasks)
-    return asyncio.run(run_eval(settings, echo=lines.append)), lines
+    return asyncio.run(run_eval(settings, echo=lines.append, summarize=summarize_run_file)), lines
 
 
 def evals(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

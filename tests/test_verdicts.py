@@ -41,7 +41,7 @@ TASK_FILES = sorted(DEFAULT_TASKS.parent.glob("*.json"))
 
 async def run_files6(url: str, model: str, policy: str, out: Path) -> list[dict[str, Any]]:
     settings = EvalSettings(
-        base_url=url, model=model, policy=preset(policy), max_turns=8, out=out, concurrency=6
+        base_url=url, model=model, preset=preset(policy), max_turns=8, out=out, concurrency=6
     )
     return read_records(await run_eval(settings, echo=lambda _: None))
 

@@ -32,7 +32,7 @@ from evals.bfcl.items import (
 from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
-from evals.record import PolicyRecord, RunSpec, code_version, machine
+from evals.record import PresetRecord, RunSpec, code_version, machine
 from evals.record.bfcl import BfclRun, ItemRecord, read_item_records, read_items, view
 from evals.run.progress import Progress
 from evals.run.runfiles import durable_append, start_partial
@@ -46,7 +46,7 @@ from evals.run.servers import (
     share,
 )
 from harness.client import TurnOptions
-from harness.policies.base import UnknownPolicy
+from harness.policies.base import UnknownSetting
 from harness.presets import PLAIN, preset
 from harness.trace import Recorder
 
@@ -77,7 +77,7 @@ class BfclSettings:
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
     max_tokens: int | None = None  # reply cap sent with each item; None: the server's default
     resume: Path | None = None  # the .partial file of an interrupted run, to go on with
-    policy: str = PLAIN  # the loop policy multi-turn conversations run under
+    preset: str = PLAIN  # the preset the multi-turn conversations run under (--policy)
 
     @property
     def multi_turn(self) -> bool:
@@ -105,11 +105,11 @@ class BfclSettings:
                 f"as one request each: run {', '.join(single)} apart from "
                 f"{', '.join(c for c in self.categories if c in MULTI_TURN)}"
             )
-        if self.policy != PLAIN and not self.multi_turn:
+        if self.preset != PLAIN and not self.multi_turn:
             raise EvalError("--policy applies to the multi-turn categories only")
         try:
-            preset(self.policy)
-        except UnknownPolicy as exc:  # refused with the list of presets
+            preset(self.preset)
+        except UnknownSetting as exc:  # refused with the list of presets
             raise EvalError(str(exc)) from exc
 
 
@@ -149,7 +149,7 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         label=first["label"],
         max_tokens=first["max_tokens"],
         resume=partial,
-        policy=first.get("policy") or PLAIN,
+        preset=first.get("policy") or PLAIN,
         **where,
     )
 
@@ -161,8 +161,8 @@ def _header(
     besides; built once, shared by every item's record."""
     info = model_entry(servers, settings.model)
     backend = info.get("backend") or servers[0].kind
-    preset = PolicyRecord(
-        name=settings.policy, settings=loop_settings(settings.policy, settings.max_tokens)
+    preset = PresetRecord(
+        name=settings.preset, settings=loop_settings(settings.preset, settings.max_tokens)
     )
     spec = RunSpec(
         label=settings.label or f"{info['id']}@{backend}",
@@ -280,7 +280,7 @@ async def run_bfcl(
                         checker,
                         key=conversation_key(out, entry.id),
                         loaded=loaded,
-                        policy=loop_settings(settings.policy, settings.max_tokens),
+                        policy=loop_settings(settings.preset, settings.max_tokens),
                         recorder=Recorder(
                             state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"
                         ),

@@ -145,7 +145,7 @@ def bfcl_command(args: argparse.Namespace) -> int:
                 out=args.out,
                 label=args.label,
                 max_tokens=args.max_tokens,
-                policy=args.policy,
+                preset=args.policy,
             )
         asyncio.run(
             run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty(), summarize=summarize_bfcl_run)

@@ -173,7 +173,7 @@ def _run(args: argparse.Namespace) -> None:
                 label=f"{args.label}-{model}" if args.label and len(models) > 1 else args.label,
                 out=args.out,
                 approvals=args.approvals,
-                policy=policy_from_args(args),
+                preset=policy_from_args(args),
                 task_timeout_s=timeout,
                 temperature=args.temperature,
                 seed=args.seed,

@@ -20,7 +20,7 @@ from evals.record.files import (
     task_folder,
 )
 from evals.record.run import ERROR, NOT_RUN, RECORD_VERSION, RunRecord, is_error, read_runs
-from evals.record.spec import PolicyRecord, RunSpec, code_version, machine
+from evals.record.spec import PresetRecord, RunSpec, code_version, machine
 
 __all__ = [
     "ERROR",
@@ -29,7 +29,7 @@ __all__ = [
     "DatabaseData",
     "EnvironmentData",
     "OtherData",
-    "PolicyRecord",
+    "PresetRecord",
     "RunRecord",
     "RunSpec",
     "WorkspaceData",

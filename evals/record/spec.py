@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 CODE_PATHS = ("serve_local", "harness", "evals", "pyproject.toml", "Makefile")
 
 
-class PolicyRecord(BaseModel):
+class PresetRecord(BaseModel):
     """The preset a run used: its name and every setting it ended up with (empty where the
     record was written before the settings were kept: BFCL's items up to version 3)."""
 
@@ -44,7 +44,7 @@ class RunSpec(BaseModel):
     api: str | None = None  # the wire shape: openai | anthropic
     # The loop: its limits, its preset with every setting, and its sampling.
     loop: dict[str, Any] | None = None
-    policy: PolicyRecord | None = None
+    policy: PresetRecord | None = None
     # How a task was solved: the agent loop, or a workflow, and what the workflow fixes.
     # Every record before solvers existed ran the agent loop.
     solver: str = "agent"

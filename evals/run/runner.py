@@ -17,7 +17,7 @@ from typing import IO, Any
 from evals.environments import Opened, environment_of, held_by
 from evals.errors import EvalError
 from evals.record import (
-    PolicyRecord,
+    PresetRecord,
     RunRecord,
     RunSpec,
     code_version,
@@ -151,7 +151,7 @@ def _prepare(
         servers=[{"base_url": s.base_url, "software": s.software} for s in chosen],
         api=settings.api,
         loop=loop,
-        policy=PolicyRecord(**settings.policy.record()),
+        policy=PresetRecord(**settings.preset.record()),
         solver=settings.solver,
         solver_settings=solver_named(settings.solver).settings,
         temperature=settings.temperature,
@@ -176,7 +176,7 @@ def _prepare(
     echo(
         f"eval {taskset.name}: {len(taskset.tasks)} tasks x {settings.epochs} epoch(s), "
         f"model {model} ({backend}), "
-        + (f"policy {settings.policy.name}, " if settings.solver == "agent" else "")
+        + (f"policy {settings.preset.name}, " if settings.solver == "agent" else "")
         + (f"solver {settings.solver}, " if settings.solver != "agent" else "")
         + f"{settings.api} shape, {len(chosen)} server(s) ({software}): "
         + ", ".join(s.base_url for s in chosen)

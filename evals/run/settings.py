@@ -11,7 +11,7 @@ from pathlib import Path
 from evals.errors import EvalError
 from evals.record import RunRecord, is_error, read_runs, task_folder
 from evals.tasks import DEFAULT_TASKS
-from harness.presets import PLAIN, Policy, preset
+from harness.presets import PLAIN, Preset, preset
 from harness.sql.postgres import public_url
 from harness.tool_errors import ToolErrorPolicy
 
@@ -38,7 +38,7 @@ class EvalSettings:
     approvals: str = field(default="reject", metadata=LOOP)
     # The wire shape: openai (chat completions) or anthropic (Messages).
     api: str = field(default="openai", metadata=RESUMED_ONLY)
-    policy: Policy = field(default_factory=lambda: preset(PLAIN))
+    preset: Preset = field(default_factory=lambda: preset(PLAIN))
     # Wall clock per task run; the run is then interrupted.
     task_timeout_s: float | None = field(default=None, metadata=LOOP)
     resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
@@ -87,10 +87,10 @@ def resumed_settings(run_file: Path, base_url: str, db: str | None = None) -> Ev
             raise TypeError(f"a JSON object was expected, not {type(saved).__name__}")
         kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
         kept["tasks"] = Path(kept["tasks"])
-        policy = Policy(str(saved["policy"]["name"]), dict(saved["policy"]["settings"]))
+        chosen = Preset(str(saved["policy"]["name"]), dict(saved["policy"]["settings"]))
         if db is not None:
             kept["db"] = db
-        return EvalSettings(base_url=base_url, out=out, policy=policy, resume=run_file, **kept)
+        return EvalSettings(base_url=base_url, out=out, preset=chosen, resume=run_file, **kept)
     except (KeyError, TypeError, ValueError) as exc:
         what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
         raise EvalError(
@@ -121,6 +121,6 @@ def eval_id(keep: Path, settings: EvalSettings) -> str:
     fields["tasks"] = str(settings.tasks)
     if settings.db is not None:
         fields["db"] = public_url(settings.db)  # a password is never written
-    fields.update(eval_id=eval_id, policy=settings.policy.record())
+    fields.update(eval_id=eval_id, policy=settings.preset.record())  # the records' key
     saved.write_text(json.dumps(fields, indent=2) + "\n", encoding="utf-8")
     return eval_id

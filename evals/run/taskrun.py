@@ -29,7 +29,7 @@ def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
         temperature=settings.temperature,
         seed=settings.epoch_seed(epoch),
     )
-    return apply(base, settings.policy)
+    return apply(base, settings.preset)
 
 
 async def run_task(

@@ -71,7 +71,7 @@ async def _cell(
         base_url=url,
         model=f"scripted:{scenario}",
         tasks=tasks,
-        policy=preset(policy),
+        preset=preset(policy),
         max_turns=8,
         out=out,
         concurrency=4,

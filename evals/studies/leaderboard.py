@@ -142,7 +142,7 @@ async def _run_entrants(
                 epochs=settings.epochs,
                 max_turns=settings.max_turns,
                 label=f"leaderboard {entrant.name}",
-                policy=preset(entrant.policy),
+                preset=preset(entrant.policy),
                 out=out,
             )
         await run_eval(eval_settings, echo=echo, summarize=summarize_run_file)

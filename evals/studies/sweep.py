@@ -89,7 +89,7 @@ async def _sweep_model(
             epochs=settings.epochs,
             max_turns=settings.max_turns,
             label=label,
-            policy=preset(name),
+            preset=preset(name),
             task_timeout_s=settings.task_timeout_s,
             out=default_out(label, settings.out / "runs"),
         )

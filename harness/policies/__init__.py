@@ -10,6 +10,6 @@ No text here is taken from any task set: the worked example is about another fol
 another question (a test checks this against the task files).
 """
 
-from harness.policies.base import LoopPolicy, Prompt, Said, Setting, TurnPlan, UnknownPolicy
+from harness.policies.base import Hook, Prompt, Said, Setting, TurnPlan, UnknownSetting
 
-__all__ = ["LoopPolicy", "Prompt", "Said", "Setting", "TurnPlan", "UnknownPolicy"]
+__all__ = ["Hook", "Prompt", "Said", "Setting", "TurnPlan", "UnknownSetting"]

@@ -3,7 +3,7 @@ another look rather than with advice to the user."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.policies.base import Config, Hook, Setting, TurnPlan
 from harness.state import RunState
 
 ACT_AFTER_ERROR: Setting[bool] = Setting(
@@ -23,7 +23,7 @@ def just_failed(state: RunState) -> bool:
     return any(not run.ok for run in state.tool_log if run.turn == state.turns)
 
 
-class ActAfterError(LoopPolicy):
+class ActAfterError(Hook):
     name = "act_after_error"
     settings = (ACT_AFTER_ERROR,)
 

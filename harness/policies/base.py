@@ -56,7 +56,7 @@ class Config(Protocol):
     def dedupe_all(self) -> bool: ...
 
 
-class UnknownPolicy(HarnessError):
+class UnknownSetting(HarnessError):
     """A policy name, setting or value the registry does not know; the message lists what it
     does."""
 
@@ -88,7 +88,7 @@ class Setting(Generic[T]):
         return "--" + self.name.replace("_", "-")
 
     def check(self, value: object) -> object:
-        """``value`` if this setting can hold it; an :class:`UnknownPolicy` saying why if not."""
+        """``value`` if this setting can hold it; an :class:`UnknownSetting` saying why if not."""
         if value is None and self.optional:
             return None
         ok = {
@@ -107,7 +107,7 @@ class Setting(Generic[T]):
                 "text": "a non-empty text",
             }[self.kind]
             none = " or null" if self.optional else ""
-            raise UnknownPolicy(f"setting {self.name!r} is {value!r}; it takes {wanted}{none}")
+            raise UnknownSetting(f"setting {self.name!r} is {value!r}; it takes {wanted}{none}")
         return value
 
 
@@ -152,7 +152,7 @@ def named(tool: str) -> dict[str, Any]:
     return {"type": "function", "function": {"name": tool}}
 
 
-class LoopPolicy:
+class Hook:
     """The protocol every policy follows; each hook's default changes nothing."""
 
     name: ClassVar[str]

@@ -4,7 +4,7 @@ asks for the answer from what is known. It offers the turn's tools under ``tool_
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Setting
+from harness.policies.base import Config, Hook, Setting
 
 CONCLUDE = (
     "You have reached the {limit} limit of this task. Do not call any tool. Answer now, as "
@@ -24,7 +24,7 @@ CONCLUDE_ON: Setting[bool] = Setting(
 )
 
 
-class Conclude(LoopPolicy):
+class Conclude(Hook):
     name = "conclude_on_limit"
     settings = (CONCLUDE_ON,)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.policies.base import Config, LoopPolicy, Setting
+from harness.policies.base import Config, Hook, Setting
 from harness.state import Call, RunState, result_text, signature
 from harness.toolrun import ToolOutcome
 from harness.tools import Tool
@@ -19,7 +19,7 @@ DEDUPE: Setting[bool] = Setting(
 )
 
 
-class Dedupe(LoopPolicy):
+class Dedupe(Hook):
     name = "dedupe"
     settings = (DEDUPE,)
 

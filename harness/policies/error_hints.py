@@ -7,7 +7,7 @@ hints read the same under both."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Setting
+from harness.policies.base import Config, Hook, Setting
 
 ERROR_HINTS: Setting[str] = Setting(
     "error_hints",
@@ -27,7 +27,7 @@ def shows_hints(config: Config) -> bool:
     return ERROR_HINTS.of(config) == "hinted"
 
 
-class ErrorHints(LoopPolicy):
+class ErrorHints(Hook):
     name = "error_hints"
     settings = (ERROR_HINTS,)
 

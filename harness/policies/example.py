@@ -3,7 +3,7 @@ question (a test checks that no task set holds its text)."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Prompt, Setting
+from harness.policies.base import Config, Hook, Prompt, Setting
 from harness.policies.submit import SUBMIT_ON
 
 # A different folder (recipes) and a different question; the calls are written as the model
@@ -27,7 +27,7 @@ EXAMPLE_ON: Setting[bool] = Setting(
 )
 
 
-class Example(LoopPolicy):
+class Example(Hook):
     name = "example"
     settings = (EXAMPLE_ON,)
 

@@ -3,7 +3,7 @@ for the answer to say only what the tool results say."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Prompt, Setting
+from harness.policies.base import Config, Hook, Prompt, Setting
 
 GROUNDING = (
     " Before you answer, open every file your answer depends on; if the question concerns "
@@ -25,7 +25,7 @@ GROUNDING_ON: Setting[bool] = Setting(
 )
 
 
-class Grounding(LoopPolicy):
+class Grounding(Hook):
     name = "grounding"
     settings = (GROUNDING_ON,)
 

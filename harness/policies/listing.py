@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
-from harness.policies.base import Config, LoopPolicy, Setting
+from harness.policies.base import Config, Hook, Setting
 from harness.tools import LIST_TOOL, Tool, ToolContext, listed_line
 
 # No count in the header: a listing that states how many files there are would be an answer
@@ -34,7 +34,7 @@ async def list_by_size(_: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join([BY_SIZE_HEAD, *(listed_line(name, size) for name, size in ordered)])
 
 
-class Listing(LoopPolicy):
+class Listing(Hook):
     name = "listing"
     settings = (LISTING,)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harness.policies.base import Config, LoopPolicy, Setting
+from harness.policies.base import Config, Hook, Setting
 from harness.tools import READ_TOOL, Tool, ToolContext
 
 NAME_FILES: Setting[bool] = Setting(
@@ -23,7 +23,7 @@ async def read_naming_files(args: dict[str, Any], ctx: ToolContext) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-class NameFiles(LoopPolicy):
+class NameFiles(Hook):
     name = "name_files_on_miss"
     settings = (NAME_FILES,)
 

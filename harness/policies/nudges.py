@@ -3,7 +3,7 @@ this many times a run."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Said, Setting
+from harness.policies.base import Config, Hook, Said, Setting
 from harness.policies.submit import SUBMIT_ON
 from harness.state import RunState, last_reply
 
@@ -28,7 +28,7 @@ NUDGES: Setting[int] = Setting(
 )
 
 
-class Nudge(LoopPolicy):
+class Nudge(Hook):
     name = "nudges"
     settings = (NUDGES,)
 

@@ -8,7 +8,7 @@ gives none (a folder of files), the setting adds nothing.
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Prompt, Setting
+from harness.policies.base import Config, Hook, Prompt, Setting
 
 OVERVIEW_ON: Setting[bool] = Setting(
     "overview_in_prompt",
@@ -24,7 +24,7 @@ OVERVIEW_ON: Setting[bool] = Setting(
 )
 
 
-class Overview(LoopPolicy):
+class Overview(Hook):
     name = "overview_in_prompt"
     settings = (OVERVIEW_ON,)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.policies.base import Config, Hook, Setting, TurnPlan
 from harness.state import RunState
 
 PARALLEL: Setting[bool] = Setting(
@@ -14,7 +14,7 @@ PARALLEL: Setting[bool] = Setting(
 )
 
 
-class Parallel(LoopPolicy):
+class Parallel(Hook):
     name = "parallel_tool_calls"
     settings = (PARALLEL,)
 

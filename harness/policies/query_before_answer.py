@@ -5,7 +5,7 @@ hint, looks at the schema and then explains its fix to the user is asked to run 
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Said, Setting, TurnPlan, named
+from harness.policies.base import Config, Hook, Said, Setting, TurnPlan, named
 from harness.policies.reads import answered_before_success, question
 from harness.sql.tools import RUN_SQL_TOOL
 from harness.state import RunState
@@ -33,7 +33,7 @@ QUERY_BEFORE_ANSWER: Setting[bool] = Setting(
 )
 
 
-class QueryFirst(LoopPolicy):
+class QueryFirst(Hook):
     name = "query_before_answer"
     settings = (QUERY_BEFORE_ANSWER,)
 

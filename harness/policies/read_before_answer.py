@@ -3,7 +3,7 @@ to read the file it depends on (with the user's question); the reply to it must 
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Said, Setting, TurnPlan
+from harness.policies.base import Config, Hook, Said, Setting, TurnPlan
 from harness.policies.reads import answered_before_success, question
 from harness.state import RunState
 from harness.tools import READ_TOOL
@@ -29,7 +29,7 @@ READ_BEFORE_ANSWER: Setting[bool] = Setting(
 )
 
 
-class ReadFirst(LoopPolicy):
+class ReadFirst(Hook):
     name = "read_before_answer"
     settings = (READ_BEFORE_ANSWER,)
 

@@ -5,7 +5,7 @@ count); the reply to it must call a tool. Never twice for the same unread files,
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Said, Setting, TurnPlan
+from harness.policies.base import Config, Hook, Said, Setting, TurnPlan
 from harness.policies.reads import answered_last, listed_files, question, read_files
 from harness.state import RunState
 from harness.tools import READ_TOOL
@@ -38,7 +38,7 @@ READ_LISTED_ON: Setting[bool] = Setting(
 )
 
 
-class ReadListed(LoopPolicy):
+class ReadListed(Hook):
     name = "read_listed"
     settings = (READ_LISTED_ON,)
 

@@ -34,9 +34,9 @@ from harness.policies import (
     tool_choice,
     tools,
 )
-from harness.policies.base import LoopPolicy, Setting, UnknownPolicy
+from harness.policies.base import Hook, Setting, UnknownSetting
 
-POLICIES: tuple[LoopPolicy, ...] = (
+POLICIES: tuple[Hook, ...] = (
     tools.POLICY,
     tool_choice.POLICY,
     parallel_tool_calls.POLICY,
@@ -72,10 +72,10 @@ def defaults() -> dict[str, Any]:
 
 def settings_of(given: Mapping[str, Any]) -> dict[str, Any]:
     """``given`` checked against the registry and completed with the defaults; an
-    unknown name or a value a setting cannot hold is an :class:`UnknownPolicy` that says so."""
+    unknown name or a value a setting cannot hold is an :class:`UnknownSetting` that says so."""
     unknown = sorted(set(given) - set(SETTINGS))
     if unknown:
-        raise UnknownPolicy(
+        raise UnknownSetting(
             f"no policy setting {', '.join(map(repr, unknown))}; the settings are: "
             + ", ".join(SETTINGS)
         )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from harness.errors import Repeated
-from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan, named
+from harness.policies.base import Config, Hook, Setting, TurnPlan, named
 from harness.policies.submit import SUBMIT, SUBMIT_ON
 from harness.state import Call, RunState, asked_calls, result_text, signature
 from harness.toolrun import ToolOutcome
@@ -38,7 +38,7 @@ def just_repeated(state: RunState) -> bool:
     return any(run.repeated for run in state.tool_log if run.turn == state.turns)
 
 
-class RepeatGuard(LoopPolicy):
+class RepeatGuard(Hook):
     name = "repeat_guard"
     settings = (GUARD,)
 

@@ -3,7 +3,7 @@ many looks (after a first-turn ``tool_choice``, if any)."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.policies.base import Config, Hook, Setting, TurnPlan
 from harness.state import RunState
 
 REQUIRED_TURNS: Setting[int] = Setting(
@@ -19,7 +19,7 @@ REQUIRED_TURNS: Setting[int] = Setting(
 )
 
 
-class RequiredTurns(LoopPolicy):
+class RequiredTurns(Hook):
     name = "required_turns"
     settings = (REQUIRED_TURNS,)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan
+from harness.policies.base import Config, Hook, Setting, TurnPlan
 from harness.state import RunState
 
 MAX_TOKENS: Setting[int | None] = Setting(
@@ -51,7 +51,7 @@ FIELDS: tuple[tuple[Setting[Any], str], ...] = (
 )
 
 
-class Sampling(LoopPolicy):
+class Sampling(Hook):
     name = "sampling"
     settings = tuple(setting for setting, _ in FIELDS)
 

@@ -6,7 +6,7 @@ cut. The tools read both from the run's settings (``ToolContext.policy``)."""
 
 from __future__ import annotations
 
-from harness.policies.base import LoopPolicy, Setting
+from harness.policies.base import Hook, Setting
 from harness.sql.tools import ROW_CAP as DEFAULT_ROW_CAP
 from harness.sql.tools import (
     ROW_CAP_SETTING,
@@ -35,7 +35,7 @@ ROW_CAP: Setting[int] = Setting(
 )
 
 
-class SQLLimits(LoopPolicy):
+class SQLLimits(Hook):
     name = "sql_limits"
     settings = (STATEMENT_TIMEOUT, ROW_CAP)
 

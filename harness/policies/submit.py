@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.policies.base import Config, LoopPolicy, Prompt, Setting
+from harness.policies.base import Config, Hook, Prompt, Setting
 from harness.state import RunState, last_reply
 from harness.tools import Tool, ToolContext
 
@@ -63,7 +63,7 @@ def submitted_answer(state: RunState) -> str | None:
     return None
 
 
-class Submit(LoopPolicy):
+class Submit(Hook):
     name = "submit"
     settings = (SUBMIT_ON,)
 

@@ -3,7 +3,7 @@ must call a tool."""
 
 from __future__ import annotations
 
-from harness.policies.base import Config, LoopPolicy, Setting, TurnPlan, named
+from harness.policies.base import Config, Hook, Setting, TurnPlan, named
 from harness.state import RunState
 
 TOOL_CHOICE: Setting[str] = Setting(
@@ -20,7 +20,7 @@ TOOL_CHOICE: Setting[str] = Setting(
 )
 
 
-class ToolChoice(LoopPolicy):
+class ToolChoice(Hook):
     name = "tool_choice"
     settings = (TOOL_CHOICE,)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harness.policies.base import Config, LoopPolicy, Setting
+from harness.policies.base import Config, Hook, Setting
 from harness.tools import Tool
 
 TOOLS: Setting[Literal["all", "read_only", "task"]] = Setting(
@@ -21,7 +21,7 @@ TOOLS: Setting[Literal["all", "read_only", "task"]] = Setting(
 )
 
 
-class Offer(LoopPolicy):
+class Offer(Hook):
     name = "tools"
     settings = (TOOLS,)
 

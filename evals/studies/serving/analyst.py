@@ -24,7 +24,7 @@ from evals.report.analyst import audit, reply_reuse
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
-from harness.presets import Policy, preset, preset_limits
+from harness.presets import Preset, preset, preset_limits
 from serve_local.catalogue import DEFAULT_NAME
 from serve_local.process import serve_command
 
@@ -95,10 +95,10 @@ def _lowest(records: list[Any]) -> dict[str, Any] | None:
     return lowest
 
 
-def _measure(url: str, label: str, policy: Policy, scratch: Path) -> dict[str, Any]:
+def _measure(url: str, label: str, policy: Preset, scratch: Path) -> dict[str, Any]:
     limits = preset_limits(policy.name)
     settings = EvalSettings(
-        base_url=url, tasks=_subset(scratch), policy=policy, max_turns=limits["max_turns"],
+        base_url=url, tasks=_subset(scratch), preset=policy, max_turns=limits["max_turns"],
         task_timeout_s=limits["task_timeout_s"], out=scratch / f"{label}.jsonl",
     )  # fmt: skip
     records = read_runs(asyncio.run(run_eval(settings, echo=lambda _: None)))

@@ -80,7 +80,7 @@ def over_levels(
             epochs=epochs,
             max_turns=max_turns,
             concurrency=concurrency,
-            policy=preset(policy),
+            preset=preset(policy),
             out=folder / f"{name}-c{concurrency}.jsonl",
             label=f"{name}-c{concurrency}",
         )
