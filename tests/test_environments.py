@@ -15,6 +15,7 @@ import pytest
 from evals import environments
 from evals.environments import Reading, environment_of, registry
 from evals.environments.base import scripted_calls
+from evals.errors import EvalError
 from evals.record import OtherData, WorkspaceData, read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.checks import offerable_tools, stated
@@ -146,3 +147,24 @@ async def test_a_new_environment_is_one_object_and_one_registry_line(
     )
     assert reading.results == "It is 09:41."
     assert [s.strategy for s in strategies.attempts(taskset.tasks[0], reading)]
+
+
+async def test_a_workflow_on_an_environment_it_cannot_gather_from_says_so(
+    clock: ClockEnvironment, tmp_path: Path
+) -> None:
+    """The workflows ask gather(), one line per environment, never the environment's name:
+    one that has no line there is a clear error naming it, before any model call."""
+    asked: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(json.loads(request.content))
+        return httpx.Response(200, json=answer("09:41"))
+
+    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
+        settings = EvalSettings(
+            base_url=url, model="fake", tasks=_clock_tasks(tmp_path), out=tmp_path / "w.jsonl",
+            solver="chain",
+        )  # fmt: skip
+        with pytest.raises(EvalError, match="gather evidence on a task's 'clock' environment"):
+            await run_eval(settings, echo=lambda _: None)
+    assert asked == []

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from evals.errors import EvalError
 from evals.tasks import Task
 from harness import hooks
 from harness.cancel import CancelToken
@@ -205,20 +204,14 @@ async def run_workflow(flow: Flow, run: TaskRun) -> RunState:
 
 
 class Workflow:
-    """A solver made of one flow per environment it knows."""
+    """A solver made of one flow, fixed in code; what differs by environment (how evidence is
+    gathered) the flow asks of :func:`evals.solvers.gather.gather`."""
 
     def __init__(
-        self, name: str, help: str, flows: dict[str, Flow], settings: dict[str, Any] | None = None
+        self, name: str, help: str, flow: Flow, settings: dict[str, Any] | None = None
     ) -> None:
-        self.name, self.help, self.flows = name, help, flows
+        self.name, self.help, self.flow = name, help, flow
         self.settings = settings or {}
 
     async def solve(self, run: TaskRun) -> RunState:
-        flow = self.flows.get(run.environment)
-        if flow is None:
-            known = ", ".join(sorted(self.flows))
-            raise EvalError(
-                f"the {self.name} workflow has no flow for a task on a {run.environment} "
-                f"(task {run.task.id}); it has: {known}"
-            )
-        return await run_workflow(flow, run)
+        return await run_workflow(self.flow, run)

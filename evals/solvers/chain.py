@@ -4,16 +4,11 @@ and runs the one query the model writes), then one model call answers from what 
 from __future__ import annotations
 
 from evals.solvers.base import Steps, Workflow
-from evals.solvers.gather import answer, query_database, read_workspace
+from evals.solvers.gather import answer, gather
 
 
-async def _files(steps: Steps) -> str:
-    await read_workspace(steps)
-    return await answer(steps)
-
-
-async def _database(steps: Steps) -> str:
-    await query_database(steps)
+async def _chain(steps: Steps) -> str:
+    await gather(steps)
     return await answer(steps)
 
 
@@ -21,5 +16,5 @@ CHAIN = Workflow(
     "chain",
     "list and read every file (or describe the database and run one query the model writes), "
     "then one call answers",
-    {"workspace": _files, "database": _database},
+    _chain,
 )

@@ -6,7 +6,7 @@ repaired once before the answer."""
 from __future__ import annotations
 
 from evals.solvers.base import Steps, Workflow, arguments_of, noted, said
-from evals.solvers.gather import answer, query_database, read_workspace
+from evals.solvers.gather import answer, gather
 
 ROUNDS = 2
 EVALUATE = (
@@ -45,13 +45,8 @@ async def _improve(steps: Steps, first: str) -> str:
     return current
 
 
-async def _files(steps: Steps) -> str:
-    await read_workspace(steps)
-    return await _improve(steps, await answer(steps))
-
-
-async def _database(steps: Steps) -> str:
-    await query_database(steps, repair=True)
+async def _evaluate_optimize(steps: Steps) -> str:
+    await gather(steps, repair=True)
     return await _improve(steps, await answer(steps))
 
 
@@ -59,6 +54,6 @@ EVALUATE_OPTIMIZE = Workflow(
     "evaluate-optimize",
     f"the chain's answer checked by a second call and revised, at most {ROUNDS} rounds (a "
     "failed query repaired once)",
-    {"workspace": _files, "database": _database},
+    _evaluate_optimize,
     {"rounds": ROUNDS},
 )

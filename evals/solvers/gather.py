@@ -1,9 +1,13 @@
-"""The steps the workflows share: reading a workspace (every file, or the ones the model
-picks), querying a database (the model writes one query, the code runs it, with one repair
-round if asked), and the answer."""
+"""The steps the workflows share: gathering what a task's environment holds (a workspace: every
+file, or the ones the model picks; a database: the model writes one query, the code runs it,
+with one repair round if asked), and the answer. The workflows never branch on the environment:
+they call :func:`gather`, which asks :data:`GATHER`, one line per environment."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from evals.errors import EvalError
 from evals.solvers.base import Steps, arguments_of, noted, said
 from harness.sql import DESCRIBE_TOOL, RUN_SQL_TOOL
 from harness.tools import Tool, listed_names
@@ -47,8 +51,9 @@ async def pick(steps: Steps, kind: str, names: list[str], text: str) -> list[str
     return picked or names
 
 
-async def read_workspace(steps: Steps, route: bool = False) -> None:
-    """List the files and read each one (``route``: the ones the model picks)."""
+async def read_workspace(steps: Steps, route: bool = False, repair: bool = False) -> None:
+    """List the files and read each one (``route``: the ones the model picks; a read is not
+    repaired)."""
     (listing,) = await steps.run_tools([("list_files", {})])
     names = listed_names(steps.content(listing))
     if route:
@@ -80,7 +85,23 @@ async def query_database(steps: Steps, route: bool = False, repair: bool = False
         text = REPAIR
 
 
-GATHER = {"workspace": read_workspace, "database": query_database}
+# How each environment's evidence is gathered, by environment name.
+GATHER: dict[str, Callable[..., Awaitable[None]]] = {
+    "workspace": read_workspace,
+    "database": query_database,
+}
+
+
+async def gather(steps: Steps, route: bool = False, repair: bool = False) -> None:
+    """What the task's environment holds, gathered by the code (``route``: the model picks
+    what to read; ``repair``: a failed query gets one more try)."""
+    found = GATHER.get(steps.environment)
+    if found is None:
+        raise EvalError(
+            f"no workflow can gather evidence on a task's {steps.environment!r} environment "
+            f"(task {steps.task.id}); they can on: {', '.join(GATHER)}"
+        )
+    await found(steps, route=route, repair=repair)
 
 
 async def answer(steps: Steps) -> str:

@@ -4,21 +4,16 @@ constrained to the listed names by the call grammar; the code reads them; one ca
 from __future__ import annotations
 
 from evals.solvers.base import Steps, Workflow
-from evals.solvers.gather import answer, query_database, read_workspace
+from evals.solvers.gather import answer, gather
 
 
-async def _files(steps: Steps) -> str:
-    await read_workspace(steps, route=True)
-    return await answer(steps)
-
-
-async def _database(steps: Steps) -> str:
-    await query_database(steps, route=True)
+async def _route(steps: Steps) -> str:
+    await gather(steps, route=True)
     return await answer(steps)
 
 
 ROUTE = Workflow(
     "route",
     "one call picks the files (or tables) to read, the code reads them, one call answers",
-    {"workspace": _files, "database": _database},
+    _route,
 )

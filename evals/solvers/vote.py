@@ -12,7 +12,7 @@ from typing import Any
 from evals.scoring.answers import commitment
 from evals.scoring.checks import stated
 from evals.solvers.base import Steps, Workflow, said
-from evals.solvers.gather import ANSWER, GATHER
+from evals.solvers.gather import ANSWER, gather
 from evals.tasks import Facts, Task
 
 SAMPLES = 5
@@ -39,7 +39,7 @@ def majority(task: Task, texts: list[str]) -> int:
 
 
 async def _vote(steps: Steps) -> str:
-    await GATHER[steps.environment](steps)
+    await gather(steps)
     steps.state.messages.append({"role": "user", "content": ANSWER})
     prefix = list(steps.state.messages)
     base = steps.config.seed or 0
@@ -56,6 +56,6 @@ async def _vote(steps: Steps) -> str:
 VOTE = Workflow(
     "vote",
     f"the chain's answer sampled {SAMPLES} times at temperature {TEMPERATURE}; the majority's",
-    {"workspace": _vote, "database": _vote},
+    _vote,
     {"samples": SAMPLES, "temperature": TEMPERATURE},
 )
