@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from serve_local.backends.base import Completion
-from serve_local.backends.options import Option
 from serve_local.callstream import CallDelta, CallStreamer
 from serve_local.chat_template import ChatTemplate
 from serve_local.errors import APIError, InvalidRequest
@@ -21,7 +20,6 @@ from serve_local.models import ResolvedModel
 from serve_local.schema import ChatRequest, Timings
 from serve_local.toolcalls import ToolSchemas, parse_tool_calls
 from serve_local.toolgrammar import (
-    GRAMMAR_MODES,
     CallConstraint,
     CallGrammar,
     CallPolicy,
@@ -29,36 +27,6 @@ from serve_local.toolgrammar import (
     Mode,
 )
 from serve_local.written import WrittenReplies
-
-# What every model backend reads (llama and transformers declare these among their options).
-MODEL_OPTIONS: tuple[Option, ...] = (
-    Option(
-        "--model",
-        "GGUF file, model folder, hf:<repo>/<file>, or a packaged name (default: $MODEL, else "
-        "a Qwen2.5-0.5B-Instruct GGUF in the Hugging Face cache, else the packaged "
-        "Qwen2.5-Coder-1.5B-Instruct; python -m serve_local.models list)",
-        env="MODEL",
-    ),
-    Option("--ctx", "context size in tokens", 4096, type=int),
-    Option("--threads", "CPU threads (default: all)", type=int),
-    Option(
-        "--tool-grammar",
-        "'lazy' constrains a tool call to an offered tool and its argument schema from the "
-        "moment the reply starts one (from the first token under tool_choice 'required'); "
-        "'off' parses free text only",
-        "lazy",
-        choices=GRAMMAR_MODES,
-        env="TOOL_GRAMMAR",
-    ),
-    Option(
-        "--written-replies",
-        "render a past reply of this server as the model wrote it, not in the chat template's "
-        "form, so the prefix cache keeps it (off by default: the model then reads its own call "
-        "shapes back and may copy them as text; see docs/server.md)",
-        False,
-        switch=True,
-    ),
-)
 
 DEFAULT_MAX_TOKENS = 512
 

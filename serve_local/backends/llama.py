@@ -17,13 +17,12 @@ from serve_local.backends.draft import (
     enable_prompt_lookup,
 )
 from serve_local.backends.generation import (
-    MODEL_OPTIONS,
     Generated,
     LocalBackend,
     Sampling,
     cut_at_stop,
 )
-from serve_local.backends.options import Option
+from serve_local.backends.options import MODEL_OPTIONS, Option
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode

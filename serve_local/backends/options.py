@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serve_local.errors import StartupError
+from serve_local.toolgrammar import GRAMMAR_MODES
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,37 @@ class Option:
         else:
             kwargs.update(type=self.type, choices=self.choices, metavar=self.metavar)
         group.add_argument(self.flag, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+# What every model backend reads: llama and transformers declare these among their options.
+MODEL_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--model",
+        "GGUF file, model folder, hf:<repo>/<file>, or a packaged name (default: $MODEL, else "
+        "a Qwen2.5-0.5B-Instruct GGUF in the Hugging Face cache, else the packaged "
+        "Qwen2.5-Coder-1.5B-Instruct; python -m serve_local.models list)",
+        env="MODEL",
+    ),
+    Option("--ctx", "context size in tokens", 4096, type=int),
+    Option("--threads", "CPU threads (default: all)", type=int),
+    Option(
+        "--tool-grammar",
+        "'lazy' constrains a tool call to an offered tool and its argument schema from the "
+        "moment the reply starts one (from the first token under tool_choice 'required'); "
+        "'off' parses free text only",
+        "lazy",
+        choices=GRAMMAR_MODES,
+        env="TOOL_GRAMMAR",
+    ),
+    Option(
+        "--written-replies",
+        "render a past reply of this server as the model wrote it, not in the chat template's "
+        "form, so the prefix cache keeps it (off by default: the model then reads its own call "
+        "shapes back and may copy them as text; see docs/server.md)",
+        False,
+        switch=True,
+    ),
+)
 
 
 def add_options(parser: argparse.ArgumentParser, declared: Mapping[str, Sequence[Option]]) -> None:
