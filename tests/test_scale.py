@@ -36,11 +36,12 @@ TASK_IDS = [t.id for t in load_tasks().tasks]
 # What a record says about the model's work; the rest (times, ids, paths) may differ.
 SAME = ("task_id", "epoch", "status", "turns", "tool_runs", "prompt_tokens",
         "completion_tokens", "cost_usd", "answer", "correct", "tools_called", "stop_reason",
-        "turn_finish_reasons", "checks", "model", "policy")  # fmt: skip
+        "turn_finish_reasons", "checks")  # fmt: skip
+SAME_SPEC = ("model", "policy")
 
 
 def work(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: r[k] for k in SAME} for r in records]
+    return [{**{k: r[k] for k in SAME}, **{k: r["spec"][k] for k in SAME_SPEC}} for r in records]
 
 
 class Gate(ScriptedBackend):

@@ -32,11 +32,11 @@ from evals.bfcl.items import (
 from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_settings
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
-from evals.record import PresetRecord, RunSpec, code_version, machine
+from evals.record import PresetRecord, RunSpec
 from evals.record.bfcl import BfclRun, ItemRecord, read_item_records, read_items, view
 from evals.run.progress import Progress
 from evals.run.runfiles import durable_append, start_partial
-from evals.run.runner import RESULTS, Summarize, default_out, model_entry
+from evals.run.runner import RESULTS, Summarize, default_out, served_spec
 from evals.run.servers import (
     PooledClient,
     Server,
@@ -159,27 +159,18 @@ def _header(
 ) -> tuple[RunSpec, BfclRun]:
     """What ran (the same :class:`RunSpec` a task eval records) and what BFCL's run fixes
     besides; built once, shared by every item's record."""
-    info = model_entry(servers, settings.model)
-    backend = info.get("backend") or servers[0].kind
     preset = PresetRecord(
         name=settings.preset, settings=loop_settings(settings.preset, settings.max_tokens)
     )
-    spec = RunSpec(
-        label=settings.label or f"{info['id']}@{backend}",
-        model=str(info["id"]),
-        model_sha256=info.get("sha256"),
-        backend=backend,
-        tool_grammar=info.get("tool_grammar"),
-        draft=info.get("draft"),
-        base_url=servers[0].base_url,
-        servers=[{"base_url": s.base_url, "software": s.software} for s in servers],
+    spec = served_spec(
+        servers,
+        settings.model,
+        settings.label,
         api="openai",
         # A multi-turn conversation runs through the loop under a preset; an item is one request.
         policy=preset if settings.multi_turn else None,
         solver="agent" if settings.multi_turn else "one-request",
         task_set="bfcl",
-        machine=machine(),
-        code_version=code_version(),
     )
     run = BfclRun(
         bfcl_eval=loaded["bfcl_eval"],

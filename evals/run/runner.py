@@ -87,6 +87,32 @@ def model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
     return entries[0]
 
 
+def served_spec(
+    servers: list[Server], requested: str | None, label: str | None, shape: str = "", **ran: Any
+) -> RunSpec:
+    """What ran, as the servers of the model say it (its weights, backend, tool grammar and
+    draft), with ``ran``: what the eval or the BFCL run fixes besides. Its label, when none is
+    given, is ``MODEL@BACKEND`` and the wire ``shape`` when it is not OpenAI's."""
+    info = model_entry(servers, requested)
+    model = str(info["id"])
+    backend = info.get("backend") or servers[0].kind  # a server not ours names no backend
+    return RunSpec(
+        label=label or f"{model}@{backend}{shape}",
+        model=model,
+        model_sha256=info.get("sha256"),
+        backend=backend,
+        # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
+        tool_grammar=info.get("tool_grammar"),
+        # Speculative decoding (serve_local's --draft), when the server says.
+        draft=info.get("draft"),
+        base_url=servers[0].base_url,
+        servers=[{"base_url": s.base_url, "software": s.software} for s in servers],
+        machine=machine(),
+        code_version=code_version(),
+        **ran,
+    )
+
+
 @dataclass
 class _Eval:
     """One model's eval in progress: its settings, files, and the servers that serve it."""
@@ -132,23 +158,13 @@ def _prepare(
     settings: EvalSettings, taskset: TaskSet, servers: list[Server], echo: Callable[[str], None]
 ) -> _Eval:
     chosen = servers_for(servers, settings.model)
-    info = model_entry(chosen, settings.model)
-    model = str(info["id"])
-    backend = info.get("backend") or chosen[0].kind  # a server not ours names no backend
     shape = "" if settings.api == "openai" else f"/{settings.api}"
-    label = settings.label or f"{model}@{backend}{shape}"
     loop = {k: v for k, v in asdict(settings).items() if k in LOOP_FIELDS}
-    spec = RunSpec(
-        label=label,
-        model=model,
-        model_sha256=info.get("sha256"),
-        backend=backend,
-        # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
-        tool_grammar=info.get("tool_grammar"),
-        # Speculative decoding (serve_local's --draft), when the server says.
-        draft=info.get("draft"),
-        base_url=chosen[0].base_url,
-        servers=[{"base_url": s.base_url, "software": s.software} for s in chosen],
+    spec = served_spec(
+        chosen,
+        settings.model,
+        settings.label,
+        shape,
         api=settings.api,
         loop=loop,
         policy=PresetRecord(**settings.preset.record()),
@@ -157,9 +173,8 @@ def _prepare(
         temperature=settings.temperature,
         task_set=taskset.name,
         task_set_hash=taskset.content_hash,
-        machine=machine(),
-        code_version=code_version(),
     )
+    model, backend, label = spec.model, spec.backend, str(spec.label)
     out = settings.out or default_out(
         label if settings.solver == "agent" else f"{label}-{settings.solver}"
     )
