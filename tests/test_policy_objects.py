@@ -13,7 +13,7 @@ import pytest
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.persist import load
-from harness.policies import Hook, Said, Setting, TurnPlan, UnknownSetting, registry
+from harness.policies import Hook, Prompt, Said, Setting, TurnPlan, UnknownSetting, registry
 from harness.policies.base import Config
 from harness.policies.conclude_on_limit import CONCLUDE
 from harness.policies.nudges import NUDGE, NUDGE_SUBMIT
@@ -192,3 +192,34 @@ def test_the_settings_table_in_the_docs_is_the_registrys() -> None:
     assert [line.split("`")[1].split()[0] for line in table.splitlines()[3:]] == [
         s.flag for s in registry.SETTINGS.values()
     ]
+
+
+class _ToolCount(Hook):
+    """A setting that needs context from the run's setup: the system prompt says how many
+    tools the run has. One object; it reads the setup the loop was given through the prompt."""
+
+    name = "tool_count"
+    settings = (Setting("tool_count", False, "say how many tools the run has", "bool"),)
+
+    def prompt(self, config: Config, prompt: Prompt) -> None:
+        if config.policy["tool_count"] and prompt.setup is not None:
+            prompt.rules.append(f" You have {len(prompt.setup.tools)} tools.")
+
+
+async def test_a_setting_that_needs_the_runs_context_reads_it_from_the_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No keyword threaded through the loop: the hook reads the run's Setup."""
+    hook = _ToolCount()
+    monkeypatch.setattr(registry, "POLICIES", (*registry.POLICIES, hook))
+    monkeypatch.setitem(registry.SETTINGS, "tool_count", hook.settings[0])
+    from harness import hooks
+
+    monkeypatch.setattr(hooks, "POLICIES", registry.POLICIES)
+    seen, client = recording([answer("done")])
+    setup = Setup(default_tools()[:2], create_workspace(tmp_path / "ws"))
+    async with client:
+        await run_loop(new_run("m", "q"), client, setup, LoopConfig.of(tool_count=True))
+        await run_loop(new_run("m", "q"), client, setup, LoopConfig())
+    assert seen[0]["messages"][0]["content"].endswith(" You have 2 tools.")
+    assert "You have 2 tools." not in seen[-1]["messages"][0]["content"]  # the setting off
