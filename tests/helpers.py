@@ -103,6 +103,7 @@ def run_record(**fields: Any) -> RunRecord:
     run on the database."""
     spec = {k: fields.pop(k) for k in list(fields) if k in RunSpec.model_fields}
     kept: dict[str, Any] = {k: fields.pop(k) for k in ("database", "audit") if k in fields}
+    kept = {k: v for k, v in kept.items() if v is not None}
     environment = {"name": "database", **kept} if kept else {"name": "workspace"}
     return RunRecord.model_validate(
         {

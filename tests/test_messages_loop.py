@@ -259,8 +259,8 @@ async def test_oracle_eval_gives_the_same_records_in_both_shapes(
             "cost_usd", "answer", "correct", "tools_called")  # fmt: skip
     for chat, messages in zip(runs["openai"], runs["anthropic"], strict=True):
         assert {k: messages[k] for k in same} == {k: chat[k] for k in same}
-        assert (chat["api"], messages["api"]) == ("openai", "anthropic")
+        assert (chat["spec"]["api"], messages["spec"]["api"]) == ("openai", "anthropic")
         assert messages["turn_finish_reasons"] == ["tool_use", "tool_use", "end_turn"]
         assert messages["stop_reason"] == "end_turn"
     assert all(r["correct"] for r in runs["anthropic"])
-    assert runs["anthropic"][0]["label"].endswith("/anthropic")
+    assert runs["anthropic"][0]["spec"]["label"].endswith("/anthropic")

@@ -145,7 +145,7 @@ async def test_several_models_one_queue_one_run_file_each(slow_url: str, tmp_pat
     ]
     lines: list[str] = []
     outs = await run_evals(settings, echo=lines.append)
-    assert [read_records(o)[0]["model"] for o in outs] == list(models)
+    assert [read_records(o)[0]["spec"]["model"] for o in outs] == list(models)
     assert [len(read_records(o)) for o in outs] == [6, 6]
     assert sum(line.startswith("[") for line in lines) == 12
     # Each model's records are its own eval's, the same as run alone.
@@ -171,7 +171,7 @@ def test_cli_models_writes_one_run_file_each_and_one_comparison(
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     runs = sorted((tmp_path / "results" / "runs").glob("*.jsonl"))
-    assert [read_records(r)[0]["model"] for r in runs] == ["scripted:oracle", "scripted:runaway"]
+    assert [read_records(r)[0]["spec"]["model"] for r in runs] == ["scripted:oracle", "scripted:runaway"]
     table = (tmp_path / "cmp.md").read_text()
     assert "scripted:oracle@scripted" in table and "scripted:runaway@scripted" in table
     assert "scripted:runaway@scripted" in stdout

@@ -30,6 +30,7 @@ from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import preset
+from serve_local.backends.registry import taken_by
 from serve_local.errors import StartupError
 from serve_local.process import serve_command, server_process
 
@@ -52,9 +53,8 @@ class SweepSettings:
 @contextmanager
 def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> Iterator[str]:
     """A serve_local server for ``model`` in a child process, stopped when the block ends."""
-    command = serve_command(
-        settings.backend, model=model, tool_grammar=settings.tool_grammar, threads=settings.threads
-    )
+    wanted = {"model": model, "tool_grammar": settings.tool_grammar, "threads": settings.threads}
+    command = serve_command(settings.backend, **taken_by(settings.backend, wanted))
     stack = ExitStack()
     try:
         url, ready_s, pid = stack.enter_context(server_process(command, timeout_s=900))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import cast
+from typing import Any, cast
 
 from serve_local.backends.base import Backend
 from serve_local.backends.options import Option
@@ -28,6 +28,13 @@ def declared() -> dict[str, tuple[Option, ...]]:
     return {
         name: tuple(importlib.import_module(module).OPTIONS) for name, module in BACKENDS.items()
     }
+
+
+def taken_by(backend: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Those of ``options`` (by name, as keywords) that ``backend`` declares: what a caller that
+    serves models on any backend (the sweep) gives the one it starts."""
+    own = {o.dest for o in declared()[backend]}
+    return {k: v for k, v in options.items() if k in own}
 
 
 def build(args: argparse.Namespace) -> Backend:
