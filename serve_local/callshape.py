@@ -1,6 +1,6 @@
 """What looks like a tool call in a model's text: the one definition the parser
 (:mod:`serve_local.toolcalls`), the call grammar's trigger (:mod:`serve_local.toolgrammar`) and the
-eval records (``evals.run.records``) share.
+eval records (``evals.run.recorder``) share.
 
 A call is a JSON object naming a tool, ``{"name": ..., "arguments": ...}`` (``parameters`` for
 ``arguments``, or OpenAI's ``{"type": "function", "function": {...}}``), written in any of the

@@ -147,6 +147,7 @@ SLOW_READ_PROCESS = textwrap.dedent(
     import asyncio, sys
     from harness.client import ProviderClient
     from harness.loop import SYSTEM_PROMPT, run_loop
+    from harness.setup import Setup
     from harness.state import new_run
     from harness.trace import Recorder
     from harness.workspace import Workspace
@@ -158,8 +159,8 @@ SLOW_READ_PROCESS = textwrap.dedent(
     async def main():
         async with ProviderClient(url) as client:
             tools = logged_reads(folder, hang_on="notes.txt")
-            await run_loop(state, client, tools, Workspace(folder + "/workspace"),
-                           recorder=Recorder(folder + "/runs"))
+            setup = Setup(tools, Workspace(folder + "/workspace"))
+            await run_loop(state, client, setup, recorder=Recorder(folder + "/runs"))
 
     asyncio.run(main())
     """

@@ -81,7 +81,7 @@ def test_what_is_no_record_is_named_with_its_line(
 
 
 def test_one_versioned_parse_serves_every_record_kind() -> None:
-    """Run records and BFCL item records read through ``evals.versioned``: each version's
+    """Run records and BFCL item records read through ``evals.record.versioned``: each version's
     upgrade runs in order, and what is not a record names the place and the kind."""
     from pydantic import BaseModel
 

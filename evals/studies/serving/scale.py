@@ -2,7 +2,7 @@
 (``concurrency``) grow: (a) against the scripted provider with a fixed latency per reply, where
 every configuration must give the same records; (b) against a real model on our server (one
 request decoded at a time) and on llama.cpp's llama-server with four slots. Run files go to a
-temporary folder and are read back with ``evals.run.records``."""
+temporary folder and are read back with ``evals.record``."""
 
 from __future__ import annotations
 
