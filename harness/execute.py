@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import hooks
+import harness.hooks as hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
 from harness.errors import Declined, InvalidArguments, ToolBug, ToolError

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from harness import hooks
+import harness.hooks as hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig

@@ -171,7 +171,10 @@ def test_cli_models_writes_one_run_file_each_and_one_comparison(
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     runs = sorted((tmp_path / "results" / "runs").glob("*.jsonl"))
-    assert [read_records(r)[0]["spec"]["model"] for r in runs] == ["scripted:oracle", "scripted:runaway"]
+    assert [read_records(r)[0]["spec"]["model"] for r in runs] == [
+        "scripted:oracle",
+        "scripted:runaway",
+    ]
     table = (tmp_path / "cmp.md").read_text()
     assert "scripted:oracle@scripted" in table and "scripted:runaway@scripted" in table
     assert "scripted:runaway@scripted" in stdout

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import harness.hooks as hooks
 from evals.tasks import Task
-from harness import hooks
 from harness.cancel import CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig
