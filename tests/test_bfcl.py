@@ -560,8 +560,9 @@ async def test_resume_refuses_records_made_under_other_settings(
 async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
     checker: Checker, items: list[Item], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The checker fails on the fourth verdict while other items are in flight: those stop
-    before the partial file closes, every line in it is a whole record, and a resume goes on."""
+    """The checker fails on the fourth verdict while other items are in flight: no item starts
+    after it, those in flight end before the partial file closes, every line in it is a whole
+    record, and a resume goes on."""
     real = Checker.score
     calls = 0
     seen: list[dict[str, Any]] = []
@@ -585,7 +586,7 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
             await run_bfcl(
                 settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
             )
-        # Nothing of the run is left going: no item asked after the failure, none still
+        # Nothing of the run is left going: no item started after the failure, none still
         # running to write to a closed file.
         assert len(seen) <= asked_by_then < 8
         assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []

@@ -4,16 +4,16 @@ tools, ``tool_choice`` left to the server's default, greedy) or of multi-turn co
 (``evals.bfcl.multi``: each through the agent loop), judged by BFCL's own checker in its own
 process.
 
-Records go to ``RUN_FILE.partial`` as each item is judged (fsynced); the run file appears,
-in BFCL's order, when every item has a record. ``--resume RUN_FILE.partial`` goes on with an
+Records go to ``RUN_FILE.partial`` as each item is judged (fsynced), through the driver every
+eval runs on (``evals.run.driver``); the run file appears, in BFCL's order, when every item has
+a record. ``--resume RUN_FILE.partial`` goes on with an
 interrupted run: its settings come from its records, and only the items without one are asked.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,8 +34,8 @@ from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
 from evals.record import PresetRecord, RunSpec
 from evals.record.bfcl import BfclRun, ItemRecord, read_item_records, read_items, view
+from evals.run.driver import RunFile, drive
 from evals.run.progress import Progress
-from evals.run.runfiles import durable_append, start_partial
 from evals.run.runner import RESULTS, Summarize, default_out, served_spec
 from evals.run.servers import (
     PooledClient,
@@ -236,7 +236,6 @@ async def run_bfcl(
         model = spec.model
         out = settings.out or default_out(str(spec.label), BFCL_RESULTS)
         out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(out.name + ".partial")
         runs = out.with_suffix(".runs")  # each conversation's state (ID.json) and trace
         kept = _kept(settings, context, items)
         done = {r.id for r in kept}
@@ -254,67 +253,56 @@ async def run_bfcl(
             + ("" if settings.max_tokens is None else f"; replies capped at {settings.max_tokens}")
         )
         pool = ServerPool()
-        slots = asyncio.Semaphore(settings.concurrency)
         options = TurnOptions(max_tokens=settings.max_tokens)
-        start_partial(partial, [r.line() for r in kept])
+        to = RunFile(out, [i.id for i in items], _item_id, [r.line() for r in kept])
         started = time.monotonic()
-        progress = Progress(len(items), echo, bar, already=len(kept))
-        with open(partial, "a", encoding="utf-8") as f, progress:
 
-            async def conversation(entry: Entry) -> None:
-                async with slots:
-                    client = PooledClient(pool, servers)
-                    done, verdict = await judge(
-                        entry,
-                        client,
-                        model,
-                        checker,
-                        key=conversation_key(out, entry.id),
-                        loaded=loaded,
-                        policy=loop_settings(settings.preset, settings.max_tokens),
-                        recorder=Recorder(
-                            state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"
-                        ),
-                    )
-                record = entry_record(spec, run, entry, done, verdict, client.answered)
-                durable_append(f, record)
-                progress.finished(f"{entry.id}: {result_line(record)}")
+        async def conversation(entry: Entry, write: Callable[[dict[str, Any]], None]) -> None:
+            client = PooledClient(pool, servers)
+            done, verdict = await judge(
+                entry,
+                client,
+                model,
+                checker,
+                key=conversation_key(out, entry.id),
+                loaded=loaded,
+                policy=loop_settings(settings.preset, settings.max_tokens),
+                recorder=Recorder(state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"),
+            )
+            record = entry_record(spec, run, entry, done, verdict, client.answered)
+            write(record)
+            progress.finished(f"{entry.id}: {result_line(record)}")
 
-            async def one(item: Item) -> None:
-                async with slots:
-                    client = PooledClient(pool, servers)
-                    reply, error = await ask(client, model, item, options)
-                # What BFCL records when the request fails: the error as the model's text.
-                result = (
-                    bfcl_result(item, reply.message)
-                    if reply
-                    else f"Error during inference: {error}"
-                )
-                verdict = await checker.score(item.id, item.category, result)
-                record = item_record(
-                    spec, run, item, reply, error, verdict, result, client.answered
-                )
-                durable_append(f, record)
-                progress.finished(f"{item.id}: {result_line(record)}")
+        async def one(item: Item, write: Callable[[dict[str, Any]], None]) -> None:
+            client = PooledClient(pool, servers)
+            reply, error = await ask(client, model, item, options)
+            # What BFCL records when the request fails: the error as the model's text.
+            result = (
+                bfcl_result(item, reply.message) if reply else f"Error during inference: {error}"
+            )
+            verdict = await checker.score(item.id, item.category, result)
+            record = item_record(spec, run, item, reply, error, verdict, result, client.answered)
+            write(record)
+            progress.finished(f"{item.id}: {result_line(record)}")
 
-            try:
-                # A failure in one item (the checker gone, say) cancels the others, and every
-                # one has stopped before the partial file closes: no record is cut or lost.
-                async with asyncio.TaskGroup() as group:
-                    for item in todo:
-                        group.create_task(conversation(item) if settings.multi_turn else one(item))
-            except BaseExceptionGroup as failed:
-                raise failed.exceptions[0] from None
-            finally:
-                await pool.aclose()
-    rank = {item.id: n for n, item in enumerate(items)}
-    records = sorted(read_item_records(partial), key=lambda r: rank[r.id])
-    start_partial(partial, [r.line() for r in records])
-    os.replace(partial, out)
+        each = conversation if settings.multi_turn else one
+        try:
+            with Progress(len(items), echo, bar, already=len(kept)) as progress:
+                jobs = [(to, functools.partial(each, item)) for item in todo]
+                raised = await drive(jobs, [to], settings.concurrency)
+        finally:
+            await pool.aclose()
+        if raised:
+            echo(f"an item raised; the records of the others are kept in {to.partial}")
+            raise raised[0]
     if summarize is not None:
         echo(summarize(out, round((time.monotonic() - started) * 1000, 1)))
     echo(f"wrote {out}")
     return out
+
+
+def _item_id(line: dict[str, Any]) -> str:
+    return str(line["id"])
 
 
 def _kept(settings: BfclSettings, context: dict[str, Any], items: list[Item]) -> list[ItemRecord]:

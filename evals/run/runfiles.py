@@ -1,5 +1,5 @@
-"""The files of one eval: the run file (written whole at the end) and its ``.partial`` (a
-record appended and fsynced as each task finishes)."""
+"""Writing a run file's ``.partial``: a record appended and fsynced as each job finishes, and
+the file replaced whole in one step (``evals.run.driver`` writes through these)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import json
 import os
 from pathlib import Path
 from typing import IO, Any
-
-from evals.record import read_runs
 
 
 def durable_append(f: IO[str], record: dict[str, Any]) -> None:
@@ -27,11 +25,3 @@ def start_partial(partial: Path, records: list[dict[str, Any]]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, partial)
-
-
-def finish(partial: Path, out: Path, order: list[tuple[str, int]]) -> None:
-    """The run file: the partial's records in task order, however they finished."""
-    rank = {key: i for i, key in enumerate(order)}
-    records = sorted(read_runs(partial), key=lambda r: rank[(r.task_id, r.epoch)])
-    start_partial(partial, [r.line() for r in records])
-    os.replace(partial, out)

@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from evals.environments import Opened, environment_of, held_by
 from evals.errors import EvalError
@@ -25,10 +26,10 @@ from evals.record import (
     machine,
     task_folder,
 )
+from evals.run.driver import Job, RunFile, drive
 from evals.run.progress import Progress
 from evals.run.recorder import not_run_record, task_record
 from evals.run.resume import refuse_changed_setup
-from evals.run.runfiles import durable_append, finish, start_partial
 from evals.run.servers import (
     PooledClient,
     Server,
@@ -113,6 +114,10 @@ def served_spec(
     )
 
 
+def _task_and_epoch(line: dict[str, Any]) -> tuple[str, int]:
+    return (line["task_id"], line["epoch"])
+
+
 @dataclass
 class _Eval:
     """One model's eval in progress: its settings, files, and the servers that serve it."""
@@ -129,14 +134,12 @@ class _Eval:
     tasks: list[Task]
     # Each environment its tasks run on, opened for this eval (by environment name).
     opened: dict[str, Opened] = field(default_factory=dict)
-    written: int = 0
     server_gone: str | None = None
-    file: IO[str] | None = None
-    finished_at: float | None = None  # monotonic time of its last record
+    to: RunFile = field(init=False)  # the run file, as the driver writes it
 
-    @property
-    def partial(self) -> Path:
-        return self.out.with_name(self.out.name + ".partial")
+    def __post_init__(self) -> None:
+        kept = [r.line() for r in self.kept.values()]
+        self.to = RunFile(self.out, list(self.order), _task_and_epoch, kept)
 
     def todo(self) -> list[tuple[int, Task, int]]:
         """(position in the task set, task, epoch) of each task run still to do."""
@@ -146,12 +149,6 @@ class _Eval:
             for i, t in enumerate(self.tasks)
             if (t.id, e) not in self.kept
         ]
-
-    def append(self, record: RunRecord) -> None:
-        assert self.file is not None
-        durable_append(self.file, record.line())
-        self.written += 1
-        crash_point("LOOPBENCH_CRASH_AFTER_TASK", str(len(self.kept) + self.written))
 
 
 def _prepare(
@@ -220,6 +217,7 @@ async def _one(
     scratch: Path,
     progress: Progress,
     after_task: Callable[[RunRecord], None] | None,
+    write: Callable[[dict[str, Any]], None],
 ) -> None:
     opened = ev.opened[environment_of(task).name]
     seed = ev.settings.epoch_seed(epoch)
@@ -257,8 +255,8 @@ async def _one(
         )
         if state.status == "failed" and not await _any_reachable(ev.servers):
             ev.server_gone = f"the model server stopped answering ({state.error})"
-    ev.append(record)
-    ev.finished_at = time.monotonic()
+    write(record.line())
+    crash_point("LOOPBENCH_CRASH_AFTER_TASK", str(len(ev.kept) + ev.to.written))
     prefix = f"{ev.spec.label} " if progress.total > len(ev.order) else ""
     progress.finished(f"{prefix}{task.id} e{epoch}: {result_line(record)}")
     if after_task:
@@ -297,50 +295,31 @@ async def run_evals(
     )
     pool = ServerPool(first.api)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
-    slots = asyncio.Semaphore(first.concurrency)
-    raised: list[Exception] = []
 
-    async def bounded(n: int, ev: _Eval, task: Task, epoch: int) -> None:
-        async with slots:
-            if raised:
-                return  # the eval stops: what is not started stays for --resume
-            try:  # each eval its own scratch: run ids repeat across models
-                await _one(ev, task, epoch, pool, scratch / str(n), progress, after_task)
-            except Exception as exc:
-                raised.append(exc)
+    def job(n: int, ev: _Eval, task: Task, epoch: int) -> Job:
+        # Each eval its own scratch: run ids repeat across models.
+        return partial(_one, ev, task, epoch, pool, scratch / str(n), progress, after_task)
 
     try:
         for n, ev in enumerate(runs):  # opened (a database checked) before any task runs
             for env, held in held_by(ev.tasks):
                 ev.opened[env.name] = env.open(held, ev.settings.db, scratch / f"{env.name}-{n}")
-        for ev in runs:
-            start_partial(ev.partial, [r.line() for r in ev.kept.values()])
-            ev.file = open(ev.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
         total = sum(len(ev.order) for ev in runs)
         started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
-            # A task run that raises stops the eval, but only once the runs in flight have
-            # ended: the files, clients and scratch folder close after the last of them, so
-            # their records are kept whole.
-            await asyncio.gather(*(bounded(n, ev, t, e) for e, _, n, ev, t in todo))
+            jobs = [(ev.to, job(n, ev, t, e)) for e, _, n, ev, t in todo]
+            raised = await drive(jobs, [ev.to for ev in runs], first.concurrency)
         if raised:
-            kept = ", ".join(str(ev.partial) for ev in runs)
+            kept = ", ".join(str(ev.to.partial) for ev in runs)
             echo(f"a task run raised; the records of the others are kept in {kept}")
             raise raised[0]
-        for ev in runs:
-            assert ev.file is not None
-            ev.file.close()
-            finish(ev.partial, ev.out, ev.order)
     finally:
-        for ev in runs:
-            if ev.file is not None:
-                ev.file.close()
         await pool.aclose()
         shutil.rmtree(scratch, ignore_errors=True)
     for ev in runs:
         # The eval's own wall clock, from the queue's start to its last record: at concurrency
         # above 1 it is less than the task runs' wall times added up.
-        elapsed = (ev.finished_at or started) - started
+        elapsed = (ev.to.finished_at or started) - started
         if summarize is not None:
             line = summarize(ev.out, round(elapsed * 1000, 1))
             echo((f"{ev.spec.label}: " if len(runs) > 1 else "") + line)
