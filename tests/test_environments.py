@@ -18,7 +18,7 @@ from evals.environments.base import scripted_calls
 from evals.errors import EvalError
 from evals.record import OtherData, WorkspaceData, read_runs
 from evals.run.runner import EvalSettings, run_eval
-from evals.scoring.checks import offerable_tools, stated
+from evals.scoring.evidence import offerable_tools, stated
 from evals.studies import strategies
 from evals.tasks import Task, TaskSet, load_tasks
 from harness.setup import Setup

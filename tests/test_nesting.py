@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
-from evals.scoring.checks import stated
+from evals.scoring.evidence import stated
 from evals.tasks import load_tasks
 from serve_local.callshape import call_spans, scan_calls
 from serve_local.callstream import CallStreamer

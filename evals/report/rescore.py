@@ -28,7 +28,7 @@ from evals.record import (
 from evals.report.markdown import table
 from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
-from evals.scoring.checks import score
+from evals.scoring.evidence import score
 from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
 from harness.state import RunState
 

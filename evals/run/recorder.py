@@ -8,7 +8,7 @@ from typing import Any
 
 from evals.numbers import mean, p95
 from evals.record import ERROR, NOT_RUN, EnvironmentData, RunRecord, RunSpec
-from evals.scoring.checks import offerable_tools
+from evals.scoring.evidence import offerable_tools
 from evals.tasks import Task
 from harness.state import RunState
 from serve_local.callshape import call_spans

@@ -1,6 +1,6 @@
 """Where a run is judged: the checks of a task applied to a finished run (``checks``), and the
 same checks applied again to runs recorded earlier (``rescore``)."""
 
-from evals.scoring.checks import check_passes, describe, files_read, received, score, stated
+from evals.scoring.evidence import check_passes, describe, files_read, received, score, stated
 
 __all__ = ["check_passes", "describe", "files_read", "received", "score", "stated"]

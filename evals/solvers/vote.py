@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from evals.scoring.answers import commitment
-from evals.scoring.checks import stated
+from evals.scoring.evidence import stated
 from evals.solvers.base import Steps, Workflow, said
 from evals.solvers.gather import ANSWER, gather
 from evals.tasks import Facts, Task

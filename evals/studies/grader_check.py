@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.scoring.answers import commitment
-from evals.scoring.checks import RunEvidence, stated
+from evals.scoring.evidence import RunEvidence, stated
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
 

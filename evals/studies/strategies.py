@@ -35,7 +35,7 @@ from statsmodels.stats.multitest import multipletests
 from evals.environments import Reading, environment_of
 from evals.report.markdown import table
 from evals.report.stats import wilson
-from evals.scoring.checks import score
+from evals.scoring.evidence import score
 from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo, chance_of
 from harness.state import RunState
 

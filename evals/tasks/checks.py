@@ -2,7 +2,7 @@
 
 A check passes or fails on :class:`Evidence`, what a finished run shows: the answer it stated,
 its status, the files it read, the tool results it received and the calls it made
-(``evals.scoring.checks`` reads these from a run's state). The ``Check`` union below is the
+(``evals.scoring.evidence`` reads these from a run's state). The ``Check`` union below is the
 registry: a new kind is one model with ``kind`` and ``passes``, and one line there.
 """
 

@@ -12,7 +12,7 @@ Parts, each a module that measures and renders itself (runnable alone with
   packaged model, on recorded agent turns: identical replies and ms per generated token.
 * ``backends`` (engines.py): llama vs transformers on the same transcripts.
 * ``prefix`` (prefix.py): prompt tokens evaluated per turn, prefix cache on vs off.
-* ``analyst`` (analyst.py): the SQL analyst's turns on the default model: the share of each
+* ``analyst`` (analyst_turns.py): the SQL analyst's turns on the default model: the share of each
   prompt the prefix cache carries, and wall per question with parallel calls on and off.
 * ``harness`` (overhead.py): the harness's own milliseconds per turn.
 * ``throughput`` (throughput.py): the scripted provider's requests/s and p50/p99.

@@ -11,7 +11,7 @@ from typing import Any
 
 from evals.record import code_version, machine
 from evals.studies.serving import (
-    analyst,
+    analyst_turns,
     draft,
     engines,
     grammar,
@@ -40,7 +40,7 @@ PARTS: dict[str, Part] = {
         scale.PART,
         ladder.PART,
         draft.PART,
-        analyst.PART,
+        analyst_turns.PART,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
