@@ -34,9 +34,12 @@ TIMINGS = {"prompt_n": 30, "cache_n": 60, "predicted_n": 10, "prompt_ms": 150.0}
 
 
 def _eval(url: str, folder: Path, model: str, **extra: Any) -> Path:
+    """An eval in a thread of its own: the module's browser (Playwright's sync API) keeps an
+    event loop running in this one while it is open."""
     out = folder / f"{model.removeprefix('scripted:')}.jsonl"
     settings = EvalSettings(base_url=url, model=model, out=out, label=model, **extra)
-    return asyncio.run(run_eval(settings, echo=lambda _: None))
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run_eval(settings, echo=lambda _: None)).result()
 
 
 def _as_model(run_file: Path, model: str | None, minute: int) -> Path:
