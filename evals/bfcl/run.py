@@ -33,7 +33,7 @@ from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
 from evals.record import PresetRecord, RunSpec
-from evals.record.bfcl import BfclRun, ItemRecord, read_item_records, read_items, view
+from evals.record.bfcl import BfclRun, ItemRecord, header, read_item_records, read_items, view
 from evals.run.driver import RunFile, drive
 from evals.run.progress import Progress
 from evals.run.runner import RESULTS, Summarize, default_out, served_spec
@@ -232,7 +232,7 @@ async def run_bfcl(
                 [Item.from_checker(i) for i in loaded["items"]], settings.limit, settings.seed
             )
         spec, run = _header(settings, servers, loaded)
-        context = view(ItemRecord(spec=spec, bfcl=run, id="", category=""))  # what it compares
+        context = header(spec, run)  # what a resumed run's records are compared with
         model = spec.model
         out = settings.out or default_out(str(spec.label), BFCL_RESULTS)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -246,8 +246,8 @@ async def run_bfcl(
         software = ", ".join(sorted({s.software for s in servers}))
         echo(
             f"bfcl (bfcl-eval {loaded['bfcl_eval']}): {len(items)} items ({counts}), seed "
-            f"{settings.seed}, model {model} ({context['backend']}, tool grammar "
-            f"{context['tool_grammar']}), {len(servers)} server(s) ({software}): "
+            f"{settings.seed}, model {model} ({spec.backend}, tool grammar "
+            f"{spec.tool_grammar}), {len(servers)} server(s) ({software}): "
             + ", ".join(s.base_url for s in servers)
             + (f"; resuming {out.name}: {len(kept)} of {len(items)} kept" if kept else "")
             + ("" if settings.max_tokens is None else f"; replies capped at {settings.max_tokens}")

@@ -94,10 +94,7 @@ class ItemRecord(BaseModel):
         return self.model_dump(mode="json")
 
 
-_SPEC_FIELDS = (
-    *("label", "model", "model_sha256", "backend", "tool_grammar", "draft", "base_url"),
-    *("servers", "machine", "code_version"),
-)
+_SPEC_FIELDS = tuple(k for k in RunSpec.model_fields if k != "policy")
 _BFCL_FIELDS = tuple(BfclRun.model_fields)
 
 
@@ -121,13 +118,20 @@ def parse(raw: dict[str, Any], where: str) -> ItemRecord:
     return parse_versioned(ItemRecord, raw, where, "BFCL item record", UPGRADES)
 
 
+def header(spec: RunSpec, run: BfclRun) -> dict[str, Any]:
+    """What ran and BFCL's run as one mapping, the preset by its name: what a resumed run's
+    records are compared with."""
+    flat = {**spec.model_dump(mode="json"), **run.model_dump(mode="json")}
+    flat["policy"] = spec.policy and spec.policy.name
+    return flat
+
+
 def view(record: ItemRecord) -> dict[str, Any]:
-    """The record as one mapping, as the summaries and the comparison index it: what ran
-    (the preset by its name), BFCL's run, then the item's own fields."""
+    """The record as one mapping, as the summaries and the comparison index it: its
+    :func:`header`, then the item's own fields."""
     line = record.line()
-    spec, run = line.pop("spec"), line.pop("bfcl")
-    spec["policy"] = spec["policy"] and spec["policy"]["name"]
-    return {**spec, **run, **line}
+    del line["spec"], line["bfcl"]
+    return {**header(record.spec, record.bfcl), **line}
 
 
 def read_item_records(path: str | Path) -> list[ItemRecord]:
