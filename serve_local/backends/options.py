@@ -88,6 +88,11 @@ MODEL_OPTIONS: tuple[Option, ...] = (
 )
 
 
+def _declared_by(option: Option, declared: Mapping[str, Sequence[Option]]) -> list[str]:
+    """The backends that declare ``option`` (by its flag), in registry order."""
+    return [name for name, opts in declared.items() if any(o.flag == option.flag for o in opts)]
+
+
 def add_options(parser: argparse.ArgumentParser, declared: Mapping[str, Sequence[Option]]) -> None:
     """Each backend's options (``declared``: by backend name) in a group of its own; an option
     several backends declare is added once, in the first one's group, naming them all."""
@@ -98,8 +103,7 @@ def add_options(parser: argparse.ArgumentParser, declared: Mapping[str, Sequence
             if option.flag in added:
                 continue
             added.add(option.flag)
-            by = [n for n, opts in declared.items() if any(o.flag == option.flag for o in opts)]
-            option.add_to(group, by)
+            option.add_to(group, _declared_by(option, declared))
 
 
 def apply_defaults(
@@ -110,7 +114,7 @@ def apply_defaults(
     own = {o.dest: o for o in declared[backend]}
     for option in {o.dest: o for opts in declared.values() for o in opts}.values():
         if option.dest not in own and hasattr(args, option.dest):
-            takers = [n for n, opts in declared.items() if option in opts]
+            takers = _declared_by(option, declared)
             raise StartupError(
                 f"{option.flag} is an option of the {' and '.join(takers)} backend"
                 f"{'s' if len(takers) > 1 else ''}, not of {backend}; the {backend} backend "
