@@ -124,7 +124,6 @@ class _Eval:
 
     settings: EvalSettings
     servers: list[Server]
-    model: str
     spec: RunSpec
     out: Path
     keep: Path
@@ -181,7 +180,7 @@ def _prepare(
     refuse_changed_setup(out, list(kept.values()), spec)
     order = [(t.id, e) for e in range(1, settings.epochs + 1) for t in taskset.tasks]
     ev = _Eval(
-        settings, chosen, model, spec, out, keep, eval_id(keep, settings), order, kept,
+        settings, chosen, spec, out, keep, eval_id(keep, settings), order, kept,
         taskset.tasks,
     )  # fmt: skip
     software = ", ".join(sorted({s.software for s in chosen}))
@@ -234,7 +233,7 @@ async def _one(
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
         state = await run_task(
-            task, ev.settings, ev.model, run_id, scratch, ev.keep, client, opened, epoch
+            task, ev.settings, ev.spec.model, run_id, scratch, ev.keep, client, opened, epoch
         )
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
