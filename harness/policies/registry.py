@@ -91,7 +91,12 @@ def _usage(setting: Setting[Any]) -> str:
         "float": setting.metavar or "X",
         "text": setting.metavar or "TEXT",
     }[setting.kind]
-    return f"`{setting.flag} {value}`".replace("|", "\\|")
+    return f"`{setting.flag} {value}`"
+
+
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell: a pipe escaped, so it does not end the cell."""
+    return text.replace("|", "\\|")
 
 
 def _plain(setting: Setting[Any]) -> str:
@@ -108,7 +113,7 @@ def settings_table() -> str:
     plain loop; the docs hold it between ``<!-- settings -->`` markers, rebuilt by
     ``python -m harness.policies --write docs/policies.md``."""
     rows = [
-        f"| {_usage(s)} | {(s.doc or s.help).replace('|', chr(92) + '|')} | {_plain(s)} |"
+        "| " + " | ".join(_cell(c) for c in (_usage(s), s.doc or s.help, _plain(s))) + " |"
         for s in SETTINGS.values()
     ]
     return "\n".join(["| flag | what it does | plain loop |", "|---|---|---|", *rows])
