@@ -17,6 +17,12 @@ STAMP_INSPECT := $(VENV)/.installed-inspect
 BFCL_VENV := .venv-bfcl
 BFCL_EVAL_VERSION := 2026.3.23
 STAMP_BFCL := $(BFCL_VENV)/.installed-bfcl
+# The community MCP servers the task families run, each where its own dependencies hold
+# (mcp-server-git needs the MCP SDK 2.x, mcp-server-sqlite the 1.x API): a virtualenv each,
+# the filesystem server from npm, and one folder of entry points (mcp-servers/bin) that the
+# MCP environment looks in before PATH.
+MCP_DIR := mcp-servers
+STAMP_MCP := $(MCP_DIR)/.installed
 
 # make serve-local BACKEND=transformers MODEL=smollm2-135m-instruct PORT=8000 THREADS=2
 # NAME tells servers apart: make serve-local NAME=smol PORT=8002 runs beside the default one.
@@ -39,7 +45,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: mcp-servers leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -327,9 +333,23 @@ postgresql:
 		{ $$sudo apt-get update >/dev/null 2>&1 && $$sudo apt-get install -y postgresql >/dev/null 2>&1; } || \
 		echo "make: postgresql could not be installed (needs root or sudo): the PostgreSQL tests will be skipped"; }
 
+mcp-servers: $(STAMP_MCP)
+
+$(STAMP_MCP): $(STAMP_DEV) $(MCP_DIR)/git.txt $(MCP_DIR)/sqlite.txt $(MCP_DIR)/package.json $(MCP_DIR)/package-lock.json
+	test -x $(MCP_DIR)/git/bin/python || $(PYTHON) -m venv $(MCP_DIR)/git
+	$(MCP_DIR)/git/bin/python -m pip install --quiet --disable-pip-version-check -r $(MCP_DIR)/git.txt
+	test -x $(MCP_DIR)/sqlite/bin/python || $(PYTHON) -m venv $(MCP_DIR)/sqlite
+	$(MCP_DIR)/sqlite/bin/python -m pip install --quiet --disable-pip-version-check -r $(MCP_DIR)/sqlite.txt
+	cd $(MCP_DIR) && npm ci --no-audit --no-fund --silent
+	mkdir -p $(MCP_DIR)/bin
+	ln -sf ../git/bin/mcp-server-git $(MCP_DIR)/bin/mcp-server-git
+	ln -sf ../sqlite/bin/mcp-server-sqlite $(MCP_DIR)/bin/mcp-server-sqlite
+	ln -sf ../node_modules/.bin/mcp-server-filesystem $(MCP_DIR)/bin/mcp-server-filesystem
+	touch $@
+
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
 # names every skipped test and the 20 slowest.
-test: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server chromium postgresql
+test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server chromium postgresql
 	$(PY) -m pytest -q -rs --durations=20
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)
@@ -341,4 +361,4 @@ lint: $(STAMP_DEV) $(STAMP_INSPECT)
 check: lint test
 
 clean:
-	rm -rf $(VENV) $(BFCL_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BFCL_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache $(MCP_DIR)/git $(MCP_DIR)/sqlite $(MCP_DIR)/node_modules $(MCP_DIR)/bin $(STAMP_MCP)

@@ -8,6 +8,8 @@ HarnessError
 │   ├── Repeated     a repeat of a call that failed, answered with that failure
 │   └── ToolBug      a tool raised something else: a bug in the tool, still read by the model
 ├── ProviderError    the model server failed or answered with an error status
+├── ToolServerFailed a tool's server (an MCP server) would not start, died, hung or broke the
+│                    protocol: the machinery failed, and the run ends as an error
 ├── NotPending       approve/reject named a call that is not waiting (harness.approvals)
 └── StateFileError   a saved run cannot be loaded; names the file (harness.persist)
 """
@@ -68,6 +70,12 @@ class ToolBug(ToolError):
         super().__init__(
             f"the tool {tool_name} failed unexpectedly ({exc.__class__.__name__}: {exc})"
         )
+
+
+class ToolServerFailed(HarnessError):
+    """The server behind a tool failed: it would not start or initialize, exited, did not answer
+    within the tool timeout, or answered outside the protocol. Not the model's doing, so it is
+    never a result the model reads: the run stops, and an eval counts it as an error."""
 
 
 class ProviderError(HarnessError):

@@ -17,7 +17,7 @@ from typing import Any
 import harness.hooks as hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.config import LoopConfig
-from harness.errors import Declined, InvalidArguments, ToolBug, ToolError
+from harness.errors import Declined, InvalidArguments, ToolBug, ToolError, ToolServerFailed
 from harness.faults import crash_point
 from harness.state import (
     Call,
@@ -144,6 +144,11 @@ async def execute(
         task.cancel()
         raise ToolDidNotStop(call.name)
     task.cancel()
+    tool = tools.get(call.name)
+    if tool is not None and tool.hang_is_fault:
+        raise ToolServerFailed(
+            f"the server behind {call.name} did not answer within {config.tool_timeout_s:g} s"
+        )
     error = ToolError(
         f"{call.name} did not finish within {config.tool_timeout_s:g} s and was stopped"
     )

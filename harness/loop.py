@@ -32,7 +32,7 @@ import harness.hooks as hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig
-from harness.errors import ProviderError
+from harness.errors import ProviderError, ToolServerFailed
 from harness.execute import Stop, answer_pending
 from harness.replies import record_turn, settle
 from harness.setup import Setup
@@ -166,9 +166,9 @@ async def framed(
     body: Callable[[CancelToken], Awaitable[RunState]],
 ) -> RunState:
     """Run ``body`` as the run's driver: under its wall-clock deadline and ``cancel``, with
-    the clock running; a cancellation or a provider that failed for good ends the run with that
-    status, and every exit is saved. The agent loop and the workflows (``evals.solvers``) both
-    run inside it."""
+    the clock running; a cancellation, a provider that failed for good or a tool's server that
+    failed ends the run with that status, and every exit is saved. The agent loop and the
+    workflows (``evals.solvers``) both run inside it."""
     token = CancelToken()
     if cancel is not None:
         cancel.link(token)
@@ -182,6 +182,9 @@ async def framed(
         return stopped_by(state, recorder, Stop("interrupted", cancelled), token)
     except ProviderError as exc:
         state.provider_unavailable = exc.unavailable
+        return stop(state, recorder, "failed", error=str(exc))
+    except ToolServerFailed as exc:
+        state.tool_server_failed = True
         return stop(state, recorder, "failed", error=str(exc))
     finally:
         if timer is not None:

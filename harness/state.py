@@ -100,6 +100,9 @@ class RunState:
     # The run ended because the provider was unavailable (unreachable, or 429/5xx after its
     # retries): a failure of the machinery, which an eval counts as an error, not an answer.
     provider_unavailable: bool = False
+    # The run ended because a tool's server failed (harness.errors.ToolServerFailed): the
+    # machinery's fault too.
+    tool_server_failed: bool = False
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
     asks: list[Ask] = field(default_factory=list)  # what loop policies said, in order
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.cancel import Cancelled
-from harness.errors import ToolBug, ToolError
+from harness.errors import ToolBug, ToolError, ToolServerFailed
 from harness.state import Call
 from harness.tools import Tool, ToolContext, check_arguments, parse_arguments
 
@@ -25,7 +25,8 @@ class ToolOutcome:
 
 
 async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> ToolOutcome:
-    """The call's outcome; only cancellation escapes, every failure becomes an error result."""
+    """The call's outcome; only cancellation and a failed tool server escape, every other
+    failure becomes an error result."""
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(tools)
@@ -38,8 +39,8 @@ async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> Tool
     start = time.perf_counter()
     try:
         content = await tool.run(args, ctx)
-    except Cancelled:
-        raise
+    except (Cancelled, ToolServerFailed):
+        raise  # ToolServerFailed: the machinery failed, the run stops (harness.loop.framed)
     except ToolError as exc:
         return ToolOutcome(call, "", True, _ms(start), exc, facts=ctx.facts or None)
     except Exception as exc:  # a bug in the tool must not end the run: the model reads it

@@ -57,6 +57,10 @@ class Tool:
     # False: a key the parameters do not declare is refused before the tool runs, whatever the
     # schema says of additional properties (a tool whose backend turns keys into code).
     extra_keys: bool = True
+    # True: the tool is a server's (an MCP server's), and a call that outlives the tool timeout
+    # means the server hung: the machinery's fault, so the run ends as an error
+    # (ToolServerFailed) instead of the model reading that the call timed out.
+    hang_is_fault: bool = False
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool."""

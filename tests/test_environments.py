@@ -5,7 +5,8 @@ scorer and the strategies follow)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,9 @@ INTRO = "You read the wall clock for the user."
 
 
 class _OpenedClock:
-    def setup(self, task: Task, folder: Path) -> Setup:
-        return Setup([CLOCK], create_workspace(folder, files={}), intro=INTRO)
+    @asynccontextmanager
+    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
+        yield Setup([CLOCK], create_workspace(folder, files={}), intro=INTRO)
 
     def record(self, task: Task, state: RunState | None) -> OtherData:
         return OtherData.model_validate({"name": "clock", "reading": "wall clock"})

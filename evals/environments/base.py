@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,9 +38,11 @@ class Reading:
 class Opened(Protocol):
     """An environment opened for one eval's tasks."""
 
-    def setup(self, task: Task, folder: Path) -> Setup:
-        """What the task runs with: its tools, over a workspace laid out in ``folder`` (fresh
-        for each task run), and what the system prompt may say of it."""
+    def setup(self, task: Task, folder: Path) -> AbstractAsyncContextManager[Setup]:
+        """What the task runs with, for as long as the run lasts: its tools, over a workspace
+        laid out in ``folder`` (fresh for each task run), and what the system prompt may say of
+        it. What the tools need running (an MCP server) is stopped on the way out; what cannot
+        be started raises ``harness.errors.ToolServerFailed``, and the task run is an error."""
         ...
 
     def record(self, task: Task, state: RunState | None) -> EnvironmentData:

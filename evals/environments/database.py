@@ -5,7 +5,8 @@ rows. A task's record names the database and the audit of every query it ran."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +87,10 @@ class _Opened:
     def __init__(self, databases: Databases) -> None:
         self.databases = databases
 
-    def setup(self, task: Task, folder: Path) -> Setup:
+    @asynccontextmanager
+    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
         database = self.databases.for_task(_ref(task))
-        return Setup(
+        yield Setup(
             sql_tools(database),
             create_workspace(folder, files={}),
             intro=sql_intro(database.dialect),

@@ -3,7 +3,8 @@ seed files where it names none)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from evals.environments.base import Reading, scripted_calls
@@ -16,8 +17,9 @@ from harness.workspace import SEED_FILES, create_workspace
 
 
 class _Opened:
-    def setup(self, task: Task, folder: Path) -> Setup:
-        return Setup(default_tools(), create_workspace(folder, files=task.workspace))
+    @asynccontextmanager
+    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
+        yield Setup(default_tools(), create_workspace(folder, files=task.workspace))
 
     def record(self, task: Task, state: RunState | None) -> WorkspaceData:
         return WorkspaceData()

@@ -10,7 +10,14 @@ records through these models.
 * :mod:`~evals.record.files`: run files and the files kept beside them.
 """
 
-from evals.record.environments import DatabaseData, EnvironmentData, OtherData, WorkspaceData
+from evals.record.environments import (
+    DatabaseData,
+    EnvironmentData,
+    McpData,
+    McpServerData,
+    OtherData,
+    WorkspaceData,
+)
 from evals.record.files import (
     keep_compact,
     kept_file,
@@ -28,6 +35,8 @@ __all__ = [
     "RECORD_VERSION",
     "DatabaseData",
     "EnvironmentData",
+    "McpData",
+    "McpServerData",
     "OtherData",
     "PresetRecord",
     "RunRecord",

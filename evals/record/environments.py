@@ -31,6 +31,30 @@ class DatabaseData(BaseModel):
     audit: list[dict[str, Any]] | None = None
 
 
+class McpServerData(BaseModel):
+    """One MCP server a task run started: its name in the task file, what it calls itself and
+    its version (``serverInfo``), and each tool it offered with its input schema's hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    server_name: str | None = None
+    server_version: str | None = None
+    tools: dict[str, str] = {}
+
+
+class McpData(BaseModel):
+    """Tools from MCP servers (``evals.environments.mcp``): the servers as started (None: the
+    run never started them, or they failed before listing their tools), and the database file
+    a ``{database}`` placeholder named, when the task names a bank."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["mcp"] = "mcp"
+    servers: list[McpServerData] | None = None
+    database: str | None = None
+
+
 class OtherData(BaseModel):
     """An environment this module has no model for: its name, and what it kept as fields."""
 
@@ -39,7 +63,7 @@ class OtherData(BaseModel):
     name: str
 
 
-_KNOWN = ("workspace", "database")
+_KNOWN = ("workspace", "database", "mcp")
 
 
 def _tag(value: Any) -> str:
@@ -50,6 +74,7 @@ def _tag(value: Any) -> str:
 EnvironmentData = Annotated[
     Annotated[WorkspaceData, Tag("workspace")]
     | Annotated[DatabaseData, Tag("database")]
+    | Annotated[McpData, Tag("mcp")]
     | Annotated[OtherData, Tag("other")],
     Discriminator(_tag),
 ]

@@ -68,7 +68,7 @@ def task_record(
         timestamp=_now(),
         answered_by=answered_by,
         server_software=server_software,
-        status=ERROR if state.provider_unavailable else state.status,
+        status=ERROR if state.provider_unavailable or state.tool_server_failed else state.status,
         interruption=state.interruption,
         error=state.error,
         stop_reason=state.stop_reason,

@@ -12,6 +12,7 @@ from evals.solvers import TaskRun, solver_named
 from evals.tasks import Task
 from harness.approvals import reject
 from harness.client import ChatClient
+from harness.errors import ToolServerFailed
 from harness.loop import LoopConfig, run_loop
 from harness.presets import apply
 from harness.state import RunState, new_run
@@ -46,7 +47,6 @@ async def run_task(
     """One task on a fresh workspace, with what its environment (``opened`` for this eval)
     gives it; its state file and trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
-    setup = opened.setup(task, scratch / run_id / "workspace")
     solver = solver_named(settings.solver)
     state = new_run(model, task.question, run_id=run_id)
     state.meta["task_tools"] = task.tools
@@ -55,13 +55,19 @@ async def run_task(
     if earlier is not None:
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
     environment = environment_of(task).name
-    run = TaskRun(task, environment, state, client, setup, config, recorder)
-    await solver.solve(run)
-    while (
-        settings.approvals == "reject"
-        and state.interruption
-        and state.interruption.get("type") == "approval"
-    ):
-        reject(state, state.interruption["call_id"], EVAL_REJECTION)
-        await run_loop(state, client, setup, config, recorder)
+    try:
+        async with opened.setup(task, scratch / run_id / "workspace") as setup:
+            run = TaskRun(task, environment, state, client, setup, config, recorder)
+            await solver.solve(run)
+            while (
+                settings.approvals == "reject"
+                and state.interruption
+                and state.interruption.get("type") == "approval"
+            ):
+                reject(state, state.interruption["call_id"], EVAL_REJECTION)
+                await run_loop(state, client, setup, config, recorder)
+    except ToolServerFailed as exc:  # the tools' servers failed to start (or to stop)
+        state.status, state.error, state.tool_server_failed = "failed", str(exc), True
+        recorder.event(state, "run_stopped", status="failed", error=state.error)
+        recorder.checkpoint(state)
     return state

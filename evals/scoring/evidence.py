@@ -193,8 +193,8 @@ class RunEvidence:
     def called(self, name: str, arguments: dict[str, Any] | None) -> bool:
         return _called(self.state, name, arguments)
 
-    def results(self, tool: str) -> list[str]:
-        return [r.content for r in self.received if r.name == tool]
+    def results(self, tool: str | None) -> list[str]:
+        return [r.content for r in self.received if tool is None or r.name == tool]
 
     def credits(self, answer: TypedAnswer) -> bool:
         return answers.credits(answer, self.answer)

@@ -9,12 +9,15 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from evals.errors import EvalError
@@ -36,12 +39,14 @@ from evals.tasks.checks import (
     Observed,
     ObservedValue,
     OneOf,
+    Received,
     Regex,
     StatusIs,
     ToolCalled,
     TypedAnswer,
     YesNo,
 )
+from harness.mcp.servers import ServerConfig
 
 __all__ = [
     "ANSWER_KINDS",
@@ -62,7 +67,10 @@ __all__ = [
     "Observed",
     "ObservedValue",
     "OneOf",
+    "Received",
     "Regex",
+    "RepositoryRef",
+    "ServerConfig",
     "StatusIs",
     "Task",
     "TaskFileError",
@@ -73,6 +81,7 @@ __all__ = [
     "chance_of",
     "checks_hash",
     "load_tasks",
+    "task_file_problems",
     "task_hash",
 ]
 
@@ -93,8 +102,26 @@ class DatabaseRef(BaseModel):
     fingerprint: str = Field(min_length=1)
 
 
-class Task(BaseModel):
+class RepositoryRef(BaseModel):
+    """A git repository a task's questions are asked about, laid out in its workspace: a
+    generated history, named by its seed, with the fingerprint of its commits."""
+
     model_config = ConfigDict(extra="forbid")
+    source: Literal["history"] = "history"
+    seed: int
+    fingerprint: str = Field(min_length=1)
+
+
+# The MCP servers a task runs with, in the shape desktop clients use (``mcpServers``).
+_SERVERS = Field(
+    default=None,
+    validation_alias=AliasChoices("mcpServers", "mcp_servers"),
+    serialization_alias="mcpServers",
+)
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
     checks: list[Check] = Field(min_length=1)
@@ -107,6 +134,18 @@ class Task(BaseModel):
     kind: str | None = None
     # The database the task runs on (the sql family); none: a workspace of files.
     database: DatabaseRef | None = None
+    # The git repository its workspace holds (the git family); none: plain files.
+    repository: RepositoryRef | None = None
+    # The MCP servers whose tools it runs with (``evals.environments.mcp``); none: this
+    # project's own tools. A task set's ``mcpServers`` apply to its tasks that name none.
+    mcp_servers: dict[str, ServerConfig] | None = _SERVERS
+    # The calls that fetch every result this task's evidence checks ask for (tool, arguments):
+    # what the question-blind strategies read first, on an environment whose tools are a
+    # server's (evals.studies.strategies).
+    reading: list[tuple[str, dict[str, Any]]] | None = None
+    # What the system prompt says the run works on (``{workspace}``: its folder); none: the
+    # environment's own words.
+    intro: str | None = None
 
     @field_validator("workspace")
     @classmethod
@@ -127,6 +166,14 @@ class Task(BaseModel):
         }
         if self.database is not None:  # absent from file tasks, so their hashes stay
             asked["database"] = self.database.model_dump()
+        if self.repository is not None:
+            asked["repository"] = self.repository.model_dump()
+        if self.intro is not None:
+            asked["intro"] = self.intro
+        if self.mcp_servers is not None:
+            asked["mcpServers"] = {
+                n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
+            }
         return _digest(asked)
 
     @property
@@ -167,10 +214,22 @@ def _digest(value: Any) -> str:
 
 
 class TaskSet(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str
     description: str = ""
+    # Servers, and the system prompt's opening, for every task that names none of its own.
+    mcp_servers: dict[str, ServerConfig] | None = _SERVERS
+    intro: str | None = None
     tasks: list[Task] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _defaults_to_tasks(self) -> TaskSet:
+        for task in self.tasks:
+            if task.mcp_servers is None and self.mcp_servers is not None:
+                task.mcp_servers = dict(self.mcp_servers)
+            if task.intro is None and self.intro is not None:
+                task.intro = self.intro
+        return self
 
     @field_validator("tasks")
     @classmethod
@@ -244,24 +303,88 @@ def _offset_of(text: str, path: tuple[str | int, ...]) -> int:
     return i
 
 
-def load_tasks(path: str | Path | None = None) -> TaskSet:
-    """Read and check a task file; any problem is reported with its line before any run."""
-    path = Path(path) if path else DEFAULT_TASKS
+def _yaml_line(text: str, path: tuple[str | int, ...]) -> int:
+    """The line of the value at ``path`` in a YAML document (best effort: the deepest node the
+    path reaches)."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    line = node.start_mark.line + 1 if node is not None else 1
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            found = [v for k, v in node.value if getattr(k, "value", None) == step]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            found = node.value[step : step + 1]
+        else:
+            found = []
+        if not found:
+            break
+        node = found[0]
+        line = node.start_mark.line + 1
+    return line
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix.lower() in (".yaml", ".yml")
+
+
+def _read(path: Path) -> tuple[str, Any]:
+    """The file's text and what it holds (JSON, or YAML read with ``yaml.safe_load``)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read the task file ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+    if _is_yaml(path):
+        try:
+            return text, yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f", line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise TaskFileError(f"{path}{line}: not valid YAML: {problem}") from exc
     try:
-        data = json.loads(text)
+        return text, json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(f"{path}, line {exc.lineno}: not valid JSON: {exc.msg}") from exc
-    try:
-        return TaskSet.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(p for p in first["loc"] if isinstance(p, (str, int)))
+
+
+def _problems(path: Path, text: str, exc: ValidationError) -> list[str]:
+    """Each problem pydantic found, as ``FILE, line N: field.path: what was expected``."""
+    found = []
+    for error in exc.errors():
+        loc = tuple(p for p in error["loc"] if isinstance(p, (str, int)))
         # A bad check kind is reported under the kind's tag; point at the check itself.
-        known = [p for p in loc if not (isinstance(p, str) and p in CHECK_KINDS)]
-        line = text.count("\n", 0, _offset_of(text, tuple(known))) + 1
+        known = tuple(p for p in loc if not (isinstance(p, str) and p in CHECK_KINDS))
+        if _is_yaml(path):
+            line = _yaml_line(text, known)
+        else:
+            line = text.count("\n", 0, _offset_of(text, known)) + 1
         where = ".".join(str(p) for p in known) or "top level"
-        raise TaskFileError(f"{path}, line {line}: {where}: {first['msg']}") from exc
+        found.append(f"{path}, line {line}: {where}: {error['msg']}")
+    return list(dict.fromkeys(found))
+
+
+def task_file_problems(path: str | Path) -> tuple[TaskSet | None, list[str]]:
+    """The task set in ``path``, or None and every problem with it (file, line, field, what
+    was expected)."""
+    path = Path(path)
+    try:
+        text, data = _read(path)
+    except TaskFileError as exc:
+        return None, [str(exc)]
+    try:
+        return TaskSet.model_validate(data), []
+    except ValidationError as exc:
+        return None, _problems(path, text, exc)
+
+
+def load_tasks(path: str | Path | None = None) -> TaskSet:
+    """Read and check a task file (JSON, or YAML by its suffix); any problem is reported with
+    its line before any run."""
+    taskset, problems = task_file_problems(Path(path) if path else DEFAULT_TASKS)
+    if taskset is None:
+        more = (
+            f" (and {len(problems) - 1} more: python -m evals check-tasks)" if problems[1:] else ""
+        )
+        raise TaskFileError(problems[0] + more)
+    return taskset

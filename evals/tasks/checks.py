@@ -41,8 +41,9 @@ class Evidence(Protocol):
         outcome."""
         ...
 
-    def results(self, tool: str) -> list[str]:
-        """The text of every result of ``tool`` the run received (calls that succeeded)."""
+    def results(self, tool: str | None) -> list[str]:
+        """The text of every result of ``tool`` (None: of any tool) the run received (calls
+        that succeeded)."""
         ...
 
     def credits(self, answer: TypedAnswer) -> bool:
@@ -136,17 +137,32 @@ class Observed(_Check):
         return run.observed(self.tool, self.arguments or {}, self.result_contains)
 
 
+class Received(_Check):
+    """Some result the run received (a call that succeeded) holds every string of
+    ``result_contains``, whichever tool gave it (``tool``: only that one). The evidence for a
+    task whose tools are a server's (``mcpServers``), where the tools' names and arguments are
+    the server's: what grounds the answer is the text the model read."""
+
+    kind: Literal["received"]
+    result_contains: list[str] = Field(min_length=1)
+    tool: str | None = None
+
+    def passes(self, run: Evidence) -> bool:
+        wanted = [s.lower() for s in self.result_contains]
+        return any(all(s in r.lower() for s in wanted) for r in run.results(self.tool))
+
+
 _RESULT_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
 
 
 class ObservedValue(_Check):
-    """The run received the answer's value in a result of ``tool``: a number within
-    ``tolerance`` of ``number`` (whatever the query's rounding), and every one of ``texts``
-    (names, as whole words) in some result. What grounds an answer computed by a query: the
-    model's query need not be the gold one, only its result must hold the value."""
+    """The run received the answer's value in a result of ``tool`` (None: of any tool): a
+    number within ``tolerance`` of ``number`` (whatever the query's rounding), and every one of
+    ``texts`` (names, as whole words) in some result. What grounds an answer computed by a
+    query: the model's query need not be the gold one, only its result must hold the value."""
 
     kind: Literal["observed_value"]
-    tool: str = Field(min_length=1)
+    tool: str | None = Field(default=None, min_length=1)
     number: float | None = None
     tolerance: float = Field(default=0.0, ge=0.0)
     texts: list[str] = Field(default_factory=list)
@@ -274,6 +290,7 @@ Check = Annotated[
     | ToolCalled
     | Observed
     | ObservedValue
+    | Received
     | StatusIs
     | Answer,
     Field(discriminator="kind"),
@@ -281,7 +298,7 @@ Check = Annotated[
 
 # Checks on the answer's text, and checks that the run saw the fact the answer states.
 ANSWER_KINDS = frozenset({"answer", "contains", "contains_any", "regex"})
-EVIDENCE_KINDS = frozenset({"observed", "observed_value", "files_read"})
+EVIDENCE_KINDS = frozenset({"observed", "observed_value", "received", "files_read"})
 
 
 def _kinds(union: Any) -> set[str]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.tasks import TaskSet, generate, load_tasks, sql
+from evals.tasks import TaskSet, generate, git, load_tasks, sql
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,10 @@ def _files(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
     return load_tasks(generate.write(seed, n, out, split))
 
 
+def _git(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
+    return git.write(seed, n, out, split)
+
+
 def _sql(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
     return sql.write(seed, n, out, split)[1]
 
@@ -41,6 +45,12 @@ SOURCES: dict[str, Source] = {
             "an analyst's questions about a generated bank, asked through run_sql and describe",
             SPLITS,
             _sql,
+        ),
+        Source(
+            "git",
+            "questions about a generated git history, through mcp-server-git (an MCP server)",
+            git.SPLITS,
+            _git,
         ),
     )
 }

@@ -1,0 +1,145 @@
+"""Tools from MCP servers: a task that names ``mcpServers`` runs with the tools those servers
+offer (:mod:`harness.mcp.servers`), started afresh for each task run over a folder laid out
+for it: the task's files (the seed files where it names none), its git repository when it
+names one, and a copy of its bank's SQLite file when it names a database (``{database}``), so
+a server that writes changes only that run's copy.
+
+Placeholders the servers' entries may use: ``{workspace}`` (the run's folder) and
+``{database}`` (the copy of the bank). A server that fails is the machinery's fault: the task
+run is an error, and the eval goes on with the next task.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from evals.environments.base import Reading, scripted_calls
+from evals.errors import EvalError
+from evals.record import McpData, McpServerData
+from evals.tasks import Task
+from evals.tasks.git import build_repository
+from evals.tasks.sql.build import sqlite_file
+from harness.errors import ToolServerFailed
+from harness.mcp.servers import ServerRecord, open_servers, resolve_command
+from harness.setup import Setup
+from harness.state import RunState
+from harness.workspace import create_workspace
+
+INTRO = (
+    "You are a careful assistant. Use the tools to look before you answer. The folder you "
+    "work on is {workspace}."
+)
+PLACEHOLDERS = ("workspace", "database")
+_BRACED = ["{" + p + "}" for p in PLACEHOLDERS]
+
+
+class _Opened:
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        # What each task run's servers said of themselves, by run id, for its record.
+        self.started: dict[str, list[ServerRecord]] = {}
+        self.databases: dict[str, str] = {}
+
+    def _lay_out(self, task: Task, folder: Path) -> dict[str, str]:
+        """The task's folder laid out; the placeholders' values."""
+        workspace = create_workspace(folder, files=task.workspace)
+        values = {"workspace": str(workspace.root)}
+        if task.repository is not None:
+            build_repository(task.repository, workspace.root)
+        if task.database is not None:
+            bank = sqlite_file(
+                task.database.seed, self.scratch / "databases", task.database.fingerprint
+            )
+            copy = folder.parent / "database.sqlite"
+            shutil.copyfile(bank, copy)
+            values["database"] = str(copy)
+        return values
+
+    @asynccontextmanager
+    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
+        values = self._lay_out(task, folder)
+        if task.mcp_servers is None:
+            raise EvalError(f"task {task.id} names no MCP servers")
+        key = folder.parent.name  # the run id (evals.run.taskrun lays out RUN_ID/workspace)
+        async with open_servers(task.mcp_servers, values, folder.parent / "mcp-logs") as started:
+            self.started[key] = started.records
+            if "database" in values:
+                self.databases[key] = Path(values["database"]).name
+            intro = (task.intro or INTRO).replace("{workspace}", values["workspace"])
+            yield Setup(started.tools, create_workspace(folder, files={}), intro=intro)
+
+    def record(self, task: Task, state: RunState | None) -> McpData:
+        key = state.run_id if state is not None else ""
+        started = self.started.pop(key, None)
+        servers = None if started is None else [McpServerData(**r.as_dict()) for r in started]
+        return McpData(servers=servers, database=self.databases.pop(key, None))
+
+
+class McpEnvironment:
+    name = "mcp"
+    # A server's tools are known only once it runs; a call written as text that gives
+    # arguments is cut from an answer whatever it names (evals.scoring.evidence.stated).
+    tool_names: frozenset[str] = frozenset()
+    default_policy = "all-helps"
+
+    def holds(self, task: Task) -> bool:
+        return task.mcp_servers is not None
+
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
+        """Every server's command found, and every placeholder one known, before any task."""
+        for task in tasks:
+            for name, config in (task.mcp_servers or {}).items():
+                unknown = config.placeholders() - set(PLACEHOLDERS)
+                if unknown:
+                    raise EvalError(
+                        f"task {task.id}: MCP server {name!r} uses {{{sorted(unknown)[0]}}}, "
+                        f"not a placeholder (they are: {', '.join(_BRACED)})"
+                    )
+                if "database" in config.placeholders() and task.database is None:
+                    raise EvalError(
+                        f"task {task.id}: MCP server {name!r} uses {{database}} but the task "
+                        "names no database"
+                    )
+                try:
+                    resolve_command(config.command)
+                except ToolServerFailed as exc:
+                    raise EvalError(f"task {task.id}: {exc}") from exc
+        if db is not None and any(t.database for t in tasks):
+            raise EvalError(
+                "the MCP environment hands a server a copy of the bank as a SQLite file; "
+                "--db applies to run_sql's tasks only"
+            )
+        return _Opened(scratch)
+
+    async def read_all(self, task: Task, scratch: Path) -> Reading:
+        """The task's ``reading`` calls made through the real loop and the servers' tools:
+        each result by its call (``TOOL ARGUMENTS``), and all of them as the results a
+        question-blind answer may copy from."""
+        if not task.reading:
+            raise EvalError(
+                f"task {task.id} names no reading (the calls that fetch what its checks ask "
+                "for), so no strategy can read it first"
+            )
+        opened = self.open([task], None, scratch)
+        folder = scratch / task.id / "reading" / "workspace"
+        async with opened.setup(task, folder) as setup:
+            root = str(setup.workspace.root)
+            calls = [(tool, _filled(args, root)) for tool, args in task.reading]
+            state, results = await scripted_calls(
+                task.question, calls, setup.tools, setup.workspace
+            )
+        labels = [f"{tool} {json.dumps(args, sort_keys=True)}" for tool, args in task.reading]
+        contents = dict(zip(labels, results, strict=True))
+        return Reading(state, [], contents, results="\n".join(results))
+
+
+def _filled(args: dict[str, Any], workspace: str) -> dict[str, Any]:
+    """A reading call's arguments with ``{workspace}`` in its strings made the run's folder."""
+    return {
+        k: v.replace("{workspace}", workspace) if isinstance(v, str) else v for k, v in args.items()
+    }

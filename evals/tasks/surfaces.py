@@ -1,0 +1,165 @@
+"""The same questions over two tool surfaces, so what a surface is worth is measured task by
+task: this project's tools served over MCP (``loopbench-mcp serve``) against a community server
+from the registries, both through the MCP environment, scored by the same checks.
+
+* ``files``: a file task set (files6, a generated one) with our ``list_files`` and
+  ``read_file`` (``ours``), or the reference filesystem server from npm (``filesystem``: its
+  read-only tools).
+* ``sql``: the SQL analyst's questions with our ``run_sql`` and ``describe`` (``ours``), or
+  ``mcp-server-sqlite`` (``sqlite``: ``read_query``, ``list_tables``, ``describe_table``, which
+  the task file vouches read-only: the server declares no annotations), each over a copy of the
+  task's bank.
+
+The checks are made surface-blind: an ``observed`` check of one of our tools becomes a
+``received`` check of the same strings in any result (our listing's unit, "bytes", left out:
+the filesystem server writes sizes its own way), ``files_read`` becomes one ``received`` check
+per file with that file's first line, and ``observed_value`` of ``run_sql`` takes the value from
+any tool's result. Each task names the calls its surface needs to fetch that evidence
+(``reading``), for the question-blind strategies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evals.errors import EvalError
+from evals.tasks import (
+    FilesRead,
+    Observed,
+    ObservedValue,
+    Received,
+    ServerConfig,
+    Task,
+    TaskSet,
+)
+from evals.tasks.sql.bank import TABLES
+from evals.tasks.sql.questions import gold_for
+from harness.workspace import SEED_FILES
+
+OURS = "ours"
+SURFACES = {"files": ("ours", "filesystem"), "sql": ("ours", "sqlite")}
+_OUR_SERVER = "loopbench-mcp"
+FILESYSTEM_READS = [
+    "read_text_file", "read_multiple_files", "list_directory", "list_directory_with_sizes",
+    "directory_tree", "search_files", "get_file_info", "list_allowed_directories",
+]  # fmt: skip
+SQLITE_READS = ["read_query", "list_tables", "describe_table"]
+SERVERS: dict[tuple[str, str], dict[str, ServerConfig]] = {
+    ("files", "ours"): {
+        "files": ServerConfig(command=_OUR_SERVER, args=["serve", "--workspace", "{workspace}"])
+    },
+    ("files", "filesystem"): {
+        "filesystem": ServerConfig(
+            command="mcp-server-filesystem", args=["{workspace}"], allow=FILESYSTEM_READS
+        )
+    },
+    ("sql", "ours"): {
+        "sql": ServerConfig(command=_OUR_SERVER, args=["serve", "--db", "{database}"])
+    },
+    ("sql", "sqlite"): {
+        "sqlite": ServerConfig(
+            command="mcp-server-sqlite",
+            args=["--db-path", "{database}"],
+            allow=SQLITE_READS,
+            read_only=SQLITE_READS,
+        )
+    },
+}
+FILES_INTRO = (
+    "You are a careful assistant working in a folder of files at {workspace}. Use the tools to "
+    "look at the files before you answer."
+)
+SQL_INTRO = (
+    "You are a careful data analyst. You answer questions about a bank's data from a read-only "
+    "SQLite database with the tables branches, customers, accounts and transactions. Use the "
+    "tools to see their columns and to query them before you answer; give the figure or the "
+    "names the data shows."
+)
+LISTING_UNIT = "bytes"
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
+
+
+def _file_checks(task: Task) -> list[Any]:
+    files = task.workspace if task.workspace is not None else SEED_FILES
+    checks: list[Any] = []
+    for check in task.checks:
+        if isinstance(check, Observed):
+            wanted = [s for s in check.result_contains if s != LISTING_UNIT]
+            if not wanted and check.arguments and isinstance(check.arguments.get("path"), str):
+                wanted = [_first_line(files[check.arguments["path"]])]
+            checks.append(Received(kind="received", result_contains=wanted or list(files)))
+        elif isinstance(check, FilesRead):
+            checks += [
+                Received(kind="received", result_contains=[_first_line(files[f])])
+                for f in check.files
+            ]
+        else:
+            checks.append(check)
+    return checks
+
+
+def _file_reading(task: Task, surface: str) -> list[tuple[str, dict[str, Any]]]:
+    names = sorted(task.workspace if task.workspace is not None else SEED_FILES)
+    if surface == OURS:
+        return [("list_files", {}), *(("read_file", {"path": n}) for n in names)]
+    listing = ("list_directory_with_sizes", {"path": "{workspace}"})
+    return [listing, *(("read_text_file", {"path": "{workspace}/" + n}) for n in names)]
+
+
+def _sql_checks(task: Task) -> list[Any]:
+    return [
+        c.model_copy(update={"tool": None}) if isinstance(c, ObservedValue) else c
+        for c in task.checks
+    ]
+
+
+def _sql_reading(task: Task, surface: str) -> list[tuple[str, dict[str, Any]]]:
+    gold = gold_for(task.question)
+    queries = [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
+    if surface == OURS:
+        return [("describe", {}), *(("run_sql", {"query": q}) for q in queries)]
+    described = [("describe_table", {"table_name": t}) for t in TABLES]
+    return [("list_tables", {}), *described, *(("read_query", {"query": q}) for q in queries)]
+
+
+def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
+    """``taskset``'s questions over ``surface`` (``SURFACES[family]``), with surface-blind
+    checks and the reading that surface needs."""
+    if surface not in SURFACES.get(family, ()):
+        known = ", ".join(f"{f}: {'/'.join(s)}" for f, s in SURFACES.items())
+        raise EvalError(f"no surface {surface!r} for {family!r} (there are: {known})")
+    tasks = []
+    for task in taskset.tasks:
+        if (task.database is not None) != (family == "sql"):
+            raise EvalError(f"task {task.id} is not a {family} task")
+        if family == "files":
+            checks, reading = _file_checks(task), _file_reading(task, surface)
+        else:
+            checks, reading = _sql_checks(task), _sql_reading(task, surface)
+        tasks.append(
+            task.model_copy(
+                update={
+                    "checks": checks,
+                    "reading": reading,
+                    "mcp_servers": dict(SERVERS[(family, surface)]),
+                    "tools": None,  # the server's tools, as the tools setting offers them
+                    "intro": FILES_INTRO if family == "files" else SQL_INTRO,
+                }
+            )
+        )
+    return TaskSet(
+        name=f"{taskset.name}-mcp-{surface}",
+        description=f"{taskset.name} over MCP: {surface} tools ({family})",
+        tasks=tasks,
+    )
+
+
+def write_taskset(taskset: TaskSet, out: Path) -> None:
+    """``taskset`` as a task file (servers under ``mcpServers``)."""
+    data = taskset.model_dump(exclude_none=True, by_alias=True)
+    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
