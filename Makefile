@@ -45,7 +45,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: mcp-servers leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: mcp-servers mcp-tasks leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -169,6 +169,19 @@ eval: $(STAMP_DEV)
 	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
+
+# The MCP families' task sets (evals/tasks/mcp/): the git family over mcp-server-git (dev and
+# test seeds), and the file and SQL sets over two tool surfaces each, ours served over MCP
+# against a community server, for paired comparisons. Committed; this rewrites them.
+MCP_TASKS := evals/tasks/mcp
+mcp-tasks: $(STAMP_DEV)
+	mkdir -p $(MCP_TASKS)
+	$(PY) -m evals generate --family git --split dev --n 30 --out $(MCP_TASKS)/git-dev-s0-n30.json
+	$(PY) -m evals generate --family git --split test --n 60 --out $(MCP_TASKS)/git-test-s1000-n60.json
+	@$(foreach t,files6 gen-test-s1000-n60,$(foreach s,ours filesystem,$(PY) -m evals surface \
+		--family files --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
+	@$(foreach t,sql-dev-s0-n30 sql-test-s1000-n60,$(foreach s,ours sqlite,$(PY) -m evals surface \
+		--family sql --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
 
 # The sql family under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
 # [SQL_POLICY=analyst-schema] (the schema in the system prompt)

@@ -85,7 +85,9 @@ class McpEnvironment:
     # A server's tools are known only once it runs; a call written as text that gives
     # arguments is cut from an answer whatever it names (evals.scoring.evidence.stated).
     tool_names: frozenset[str] = frozenset()
-    default_policy = "all-helps"
+    # The loop's controls that name none of this project's tools (all-helps forces list_files
+    # first and its prompt speaks of it): a server's tools meet the same loop as ours.
+    default_policy = "penalized"
 
     def holds(self, task: Task) -> bool:
         return task.mcp_servers is not None

@@ -83,6 +83,7 @@ __all__ = [
     "load_tasks",
     "task_file_problems",
     "task_hash",
+    "write_taskset",
 ]
 
 DEFAULT_TASKS = Path(__file__).parent / "files6.json"
@@ -246,6 +247,21 @@ class TaskSet(BaseModel):
         """A hash of every task's content (``task_hash``) in order: two runs asked the same
         questions exactly when their task sets' hashes agree."""
         return _digest([t.task_hash for t in self.tasks])
+
+
+def write_taskset(taskset: TaskSet, out: Path) -> None:
+    """``taskset`` as a task file: servers under ``mcpServers``, and the servers and intro its
+    tasks share written once, at the top."""
+    data = taskset.model_dump(exclude_none=True, by_alias=True)
+    for name in ("mcpServers", "intro"):
+        values = [t.get(name) for t in data["tasks"]]
+        if values[0] is not None and all(v == values[0] for v in values):
+            data[name] = values[0]
+            for task in data["tasks"]:
+                task.pop(name)
+    keys = ["name", "description", "mcpServers", "intro", "tasks"]
+    ordered = {k: data[k] for k in keys if k in data}
+    out.write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def chance_of(task: Task) -> float:

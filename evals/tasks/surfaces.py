@@ -20,8 +20,6 @@ any tool's result. Each task names the calls its surface needs to fetch that evi
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
@@ -157,9 +155,3 @@ def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
         description=f"{taskset.name} over MCP: {surface} tools ({family})",
         tasks=tasks,
     )
-
-
-def write_taskset(taskset: TaskSet, out: Path) -> None:
-    """``taskset`` as a task file (servers under ``mcpServers``)."""
-    data = taskset.model_dump(exclude_none=True, by_alias=True)
-    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -175,7 +175,8 @@ def tool_text(result: Any) -> str:
         elif kind == "resource" and hasattr(block.resource, "text"):
             parts.append(str(block.resource.text))
         elif kind in ("image", "audio"):
-            size = len(str(getattr(block, "data", ""))) * 3 // 4
+            data = str(getattr(block, "data", ""))  # base64
+            size = len(data) * 3 // 4 - data[-2:].count("=")
             mime = getattr(block, "mime_type", "?")
             parts.append(f"[{kind} ({mime}, about {size} bytes): not shown, this loop reads text]")
         elif kind == "resource_link":
@@ -304,23 +305,42 @@ async def open_servers(
     tools within ``start_timeout_s`` (each answer) raises ToolServerFailed."""
     logs.mkdir(parents=True, exist_ok=True)
     prefixed = len(configs) > 1
-    async with AsyncExitStack() as stack:
-        tools: list[Tool] = []
-        records: list[ServerRecord] = []
-        for name, config in configs.items():
-            stderr = logs / f"{_NAME.sub('_', name)}.stderr"
-            session, record, listed = await _start(
-                stack, name, config, values, stderr, start_timeout_s
-            )
-            for tool in listed:
-                if not config.offers(tool.name):
-                    continue
-                offered = _offered_name(name, tool.name, prefixed)
-                vouched = tool.name in config.read_only
-                made, digest = _as_tool(name, session, tool, offered, stderr, vouched)
-                if any(t.name == made.name for t in tools):
-                    raise ToolServerFailed(f"two MCP tools are offered as {made.name!r}")
-                tools.append(made)
-                record.tools[made.name] = digest
-            records.append(record)
-        yield Servers(tools, records)
+    try:
+        async with AsyncExitStack() as stack:
+            tools: list[Tool] = []
+            records: list[ServerRecord] = []
+            for name, config in configs.items():
+                stderr = logs / f"{_NAME.sub('_', name)}.stderr"
+                session, record, listed = await _start(
+                    stack, name, config, values, stderr, start_timeout_s
+                )
+                for tool in listed:
+                    if not config.offers(tool.name):
+                        continue
+                    offered = _offered_name(name, tool.name, prefixed)
+                    vouched = tool.name in config.read_only
+                    made, digest = _as_tool(name, session, tool, offered, stderr, vouched)
+                    if any(t.name == made.name for t in tools):
+                        raise ToolServerFailed(f"two MCP tools are offered as {made.name!r}")
+                    tools.append(made)
+                    record.tools[made.name] = digest
+                records.append(record)
+            yield Servers(tools, records)
+    except BaseExceptionGroup as group:
+        raise _one_of(group) from None
+
+
+def _one_of(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The one exception a transport's task group wrapped (what the caller raised or the
+    server's failure), or the group when there were several."""
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in e.exceptions:
+                walk(inner)
+        else:
+            leaves.append(e)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else group

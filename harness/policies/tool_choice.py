@@ -10,12 +10,12 @@ TOOL_CHOICE: Setting[str] = Setting(
     "tool_choice",
     "auto",
     "required: the first reply must call a tool; always: every reply must; a tool's name: the "
-    "first reply must call that tool",
+    "first reply must call that tool (any tool, where that one is not offered)",
     "text",
     metavar="auto|required|always|TOOL",
     doc=(
         "`required`: the first reply must call a tool; `always`: every reply must; a tool's name: "
-        "the first reply must call that tool"
+        "the first reply must call that tool (any tool, where that one is not offered)"
     ),
 )
 
@@ -29,7 +29,10 @@ class ToolChoice(Hook):
         if choice == "always" or (choice == "required" and state.turns == 0):
             plan.require("required")
         elif choice not in ("auto", "required") and state.turns == 0:
-            plan.require(named(choice))
+            offered = {t.get("function", {}).get("name") for t in plan.tools}
+            # A tool this run does not offer (another environment's) cannot be forced: the
+            # first reply must still call one.
+            plan.require(named(choice) if choice in offered else "required")
 
 
 POLICY = ToolChoice()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
-from evals.tasks import RepositoryRef, Task, TaskSet
+from evals.tasks import RepositoryRef, Task, TaskSet, write_taskset
 from harness.mcp.servers import ServerConfig
 
 SPLITS = {"dev": range(0, 100), "test": range(1000, 1100)}
@@ -251,6 +251,5 @@ def generate(seed: int, n: int, split: str | None = None, scratch: Path | None =
 
 def write(seed: int, n: int, out: Path, split: str | None = None) -> TaskSet:
     taskset = generate(seed, n, split)
-    data = taskset.model_dump(exclude_none=True, by_alias=True)
-    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_taskset(taskset, out)
     return taskset

@@ -1,0 +1,271 @@
+"""MCP both ways, through real servers over stdio: tools from a server go through every control
+of the loop, a server at fault ends its task as an error (never a wrong answer) and leaves no
+process behind, and this project's tools served over MCP work for clients that are not ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.record import McpData, read_runs
+from evals.run.runner import EvalSettings, run_eval
+from evals.tasks import load_tasks
+from harness.config import LoopConfig
+from harness.errors import ToolServerFailed
+from harness.loop import run_loop
+from harness.mcp.servers import ServerConfig, open_servers
+from harness.setup import Setup
+from harness.state import new_run
+from harness.tools import ToolContext
+from harness.workspace import Workspace, create_workspace
+from serve_local.inprocess import running_server
+from tests.fake_provider import answer, by_turn, calls, fake_client, server_app, turn_of
+
+FAULTY = Path(__file__).parent / "mcp_servers" / "faulty.py"
+LOOKUP = ("c1", "lookup", '{"key": "a"}')
+
+
+def faulty(mode: str, pids: Path) -> ServerConfig:
+    return ServerConfig(
+        command=sys.executable, args=[str(FAULTY), mode], env={"FAULTY_PID_FILE": str(pids)}
+    )
+
+
+def alive(pids: Path) -> list[int]:
+    """The processes a faulty server wrote down that still run (a zombie is gone)."""
+    found = []
+    for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else []:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state != "Z":
+            found.append(pid)
+    return found
+
+
+@pytest.fixture
+def pids(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "pids"
+    yield path
+    for pid in alive(path):  # a failing test must not leave a server running
+        os.kill(pid, 9)
+
+
+async def _run(mode: str, tmp_path: Path, pids: Path, **config: Any) -> Any:
+    """One run whose model calls ``lookup`` on a faulty server, then answers."""
+    workspace = create_workspace(tmp_path / "ws", files={})
+    state = new_run("fake", "What is the answer?")
+    client = fake_client(by_turn([(200, calls(LOOKUP)), (200, answer("It is 42."))]))
+    servers = {"faulty": faulty(mode, pids)}
+    async with open_servers(servers, {"workspace": str(workspace.root)}, tmp_path / "logs") as s:
+        await run_loop(state, client, Setup(s.tools, workspace), LoopConfig(**config))
+    assert alive(pids) == []
+    return state
+
+
+async def test_a_result_with_is_error_is_a_tool_error_the_model_reads(
+    tmp_path: Path, pids: Path
+) -> None:
+    state = await _run("tool_error", tmp_path, pids)
+    assert state.status == "completed" and not state.tool_server_failed
+    assert state.tool_log[0].ok is False and state.tool_log[0].error == "no such key"
+    assert any(m["role"] == "tool" and "no such key" in m["content"] for m in state.messages)
+
+
+async def test_megabytes_are_cut_to_the_loops_cap(tmp_path: Path, pids: Path) -> None:
+    state = await _run("megabytes", tmp_path, pids, tool_result_cap_bytes=10_000)
+    (result,) = [m["content"] for m in state.messages if m["role"] == "tool"]
+    assert len(result) < 10_200 and "only the first 10000 are shown" in result
+    assert state.status == "completed"
+
+
+async def test_a_result_that_is_not_text_is_described_not_dropped(
+    tmp_path: Path, pids: Path
+) -> None:
+    state = await _run("image", tmp_path, pids)
+    (result,) = [m["content"] for m in state.messages if m["role"] == "tool"]
+    assert result.startswith("[image (image/png, about 5 bytes): not shown")
+
+
+@pytest.mark.parametrize(
+    ("mode", "config"), [("die_on_call", {}), ("hang_call", {"tool_timeout_s": 1.0})]
+)
+async def test_a_server_that_dies_or_hangs_on_a_call_ends_the_run_as_a_failure_of_the_machinery(
+    mode: str, config: dict[str, Any], tmp_path: Path, pids: Path
+) -> None:
+    state = await _run(mode, tmp_path, pids, **config)
+    assert state.status == "failed" and state.tool_server_failed
+    assert "lookup" in (state.error or "")
+    assert state.answer is None  # the model never read a result it could answer from
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("exit_at_start", "did not start.*refusing to start"),
+        ("hang_init", "did not start"),
+        ("bad_schema", "invalid input schema"),
+    ],
+)
+async def test_a_server_that_will_not_start_raises_and_leaves_no_process(
+    mode: str, says: str, tmp_path: Path, pids: Path
+) -> None:
+    with pytest.raises(ToolServerFailed, match=says):
+        async with open_servers({"faulty": faulty(mode, pids)}, {}, tmp_path, 1.0):
+            pytest.fail("the server started")
+    assert pids.exists() and alive(pids) == []
+
+
+def _ours(workspace: Path, **more: Any) -> ServerConfig:
+    return ServerConfig(
+        command="loopbench-mcp", args=["serve", "--workspace", str(workspace)], **more
+    )
+
+
+async def test_our_tools_over_mcp_keep_their_schemas_annotations_and_refusals(
+    tmp_path: Path,
+) -> None:
+    workspace = create_workspace(tmp_path / "ws")
+    ctx = ToolContext(Workspace(workspace.root))
+    async with open_servers({"files": _ours(workspace.root)}, {}, tmp_path / "logs") as s:
+        tools = {t.name: t for t in s.tools}
+        (record,) = s.records
+        assert record.server_name == "loopbench-tools" and set(record.tools) == set(tools)
+        assert set(tools) == {"list_files", "read_file", "delete_file"}
+        assert tools["read_file"].read_only and not tools["read_file"].needs_approval
+        assert tools["delete_file"].needs_approval and not tools["delete_file"].read_only
+        assert "Remember to rotate" in await tools["read_file"].run({"path": "notes.txt"}, ctx)
+        with pytest.raises(Exception, match="outside the workspace"):
+            await tools["read_file"].run({"path": "../../etc/passwd"}, ctx)
+    # A task file may vouch for a tool the server does not call read-only.
+    vouched = {"files": _ours(workspace.root, read_only=["delete_file"], deny=["list_files"])}
+    async with open_servers(vouched, {}, tmp_path / "logs") as s:
+        tools = {t.name: t for t in s.tools}
+        assert set(tools) == {"read_file", "delete_file"} and tools["delete_file"].read_only
+
+
+async def test_the_agents_sdk_drives_our_server(tmp_path: Path) -> None:
+    """A client that is not ours: the OpenAI Agents SDK's MCPServerStdio."""
+    from agents.mcp import MCPServerStdio
+
+    workspace = create_workspace(tmp_path / "ws")
+    params = {
+        "command": sys.executable,
+        "args": ["-m", "harness.mcp", "serve", "--workspace", str(workspace.root)],
+    }
+    async with MCPServerStdio(params=params, name="loopbench") as server:  # type: ignore[arg-type]
+        listed = {t.name: t for t in await server.list_tools()}
+        read, delete = listed["read_file"].annotations, listed["delete_file"].annotations
+        assert read is not None and read.read_only_hint is True
+        assert delete is not None and delete.destructive_hint is True
+        result = await server.call_tool("list_files", {})
+        assert "notes.txt  30 bytes" in str(result.content[0].text)
+        refused = await server.call_tool("read_file", {"path": "nope.txt"})
+        assert refused.is_error
+
+
+YAML_TASKS = """\
+name: my-tasks
+mcpServers:
+  faulty:
+    command: {python}
+    args: [{faulty}, ok]
+    env: {{FAULTY_PID_FILE: {pids}}}
+tasks:
+  - id: answers
+    question: What is the answer?
+    checks:
+      - {{kind: answer, type: number, expected: 42, candidates: [41, 42, 43]}}
+      - {{kind: received, result_contains: ["the answer is 42"]}}
+  - id: will-not-start
+    question: What is the answer?
+    mcpServers:
+      faulty: {{command: {python}, args: [{faulty}, exit_at_start],
+               env: {{FAULTY_PID_FILE: {pids}}}}}
+    checks: [{{kind: contains, value: "42"}}]
+  - id: dies
+    question: What is the answer?
+    mcpServers:
+      faulty: {{command: {python}, args: [{faulty}, die_on_call],
+               env: {{FAULTY_PID_FILE: {pids}}}}}
+    checks: [{{kind: contains, value: "42"}}]
+  - id: says-no
+    question: What is the answer?
+    mcpServers:
+      faulty: {{command: {python}, args: [{faulty}, tool_error],
+               env: {{FAULTY_PID_FILE: {pids}}}}}
+    checks: [{{kind: contains, value: "42"}}]
+"""
+
+
+async def test_a_task_file_in_yaml_runs_its_own_servers_and_a_server_at_fault_is_an_error(
+    tmp_path: Path, pids: Path
+) -> None:
+    path = tmp_path / "my-tasks.yaml"
+    path.write_text(YAML_TASKS.format(python=sys.executable, faulty=FAULTY, pids=pids))
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        offered = [t["function"]["name"] for t in json.loads(request.content).get("tools", [])]
+        if turn_of(request) == 0 and "lookup" in offered:
+            return httpx.Response(200, json=calls(LOOKUP))
+        return httpx.Response(200, json=answer("The answer is 42."))
+
+    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
+        settings = EvalSettings(base_url=url, model="fake", tasks=path, out=tmp_path / "r.jsonl")
+        records = {r.task_id: r for r in read_runs(await run_eval(settings, echo=lambda _: None))}
+    assert records["answers"].status == "completed" and records["answers"].correct
+    environment = records["answers"].environment
+    assert isinstance(environment, McpData) and environment.servers is not None
+    (server,) = environment.servers
+    assert (server.server_name, server.server_version) == ("faulty", "1.0")
+    assert list(server.tools) == ["lookup"]
+    # The machinery's faults are errors, whatever the answer would have been.
+    for fault in ("will-not-start", "dies"):
+        assert records[fault].status == "error", records[fault]
+    assert "refusing to start" in (records["will-not-start"].error or "")
+    # A tool error is the model's to read: the run goes on and is scored.
+    assert records["says-no"].status == "completed" and records["says-no"].tools_called
+    assert alive(pids) == []
+
+
+def test_check_tasks_names_the_line_the_field_and_what_was_expected(tmp_path: Path) -> None:
+    from evals.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: bad\n"
+        "tasks:\n"
+        "  - id: one\n"
+        "    question: How many?\n"
+        "    checks:\n"
+        "      - {kind: answer, type: number, expected: 5, candidates: [1, 2]}\n"
+        "  - id: two\n"
+        "    qestion: typo\n"
+        "    checks: [{kind: contains, value: x}]\n"
+    )
+    lines: list[str] = []
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["check-tasks", str(bad)]) == 1
+    lines = out.getvalue().splitlines()
+    assert any("line 6: tasks.0.checks.0" in s and "not among the candidates" in s for s in lines)
+    assert any("line 7: tasks.1.question: Field required" in s for s in lines)
+    assert any("line 8: tasks.1.qestion: Extra inputs are not permitted" in s for s in lines)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\ntasks: [\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["check-tasks", str(broken)]) == 1
+    assert "not valid YAML" in out.getvalue()
+    assert load_tasks(Path("evals/tasks/files6.json")).name == "files6"

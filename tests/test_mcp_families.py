@@ -1,0 +1,111 @@
+"""The MCP task families, through the community servers from the registries (make
+mcp-servers): the oracle is credited on each, the question-blind strategies are not, and the
+committed task sets are what the generators write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evals.environments import environment_of
+from evals.scoring.evidence import score
+from evals.studies import strategies
+from evals.tasks import Facts, ListOf, NumberIs, Task, TaskSet, YesNo, load_tasks, write_taskset
+from evals.tasks import git as git_family
+from evals.tasks.surfaces import over_surface
+from harness.mcp.servers import MCP_BIN
+from harness.state import new_run
+
+MCP_TASKS = Path("evals/tasks/mcp")
+needs_servers = pytest.mark.skipif(
+    not all((MCP_BIN / s).exists() for s in ("mcp-server-git", "mcp-server-sqlite")),
+    reason="the community MCP servers are not installed (make mcp-servers)",
+)
+
+
+def oracle_text(task: Task) -> str:
+    """The expected answer, stated."""
+    match task.answer:
+        case Facts(facts=facts, expected=expected):
+            return " ".join(facts[s][0] for s in expected)
+        case ListOf(expected=expected):
+            return ", ".join(expected)
+        case YesNo(expected=expected):
+            return "Yes." if expected else "No."
+        case NumberIs(expected=expected):
+            return f"The answer is {expected:.2f}." if expected % 1 else f"It is {int(expected)}."
+    assert task.answer is not None
+    return f"It is {task.answer.expected}."
+
+
+async def _oracle_and_strategies(taskset: TaskSet, scratch: Path) -> None:
+    for task in taskset.tasks:
+        reading = await environment_of(task).read_all(task, scratch)
+        assert reading.state.status == "completed", (task.id, reading.state.error)
+        checks = score(task, strategies.answered(reading.state, oracle_text(task)))
+        assert all(c["passed"] for c in checks), (task.id, checks)
+        # Without reading, the oracle's answer earns nothing: the evidence check is real.
+        blind = score(
+            task, strategies.answered(new_run("oracle", task.question), oracle_text(task))
+        )
+        assert not all(c["passed"] for c in blind), task.id
+    reports = await strategies.judge(taskset, scratch / "judge")
+    assert reports and all(r.problems() == [] for r in reports), [
+        (r.family, r.problems()) for r in reports
+    ]
+
+
+@needs_servers
+async def test_git_family_oracle_is_credited_and_blind_strategies_are_not(tmp_path: Path) -> None:
+    taskset = git_family.generate(0, len(git_family.KINDS), "dev")
+    assert [t.kind for t in taskset.tasks] == list(git_family.KINDS)
+    await _oracle_and_strategies(taskset, tmp_path)
+
+
+def test_a_history_builds_the_same_commits_anywhere(tmp_path: Path) -> None:
+    history = git_family.history(7)
+    first = git_family.build(history, tmp_path / "a")
+    second = git_family.build(history, tmp_path / "b")
+    assert first == second and len(first) == len(history.commits)
+    assert git_family.history(7).fingerprint == history.fingerprint
+    assert git_family.history(8).fingerprint != history.fingerprint
+
+
+@needs_servers
+@pytest.mark.parametrize("surface", ["ours", "filesystem"])
+async def test_files6_over_each_surface_credits_the_oracle_only(
+    surface: str, tmp_path: Path
+) -> None:
+    taskset = over_surface(load_tasks("evals/tasks/files6.json"), "files", surface)
+    await _oracle_and_strategies(taskset, tmp_path)
+
+
+@needs_servers
+@pytest.mark.parametrize("surface", ["ours", "sqlite"])
+async def test_sql_over_each_surface_credits_the_oracle_only(surface: str, tmp_path: Path) -> None:
+    full = load_tasks("evals/tasks/sql-test-s1000-n60.json")
+    kinds: dict[str, Task] = {}
+    for task in full.tasks:  # one question of each answer type: a number, a name, a list
+        assert task.answer is not None
+        kinds.setdefault(task.answer.type, task)
+    taskset = over_surface(TaskSet(name="sql", tasks=list(kinds.values())), "sql", surface)
+    await _oracle_and_strategies(taskset, tmp_path)
+
+
+def test_the_committed_mcp_task_sets_are_what_the_generators_write(tmp_path: Path) -> None:
+    committed = sorted(MCP_TASKS.glob("*.json"))
+    assert len(committed) == 10
+    for path in committed:
+        assert load_tasks(path).tasks
+    write_taskset(git_family.generate(0, 30, "dev"), tmp_path / "git.json")
+    assert json.loads((tmp_path / "git.json").read_text()) == json.loads(
+        (MCP_TASKS / "git-dev-s0-n30.json").read_text()
+    )
+    for surface in ("ours", "filesystem"):
+        written = over_surface(load_tasks("evals/tasks/files6.json"), "files", surface)
+        write_taskset(written, tmp_path / f"{surface}.json")
+        assert (tmp_path / f"{surface}.json").read_text() == (
+            MCP_TASKS / f"files6-{surface}.json"
+        ).read_text()
