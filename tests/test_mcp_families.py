@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from evals.environments import environment_of
+from evals.record import RunRecord
+from evals.report.stats import PairingError, paired
 from evals.scoring.evidence import score
 from evals.studies import strategies
 from evals.tasks import Facts, ListOf, NumberIs, Task, TaskSet, YesNo, load_tasks, write_taskset
@@ -17,6 +19,7 @@ from evals.tasks import git as git_family
 from evals.tasks.surfaces import over_surface
 from harness.mcp.servers import MCP_BIN
 from harness.state import new_run
+from tests.helpers import run_record
 
 MCP_TASKS = Path("evals/tasks/mcp")
 needs_servers = pytest.mark.skipif(
@@ -109,3 +112,21 @@ def test_the_committed_mcp_task_sets_are_what_the_generators_write(tmp_path: Pat
         assert (tmp_path / f"{surface}.json").read_text() == (
             MCP_TASKS / f"files6-{surface}.json"
         ).read_text()
+
+
+def test_runs_over_two_surfaces_pair_only_when_asked_and_only_under_the_same_checks() -> None:
+    def run(surface: str, checks: str = "c1") -> list[RunRecord]:
+        return [
+            run_record(
+                task_set=f"files6-mcp-{surface}", task_id=t, task_hash=f"{surface}-{t}",
+                checks_hash=checks, correct=(t != "b" or surface == "ours"),
+            )
+            for t in ("a", "b", "c")
+        ]  # fmt: skip
+
+    with pytest.raises(PairingError, match="different task sets"):
+        paired(run("ours"), run("filesystem"))
+    result = paired(run("ours"), run("filesystem"), across_surfaces=True)
+    assert (result.tasks, result.only_a, result.only_b) == (3, ["b"], [])
+    with pytest.raises(PairingError, match="judged by other checks"):
+        paired(run("ours"), run("filesystem", checks="c2"), across_surfaces=True)

@@ -32,6 +32,12 @@ def register(commands: Any) -> None:
         help="two run files over the same tasks: the difference with a paired bootstrap "
         "interval, McNemar's exact test, and the tasks each got that the other missed",
     )
+    cmp.add_argument(
+        "--across-surfaces",
+        action="store_true",
+        help="with --paired: the same questions over two tool surfaces (evals surface), "
+        "scored by the same checks",
+    )
     view = commands.add_parser("view", help="write one self-contained HTML report of run files")
     view.add_argument(
         "files", nargs="*", type=Path, default=[RUNS], help="run files, or folders of them"
@@ -123,7 +129,7 @@ def _paired(args: argparse.Namespace) -> int:
     if len(args.files) != 2:
         print("evals compare --paired: name two run files, A then B", file=sys.stderr)
         return 2
-    text = paired_table(*args.files)
+    text = paired_table(*args.files, across_surfaces=args.across_surfaces)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

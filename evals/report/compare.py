@@ -251,10 +251,11 @@ def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None =
     return text
 
 
-def paired_table(path_a: Path, path_b: Path) -> str:
+def paired_table(path_a: Path, path_b: Path, across_surfaces: bool = False) -> str:
     """Run B against run A, task by task: the verdict of the exact test, the difference with
     its interval, the smallest difference the tasks could detect, and the tasks each did
-    better on. Different task sets are refused (:class:`PairingError`)."""
+    better on. Different task sets are refused (:class:`PairingError`), but for their tool
+    surfaces with ``across_surfaces``."""
     for path in (path_a, path_b):
         if not path.is_file():
             raise PairingError(f"{path}: not a run file with records")
@@ -263,7 +264,7 @@ def paired_table(path_a: Path, path_b: Path) -> str:
         empty = path_a if path_a not in {r.path for r in runs} else path_b
         raise PairingError(f"{empty}: not a run file with records")
     a, b = runs
-    result = paired(a.records, b.records, a.label, b.label)
+    result = paired(a.records, b.records, a.label, b.label, across_surfaces)
     rows = [
         [run.label, f"`{run.path.name}`", str(run.accuracy), ", ".join(better) or "–"]
         for run, better in ((a, result.only_a), (b, result.only_b))

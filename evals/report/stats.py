@@ -22,6 +22,7 @@ right epochs, so ten identical greedy epochs weigh what one does.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -273,11 +274,26 @@ def unshared(ids_a: set[str], ids_b: set[str], label_a: str, label_b: str, verb:
     return "; ".join(parts)
 
 
+SURFACE_SUFFIX = re.compile(r"-mcp-[A-Za-z0-9_]+$")
+
+
 def _check_same_tasks(
-    a: Sequence[RunRecord], b: Sequence[RunRecord], label_a: str, label_b: str
+    a: Sequence[RunRecord],
+    b: Sequence[RunRecord],
+    label_a: str,
+    label_b: str,
+    across_surfaces: bool = False,
 ) -> None:
-    sets_a = {r.spec.task_set for r in a}
-    sets_b = {r.spec.task_set for r in b}
+    """``across_surfaces``: the runs asked the same questions over different tool surfaces
+    (``evals surface``: one task set's ``-mcp-SURFACE`` variants), so their task sets are named
+    alike but for that suffix and their tasks were asked with other tools; their checks must
+    still be the same."""
+
+    def base(name: object) -> str:
+        return SURFACE_SUFFIX.sub("", str(name)) if across_surfaces else str(name)
+
+    sets_a = {base(r.spec.task_set) for r in a}
+    sets_b = {base(r.spec.task_set) for r in b}
     if sets_a != sets_b:
         raise PairingError(
             f"the runs are over different task sets: {label_a} ran "
@@ -293,7 +309,7 @@ def _check_same_tasks(
         ("task_hash", "was asked differently (question, workspace or tools)", "pair runs of one "
          "task file"),
         ("checks_hash", "was judged by other checks", "rescore both runs first"),
-    ):  # fmt: skip
+    )[across_surfaces:]:  # fmt: skip
         seen_a = {r.task_id: getattr(r, key) for r in a if getattr(r, key)}
         seen_b = {r.task_id: getattr(r, key) for r in b if getattr(r, key)}
         differ = sorted(t for t in seen_a.keys() & seen_b.keys() if seen_a[t] != seen_b[t])
@@ -316,11 +332,13 @@ def paired(
     b: Sequence[RunRecord],
     label_a: str = "A",
     label_b: str = "B",
+    across_surfaces: bool = False,
 ) -> Paired:
-    """B against A over the tasks both ran; different task sets are refused. Each task is one
-    pair (its share of right epochs in each run), the verdict is an exact sign test on the
-    tasks where the runs differ, and the interval a bootstrap over tasks."""
-    _check_same_tasks(a, b, label_a, label_b)
+    """B against A over the tasks both ran; different task sets are refused (but for their
+    tool surfaces, with ``across_surfaces``). Each task is one pair (its share of right epochs
+    in each run), the verdict is an exact sign test on the tasks where the runs differ, and the
+    interval a bootstrap over tasks."""
+    _check_same_tasks(a, b, label_a, label_b, across_surfaces)
     return paired_outcomes(by_task(a), by_task(b), label_a, label_b)
 
 
