@@ -45,7 +45,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: mcp-servers mcp-tasks leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: mcp-servers mcp-tasks mcp-report mcp-runs leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -182,6 +182,28 @@ mcp-tasks: $(STAMP_DEV)
 		--family files --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
 	@$(foreach t,sql-dev-s0-n30 sql-test-s1000-n60,$(foreach s,ours sqlite,$(PY) -m evals surface \
 		--family sql --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
+
+# Our tools against each community server on the same questions (make mcp-runs ran them):
+# results/mcp/paired-*.md, from the committed runs.
+MCP_RUNS := results/mcp
+MCP_PAIRS := files6-ours-penalized:files6-filesystem-penalized \
+	gen-test-s1000-n60-ours-penalized:gen-test-s1000-n60-filesystem-penalized \
+	sql-test-s1000-n60-ours-analyst:sql-test-s1000-n60-sqlite-analyst
+mcp-report: $(STAMP_DEV)
+	@$(foreach p,$(MCP_PAIRS),$(PY) -m evals compare --paired --across-surfaces \
+		$(MCP_RUNS)/$(word 1,$(subst :, ,$(p))).jsonl $(MCP_RUNS)/$(word 2,$(subst :, ,$(p))).jsonl \
+		--out $(MCP_RUNS)/paired-$(word 1,$(subst :, ,$(p))).md > /dev/null && \
+		echo "wrote $(MCP_RUNS)/paired-$(word 1,$(subst :, ,$(p))).md" &&) true
+
+# The MCP families on the default model (hours on two cores): each surface of each set, one
+# model process at a time; make mcp-report pairs them.
+mcp-runs: $(STAMP_DEV) $(STAMP_MCP)
+	@$(foreach r,files6-ours:penalized files6-filesystem:penalized \
+		gen-test-s1000-n60-ours:penalized gen-test-s1000-n60-filesystem:penalized \
+		git-test-s1000-n60:penalized sql-test-s1000-n60-ours:analyst sql-test-s1000-n60-sqlite:analyst, \
+		$(PY) -m evals run --tasks $(MCP_TASKS)/$(word 1,$(subst :, ,$(r))).json \
+		--policy $(word 2,$(subst :, ,$(r))) --label $(word 1,$(subst :, ,$(r))) \
+		--out $(MCP_RUNS)/$(word 1,$(subst :, ,$(r)))-$(word 2,$(subst :, ,$(r))).jsonl &&) true
 
 # The sql family under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
 # [SQL_POLICY=analyst-schema] (the schema in the system prompt)

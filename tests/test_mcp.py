@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from evals.tasks import load_tasks
 from harness.config import LoopConfig
 from harness.errors import ToolServerFailed
 from harness.loop import run_loop
-from harness.mcp.servers import ServerConfig, open_servers
+from harness.mcp.servers import MCP_BIN, ServerConfig, open_servers
 from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import ToolContext
@@ -269,3 +270,40 @@ def test_check_tasks_names_the_line_the_field_and_what_was_expected(tmp_path: Pa
         assert main(["check-tasks", str(broken)]) == 1
     assert "not valid YAML" in out.getvalue()
     assert load_tasks(Path("evals/tasks/files6.json")).name == "files6"
+
+
+@pytest.mark.skipif(
+    not (MCP_BIN / "mcp-server-filesystem").exists(),
+    reason="the community MCP servers are not installed (make mcp-servers)",
+)
+async def test_the_readme_example_task_file_runs_on_the_reference_filesystem_server(
+    tmp_path: Path,
+) -> None:
+    """The lines the README shows: the example task file checks, and a model that looks and
+    answers right is credited through the real server from npm."""
+    readme = Path("README.md").read_text()
+    assert "evals check-tasks examples/my-tasks.yaml" in readme
+    assert "evals run --tasks examples/my-tasks.yaml" in readme
+    example = Path("examples/my-tasks.yaml")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        folder = re.search(r"files in (\S+)\. Look", body["messages"][0]["content"])
+        assert folder is not None
+        question = body["messages"][1]["content"]
+        if turn_of(request) == 0:
+            if "launch" in question:
+                path = json.dumps({"path": f"{folder.group(1)}/plan.md"})
+                return httpx.Response(200, json=calls(("c1", "read_text_file", path)))
+            path = json.dumps({"path": folder.group(1)})
+            return httpx.Response(200, json=calls(("c1", "list_directory", path)))
+        said = "The launch is on 14 March." if "launch" in question else "There are 3 files."
+        return httpx.Response(200, json=answer(said))
+
+    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
+        settings = EvalSettings(base_url=url, model="fake", tasks=example, out=tmp_path / "r.jsonl")
+        records = read_runs(await run_eval(settings, echo=lambda _: None))
+    assert [(r.task_id, r.status, r.correct) for r in records] == [
+        ("launch-date", "completed", True),
+        ("how-many", "completed", True),
+    ]
