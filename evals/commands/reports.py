@@ -129,7 +129,7 @@ def _paired(args: argparse.Namespace) -> int:
     if len(args.files) != 2:
         print("evals compare --paired: name two run files, A then B", file=sys.stderr)
         return 2
-    text = paired_table(*args.files, across_surfaces=args.across_surfaces)
+    text = paired_table(args.files[0], args.files[1], across_surfaces=args.across_surfaces)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
