@@ -114,6 +114,7 @@ async def test_a_server_that_dies_or_hangs_on_a_call_ends_the_run_as_a_failure_o
         ("exit_at_start", "did not start.*refusing to start"),
         ("hang_init", "did not start"),
         ("bad_schema", "invalid input schema"),
+        ("huge_listing", "over the cap of 64000"),
     ],
 )
 async def test_a_server_that_will_not_start_raises_and_leaves_no_process(

@@ -59,6 +59,11 @@ START_TIMEOUT_S = 30.0
 RESULT_CAP_CHARS = 4_000_000
 # The session's own bound on a call: far above the loop's tool timeout, which fires first.
 CALL_READ_S = 24 * 3600.0
+# What one server's listing may put in front of the model: a description is cut here, a
+# larger input schema or more tools fail the server (they would swamp the prompt).
+DESCRIPTION_CAP_CHARS = 2_000
+SCHEMA_CAP_BYTES = 64_000
+TOOLS_CAP = 128
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -199,6 +204,9 @@ def _offered_name(server: str, tool: str, prefixed: bool) -> str:
 def _check_schema(server: str, tool: Any) -> dict[str, Any]:
     schema = tool.input_schema
     where = f"MCP server {server!r} declares tool {tool.name!r} with an invalid input schema"
+    size = len(json.dumps(schema))
+    if size > SCHEMA_CAP_BYTES:
+        raise ToolServerFailed(f"{where}: {size} bytes, over the cap of {SCHEMA_CAP_BYTES}")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ToolServerFailed(f"{where}: its root is not of type object")
     try:
@@ -236,7 +244,7 @@ def _as_tool(
             raise ToolError(text or f"{tool.name} failed (the server gave no reason)")
         return text
 
-    description = tool.description or tool.title or tool.name
+    description = (tool.description or tool.title or tool.name)[:DESCRIPTION_CAP_CHARS]
     made = Tool(
         offered,
         description,
@@ -314,6 +322,11 @@ async def open_servers(
                 session, record, listed = await _start(
                     stack, name, config, values, stderr, start_timeout_s
                 )
+                if len(listed) > TOOLS_CAP:
+                    raise ToolServerFailed(
+                        f"MCP server {name!r} lists {len(listed)} tools, over the cap of "
+                        f"{TOOLS_CAP}: name the ones to offer with allow"
+                    )
                 for tool in listed:
                     if not config.offers(tool.name):
                         continue

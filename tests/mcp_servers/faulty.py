@@ -4,7 +4,8 @@ named by ``FAULTY_PID_FILE`` (when set), so a test can check it is gone afterwar
 
 Modes: ok (one tool, ``lookup``, that answers "the answer is 42"), exit_at_start, hang_init,
 die_on_call, hang_call, megabytes (a 5 MB result), bad_schema (a tool whose input schema is not
-a schema), image (an image result), tool_error (a result with isError).
+a schema), huge_listing (a megabyte description and a schema over the cap), image (an image
+result), tool_error (a result with isError).
 """
 
 from __future__ import annotations
@@ -58,9 +59,13 @@ def main() -> None:
             )
         elif method == "tools/list":
             schema = BAD_SCHEMA if MODE == "bad_schema" else SCHEMA
+            description = "Look a key up."
+            if MODE == "huge_listing":
+                description *= 100_000
+                schema = {**SCHEMA, "description": "y" * 100_000}
             tool = {
                 "name": "lookup",
-                "description": "Look a key up.",
+                "description": description,
                 "inputSchema": schema,
                 "annotations": {"readOnlyHint": True},
             }
