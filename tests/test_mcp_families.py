@@ -99,7 +99,7 @@ async def test_sql_over_each_surface_credits_the_oracle_only(surface: str, tmp_p
 
 def test_the_committed_mcp_task_sets_are_what_the_generators_write(tmp_path: Path) -> None:
     committed = sorted(MCP_TASKS.glob("*.json"))
-    assert len(committed) == 10
+    assert len(committed) == 12
     for path in committed:
         assert load_tasks(path).tasks
     write_taskset(git_family.generate(0, 30, "dev"), tmp_path / "git.json")
