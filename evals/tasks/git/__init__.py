@@ -161,19 +161,23 @@ def _show(revision: str) -> tuple[str, dict[str, Any]]:
     return ("git_show", {"repo_path": "{workspace}", "revision": revision})
 
 
+def _who(question: str, commit: Commit, authors: list[str]) -> dict[str, Any]:
+    """Who made ``commit``: one of ``authors`` (and its own), read off the log."""
+    candidates = sorted(set(authors) | {commit.author})
+    return {
+        "question": question,
+        "answer": {"type": "one_of", "expected": commit.author, "candidates": candidates},
+        "received": [commit.message, commit.author],
+        "reading": [_log()],
+    }
+
+
 def _question(kind: str, hist: History, hashes: list[str], rng: random.Random) -> dict[str, Any]:
     commits = hist.commits
     authors = sorted({c.author for c in commits} | set(rng.sample(AUTHORS, 3)))[:4]
     if kind == "author":
-        i = rng.randrange(len(commits))
-        c = commits[i]
-        authors = sorted(set(authors) | {c.author})
-        return {
-            "question": f'Who made the commit "{c.message}"?',
-            "answer": {"type": "one_of", "expected": c.author, "candidates": authors},
-            "received": [c.message, c.author],
-            "reading": [_log()],
-        }
+        c = commits[rng.randrange(len(commits))]
+        return _who(f'Who made the commit "{c.message}"?', c, authors)
     if kind == "changed_file":
         i = rng.randrange(len(commits))
         c = commits[i]
@@ -206,14 +210,7 @@ def _question(kind: str, hist: History, hashes: list[str], rng: random.Random) -
         }
     file = rng.choice(hist.files)
     last = max(i for i, c in enumerate(commits) if c.file == file)
-    c = commits[last]
-    authors = sorted(set(authors) | {c.author})
-    return {
-        "question": f"Who changed {file} last?",
-        "answer": {"type": "one_of", "expected": c.author, "candidates": authors},
-        "received": [c.message, c.author],
-        "reading": [_log()],
-    }
+    return _who(f"Who changed {file} last?", commits[last], authors)
 
 
 def generate(seed: int, n: int, split: str | None = None, scratch: Path | None = None) -> TaskSet:
