@@ -200,7 +200,7 @@ tasks:
                env: {{FAULTY_PID_FILE: {pids}}}}}
     checks: [{{kind: contains, value: "42"}}]
   - id: says-no
-    question: What is the answer?
+    question: What does it say?
     mcpServers:
       faulty: {{command: {python}, args: [{faulty}, tool_error],
                env: {{FAULTY_PID_FILE: {pids}}}}}
@@ -218,6 +218,8 @@ async def test_a_task_file_in_yaml_runs_its_own_servers_and_a_server_at_fault_is
         offered = [t["function"]["name"] for t in json.loads(request.content).get("tools", [])]
         if turn_of(request) == 0 and "lookup" in offered:
             return httpx.Response(200, json=calls(LOOKUP))
+        if json.loads(request.content)["messages"][1]["content"] == "What does it say?":
+            return httpx.Response(200, json=answer('{"name": "lookup", "arguments": {}}'))
         return httpx.Response(200, json=answer("The answer is 42."))
 
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
@@ -233,8 +235,10 @@ async def test_a_task_file_in_yaml_runs_its_own_servers_and_a_server_at_fault_is
     for fault in ("will-not-start", "dies"):
         assert records[fault].status == "error", records[fault]
     assert "refusing to start" in (records["will-not-start"].error or "")
-    # A tool error is the model's to read: the run goes on and is scored.
+    # A tool error is the model's to read: the run goes on and is scored; a call of the
+    # server's tool written as text is counted as one.
     assert records["says-no"].status == "completed" and records["says-no"].tools_called
+    assert records["says-no"].call_shaped_text == 1 and not records["says-no"].correct
     assert alive(pids) == []
 
 

@@ -7,23 +7,30 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evals.numbers import mean, p95
-from evals.record import ERROR, NOT_RUN, EnvironmentData, RunRecord, RunSpec
+from evals.record import ERROR, NOT_RUN, EnvironmentData, McpData, RunRecord, RunSpec
 from evals.scoring.evidence import offerable_tools
 from evals.tasks import Task
 from harness.state import RunState
 from serve_local.callshape import call_spans
 
 
-def call_shaped_text(state: RunState) -> int:
-    """Calls of a tool a run can be offered (submit included) left in the assistant's text,
-    never run as calls: what a server refused (a schema echo, arguments its schema rejects) or
-    never parsed."""
-    names = offerable_tools()
+def call_shaped_text(state: RunState, offered: set[str] | None = None) -> int:
+    """Calls of a tool a run can be offered (submit included, and ``offered``: the tools an MCP
+    server gave this run) left in the assistant's text, never run as calls: what a server
+    refused (a schema echo, arguments its schema rejects) or never parsed."""
+    names = offerable_tools() | (offered or set())
     return sum(
         len(call_spans(m["content"], names))
         for m in state.messages
         if m["role"] == "assistant" and isinstance(m.get("content"), str)
     )
+
+
+def _servers_tools(environment: EnvironmentData) -> set[str]:
+    """The tools MCP servers offered a run (none for this project's own environments)."""
+    if isinstance(environment, McpData):
+        return {name for server in environment.servers or [] for name in server.tools}
+    return set()
 
 
 def _now() -> str:
@@ -94,7 +101,7 @@ def task_record(
         # Calls the server refused to make (arguments its schema rejects, a schema echoed...).
         refused_calls=sum(len(t.refused_calls or []) for t in state.turn_records),
         tools_called=[r.name for r in state.tool_log],
-        call_shaped_text=call_shaped_text(state),
+        call_shaped_text=call_shaped_text(state, _servers_tools(environment)),
         answer=state.answer,
         checks=checks,
         correct=bool(checks) and all(c["passed"] for c in checks),
