@@ -65,6 +65,11 @@ class Workspace:
             raise ToolError("path must be a non-empty file name, for example 'notes.txt'.")
         _check_usable(name)
         candidate = Path(name)
+        if candidate.is_absolute():
+            # The folder's own path, as a prompt may give it, names a file inside it.
+            spelled = Path(posixpath.normpath(name))
+            if spelled != self.root and spelled.is_relative_to(self.root):
+                candidate = spelled.relative_to(self.root)
         if candidate.is_absolute() or ".." in candidate.parts:
             raise PathRefused(
                 f"refused: {name!r} is outside the workspace. Only files inside it can be "

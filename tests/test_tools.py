@@ -59,6 +59,21 @@ def test_paths_outside_the_workspace_are_refused(workspace: Workspace, path: str
     assert snapshot(workspace.root.parent) == before
 
 
+def test_the_folders_own_path_names_a_file_inside_it_and_nothing_else(
+    workspace: Workspace,
+) -> None:
+    """A prompt may give the folder's path (tasks over MCP servers do): a path through it reads
+    the file inside; the folder itself, its parent and a way out through it stay refused."""
+    root = str(workspace.root)
+    assert "rotate" in run("read_file", workspace, path=f"{root}/notes.txt")
+    assert "rotate" in run("read_file", workspace, path=f"{root}/./notes.txt")
+    for path in (root, f"{root}/../x", f"{root}/../{workspace.root.name}x/notes.txt"):
+        with pytest.raises(PathRefused):
+            run("read_file", workspace, path=path)
+    with pytest.raises(PathRefused):
+        run("read_file", workspace, path=f"{root}/.ledger.json")
+
+
 def test_escape_attempts_are_permanent_errors(workspace: Workspace) -> None:
     with pytest.raises(PathRefused) as caught:
         run("read_file", workspace, path="/etc/passwd")
