@@ -64,7 +64,12 @@ def register(commands: Any) -> None:
         "of each model)",
     )
     run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
-    run.add_argument("--tasks", type=Path, default=DEFAULT_TASKS, help="task file (JSON)")
+    run.add_argument(
+        "--tasks",
+        type=Path,
+        default=DEFAULT_TASKS,
+        help="task file (JSON, or YAML by its suffix; python -m evals check-tasks checks one)",
+    )
     run.add_argument("--epochs", type=int, default=1)
     run.add_argument(
         "--temperature",
