@@ -112,6 +112,8 @@ def test_a_version_2_record_names_its_environment_and_keeps_what_ran_under_its_s
     for path in committed_run_files():
         raw = read_records(path)
         for line, record in zip(raw, read_runs(path), strict=True):
+            if line.get("record_version", 1) >= 3:
+                continue  # written as it is read: nothing to upgrade
             ran = record.spec.model_dump()
             assert all(ran[k] == v for k, v in line.items() if k in ran and k != "policy")
             on_database = line.get("database") is not None or line.get("audit") is not None
