@@ -1,8 +1,9 @@
 """Tools from MCP servers: a task that names ``mcpServers`` runs with the tools those servers
 offer (:mod:`harness.mcp.servers`), started afresh for each task run over a folder laid out
-for it: the task's files (the seed files where it names none), its git repository when it
-names one, and a copy of its bank's SQLite file when it names a database (``{database}``), so
-a server that writes changes only that run's copy.
+for it, at a path named by the task (the same in every run: see STABLE_ROOT): the task's files
+(the seed files where it names none), its git repository when it names one, and a copy of its
+bank's SQLite file when it names a database (``{database}``), so a server that writes changes
+only that run's copy.
 
 Placeholders the servers' entries may use: ``{workspace}`` (the run's folder) and
 ``{database}`` (the copy of the bank). A server that fails is the machinery's fault: the task
@@ -12,7 +13,9 @@ run is an error, and the eval goes on with the next task.
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -47,7 +50,7 @@ class _Opened:
 
     def _lay_out(self, task: Task, folder: Path) -> dict[str, str]:
         """The task's folder laid out; the placeholders' values."""
-        workspace = create_workspace(folder, files=task.workspace)
+        workspace = create_workspace(folder / "workspace", files=task.workspace)
         values = {"workspace": str(workspace.root)}
         if task.repository is not None:
             build_repository(task.repository, workspace.root)
@@ -55,29 +58,56 @@ class _Opened:
             bank = sqlite_file(
                 task.database.seed, self.scratch / "databases", task.database.fingerprint
             )
-            copy = folder.parent / "database.sqlite"
+            copy = folder / "database.sqlite"
             shutil.copyfile(bank, copy)
             values["database"] = str(copy)
         return values
 
     @asynccontextmanager
     async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
-        values = self._lay_out(task, folder)
         if task.mcp_servers is None:
             raise EvalError(f"task {task.id} names no MCP servers")
         key = folder.parent.name  # the run id (evals.run.taskrun lays out RUN_ID/workspace)
-        async with open_servers(task.mcp_servers, values, folder.parent / "mcp-logs") as started:
-            self.started[key] = started.records
-            if "database" in values:
-                self.databases[key] = Path(values["database"]).name
-            intro = (task.intro or INTRO).replace("{workspace}", values["workspace"])
-            yield Setup(started.tools, create_workspace(folder, files={}), intro=intro)
+        stable = _claim(task.id)
+        try:
+            values = self._lay_out(task, stable)
+            servers = open_servers(task.mcp_servers, values, folder.parent / "mcp-logs")
+            async with servers as started:
+                self.started[key] = started.records
+                if "database" in values:
+                    self.databases[key] = Path(values["database"]).name
+                intro = (task.intro or INTRO).replace("{workspace}", values["workspace"])
+                workspace = create_workspace(values["workspace"], files={})
+                yield Setup(started.tools, workspace, intro=intro)
+        finally:
+            shutil.rmtree(stable, ignore_errors=True)
 
     def record(self, task: Task, state: RunState | None) -> McpData:
         key = state.run_id if state is not None else ""
         started = self.started.pop(key, None)
         servers = None if started is None else [McpServerData(**r.as_dict()) for r in started]
         return McpData(servers=servers, database=self.databases.pop(key, None))
+
+
+# Where a task run's folder is laid out: a path named by the task alone, so the prompt and the
+# results that show it read the same in every run (a fresh temporary name would make two greedy
+# runs of one task differ). A run of the same task at the same time takes the next free one.
+STABLE_ROOT = Path(tempfile.gettempdir()) / "loopbench-mcp"
+
+
+def _claim(task_id: str) -> Path:
+    """A fresh folder for a run of ``task_id`` under STABLE_ROOT, the same one each time it is
+    free."""
+    STABLE_ROOT.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.")[:80] or "task"
+    for n in range(1, 1000):
+        folder = STABLE_ROOT / (name if n == 1 else f"{name}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise EvalError(f"no free folder for task {task_id} under {STABLE_ROOT}")
 
 
 class McpEnvironment:
