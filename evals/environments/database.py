@@ -15,9 +15,8 @@ from evals.errors import EvalError
 from evals.record import DatabaseData
 from evals.tasks import DatabaseRef, Task
 from evals.tasks.sql import sql_intro
-from evals.tasks.sql.bank import TABLES
 from evals.tasks.sql.build import check_postgres, sqlite_file
-from evals.tasks.sql.questions import gold_for
+from evals.tasks.sql.questions import reading_queries
 from harness.setup import Setup
 from harness.sql import (
     DESCRIBE_TOOL,
@@ -124,8 +123,7 @@ class DatabaseEnvironment:
         result a grounded check asks for is there; each result by what was asked."""
         ref = _ref(task)
         path = sqlite_file(ref.seed, scratch / "databases", ref.fingerprint)
-        gold = gold_for(task.question)
-        queries = [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
+        queries = reading_queries(task.question)
         calls = [(DESCRIBE_TOOL, {}), *((RUN_SQL_TOOL, {"query": q}) for q in queries)]
         workspace = create_workspace(scratch / task.id / "workspace", files={})
         tools = sql_tools(open_database(str(path)))

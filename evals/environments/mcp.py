@@ -13,7 +13,6 @@ run is an error, and the eval goes on with the next task.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -23,7 +22,7 @@ from typing import Any
 
 from evals.environments.base import Reading, scripted_calls
 from evals.errors import EvalError
-from evals.record import McpData, McpServerData
+from evals.record import McpData, McpServerData, slug
 from evals.tasks import Task
 from evals.tasks.git import build_repository
 from evals.tasks.sql.build import sqlite_file
@@ -31,7 +30,7 @@ from harness.errors import ToolServerFailed
 from harness.mcp.servers import ServerRecord, open_servers, resolve_command
 from harness.setup import Setup
 from harness.state import RunState
-from harness.workspace import create_workspace
+from harness.workspace import Workspace, create_workspace
 
 INTRO = (
     "You are a careful assistant. Use the tools to look before you answer. The folder you "
@@ -48,8 +47,8 @@ class _Opened:
         self.started: dict[str, list[ServerRecord]] = {}
         self.databases: dict[str, str] = {}
 
-    def _lay_out(self, task: Task, folder: Path) -> dict[str, str]:
-        """The task's folder laid out; the placeholders' values."""
+    def _lay_out(self, task: Task, folder: Path) -> tuple[Workspace, dict[str, str]]:
+        """The task's folder laid out: its workspace, and the placeholders' values."""
         workspace = create_workspace(folder / "workspace", files=task.workspace)
         values = {"workspace": str(workspace.root)}
         if task.repository is not None:
@@ -61,7 +60,7 @@ class _Opened:
             copy = folder / "database.sqlite"
             shutil.copyfile(bank, copy)
             values["database"] = str(copy)
-        return values
+        return workspace, values
 
     @asynccontextmanager
     async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
@@ -70,14 +69,13 @@ class _Opened:
         key = folder.parent.name  # the run id (evals.run.taskrun lays out RUN_ID/workspace)
         stable = _claim(task.id)
         try:
-            values = self._lay_out(task, stable)
+            workspace, values = self._lay_out(task, stable)
             servers = open_servers(task.mcp_servers, values, folder.parent / "mcp-logs")
             async with servers as started:
                 self.started[key] = started.records
                 if "database" in values:
                     self.databases[key] = Path(values["database"]).name
                 intro = (task.intro or INTRO).replace("{workspace}", values["workspace"])
-                workspace = create_workspace(values["workspace"], files={})
                 yield Setup(started.tools, workspace, intro=intro)
         finally:
             shutil.rmtree(stable, ignore_errors=True)
@@ -99,7 +97,7 @@ def _claim(task_id: str) -> Path:
     """A fresh folder for a run of ``task_id`` under STABLE_ROOT, the same one each time it is
     free."""
     STABLE_ROOT.mkdir(parents=True, exist_ok=True)
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.")[:80] or "task"
+    name = slug(task_id).strip(".") or "task"
     for n in range(1, 1000):
         folder = STABLE_ROOT / (name if n == 1 else f"{name}-{n}")
         try:

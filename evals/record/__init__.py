@@ -24,6 +24,7 @@ from evals.record.files import (
     read_records,
     read_text,
     run_files,
+    slug,
     task_folder,
 )
 from evals.record.run import ERROR, NOT_RUN, RECORD_VERSION, RunRecord, is_error, read_runs
@@ -51,5 +52,6 @@ __all__ = [
     "read_runs",
     "read_text",
     "run_files",
+    "slug",
     "task_folder",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,11 @@ from evals.errors import RunFileError
 # Run records are committed with each task's state file and trace; a file above this size is
 # kept gzipped, so a runaway transcript does not bloat the repository.
 COMPRESS_ABOVE = 64 * 1024
+
+
+def slug(text: str) -> str:
+    """``text`` as a file name: runs of other characters made one ``-``, at most 80 long."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80]
 
 
 def keep_compact(path: Path) -> Path:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import tempfile
 import time
@@ -24,6 +23,7 @@ from evals.record import (
     code_version,
     keep_compact,
     machine,
+    slug,
     task_folder,
 )
 from evals.run.driver import Job, RunFile, drive
@@ -54,10 +54,6 @@ __all__ = ["EvalSettings", "Summarize", "fetch_models", "run_eval", "run_evals"]
 Summarize = Callable[[Path, float], str]
 
 RESULTS = Path("results")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80]
 
 
 def default_out(label: str, folder: Path = RESULTS / "runs") -> Path:

@@ -28,12 +28,12 @@ from typing import Any
 
 from evals.environments import environment_of_record
 from evals.errors import EvalError
-from evals.record import is_error, read_runs
+from evals.record import is_error, read_runs, slug
 from evals.report.compare import Run, load_runs, per_question, rank
 from evals.report.markdown import table
 from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
 from evals.report.summary import summarize_run_file
-from evals.run.runner import run_eval, slug
+from evals.run.runner import run_eval
 from evals.run.settings import EvalSettings, resumed_settings
 from evals.studies.sweep import SweepSettings, served
 from harness.presets import preset

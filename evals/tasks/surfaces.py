@@ -33,7 +33,7 @@ from evals.tasks import (
     TaskSet,
 )
 from evals.tasks.sql.bank import TABLES
-from evals.tasks.sql.questions import gold_for
+from evals.tasks.sql.questions import reading_queries
 from harness.workspace import SEED_FILES
 
 OURS = "ours"
@@ -117,8 +117,7 @@ def _sql_checks(task: Task) -> list[Any]:
 
 
 def _sql_reading(task: Task, surface: str) -> list[tuple[str, dict[str, Any]]]:
-    gold = gold_for(task.question)
-    queries = [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
+    queries = reading_queries(task.question)
     if surface == OURS:
         return [("describe", {}), *(("run_sql", {"query": q}) for q in queries)]
     described = [("describe_table", {"table_name": t}) for t in TABLES]

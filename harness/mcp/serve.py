@@ -5,11 +5,13 @@ the SQL tools over a database (``--db``: a SQLite file or a ``postgresql://`` UR
 Each tool is served with its own JSON Schema and with annotations that say what it may do
 (``readOnlyHint``; ``destructiveHint`` for a tool that needs a person's approval here, so a
 client can ask before calling it). Arguments are checked against the schema before the tool
-runs; a failure the model should read comes back as a result with ``isError``.
+runs (the loop's own ``run_call``); a failure the model should read, a bug in a tool included,
+comes back as a result with ``isError``.
 """
 
 from __future__ import annotations
 
+import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,10 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from harness.errors import ToolError
 from harness.sql import open_database, sql_tools
-from harness.tools import Tool, ToolContext, check_arguments, default_tools
+from harness.state import Call
+from harness.toolrun import run_call
+from harness.tools import Tool, ToolContext, default_tools
 from harness.workspace import Workspace, create_workspace
 
 # The file tools served: the demo's slow scan_archive stays out.
@@ -73,14 +76,13 @@ def server(tools: list[Tool], workspace: Workspace) -> Server[Any]:
         return types.ListToolsResult(tools=[_listing(t) for t in tools])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        tool = by_name.get(params.name)
-        if tool is None:
-            return _text(f"there is no tool named {params.name!r}: {', '.join(by_name)}", True)
-        try:
-            args = check_arguments(tool, dict(params.arguments or {}))
-            return _text(await tool.run(args, ToolContext(workspace=workspace)))
-        except ToolError as exc:
-            return _text(str(exc), True)
+        # The loop's own way of running a call: lookup, the schema check, errors as text.
+        arguments = json.dumps(params.arguments or {})
+        call = Call(id="mcp", name=params.name, arguments=arguments, turn=0, index=0)
+        outcome = await run_call(call, by_name, ToolContext(workspace=workspace))
+        if outcome.error is not None:
+            return _text(str(outcome.error), True)
+        return _text(outcome.content)
 
     return Server(
         SERVER_NAME,

@@ -26,7 +26,7 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +145,7 @@ class ServerRecord:
     tools: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "server_name": self.server_name,
-            "server_version": self.server_version,
-            "tools": self.tools,
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from evals.tasks.sql.bank import CURRENCIES, KINDS, MONTHS, YEAR, Bank
+from evals.tasks.sql.bank import CURRENCIES, KINDS, MONTHS, TABLES, YEAR, Bank
 
 AnswerShape = Literal["number", "name", "names"]
 
@@ -281,6 +281,13 @@ def parse(question: str) -> tuple[Kind, dict[str, str]] | None:
         if m := pattern.match(question.strip()):
             return kind, m.groupdict()
     return None
+
+
+def reading_queries(question: str) -> list[str]:
+    """Every table read whole, and the question's gold query: whose results hold everything a
+    grounded check of the question asks for (what the question-blind strategies read)."""
+    gold = gold_for(question)
+    return [f"SELECT * FROM {t}" for t in TABLES] + ([gold[0]] if gold else [])
 
 
 def gold_for(question: str) -> tuple[str, AnswerShape, int] | None:
