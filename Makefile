@@ -35,6 +35,9 @@ THREADS ?=
 TOOL_GRAMMAR ?= lazy
 # prompt-lookup: speculative decoding drafted from the context (llama backend); see make bench
 DRAFT ?= off
+# Requests decoded together (llama backend): make serve-local SLOTS=4 && make eval keeps four
+# task runs in flight; docs/scale.md says what to expect.
+SLOTS ?= 1
 SCRIPTED_PORT ?= 8001
 SCENARIO ?= plan
 
@@ -107,14 +110,14 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
 	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) $(if $(CTX),--ctx $(CTX)) \
-		--tool-grammar $(TOOL_GRAMMAR) $(if $(filter-out off,$(DRAFT)),--draft $(DRAFT))
+		--tool-grammar $(TOOL_GRAMMAR) $(if $(filter-out off,$(DRAFT)),--draft $(DRAFT)) \
+		$(if $(filter-out 1,$(SLOTS)),--slots $(SLOTS))
 
 # llama.cpp's C++ server as a peer, built from the llama.cpp sources inside the llama-cpp-python
 # sdist of the installed version (about 10 minutes on 2 cores the first time; cached under
 # ~/.cache/loopbench/llama-server/). make serve-llama-server SLOTS=4 serves the same GGUF as
 # make serve-local, with --jinja, on LLAMA_SERVER_PORT.
 LLAMA_SERVER_PORT ?= 8080
-SLOTS ?= 1
 peer-llama-server: $(STAMP_LLAMA)
 	$(PY) -m serve_local.llama_server build
 
@@ -319,7 +322,7 @@ SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,smollm2-
 SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
-		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --out results
+		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --slots $(SLOTS) --out results
 
 # The ladder on a generated test set sized to tell rungs 10 points apart (`python -m evals
 # power --tasks $(LEADERBOARD_TASKS) --difference 10`): each model under its environment's
@@ -329,7 +332,8 @@ LEADERBOARD_TASKS ?= evals/tasks/gen-test-s1000-n388.json
 LEADERBOARD_ENTRANTS ?= qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instruct:read-listed,qwen2.5-coder-0.5b-instruct:all-helps,qwen2.5-coder-0.5b-instruct:list-first,smollm2-135m-instruct:all-helps,smollm2-135m-instruct:focused
 leaderboard: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals leaderboard --entrants $(LEADERBOARD_ENTRANTS) --tasks $(LEADERBOARD_TASKS) \
-		--out results/leaderboard $(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR)
+		--out results/leaderboard $(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) \
+		--slots $(SLOTS)
 
 # Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

@@ -42,6 +42,7 @@ from evals.run.servers import (
     Server,
     ServerPool,
     discover,
+    in_flight,
     servers_for,
     share,
 )
@@ -70,7 +71,7 @@ class BfclSettings:
     categories: tuple[str, ...] = DEFAULT_CATEGORIES
     limit: int | None = None  # items per category; None: all
     seed: int = 0
-    concurrency: int = 1
+    concurrency: int | None = None  # None: as many as the servers have slots
     per_server: int | None = None
     out: Path | None = None
     label: str | None = None
@@ -92,7 +93,7 @@ class BfclSettings:
             )
         if not self.categories:
             raise EvalError("name at least one BFCL category")
-        if self.concurrency < 1:
+        if self.concurrency is not None and self.concurrency < 1:
             raise EvalError("--concurrency must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise EvalError("--limit must be at least 1")
@@ -213,10 +214,12 @@ async def run_bfcl(
     """
     settings.check()
     servers = servers_for(discover([settings.base_url, *settings.more_base_urls]), settings.model)
+    concurrency = in_flight(settings.concurrency, servers)
     for server in servers:
-        server.limit = max(
-            server.limit, share(settings.concurrency, len(servers), settings.per_server)
-        )
+        wanted = share(concurrency, len(servers), settings.per_server)
+        if settings.concurrency is None and settings.per_server is None:
+            wanted = server.slots
+        server.limit = max(server.limit, wanted)
     own = Checker(settings.checker_python) if checker is None else contextlib.nullcontext(checker)
     async with own as checker:
         entries: list[Entry] = []
@@ -289,7 +292,7 @@ async def run_bfcl(
         try:
             with Progress(len(items), echo, bar, already=len(kept)) as progress:
                 jobs = [(to, functools.partial(each, item)) for item in todo]
-                raised = await drive(jobs, [to], settings.concurrency)
+                raised = await drive(jobs, [to], concurrency)
         finally:
             await pool.aclose()
         if raised:

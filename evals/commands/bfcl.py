@@ -91,7 +91,10 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
     bfcl.add_argument("--limit", type=int, metavar="N", help="N items per category (default: all)")
     bfcl.add_argument("--seed", type=int, default=0, help="which items --limit draws (default 0)")
     bfcl.add_argument(
-        "--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)"
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="requests in flight (default: as many as the servers have slots, 1 for most)",
     )
     bfcl.add_argument(
         "--max-connections",

@@ -32,6 +32,14 @@ def register(commands: Any) -> None:
     board.add_argument("--threads", type=int)
     board.add_argument("--tool-grammar", default="lazy")
     board.add_argument(
+        "--slots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="requests each server started here decodes together (llama backend; the eval "
+        "keeps that many task runs in flight)",
+    )
+    board.add_argument(
         "--report-only", action="store_true", help="run nothing: the report of what is finished"
     )
     board.set_defaults(handler=handle)
@@ -56,6 +64,7 @@ def handle(args: argparse.Namespace) -> int:
             backend=args.backend,
             threads=args.threads,
             tool_grammar=args.tool_grammar,
+            slots=args.slots,
         )
         try:
             written = asyncio.run(run_leaderboard(settings, echo=echo))

@@ -52,9 +52,9 @@ def register(commands: Any) -> None:
     run.add_argument(
         "--concurrency",
         type=int,
-        default=1,
         metavar="N",
-        help="task runs in flight, across every model (default 1: one after another)",
+        help="task runs in flight, across every model (default: as many as the servers decode "
+        "at once, their slots in /v1/models; 1 for a server that decodes one at a time)",
     )
     run.add_argument(
         "--max-connections",

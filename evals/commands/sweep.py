@@ -37,6 +37,14 @@ def register(commands: Any) -> None:
     sweep.add_argument("--backend", default="llama", help="for the servers the sweep starts")
     sweep.add_argument("--threads", type=int)
     sweep.add_argument("--tool-grammar", default="lazy")
+    sweep.add_argument(
+        "--slots",
+        type=int,
+        default=1,
+        metavar="N",
+        help="requests each server started here decodes together (llama backend; the eval "
+        "keeps that many task runs in flight)",
+    )
     sweep.add_argument("--out", type=Path, default=Path("results"))
     sweep.set_defaults(handler=handle)
 
@@ -70,6 +78,7 @@ def _sweep(args: argparse.Namespace) -> int:
         backend=args.backend,
         threads=args.threads,
         tool_grammar=args.tool_grammar,
+        slots=args.slots,
         out=args.out,
     )
     written = asyncio.run(run_sweep(settings, echo=echo))

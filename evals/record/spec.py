@@ -39,6 +39,9 @@ class RunSpec(BaseModel):
     backend: str | None = None
     tool_grammar: str | None = None  # serve_local's --tool-grammar, when the server says
     draft: str | None = None  # serve_local's --draft, when the server says
+    # Requests the server decoded together (its slots), when more than one: batched
+    # arithmetic can move a near tie, so a run says how it was served.
+    slots: int | None = None
     base_url: str | None = None
     servers: list[dict[str, Any]] | None = None
     api: str | None = None  # the wire shape: openai | anthropic

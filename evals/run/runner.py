@@ -36,6 +36,7 @@ from evals.run.servers import (
     ServerPool,
     discover,
     fetch_models,
+    in_flight,
     servers_for,
     share,
 )
@@ -102,6 +103,7 @@ def served_spec(
         tool_grammar=info.get("tool_grammar"),
         # Speculative decoding (serve_local's --draft), when the server says.
         draft=info.get("draft"),
+        slots=max(s.slots for s in servers) if any(s.slots > 1 for s in servers) else None,
         base_url=servers[0].base_url,
         servers=[{"base_url": s.base_url, "software": s.software} for s in servers],
         machine=machine(),
@@ -266,23 +268,28 @@ async def run_evals(
     summarize: Summarize | None = None,
 ) -> list[Path]:
     """Run the task set for each settings (one model each), every task run of every model in
-    one queue, ``evals[0].concurrency`` in flight. One run file per settings, whose summaries
-    ``summarize`` writes (the report's; none without it).
+    one queue, ``evals[0].concurrency`` in flight (None: as many as the servers have slots).
+    One run file per settings, whose summaries ``summarize`` writes (none without it).
 
     Records go to ``RUN_FILE.partial`` as each task finishes (fsynced); the run file appears
     only when every task has a record. ``resume`` keeps the finished records of an interrupted
     eval and runs only the missing ones.
     """
     first = evals[0]
-    if first.concurrency < 1:
+    if first.concurrency is not None and first.concurrency < 1:
         raise EvalError("--concurrency must be at least 1")
     tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
     servers = discover(first.base_urls)
     runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
+    concurrency = in_flight(first.concurrency, [s for ev in runs for s in ev.servers])
     for ev in runs:
         for server in ev.servers:
-            wanted = share(first.concurrency, len(ev.servers), first.per_server)
+            wanted = share(concurrency, len(ev.servers), first.per_server)
+            if first.concurrency is None and first.per_server is None:
+                wanted = server.slots  # each server kept as full as it has slots
             server.limit = max(server.limit, wanted)
+    if concurrency > 1:
+        echo(f"{concurrency} task runs in flight")
     # Epoch by epoch, task by task, the models side by side: every server has work early.
     todo = sorted(
         ((e, i, n, ev, t) for n, ev in enumerate(runs) for i, t, e in ev.todo()),
@@ -303,7 +310,7 @@ async def run_evals(
         started = time.monotonic()
         with Progress(total, echo, bar, already=total - len(todo)) as progress:
             jobs = [(ev.to, job(n, ev, t, e)) for e, _, n, ev, t in todo]
-            raised = await drive(jobs, [ev.to for ev in runs], first.concurrency)
+            raised = await drive(jobs, [ev.to for ev in runs], concurrency)
         if raised:
             kept = ", ".join(str(ev.to.partial) for ev in runs)
             echo(f"a task run raised; the records of the others are kept in {kept}")

@@ -70,6 +70,17 @@ def server_software(
     return owner or "unknown"
 
 
+def server_slots(base_url: str, entry: dict[str, Any], client: httpx.Client | None = None) -> int:
+    """How many requests the server decodes at once: ours says ``slots`` in /v1/models (none:
+    one); llama-server gives ``total_slots`` in /props; any other server counts as one."""
+    if entry.get("server") or entry.get("backend"):
+        return max(1, int(entry.get("slots") or 1))
+    if str(entry.get("owned_by") or "") == "llamacpp" or "meta" in entry:
+        props = _get_json(f"{base_url.removesuffix('/v1')}/props", client) or {}
+        return max(1, int(props.get("total_slots") or 1))
+    return 1
+
+
 @dataclass
 class Server:
     """One OpenAI-shaped server as the eval sees it."""
@@ -77,6 +88,7 @@ class Server:
     base_url: str
     entries: list[dict[str, Any]]  # its /v1/models
     software: str
+    slots: int = 1  # requests it decodes at once (what the eval keeps in flight by default)
     limit: int = 1  # requests in flight at most
     busy: int = 0
     requests: int = 0
@@ -102,7 +114,8 @@ def discover(base_urls: Sequence[str]) -> list[Server]:
     servers = []
     for url in dict.fromkeys(u.rstrip("/") for u in base_urls):
         entries = fetch_models(url)
-        servers.append(Server(url, entries, server_software(url, entries[0])))
+        software = server_software(url, entries[0])
+        servers.append(Server(url, entries, software, server_slots(url, entries[0])))
     return servers
 
 
@@ -122,6 +135,14 @@ def servers_for(servers: list[Server], model: str | None) -> list[Server]:
 def share(concurrency: int, servers: int, per_server: int | None) -> int:
     """Requests in flight per server: as given, else the eval's concurrency spread evenly."""
     return per_server if per_server else max(1, math.ceil(concurrency / max(1, servers)))
+
+
+def in_flight(concurrency: int | None, servers: Sequence[Server]) -> int:
+    """Task runs in flight: as given, else as many as the servers decode at once together
+    (``make serve-local SLOTS=4`` is kept full without a flag)."""
+    if concurrency is not None:
+        return concurrency
+    return sum(s.slots for s in {s.base_url: s for s in servers}.values())
 
 
 @dataclass

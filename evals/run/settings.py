@@ -44,7 +44,8 @@ class EvalSettings:
     resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
     # More servers beside base_url: each request goes to one serving the model.
     more_base_urls: tuple[str, ...] = ()
-    concurrency: int = 1  # task runs in flight (across every model of one command)
+    # Task runs in flight (across every model of one command); None: the servers' slots.
+    concurrency: int | None = None
     per_server: int | None = None  # requests in flight per server (default: spread evenly)
     # Sampling: None is greedy. Epoch e of a task asks for seed + e - 1, so epochs differ
     # from each other and a rerun repeats them.

@@ -92,6 +92,7 @@ class LeaderboardSettings:
     backend: str = "llama"
     threads: int | None = None
     tool_grammar: str = "lazy"
+    slots: int = 1  # requests each server it starts decodes together (llama backend)
 
 
 async def run_leaderboard(
@@ -119,6 +120,7 @@ async def run_leaderboard(
             backend=settings.backend,
             threads=settings.threads,
             tool_grammar=settings.tool_grammar,
+            slots=settings.slots,
         )
         with served(model, serving, echo) as url:
             await _run_entrants(todo, url, settings, echo)

@@ -48,12 +48,22 @@ class SweepSettings:
     threads: int | None = None
     tool_grammar: str = "lazy"
     out: Path = Path("results")
+    slots: int = 1  # requests each server it starts decodes together (llama backend)
 
 
 @contextmanager
 def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> Iterator[str]:
     """A serve_local server for ``model`` in a child process, stopped when the block ends."""
-    wanted = {"model": model, "tool_grammar": settings.tool_grammar, "threads": settings.threads}
+    wanted = {
+        "model": model,
+        "tool_grammar": settings.tool_grammar,
+        "threads": settings.threads,
+        "slots": settings.slots if settings.slots > 1 else None,
+    }
+    if settings.slots > 1 and "slots" not in taken_by(settings.backend, {"slots": 1}):
+        raise EvalError(
+            f"the {settings.backend} backend decodes one request at a time (no --slots)"
+        )
     command = serve_command(settings.backend, **taken_by(settings.backend, wanted))
     stack = ExitStack()
     try:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from serve_local.backends.base import Completion
@@ -98,37 +99,112 @@ def cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, str | None]:
     return text[:at], stop
 
 
-@dataclass
-class GenerationQueue:
-    """One generation at a time per model, run in a worker thread; the wait is reported.
+class ReplyText:
+    """One reply's text as its tokens arrive: detokenized, cut at a stop sequence, streamed
+    with what could still be a stop sequence held back, fed to the call grammar, ended by the
+    token cap or a cancel. Every llama.cpp decoding path (one request, several in one batch)
+    feeds its tokens through one of these."""
 
-    The lock is held until the worker thread returns, not until the awaiting request does: a
+    def __init__(
+        self,
+        detokenize: Callable[[list[int]], bytes],
+        max_new: int,
+        sampling: Sampling,
+        cancel: threading.Event,
+        on_text: Callable[[str], None] | None = None,
+        constraint: CallConstraint | None = None,
+    ) -> None:
+        self._detokenize = detokenize
+        self.max_new = max_new
+        self.sampling = sampling
+        self.cancel = cancel
+        self.on_text = on_text
+        self.constraint = constraint
+        self._holdback = max((len(s) for s in sampling.stop), default=1) - 1
+        self._sent = 0
+        self.tokens: list[int] = []
+        self.text = ""
+        self.finish = "length"
+        self.stop_sequence: str | None = None
+
+    def add(self, token: int, end_of_generation: bool) -> bool:
+        """Take the next generated token; True when the reply is over."""
+        if end_of_generation:
+            self.finish = "stop"
+            return True
+        self.tokens.append(token)
+        self.text = self._detokenize(self.tokens).decode("utf-8", errors="ignore")
+        if self.sampling.stop:
+            self.text, self.stop_sequence = cut_at_stop(self.text, self.sampling.stop)
+            if self.stop_sequence is not None:
+                self.finish = "stop"
+                return True
+        if self.on_text is not None and len(self.text) - self._holdback > self._sent:
+            self.on_text(self.text[self._sent : len(self.text) - self._holdback])
+            self._sent = len(self.text) - self._holdback
+        if self.constraint is not None and self.constraint.observe(token, self.text):
+            self.finish = "stop"
+            return True
+        if len(self.tokens) >= self.max_new:
+            return True
+        if self.cancel.is_set():
+            self.finish = "cancelled"
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Send what was held back (the reply is over)."""
+        if self.on_text is not None and len(self.text) > self._sent:
+            self.on_text(self.text[self._sent :])
+            self._sent = len(self.text)
+
+
+class GenerationQueue:
+    """At most ``slots`` generations at a time per model, each in a worker thread of its own;
+    the wait is reported. One slot: one request after another. Several: the backend decodes
+    the requests in flight together (``serve_local.backends.slots``), each thread waiting for
+    its own reply.
+
+    A slot is held until the worker thread returns, not until the awaiting request does: a
     thread cannot be interrupted, so a request cancelled mid-generation leaves its thread
-    running on the model, and the next generation must wait for it.
+    running on the model (until it sees the cancel), and the next generation waits for it.
     """
 
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    def __init__(self, slots: int = 1) -> None:
+        self.slots = slots
+        self._free = asyncio.Semaphore(slots)
+        self._in_use = 0
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
     def generating(self) -> bool:
         """A worker thread is generating (possibly for a request that is gone)."""
-        return self._lock.locked()
+        return self._in_use > 0
 
     async def run(self, work: Callable[..., Generated], *args: object) -> tuple[Generated, float]:
         arrived = time.perf_counter()
-        await self._lock.acquire()
+        await self._free.acquire()
         queue_ms = (time.perf_counter() - arrived) * 1000
+        self._in_use += 1
         try:
-            thread = asyncio.ensure_future(asyncio.to_thread(work, *args))
+            if self._threads is None:  # its own threads: the default pool is for tokenizing
+                self._threads = concurrent.futures.ThreadPoolExecutor(
+                    self.slots, thread_name_prefix="generate"
+                )
+            thread = asyncio.get_running_loop().run_in_executor(self._threads, work, *args)
         except BaseException:
-            self._lock.release()
+            self._release()
             raise
         thread.add_done_callback(self._finished)
         generated: Generated = await asyncio.shield(thread)
         return generated, queue_ms
 
+    def _release(self) -> None:
+        self._in_use -= 1
+        self._free.release()
+
     def _finished(self, thread: asyncio.Future[Generated]) -> None:
-        self._lock.release()
+        self._release()
         if not thread.cancelled():
             thread.exception()  # retrieved here when the request that wanted it is gone
 
@@ -207,6 +283,7 @@ class LocalBackend:
         self._markers: tuple[str, ...] = ()
         self._sha256: str | None = None
         self._queue: GenerationQueue | None = None
+        self.slots = 1  # requests generated at once (a backend that batches sets more)
         # One prompt rendered and tokenized at a time, in a worker thread (never on the loop).
         self._render_lock = threading.Lock()
         # The text of the replies with calls this server wrote, so that they come back into
@@ -310,7 +387,7 @@ class LocalBackend:
         if not self.ready or self._template is None:
             raise APIError("The model is still loading; retry shortly.", status_code=503)
         if self._queue is None:
-            self._queue = GenerationQueue()  # created on the server's event loop
+            self._queue = GenerationQueue(self.slots)  # created on the server's event loop
         # Rendering and tokenizing take time that grows with the prompt: off the event loop.
         tokens = await asyncio.to_thread(self._tokenized, request)
         return self._queue, tokens, self.limits.max_new_tokens(request, len(tokens))

@@ -19,10 +19,11 @@ from serve_local.backends.draft import (
 from serve_local.backends.generation import (
     Generated,
     LocalBackend,
+    ReplyText,
     Sampling,
-    cut_at_stop,
 )
 from serve_local.backends.options import MODEL_OPTIONS, Option
+from serve_local.backends.slots import SlotEngine
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
@@ -91,9 +92,14 @@ class LlamaBackend(LocalBackend):
         reuse_prefix: bool = True,
         tool_grammar: Mode = "lazy",
         draft: DraftSettings | None = None,
+        slots: int = 1,
+        kv_unified: bool = False,
     ):
         super().__init__(model, n_ctx, n_threads, tool_grammar)
         self.reuse_prefix = reuse_prefix
+        self.slots = slots
+        self.kv_unified = kv_unified
+        self._engine: SlotEngine | None = None
         self.draft = draft or DraftSettings()
         self._draft_counts: DraftCounts | None = None
         self._llm: Any = None
@@ -112,7 +118,9 @@ class LlamaBackend(LocalBackend):
         self._sha256 = self.model.sha256
         llm = llama_cpp.Llama(
             model_path=str(self.model.path),
-            n_ctx=self.limits.n_ctx,
+            # With slots, requests are decoded in the engine's own context; this one only
+            # tokenizes, so it is kept small.
+            n_ctx=self.limits.n_ctx if self.slots == 1 else 512,
             n_threads=self.n_threads,
             n_threads_batch=self.n_threads,
             verbose=False,
@@ -129,12 +137,23 @@ class LlamaBackend(LocalBackend):
         self._random_seed = int(llama_cpp.LLAMA_DEFAULT_SEED)  # llama.cpp draws a fresh one
         if self.draft.on:
             self._draft_counts = enable_prompt_lookup(llm, self.draft)
+        if self.slots > 1:
+            self._engine = SlotEngine(
+                llm,
+                self.slots,
+                self.limits.n_ctx,
+                self.n_threads,
+                self._is_eog,
+                reuse_prefix=self.reuse_prefix,
+                unified=self.kv_unified,
+            )
         self._llm = llm
         self._load_call_grammar()
         self.load_seconds = time.perf_counter() - started
 
     def describe(self) -> dict[str, Any]:
-        return {"prefix_cache": self.reuse_prefix, **self.draft.describe()}
+        slots = {"slots": self.slots, "kv_unified": self.kv_unified} if self.slots > 1 else {}
+        return {"prefix_cache": self.reuse_prefix, **self.draft.describe(), **slots}
 
     def _is_eog(self, token: int) -> bool:
         """End of generation: EOS, or any end-of-turn token of the model's vocabulary."""
@@ -158,10 +177,9 @@ class LlamaBackend(LocalBackend):
         on_text: Callable[[str], None] | None = None,
         constraint: CallConstraint | None = None,
     ) -> Generated:
+        if self._engine is not None:
+            return self._engine.generate(tokens, max_new, sampling, cancel, on_text, constraint)
         llm = self._llm
-        # Text that could still turn out to be the start of a stop sequence is held back.
-        holdback = max((len(s) for s in sampling.stop), default=1) - 1
-        sent = 0
         if not self.reuse_prefix:
             llm.reset()  # forget the KV cache: every prompt token is evaluated again
         # llama-cpp-python reuses the longest common prefix of the KV cache (one token less
@@ -171,12 +189,13 @@ class LlamaBackend(LocalBackend):
         # The seed stays set on the Llama object: a request without one must not sample with
         # the seed of the request before it.
         llm.set_seed(self._random_seed if sampling.seed is None else sampling.seed)
-        out: list[int] = []
+        reply = ReplyText(
+            lambda out: bytes(llm.detokenize(out)), max_new, sampling, cancel, on_text, constraint
+        )
         yielded = 0  # tokens generate gave, the end-of-generation one included
         counts = self._draft_counts
         if counts is not None:
             counts.reset()
-        text, finish, matched = "", "length", None
         start = time.perf_counter()
         first: float | None = None
         for token in llm.generate(
@@ -192,29 +211,10 @@ class LlamaBackend(LocalBackend):
         ):
             first = first or time.perf_counter()
             yielded += 1
-            if self._is_eog(token):
-                finish = "stop"
+            if reply.add(token, self._is_eog(token)):
                 break
-            out.append(token)
-            text = llm.detokenize(out).decode("utf-8", errors="ignore")
-            if sampling.stop:
-                text, matched = cut_at_stop(text, sampling.stop)
-                if matched is not None:
-                    finish = "stop"
-                    break
-            if on_text is not None and len(text) - holdback > sent:
-                on_text(text[sent : len(text) - holdback])
-                sent = len(text) - holdback
-            if constraint is not None and constraint.observe(token, text):
-                finish = "stop"
-                break
-            if len(out) >= max_new:
-                break
-            if cancel.is_set():
-                finish = "cancelled"
-                break
-        if on_text is not None and len(text) > sent:
-            on_text(text[sent:])
+        reply.flush()
+        text, finish, matched, out = reply.text, reply.finish, reply.stop_sequence, reply.tokens
         end = time.perf_counter()
         first = first or end
         return Generated(
@@ -269,6 +269,21 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("--draft-tokens", "tokens per draft", 10, type=_at_least_one),
     Option("--draft-ngram", "longest n-gram looked up", 2, type=_at_least_one),
+    Option(
+        "--slots",
+        "requests decoded together, each in its own sequence of --ctx tokens (1: one after "
+        "another; make bench BENCH_PARTS=slots measures 1, 2, 4 and 8)",
+        1,
+        type=_at_least_one,
+        env="SLOTS",
+    ),
+    Option(
+        "--kv-unified",
+        "with --slots: one KV buffer that every sequence attends over, instead of a stream "
+        "per sequence",
+        False,
+        switch=True,
+    ),
 )
 
 
@@ -280,6 +295,10 @@ def from_args(args: argparse.Namespace) -> LlamaBackend:
             f"the llama backend needs a GGUF file; {model.path} is a {model.kind}. "
             "Use --backend transformers for a Hugging Face folder."
         )
+    if args.slots > 1 and args.draft != "off":
+        raise ModelUnavailable(
+            "--draft works with one slot only: drafted tokens are verified one request at a time"
+        )
     backend = LlamaBackend(
         model,
         n_ctx=args.ctx,
@@ -287,6 +306,8 @@ def from_args(args: argparse.Namespace) -> LlamaBackend:
         reuse_prefix=not args.no_prefix_cache,
         tool_grammar=args.tool_grammar,
         draft=DraftSettings(args.draft, args.draft_tokens, args.draft_ngram),
+        slots=args.slots,
+        kv_unified=args.kv_unified,
     )
     if args.written_replies:
         backend.written = WrittenReplies()
