@@ -224,8 +224,9 @@ class SlotEngine:
     def _admit(self) -> None:
         """Give each waiting request a free sequence, its cache primed with the longest
         prefix any sequence holds."""
-        while self._waiting and None in self._busy:
-            job = self._waiting.pop(0)
+        for job in list(self._waiting):
+            if None not in self._busy:
+                return
             tokens = job.tokens
             room = len(tokens) - 1  # the last prompt token is evaluated again, for its logits
             free = [s for s in range(self.slots) if self._busy[s] is None]
@@ -233,12 +234,19 @@ class SlotEngine:
                 seq, keep, source = free[0], 0, None
             else:
                 shares = [min(common_prefix(c, tokens), room) for c in self._cached]
+                # A prompt still being read that shares more is worth waiting for: the
+                # conversations an eval starts at once share their system prompt and tools.
+                reading = [j.tokens for j in self._busy if j is not None and len(j.todo) > 1]
+                coming = max((min(common_prefix(t, tokens), room) for t in reading), default=0)
+                if coming >= max(shares) + MIN_COPY_GAIN:
+                    continue
                 seq = max(free, key=lambda s: shares[s])
                 best = max(range(self.slots), key=lambda s: shares[s])
                 keep = shares[seq]
                 source = best if shares[best] >= keep + MIN_COPY_GAIN else None
                 if source is not None:
                     keep = shares[best]
+            self._waiting.remove(job)
             self._place(seq, source, keep)
             self._cached[seq] = tokens[:keep]
             job.seq, job.cache_n, job.pos, job.todo = seq, keep, keep, tokens[keep:]

@@ -21,6 +21,7 @@ from evals.studies.serving import (
     prefix,
     scale,
     serving,
+    slots,
     throughput,
 )
 from evals.studies.serving.common import Echo, Part
@@ -38,6 +39,7 @@ PARTS: dict[str, Part] = {
         peer.PART,
         engines.PART,
         scale.PART,
+        slots.PART,
         ladder.PART,
         draft.PART,
         analyst_turns.PART,
@@ -56,6 +58,7 @@ SHOWN = (
     "harness",
     "throughput",
     "scale",
+    "slots",
 )
 
 

@@ -1,0 +1,503 @@
+"""Latency per turn against throughput as slots grow (``make bench BENCH_PARTS=slots``).
+
+The default model on the 60-task generated test set, through the real eval runner, on our
+server with ``--slots N`` and on llama.cpp's ``llama-server --parallel N`` (the same GGUF,
+the same threads), N = 1, 2, 4, 8, each configuration in a fresh server, the two engines
+side by side at each N. The eval sends as many task runs at once as the server has slots.
+Per configuration: task runs per minute, median and p90 latency per turn, generated tokens
+per second, the server's peak RSS, the first turn's share of cached prompt tokens, and the
+verdicts against one slot task by task (where they differ, the turn and token where the two
+transcripts part). Before the servers, what one ``llama_decode`` costs per token as the batch
+grows: the ceiling batching has on this machine.
+
+Run files are kept under ``results/slots/`` (state files beside them) for the transcripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from evals.record import RunRecord, read_runs
+from evals.record.files import kept_file, read_text
+from evals.report.markdown import table
+from evals.run.runner import EvalSettings, run_eval
+from evals.studies.serving.common import (
+    Echo,
+    Figures,
+    Part,
+    fmt,
+    median_of,
+    peak_rss_mb,
+    per_token,
+    server_process,
+)
+from evals.studies.serving.peer import PROMPTS, THREADS, WARM, load_average, send
+from harness.presets import preset
+from serve_local import llama_server
+from serve_local.backends.generation import DEFAULT_MAX_TOKENS
+from serve_local.models import DEFAULT_NAME, resolve
+from serve_local.process import serve_command
+
+LEVELS = (1, 2, 4, 8)
+TASKS = Path("evals/tasks/gen-test-s1000-n60.json")
+POLICY = "penalized"
+MAX_TURNS = 8
+OUT = Path("results/slots")
+BATCHES = (1, 2, 4, 8, 16, 32)
+ENGINES = ("ours", "llama-server")
+TARGET_SPEEDUP = 2.0  # task runs per minute at 4 slots over 1 slot, ours
+TARGET_PER_TOKEN = 1.02  # ours at 1 slot, ms per generated token, against the one-slot path
+
+
+def decode_cost(model: str = DEFAULT_NAME, threads: int = THREADS) -> list[dict[str, Any]]:
+    """Milliseconds per token of one ``llama_decode`` of B tokens, one per sequence (B
+    sequences of a 256-token prompt each, B up to 8; beyond, several tokens per sequence),
+    median of five: what a batched generated token costs against one alone."""
+    import llama_cpp
+
+    from serve_local.backends.llama import LlamaBackend
+
+    backend = LlamaBackend(resolve(model), n_ctx=1024, n_threads=threads, slots=8)
+    backend.load()
+    engine = backend._engine
+    assert engine is not None
+    ctx, batch, memory = engine._ctx, engine._batch.batch, engine._memory
+    prompt = 256
+
+    def put(entries: list[tuple[int, int, int, bool]]) -> float:
+        for i, (token, pos, seq, logits) in enumerate(entries):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
+            batch.seq_id[i][0], batch.logits[i] = seq, logits
+        batch.n_tokens = len(entries)
+        start = time.perf_counter()
+        if llama_cpp.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+        return (time.perf_counter() - start) * 1000
+
+    for seq in range(8):
+        put([(100 + i % 50, i, seq, i == prompt - 1) for i in range(prompt)])
+    rows = []
+    for size in BATCHES:
+        per_seq = max(1, size // 8)
+        times = []
+        for step in range(5):
+            entries = [(200, prompt + step * per_seq + j // 8, j % 8, True) for j in range(size)]
+            times.append(put(entries))
+        for seq in range(8):
+            llama_cpp.llama_memory_seq_rm(memory, seq, prompt, -1)
+        ms = statistics.median(times)
+        rows.append({"batch": size, "ms": round(ms, 1), "ms_per_token": round(ms / size, 2)})
+    engine.close()
+    return rows
+
+
+def _command(engine: str, slots: int) -> list[str]:
+    if engine == "ours":
+        return serve_command(
+            "llama", model=DEFAULT_NAME, threads=THREADS, slots=slots, log_level="warning"
+        )
+    # llama-server's own default cap is the slot's whole context; ours is given instead.
+    cmd = llama_server.command(DEFAULT_NAME, None, threads=THREADS, slots=slots)
+    return [*cmd, "--n-predict", str(DEFAULT_MAX_TOKENS)]
+
+
+def _p90(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def figures_of(records: list[RunRecord], wall_s: float) -> dict[str, Any]:
+    """What one configuration's run file says, with the eval's own wall time."""
+    turns = [ms for r in records for ms in r.turn_latency_ms]
+    firsts = [r.turn_timings[0] for r in records if r.turn_timings and r.turn_timings[0]]
+    cached = sum(int(t.get("cache_n") or 0) for t in firsts)
+    evaluated = sum(int(t.get("prompt_n") or 0) for t in firsts)
+    generated = sum(r.completion_tokens for r in records)
+    timings = [t for r in records for t in (r.turn_timings or []) if t]
+    return {
+        # The server's own figures per turn: what a token costs, whatever the task did.
+        "ms_per_generated": median_of(
+            [per_token(t.get("predicted_ms"), t.get("predicted_n")) for t in timings]
+        ),
+        "ms_per_prompt": median_of(
+            [per_token(t.get("prompt_ms"), t.get("prompt_n")) for t in timings]
+        ),
+        "task_runs": len(records),
+        "errors": sum(r.status == "error" for r in records),
+        "correct": sum(bool(r.correct) for r in records),
+        "wall_s": round(wall_s, 1),
+        "runs_per_min": round(len(records) / wall_s * 60, 2) if wall_s else None,
+        "turn_ms_median": round(statistics.median(turns), 1) if turns else None,
+        "turn_ms_p90": round(_p90(turns) or 0, 1) if turns else None,
+        "tokens_per_s": round(generated / wall_s, 2) if wall_s else None,
+        "first_turn_cached": round(cached / (cached + evaluated), 3) if firsts else None,
+        "turns": sum(r.turns for r in records),
+    }
+
+
+def _reply_texts(run_file: Path, record: RunRecord) -> list[str]:
+    """Each reply of a task run as text (its content, then its calls)."""
+    path = kept_file(run_file, f"{record.run_id}.json") if record.run_id else None
+    if path is None:
+        return []
+    messages = json.loads(read_text(path)).get("messages", [])
+    return [
+        (m.get("content") or "") + json.dumps(m.get("tool_calls") or [], sort_keys=True)
+        for m in messages
+        if m.get("role") == "assistant"
+    ]
+
+
+def parting(a: list[str], b: list[str], tokenize: Any) -> dict[str, Any]:
+    """The first reply where two transcripts differ, and the token where they part."""
+    for turn, (x, y) in enumerate(zip(a, b, strict=False), start=1):
+        if x != y:
+            tx, ty = tokenize(x), tokenize(y)
+            at = next((i for i, (p, q) in enumerate(zip(tx, ty, strict=False)) if p != q), None)
+            at = min(len(tx), len(ty)) if at is None else at
+            return {"turn": turn, "token": at, "a": x[:160], "b": y[:160]}
+    return {"turn": min(len(a), len(b)) + 1, "token": 0, "a": "", "b": ""}
+
+
+def agreement(base: Path, other: Path, tokenize: Any) -> dict[str, Any]:
+    """Verdicts of ``other`` against ``base`` (one slot) task by task."""
+    one = {r.task_id: r for r in read_runs(base)}
+    many = {r.task_id: r for r in read_runs(other)}
+    shared = sorted(one.keys() & many.keys())
+    differ = [t for t in shared if bool(one[t].correct) != bool(many[t].correct)]
+    answers = sum(one[t].answer != many[t].answer for t in shared)
+    return {
+        "tasks": len(shared),
+        "same_verdict": len(shared) - len(differ),
+        "same_answer": len(shared) - answers,
+        "differing": [
+            {
+                "task": t,
+                "one_slot": bool(one[t].correct),
+                "slots": bool(many[t].correct),
+                **parting(_reply_texts(base, one[t]), _reply_texts(other, many[t]), tokenize),
+            }
+            for t in differ
+        ],
+    }
+
+
+def replay(url: str, slots: int) -> dict[str, Any]:
+    """The same requests on every engine: the eight paragraph prompts of the ``peer`` part
+    twice (128 tokens each, greedy), ``slots`` in flight: generated tokens per second and the
+    median request's wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    prompts = [*PROMPTS, *PROMPTS]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(slots) as pool:
+        replies = list(pool.map(lambda p: send(url, p, 128), prompts))
+    wall_s = time.perf_counter() - started
+    generated = sum(int(r["predicted_n"] or 0) for r in replies)
+    return {
+        "requests": len(replies),
+        "tokens_per_s": round(generated / wall_s, 2),
+        "request_ms_median": round(statistics.median(r["wall_ms"] for r in replies)),
+    }
+
+
+def measure(
+    engine: str,
+    slots: int,
+    echo: Echo,
+    out: Path = OUT,
+    tasks: Path = TASKS,
+) -> dict[str, Any]:
+    """One configuration: a fresh server, warmed, the task set at as many in flight as slots."""
+    run_file = out / f"{engine}-s{slots}.jsonl"
+    run_file.unlink(missing_ok=True)
+    load_before = load_average()
+    with server_process(_command(engine, slots)) as (url, ready_s, pid):
+        send(url, WARM, 16)
+        same_requests = replay(url, slots)
+        settings = EvalSettings(
+            base_url=url,
+            tasks=tasks,
+            out=run_file,
+            max_turns=MAX_TURNS,
+            preset=preset(POLICY),
+            label=f"slots {engine} s{slots}",
+        )
+        started = time.monotonic()
+        asyncio.run(run_eval(settings, echo=lambda line: None))
+        wall_s = time.monotonic() - started
+        rss = peak_rss_mb(pid)
+    row = {
+        "engine": engine,
+        "slots": slots,
+        **figures_of(read_runs(run_file), wall_s),
+        "peak_rss_mb": None if rss is None else round(rss),
+        "replay": same_requests,
+        "ready_s": round(ready_s, 1),
+        "load_before": load_before,
+        "load_after": load_average(),
+        "run_file": str(run_file),
+    }
+    echo(
+        f"   {engine} s{slots}: {row['runs_per_min']} task runs/min, turn median "
+        f"{row['turn_ms_median']} ms, {row['correct']}/{row['task_runs']} correct"
+    )
+    return row
+
+
+def run(
+    echo: Echo,
+    levels: tuple[int, ...] = LEVELS,
+    engines: tuple[str, ...] = ENGINES,
+    out: Path = OUT,
+    tasks: Path = TASKS,
+) -> Figures:
+    if "llama-server" in engines:
+        _command("llama-server", 1)  # not built: fails before anything runs
+    import llama_cpp
+
+    echo("   llama_decode per token as the batch grows")
+    batches = decode_cost()
+    out.mkdir(parents=True, exist_ok=True)
+    # Each configuration's row is kept as it finishes: a rerun measures only what is missing.
+    kept_rows = out / "rows.json"
+    done = json.loads(kept_rows.read_text()) if kept_rows.exists() else {}
+    rows = []
+    for n in levels:
+        for e in engines:
+            key = f"{e}-s{n}"
+            if key not in done or done[key].get("tasks") != str(tasks):
+                done[key] = {**measure(e, n, echo, out, tasks), "tasks": str(tasks)}
+                kept_rows.write_text(json.dumps(done, indent=1) + "\n")
+            else:
+                echo(f"   {key}: kept from {kept_rows}")
+            rows.append(done[key])
+    vocab = llama_cpp.Llama(str(resolve(DEFAULT_NAME).path), vocab_only=True, verbose=False)
+
+    def tokenize(text: str) -> list[int]:
+        return list(vocab.tokenize(text.encode(), add_bos=False, special=True))
+
+    for row in rows:
+        base = next(r for r in rows if r["engine"] == row["engine"] and r["slots"] == levels[0])
+        if row is not base:
+            row["agreement"] = agreement(Path(base["run_file"]), Path(row["run_file"]), tokenize)
+    figures: Figures = {
+        "model": DEFAULT_NAME,
+        "tasks": str(tasks),
+        "policy": POLICY,
+        "max_turns": MAX_TURNS,
+        "threads": THREADS,
+        "levels": list(levels),
+        "decode": batches,
+        "rows": rows,
+    }
+    figures["plot"] = str(plot(figures, Path("results/plots/slots.png")))
+    return figures
+
+
+def plot(figures: Figures, path: Path) -> Path:
+    """Median latency per turn against task runs per minute, one line per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for engine in dict.fromkeys(r["engine"] for r in figures["rows"]):
+        rows = [r for r in figures["rows"] if r["engine"] == engine and r["runs_per_min"]]
+        xs = [r["runs_per_min"] for r in rows]
+        ys = [r["turn_ms_median"] / 1000 for r in rows]
+        ax.plot(xs, ys, marker="o", label=engine)
+        for r, x, y in zip(rows, xs, ys, strict=True):
+            ax.annotate(f"{r['slots']}", (x, y), textcoords="offset points", xytext=(4, 4))
+    ax.set_xlabel("task runs per minute")
+    ax.set_ylabel("median latency per turn (s)")
+    ax.set_title(f"{figures['model']}, {Path(figures['tasks']).stem}: slots 1–8")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _row_of(figures: Figures, engine: str, slots: int) -> dict[str, Any] | None:
+    return next((r for r in figures["rows"] if r["engine"] == engine and r["slots"] == slots), None)
+
+
+def render(s: Figures) -> list[str]:
+    levels = s["levels"]
+    decode = s["decode"]
+    alone = decode[0]["ms_per_token"]
+    lines = [
+        "## Slots: several conversations decoded at once",
+        "",
+        f"`{s['model']}` on `{Path(s['tasks']).name}` through the eval runner (policy "
+        f"`{s['policy']}`, at most {s['max_turns']} turns), on our server with `--slots N` and "
+        f"on llama.cpp's `llama-server --parallel N` (same GGUF, `--threads {s['threads']}`), "
+        "each configuration a fresh server warmed with one request, the two engines side by "
+        "side at each N; the eval keeps N task runs in flight (read from the server). Latency "
+        "per turn is the client's, queueing included; tokens per second are generated tokens "
+        "over the eval's wall time; peak RSS is the server process's.",
+        "",
+    ]
+    head = [
+        "engine",
+        "slots",
+        "task runs/min",
+        "× 1 slot",
+        "turn ms median",
+        "turn ms p90",
+        "tokens/s",
+        "peak RSS MB",
+        "first turn cached",
+        "correct",
+        "errors",
+        "same verdict as 1 slot",
+        "load before/after",
+    ]
+    rows = []
+    for r in s["rows"]:
+        base = _row_of(s, r["engine"], levels[0])
+        speed = r["runs_per_min"] / base["runs_per_min"] if base and base["runs_per_min"] else None
+        agree = r.get("agreement")
+        rows.append(
+            [
+                r["engine"],
+                r["slots"],
+                fmt(r["runs_per_min"]),
+                fmt(speed),
+                fmt(r["turn_ms_median"], ",.0f"),
+                fmt(r["turn_ms_p90"], ",.0f"),
+                fmt(r["tokens_per_s"]),
+                fmt(r["ms_per_generated"]),
+                fmt(r["ms_per_prompt"]),
+                fmt(r["replay"]["tokens_per_s"]),
+                fmt(r["replay"]["request_ms_median"], ",.0f"),
+                fmt(r["peak_rss_mb"], ",.0f"),
+                fmt(r["first_turn_cached"], ".0%"),
+                f"{r['correct']}/{r['task_runs']}",
+                r["errors"],
+                "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
+                f"{r['load_before']} / {r['load_after']}",
+            ]
+        )
+    lines.append(table(head, rows))
+    lines += [
+        "",
+        f"![latency per turn against task runs per minute](plots/{Path(s['plot']).name})",
+        "",
+    ]
+    ours = {n: _row_of(s, "ours", n) for n in levels}
+    peer = {n: _row_of(s, "llama-server", n) for n in levels}
+    lines += [
+        "Targets:",
+        "",
+        "- Per generated token at 1 slot no slower than before: at one slot the server runs "
+        "the one-request path unchanged (the slot engine starts only with `--slots` above 1), "
+        "so its figure is the one in the serving section above.",
+    ]
+    one, four = ours.get(1), ours.get(4)
+    if one and four and one["runs_per_min"]:
+        x = four["runs_per_min"] / one["runs_per_min"]
+        lines.append(
+            f"- Task runs per minute at 4 slots ≥ {TARGET_SPEEDUP:g}× one slot (ours): "
+            f"measured {x:.2f}×, {'pass' if x >= TARGET_SPEEDUP else 'falls short'}."
+        )
+    beats = [
+        f"{n}: {o['runs_per_min'] / p['runs_per_min']:.2f}×"
+        for n in levels
+        if (o := ours[n]) and (p := peer[n]) and p["runs_per_min"]
+    ]
+    if beats:
+        ok = all(
+            o["runs_per_min"] >= p["runs_per_min"]
+            for n in levels
+            if (o := ours[n]) and (p := peer[n])
+        )
+        lines.append(
+            "- Ours ≥ llama-server at every slot count (task runs per minute, ours / "
+            f"llama-server): {', '.join(beats)}: {'pass' if ok else 'falls short'}. The two "
+            "engines do not do the same work per task run (their verdicts and turn lengths "
+            "differ; see the correct column), so the same requests are compared too:"
+        )
+        same = [
+            (n, o["replay"]["tokens_per_s"] / p["replay"]["tokens_per_s"])
+            for n in levels
+            if (o := ours[n]) and (p := peer[n]) and p["replay"]["tokens_per_s"]
+        ]
+        lines.append(
+            "- On the same requests (generated tokens per second, ours / llama-server): "
+            + ", ".join(f"{n}: {x:.2f}×" for n, x in same)
+            + f": {'pass' if all(x >= 1 for _, x in same) else 'falls short'}."
+        )
+    lines += [
+        "",
+        "What one `llama_decode` costs per token as the batch grows (one token per sequence up "
+        "to 8 sequences, then several per sequence; median of five, after a 256-token prompt "
+        "per sequence): batching pays only where a batched token costs less than one alone.",
+        "",
+    ]
+    lines.append(
+        table(
+            ["tokens in the batch", "ms per batch", "ms per token", "× one alone"],
+            [
+                [
+                    d["batch"],
+                    fmt(d["ms"], ",.1f"),
+                    fmt(d["ms_per_token"]),
+                    fmt(d["ms_per_token"] / alone),
+                ]
+                for d in decode
+            ],
+        )
+    )
+    parted = [(r, d) for r in s["rows"] for d in (r.get("agreement") or {}).get("differing", [])]
+    if parted:
+        lines += [
+            "",
+            "Verdicts that differ from one slot, and where the transcripts part (reply number, "
+            "token within it):",
+            "",
+        ]
+        lines.append(
+            table(
+                [
+                    "engine",
+                    "slots",
+                    "task",
+                    "1 slot",
+                    "N slots",
+                    "turn",
+                    "token",
+                    "1 slot wrote",
+                    "N slots wrote",
+                ],
+                [
+                    [
+                        r["engine"],
+                        r["slots"],
+                        d["task"],
+                        "✓" if d["one_slot"] else "✗",
+                        "✓" if d["slots"] else "✗",
+                        d["turn"],
+                        d["token"],
+                        d["a"][:80],
+                        d["b"][:80],
+                    ]
+                    for r, d in parted
+                ],
+            )
+        )
+    return lines
+
+
+PART = Part("slots", run, render)
