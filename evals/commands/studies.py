@@ -23,7 +23,9 @@ def register(commands: Any) -> None:
     bench.add_argument("--parts", nargs="+", choices=sorted(BENCH_PARTS), default=list(BENCH_PARTS))
     bench.add_argument("--out", type=Path, default=Path("results"))
     bench.add_argument(
-        "--render-only", action="store_true", help="rewrite bench.md from bench.json; run nothing"
+        "--render-only",
+        action="store_true",
+        help="rewrite bench.md and the docs blocks from bench.json; run nothing",
     )
     adv = commands.add_parser(
         "adversaries",

@@ -41,6 +41,8 @@ class Part:
     name: str
     run: Callable[[Echo], Figures]
     render: Callable[[Figures], list[str]]
+    # Blocks of the docs its figures write: (page, block name, text), see evals.report.docs.
+    docs: Callable[[Figures], list[tuple[Path, str, str]]] | None = None
 
 
 def peak_rss_mb(pid: int) -> float | None:

@@ -500,4 +500,45 @@ def render(s: Figures) -> list[str]:
     return lines
 
 
-PART = Part("slots", run, render)
+DOCS_PAGE = Path("docs/scale.md")
+
+
+def docs(s: Figures) -> list[tuple[Path, str, str]]:
+    """docs/scale.md's table, from the same figures as bench.md's section."""
+    base = {r["engine"]: r for r in s["rows"] if r["slots"] == s["levels"][0]}
+    rows = []
+    for r in s["rows"]:
+        first = base.get(r["engine"])
+        speed = (
+            r["runs_per_min"] / first["runs_per_min"] if first and first["runs_per_min"] else None
+        )
+        agree = r.get("agreement")
+        rows.append(
+            [
+                r["engine"],
+                r["slots"],
+                fmt(r["runs_per_min"]),
+                fmt(speed),
+                fmt(r["turn_ms_median"], ",.0f"),
+                fmt(r["replay"]["tokens_per_s"]),
+                f"{r['correct']}/{r['task_runs']}",
+                "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
+            ]
+        )
+    head = [
+        "engine", "slots", "task runs/min", "× 1 slot", "turn ms median",
+        "same requests: tokens/s", "correct", "same verdict as 1 slot",
+    ]  # fmt: skip
+    decode = ", ".join(f"{d['batch']}: {d['ms_per_token'] / s['decode'][0]['ms_per_token']:.2f}×"
+                       for d in s["decode"])  # fmt: skip
+    text = (
+        f"`{s['model']}` on `{Path(s['tasks']).name}`, policy `{s['policy']}`, "
+        f"`--threads {s['threads']}` ([results/bench.md](../results/bench.md), section "
+        "Slots, has every column):\n\n"
+        + table(head, rows)
+        + f"\nCost of a generated token in a batch of B tokens, against one alone: {decode}.\n"
+    )
+    return [(DOCS_PAGE, "slots-table", text)]
+
+
+PART = Part("slots", run, render, docs)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.record import code_version, machine
+from evals.report.docs import fill
 from evals.studies.serving import (
     analyst_turns,
     draft,
@@ -92,12 +93,30 @@ def run_bench(parts: list[str], out: Path, echo: Echo = print) -> dict[str, Any]
     out.mkdir(parents=True, exist_ok=True)
     previous.write_text(json.dumps(report, indent=2, default=str) + "\n")
     (out / "bench.md").write_text(markdown(report))
+    write_docs(report)
     return report
 
 
 def rerender(out: Path) -> None:
-    """bench.md again from the figures kept in bench.json, measuring nothing."""
-    (out / "bench.md").write_text(markdown(json.loads((out / "bench.json").read_text())))
+    """bench.md and the docs' blocks again from the figures kept in bench.json."""
+    report = json.loads((out / "bench.json").read_text())
+    (out / "bench.md").write_text(markdown(report))
+    write_docs(report)
+
+
+def doc_blocks(report: dict[str, Any]) -> list[tuple[Path, str, str]]:
+    """Every docs block the kept figures write: (page, block name, text)."""
+    return [
+        found
+        for name, part in PARTS.items()
+        if part.docs is not None and name in report["parts"]
+        for found in part.docs(report["parts"][name])
+    ]
+
+
+def write_docs(report: dict[str, Any]) -> None:
+    for page, name, text in doc_blocks(report):
+        fill(page, name, text)
 
 
 def markdown(report: dict[str, Any]) -> str:
