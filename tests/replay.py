@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from evals.record import RunRecord, read_runs
+from evals.record import RunRecord, kept_at, read_runs
 from evals.tasks import Task, TaskSet, load_tasks
 from harness import tools
 from harness.approvals import reject
@@ -126,7 +126,8 @@ def committed_runs() -> list[tuple[str, RunRecord, dict[str, Any], Task]]:
         for record in read_runs(path):
             if record.spec.task_set not in TASK_SETS or not record.trace_path:
                 continue
-            state_file = ROOT / str(record.trace_path).replace(".trace.jsonl", ".json")
+            trace = kept_at(path, record.trace_path)
+            state_file = trace.with_name(trace.name.replace(".trace.jsonl", ".json"))
             if not state_file.exists():
                 continue
             tasks = {t.id: t for t in task_set(record.spec.task_set).tasks}

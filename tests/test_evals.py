@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.errors import EvalError
-from evals.record import RunRecord, read_records, read_runs
+from evals.record import RunRecord, kept_at, read_records, read_runs
 from evals.report.compare import compare
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
@@ -79,7 +79,9 @@ async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> No
     ]:
         assert key in first, key
     assert first["spec"]["machine"]["cores"] == os.cpu_count()
-    trace = Path(first["trace_path"])
+    # Named relative to the run file: a run file and its folder move together.
+    assert first["trace_path"] == f"{out.stem}.runs/{first['run_id']}.trace.jsonl"
+    trace = kept_at(out, first["trace_path"])
     assert trace.parent == tmp_path / "scripted:oracle.runs"
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert events[-1]["type"] == "run_stopped" and events[-1]["run_id"] == first["run_id"]

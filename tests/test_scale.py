@@ -19,7 +19,7 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.errors import EvalError
-from evals.record import RunRecord, read_records
+from evals.record import RunRecord, kept_at, read_records
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval, run_evals
 from evals.run.servers import Server, ServerPool, server_software, servers_for
@@ -457,5 +457,6 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
     assert (waited.status, waited.interruption) == ("interrupted", {"type": "timeout"})
     assert waited.queue_ms and waited.queue_ms > 0
     # The wait is recorded apart: the run's state counts it, the record's wall time does not.
-    state = json.loads((Path(str(waited.trace_path)).parent / f"{waited.run_id}.json").read_text())
+    trace_file = kept_at(tmp_path / "oracle.jsonl", str(waited.trace_path))
+    state = json.loads((trace_file.parent / f"{waited.run_id}.json").read_text())
     assert waited.wall_ms + waited.queue_ms == pytest.approx(state["wall_ms"], abs=0.2)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evals.record import DatabaseData, read_runs
+from evals.record import DatabaseData, kept_at, read_runs
 from evals.report.analyst import audit
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
@@ -260,7 +260,8 @@ async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_promp
     assert len(records) == 3 and all(r.correct for r in records)
     described = await _describe(bank_file, tmp_path)
     for r in records:
-        state = json.loads(Path(str(r.trace_path).replace(".trace.jsonl", ".json")).read_text())
+        trace_file = kept_at(tmp_path / "r.jsonl", str(r.trace_path))
+        state = json.loads(trace_file.with_name(f"{r.run_id}.json").read_text())
         system = state["messages"][0]
         assert system["role"] == "system" and "read-only SQLite database" in system["content"]
         shown = policy == "analyst-schema"
@@ -312,7 +313,8 @@ async def test_the_oracle_answers_every_question_on_sqlite(
     )
     assert all(a and a[0]["rows"] for a in audits)
     # The audit record is in the trace too, with the call it belongs to.
-    trace = [json.loads(line) for line in Path(str(records[0].trace_path)).read_text().splitlines()]
+    trace_file = kept_at(tmp_path / "r.jsonl", str(records[0].trace_path))
+    trace = [json.loads(line) for line in trace_file.read_text().splitlines()]
     (result,) = [e for e in trace if e["type"] == "tool_result"]
     assert result["facts"]["sql"] == audits[0][0]["sql"]
     assert result["facts"]["rows"] == 1 and result["facts"]["error"] is None

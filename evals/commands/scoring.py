@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from evals.record import relink, run_files
 from evals.report.rescore import markdown as rescore_markdown
 from evals.report.rescore import rescore
 from evals.studies import grader_check
@@ -28,8 +29,25 @@ def register(commands: Any) -> None:
         "false credits and refusals, every disagreement",
     )
     grader_check.add_arguments(checking)
+    links = commands.add_parser(
+        "relink",
+        help="rewrite run files' trace paths relative to each run file (as new runs write them)",
+    )
+    links.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    links.set_defaults(handler=_relink)
     again.set_defaults(handler=_rescore)
     checking.set_defaults(handler=lambda args: grader_check.main(args.corpus, args.out))
+
+
+def _relink(args: argparse.Namespace) -> int:
+    total = 0
+    for run_file in run_files(args.files):
+        changed = relink(run_file)
+        total += changed
+        if changed:
+            print(f"{run_file}: {changed} trace paths made relative")
+    print(f"{total} records relinked")
+    return 0
 
 
 def _rescore(args: argparse.Namespace) -> int:

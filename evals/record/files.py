@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -54,6 +55,43 @@ def kept_file(run_file: Path, name: str) -> Path | None:
     plain = task_folder(run_file) / name
     packed = plain.with_name(name + ".gz")
     return plain if plain.exists() else packed if packed.exists() else None
+
+
+def beside(run_file: Path, path: Path) -> str:
+    """``path`` as a record names it: relative to the run file's folder, so a run file and its
+    ``.runs`` folder move together (a committed record names no path of the machine that ran
+    it)."""
+    return Path(os.path.relpath(path.resolve(), run_file.resolve().parent)).as_posix()
+
+
+def kept_at(run_file: Path, recorded: str) -> Path:
+    """The file a record names (``trace_path``): relative to its run file's folder, or, in a
+    record written before paths were relative, as written."""
+    path = Path(recorded)
+    return path if path.is_absolute() else run_file.parent / path
+
+
+def relink(run_file: Path) -> int:
+    """Rewrite a run file's ``trace_path`` values relative to the run file, where the trace
+    they name is in its ``.runs`` folder (found by name, wherever the record said it was);
+    every other byte of the file is kept. Returns the records changed."""
+    lines = run_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    changed = 0
+    for i, line in enumerate(lines):
+        found = re.search(r'"trace_path": "((?:[^"\\]|\\.)*)"', line)
+        if not found:
+            continue
+        name = Path(json.loads(f'"{found.group(1)}"')).name
+        here = task_folder(run_file) / name
+        if not here.exists():
+            continue
+        new = json.dumps(beside(run_file, here))
+        if new != f'"{found.group(1)}"':
+            lines[i] = line[: found.start(1) - 1] + new + line[found.end(1) + 1 :]
+            changed += 1
+    if changed:
+        run_file.write_text("".join(lines), encoding="utf-8")
+    return changed
 
 
 def run_files(paths: Sequence[Path]) -> list[Path]:
