@@ -48,7 +48,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: mcp-servers mcp-tasks mcp-report mcp-runs leaderboard bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -330,10 +330,23 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 # cores, and its own resume: run it again and it goes on. results/leaderboard/leaderboard.md
 LEADERBOARD_TASKS ?= evals/tasks/gen-test-s1000-n388.json
 LEADERBOARD_ENTRANTS ?= qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instruct:read-listed,qwen2.5-coder-0.5b-instruct:all-helps,qwen2.5-coder-0.5b-instruct:list-first,smollm2-135m-instruct:all-helps,smollm2-135m-instruct:focused
+LEADERBOARD_OUT ?= results/leaderboard
 leaderboard: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals leaderboard --entrants $(LEADERBOARD_ENTRANTS) --tasks $(LEADERBOARD_TASKS) \
-		--out results/leaderboard $(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) \
+		--out $(LEADERBOARD_OUT) $(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) \
 		--slots $(SLOTS)
+
+# The default model's two leaderboard entries again with four slots, beside the one-at-a-time
+# runs, and each pair's agreement task by task (results/leaderboard/slots4/paired-*.md).
+SLOTS_ENTRANTS := qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instruct:read-listed
+leaderboard-slots: $(STAMP_LLAMA) $(STAMP_MODELS)
+	$(MAKE) leaderboard SLOTS=4 LEADERBOARD_OUT=results/leaderboard/slots4 \
+		LEADERBOARD_ENTRANTS=$(SLOTS_ENTRANTS)
+	for entry in qwen2.5-coder-1.5b-instruct-all-helps qwen2.5-coder-1.5b-instruct-read-listed; do \
+		$(PY) -m evals compare --paired results/leaderboard/$$entry.jsonl \
+			results/leaderboard/slots4/$$entry.jsonl \
+			--out results/leaderboard/slots4/paired-$$entry.md || exit 1; \
+	done
 
 # Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

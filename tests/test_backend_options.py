@@ -79,3 +79,16 @@ def test_a_studys_server_command_is_one_the_server_reads() -> None:
         True,
     )
     assert arguments(serve_command("scripted", latency_ms=5)[3:]).latency_ms == 5.0
+
+
+def test_slots_belong_to_the_llama_backend_and_exclude_drafting() -> None:
+    assert arguments(["--backend", "llama", "--slots", "4"]).slots == 4
+    assert arguments(["--backend", "llama"]).slots == 1
+    with pytest.raises(StartupError, match="--slots is an option of the llama backend"):
+        arguments(["--backend", "transformers", "--slots", "4"])
+    with pytest.raises(SystemExit):  # argparse: must be at least 1
+        arguments(["--backend", "llama", "--slots", "0"])
+    from serve_local.models import ModelUnavailable
+
+    with pytest.raises(ModelUnavailable, match="--draft works with one slot only"):
+        build(arguments(["--backend", "llama", "--slots", "2", "--draft", "prompt-lookup"]))

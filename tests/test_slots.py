@@ -280,3 +280,41 @@ def test_the_six_tasks_run_four_at_a_time(served: tuple[str, LlamaBackend], tmp_
     assert {r.spec.slots for r in records} == {SLOTS}
     assert engine.peak == SLOTS
     assert f"{SLOTS} task runs in flight" in lines
+
+
+def test_a_unified_cache_gives_each_sequence_its_own_text() -> None:
+    """``--kv-unified``: one buffer every sequence attends over; a copied prefix is cells
+    shared, not data copied, and no sequence reads another's tokens."""
+    backend = LlamaBackend(resolve(QWEN_CODER), n_ctx=1024, slots=2, kv_unified=True)
+    backend.load()
+    engine = engine_of(backend)
+    try:
+        system = "You repeat words. " * 20
+
+        def tokens(word: str) -> list[int]:
+            request = {
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": f"Repeat this word exactly once: {word}"},
+                ],
+            }
+            return backend.prompt_tokens(ChatRequest.model_validate(request))
+
+        first = engine.generate(tokens("walnut"), 8, Sampling(), threading.Event())
+        copied = engine.copied
+        # The first sequence holds the shared prefix; both new requests start from it.
+        a, b = at_once(
+            engine,
+            [
+                lambda: engine.generate(tokens("glacier"), 8, Sampling(), threading.Event()),
+                lambda: engine.generate(tokens("trombone"), 8, Sampling(), threading.Event()),
+            ],
+        )
+        assert "walnut" in first.text.lower()
+        assert "glacier" in a.text.lower() and "trombone" not in a.text.lower()
+        assert "trombone" in b.text.lower() and "glacier" not in b.text.lower()
+        assert engine.copied == copied + 1  # the sequence not holding the prefix copied it
+        assert min(a.cache_n, b.cache_n) > 60
+    finally:
+        engine.close()

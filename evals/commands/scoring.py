@@ -9,7 +9,7 @@ from typing import Any
 from evals.record import relink, run_files
 from evals.report.rescore import markdown as rescore_markdown
 from evals.report.rescore import rescore
-from evals.studies import grader_check
+from evals.studies import grader_check, heldout
 
 
 def register(commands: Any) -> None:
@@ -36,7 +36,26 @@ def register(commands: Any) -> None:
     links.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
     links.set_defaults(handler=_relink)
     again.set_defaults(handler=_rescore)
-    checking.set_defaults(handler=lambda args: grader_check.main(args.corpus, args.out))
+    checking.set_defaults(
+        handler=lambda args: grader_check.main(args.corpus, args.out, args.heldout)
+    )
+    draw = commands.add_parser(
+        "grader-draw",
+        help="draw answers at random from the committed runs for the held-out corpus "
+        "(without their verdicts), to be labelled by reading",
+    )
+    draw.add_argument("--out", type=Path, required=True)
+    draw.add_argument("--seed", type=int, default=heldout.SEED)
+    draw.add_argument("--size", type=int, default=heldout.SIZE)
+    draw.set_defaults(
+        handler=lambda args: (
+            print(
+                f"drew {heldout.write_draw(Path('.'), args.out, args.size, args.seed)} answers "
+                f"into {args.out}"
+            )
+            or 0
+        )
+    )
 
 
 def _relink(args: argparse.Namespace) -> int:

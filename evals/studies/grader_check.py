@@ -29,12 +29,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evals.errors import EvalError
 from evals.report.markdown import table
+from evals.report.stats import wilson
 from evals.scoring.answers import commitment
 from evals.scoring.evidence import RunEvidence, stated
+from evals.studies.heldout import SEED as HELDOUT_SEED
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
 
 CORPUS = Path(__file__).parents[1] / "scoring" / "labelled.jsonl"
+HELDOUT = Path(__file__).parents[1] / "scoring" / "heldout.jsonl"
 TARGET = 0.98
 
 Kind = Literal["real", "paraphrase", "hedge", "near miss", "denial", "wrong question"]
@@ -211,26 +214,85 @@ def markdown(replayed: list[Replayed], corpus: Path) -> str:
     )
 
 
+def heldout_section(replayed: list[Replayed], corpus: Path) -> str:
+    """The held-out corpus: agreement with its 95 % interval, the grader's error rate on
+    answers it was never tuned on, and every disagreement."""
+    s = summary(replayed)
+    ci = wilson(s["agreeing"], s["rows"])
+    wrong = [r for r in replayed if not r.agrees]
+    return "\n".join(
+        [
+            "## The held-out corpus: the grader's error rate",
+            "",
+            f"`{corpus.name}`: {s['rows']} answers drawn at random from the committed "
+            "leaderboard, SQL and workflow runs (stratified by task family and model, seed "
+            f"{HELDOUT_SEED}, `python -m evals grader-draw`), labelled by reading before their "
+            "verdicts were looked at, never used to change the reader.",
+            "",
+            f"Agreement: {s['agreeing']}/{s['rows']} = {100 * s['agreement']:.1f} %, 95 % "
+            f"interval [{100 * ci.low:.1f}, {100 * ci.high:.1f}] %: an error rate of "
+            f"{100 * (1 - s['agreement']):.1f} %. False credits {s['false_credits']} of "
+            f"{s['false_credits'] + s['wrong_refused']} labelled wrong; false refusals "
+            f"{s['false_refusals']} of {s['right_credited'] + s['false_refusals']} labelled "
+            "right.",
+            "",
+            f"Every disagreement ({len(wrong)}):",
+            "",
+            table(
+                ["task", "label", "grader", "answer", "reason", "read as"],
+                [
+                    [
+                        f"{r.row.task_set}/{r.row.task}",
+                        "right" if r.row.label else "wrong",
+                        "credited" if r.credited else "refused",
+                        stated(r.row.answer)[:160],
+                        r.row.reason,
+                        r.reading,
+                    ]
+                    for r in wrong
+                ],
+            )
+            if wrong
+            else "None.\n",
+        ]
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument(
+        "--heldout",
+        type=Path,
+        default=HELDOUT,
+        help="the held-out corpus, reported apart as the grader's error rate",
+    )
     parser.add_argument(
         "--out", type=Path, help="also write the report here (.md, and .json beside it)"
     )
 
 
-def main(corpus: Path, out: Path | None) -> int:
+def main(corpus: Path, out: Path | None, heldout: Path | None = HELDOUT) -> int:
     try:
         replayed = replay(read_corpus(corpus))
+        held = replay(read_corpus(heldout)) if heldout is not None else []
     except CorpusError as exc:
         print(f"grader-check: {exc}", file=sys.stderr)
         return 2
     text = markdown(replayed, corpus)
+    if heldout is not None:
+        text += "\n" + heldout_section(held, heldout)
     print(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
         data = {
             "summary": summary(replayed),
+            "heldout": summary(held) if held else None,
+            "heldout_disagreements": [
+                {**r.row.model_dump(), "credited": r.credited, "read_as": r.reading}
+                for r in held
+                if not r.agrees
+            ],
             "disagreements": [
                 {**r.row.model_dump(), "credited": r.credited, "read_as": r.reading}
                 for r in replayed

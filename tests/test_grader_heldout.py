@@ -1,0 +1,43 @@
+"""The held-out grader corpus: drawn from committed runs, labelled, reported apart."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from evals.record import read_runs
+from evals.studies import grader_check
+from evals.studies.heldout import SIZE, family
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_held_out_row_is_a_committed_answer_and_labelled() -> None:
+    rows = grader_check.read_corpus(grader_check.HELDOUT)
+    assert len(rows) >= 200 and len(rows) >= SIZE
+    records: dict[str, dict[str, str | None]] = {}
+    for row in rows:
+        assert row.source == "run" and row.kind == "real" and row.ref and row.reason
+        file, run_id = row.ref.split("#")
+        if file not in records:
+            records[file] = {r.run_id: r.answer for r in read_runs(ROOT / file) if r.run_id}
+        assert records[file][run_id] == row.answer, row.ref
+    # Every family of the pool is drawn, and every model within it.
+    drawn = {(family(r.task_set), r.ref.split("#")[0]) for r in rows if r.ref}
+    assert {f for f, _ in drawn} == {"files6", "generated", "sql"}
+    models = {(f, next(iter(read_runs(ROOT / file))).spec.model) for f, file in drawn}
+    assert Counter(f for f, _ in models) == {"files6": 3, "generated": 3, "sql": 3}
+
+
+def test_grader_check_reports_the_held_out_corpus_apart(tmp_path: Path) -> None:
+    out = tmp_path / "grader-check.md"
+    grader_check.main(grader_check.CORPUS, out, grader_check.HELDOUT)
+    text = out.read_text()
+    assert "## The held-out corpus: the grader's error rate" in text
+    data = json.loads(out.with_suffix(".json").read_text())
+    held = data["heldout"]
+    assert held["rows"] == len(grader_check.read_corpus(grader_check.HELDOUT))
+    assert f"Agreement: {held['agreeing']}/{held['rows']} = " in text
+    assert "95 % interval [" in text
+    assert len(data["heldout_disagreements"]) == held["rows"] - held["agreeing"]
