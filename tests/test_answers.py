@@ -200,3 +200,39 @@ def test_grader_check_cli_reports_and_fails_a_bad_corpus(tmp_path: Path) -> None
         capture_output=True, text=True, cwd=ROOT, check=False,
     )  # fmt: skip
     assert unreadable.returncode != 0 and "broken.jsonl, line 2" in unreadable.stderr
+
+
+def test_a_value_given_with_a_wrong_unit_is_still_the_value() -> None:
+    """Three answers of the 1.5B's read-listed leaderboard run were refused because a number
+    followed by "bytes" was read as a size, never as the value asked for."""
+    value = NumberIs(
+        kind="answer", type="number", expected=5516, candidates=[3521, 5516, 7182, 9881]
+    )
+    assert credits(value, 'The value of "batch_size" in catalog.md is 5516 bytes.')
+    assert not credits(value, 'The value of "batch_size" in catalog.md is 7182 bytes.')
+    # A bare candidate number still wins over a measurement beside it.
+    count = NumberIs(kind="answer", type="number", expected=4, candidates=[3, 4, 5, 6])
+    assert credits(count, "There are 4 files; the largest has 5 bytes.")
+    assert not credits(count, "There are 3 files; the largest has 4 bytes.")
+
+
+def test_a_file_the_workspace_does_not_hold_is_a_claim_of_its_own() -> None:
+    """SmolLM2's "The largest file is manifest.txt, … the smallest file, roster.cfg" was
+    credited for roster.cfg: manifest.txt, no candidate, was not read as a claim at all."""
+    largest = OneOf(
+        kind="answer", type="one_of", expected="roster.cfg", candidates=["roster.cfg", "ledger.md"]
+    )
+    answer = (
+        "The largest file is manifest.txt, with 140 bytes, compared to the smallest file, "
+        "roster.cfg, which has only 105 bytes."
+    )
+    assert commitment(largest, answer).value == "manifest.txt"
+    assert not credits(largest, answer)
+    # Denied, a file that is not there is no claim; named after the answer, it competes.
+    assert credits(largest, "file1.txt does not exist. The largest file is roster.cfg.")
+    assert not credits(largest, "The largest file is roster.cfg. I also found notes.txt.")
+    # Names that are not files (SQL branches) are unaffected by file-shaped words.
+    branch = OneOf(
+        kind="answer", type="one_of", expected="Ninh Kieu", candidates=["Ninh Kieu", "Hong Bang"]
+    )
+    assert credits(branch, "Ninh Kieu, per the query in report.sql.")

@@ -5,7 +5,12 @@ reading is deterministic and works on the candidates, not on phrasings:
 
 1. **Mentions.** Each candidate is found where the text names it: a file name as a whole
    token, a number as digits or a number word (a number followed by a unit such as ``bytes``
-   or ``ms`` is a measurement, not a candidate).
+   or ``ms`` is a measurement, not a candidate, unless the answer gives no bare candidate
+   number and frames the measurement as a value, in the words the value questions use
+   (``value``, ``set to``, ``gives ... for``): "the value of batch_size is 5516 bytes" states
+   5516 with a wrong unit, "notes.txt is 3 bytes" states no count). When every
+   candidate is a file name, a file name that is no candidate (a file the workspace does not
+   hold) is a mention too: a claim that names it claims something else than any candidate.
 2. **Lists.** Mentions whose only separation is commas, colons, line breaks, ``and``/``or``,
    numbers, units or a parenthesis form a list (a semicolon or a sentence's end closes it). A
    list of two or more candidates commits to none of them, whether it enumerates ("a, b and
@@ -112,6 +117,24 @@ class _Mention:
     value: Any
 
 
+# A file name that could be one: a letter first, an extension of two to five characters.
+_OTHER_FILE = re.compile(r"(?<![\w.\-/])[A-Za-z][\w\-]*\.[A-Za-z][A-Za-z0-9]{1,4}(?![\w\-]|\.\w)")
+
+
+def _one_of_mentions(text: str, candidates: list[str]) -> list[_Mention]:
+    """The candidates a text names and, when every candidate is a file name, the other file
+    names it names (as themselves: no candidate)."""
+    found = _file_mentions(text, candidates)
+    if not all(_OTHER_FILE.fullmatch(c) for c in candidates):
+        return found
+    known = {c.lower() for c in candidates}
+    for m in _OTHER_FILE.finditer(text):
+        overlaps = any(f.start < m.end() and m.start() < f.end for f in found)
+        if m.group().lower() not in known and not overlaps:
+            found.append(_Mention(m.start(), m.end(), m.group().lower()))
+    return sorted(found, key=lambda m: m.start)
+
+
 def _file_mentions(text: str, names: list[str]) -> list[_Mention]:
     """Every whole-token mention of a name; a longer name is matched before a shorter one it
     contains, and mentions never overlap."""
@@ -128,10 +151,35 @@ def _file_mentions(text: str, names: list[str]) -> list[_Mention]:
 
 def _number_mentions(text: str, candidates: list[float], tolerance: float = 0.0) -> list[_Mention]:
     """Numbers in the text that are candidates (within ``tolerance`` of one, read as the
-    nearest); measurements (a unit follows) are not."""
+    nearest); measurements (a unit follows) only when no bare number is a candidate."""
+    bare = _numbers(text, candidates, tolerance, measured=False)
+    if bare:
+        return bare
+    return [
+        m
+        for m in _numbers(text, candidates, tolerance, measured=True)
+        if _AS_VALUE.search(_sentence(text, m.start))
+    ]
+
+
+# How a value question asks (evals.tasks.generate): an answer in these words gives a value.
+_AS_VALUE = re.compile(r"\b(?:value|set to|gives?\b[^.;\n]*\bfor)\b", re.IGNORECASE)
+
+
+def _sentence(text: str, at: int) -> str:
+    start = 0
+    for m in _SENTENCE_END.finditer(text, 0, at):
+        start = m.end()
+    end = _SENTENCE_END.search(text, at)
+    return text[start : end.start() if end else len(text)]
+
+
+def _numbers(
+    text: str, candidates: list[float], tolerance: float, measured: bool
+) -> list[_Mention]:
     found = []
     for m in _NUMBER.finditer(text):
-        if _UNIT.match(text, m.end()):
+        if bool(_UNIT.match(text, m.end())) != measured:
             continue
         if m.group(1):
             value = float(m.group(1).replace(",", ""))
@@ -287,7 +335,7 @@ def commitment(answer: TypedAnswer, text: str) -> Commitment:
         case OneOf(candidates=candidates):
             if _hedge_anywhere(text):
                 return Commitment(None, "a hedge: alternatives joined by 'or'")
-            return _first_claim(text, _file_mentions(text, candidates))
+            return _first_claim(text, _one_of_mentions(text, candidates))
         case NumberIs(candidates=candidates, tolerance=tolerance):
             if _hedge_anywhere(text):
                 return Commitment(None, "a hedge: alternatives joined by 'or'")
