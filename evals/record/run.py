@@ -90,6 +90,10 @@ class RunRecord(BaseModel):
     answer: str | None = None
     checks: list[dict[str, Any]] = []
     correct: bool = False
+    # What the answer states about the workspace that the files contradict (sizes, ranks,
+    # counts, files it does not hold), whatever the verdict: evals.scoring.claims. None: not
+    # checked (no known workspace, or written before).
+    false_claims: list[str] | None = None
     rescored: dict[str, Any] | None = None  # the first verdict, when checks were applied again
 
     def line(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from evals.record import (
 from evals.report.markdown import table
 from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
+from evals.scoring.claims import false_claims
 from evals.scoring.evidence import score
 from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
 from harness.state import RunState
@@ -116,6 +117,8 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             record.rescored = {**stamp, "first_verdict": first}
         if checks is not None or record.status == NOT_RUN:
             record.checks_hash = task.checks_hash  # judged by today's checks
+        if record.status != NOT_RUN:
+            record.false_claims = false_claims(task, record.answer)
         after = record.correct
         first = bool((record.rescored or {}).get("first_verdict", after))
         result.after += after

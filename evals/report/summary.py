@@ -49,6 +49,12 @@ def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
         # Task runs the machinery ended or that never ran: in no accuracy, rerun by --resume.
         "errors": len(records) - len(answered),
         "pass_k": (sum(all(v) for v in by_task.values()) / len(by_task)) if by_task else 0.0,
+        # Right answers that state something the workspace contradicts (None: none checked).
+        "right_with_false_claim": (
+            sum(bool(r.correct and r.false_claims) for r in answered)
+            if any(r.false_claims is not None for r in answered)
+            else None
+        ),
         # pass^k for k = 1 .. epochs (τ-bench's estimator); one value where each task ran once.
         "pass_hat_k": pass_hat_curve(records),
         "task_accuracy": asdict(accuracy(records)),
@@ -104,8 +110,28 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         total_line(summary),
         "",
     ]
+    lines += false_claim_lines(summary, records)
     lines += family_sections(summary)
     return "\n".join(lines)
+
+
+def false_claim_lines(summary: dict[str, Any], records: Sequence[RunRecord]) -> list[str]:
+    """The right answers that state something false about the workspace, counted apart."""
+    flagged = summary.get("right_with_false_claim")
+    if flagged is None:
+        return []
+    right = summary["correct"]
+    share = f" ({100 * flagged / right:.0f} %)" if right else ""
+    lines = [
+        f"Right, with a false claim: {flagged} of {right} right answers{share} also state "
+        "something the workspace contradicts (credited all the same; evals.scoring.claims).",
+        "",
+    ]
+    rows = [[r.task_id, r.epoch, "; ".join(r.false_claims or [])] for r in records
+            if r.correct and r.false_claims]  # fmt: skip
+    if rows:
+        lines += [table(["task", "epoch", "false claims"], rows)]
+    return lines
 
 
 def total_line(summary: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from evals.numbers import mean, p95
 from evals.record import ERROR, NOT_RUN, EnvironmentData, McpData, RunRecord, RunSpec
+from evals.scoring.claims import false_claims
 from evals.scoring.evidence import offerable_tools
 from evals.tasks import Task
 from harness.state import RunState
@@ -86,6 +87,7 @@ def task_record(
         cost_usd=round(state.cost_usd, 8),
         wall_ms=round(state.wall_ms - queue_ms, 1),
         queue_ms=round(queue_ms, 1),
+        false_claims=false_claims(task, state.answer),
         turn_latency_ms=latencies,
         turn_timings=[t.timings for t in state.turn_records],
         turn_finish_reasons=[t.finish_reason for t in state.turn_records],
