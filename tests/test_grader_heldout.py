@@ -41,3 +41,10 @@ def test_grader_check_reports_the_held_out_corpus_apart(tmp_path: Path) -> None:
     assert f"Agreement: {held['agreeing']}/{held['rows']} = " in text
     assert "95 % interval [" in text
     assert len(data["heldout_disagreements"]) == held["rows"] - held["agreeing"]
+
+
+def test_the_readme_quotes_the_held_out_figure_the_corpus_gives() -> None:
+    from evals.report.docs import block
+
+    held = grader_check.replay(grader_check.read_corpus(grader_check.HELDOUT))
+    assert block(grader_check.README, "grader-heldout") == grader_check.heldout_sentence(held)

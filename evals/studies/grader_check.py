@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evals.errors import EvalError
+from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.answers import commitment
@@ -258,6 +259,20 @@ def heldout_section(replayed: list[Replayed], corpus: Path) -> str:
     )
 
 
+README = Path(__file__).parents[2] / "README.md"
+
+
+def heldout_sentence(replayed: list[Replayed]) -> str:
+    """The held-out figure as the README quotes it (written there by ``make grader-check``)."""
+    s = summary(replayed)
+    ci = wilson(s["agreeing"], s["rows"])
+    return (
+        f"The grader agrees with the reading on {s['agreeing']} of {s['rows']} held-out "
+        f"answers, {100 * s['agreement']:.1f} % (95 % interval {100 * ci.low:.1f}–"
+        f"{100 * ci.high:.1f} %).\n"
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument(
@@ -300,5 +315,7 @@ def main(corpus: Path, out: Path | None, heldout: Path | None = HELDOUT) -> int:
             ],
         }
         out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        if held and heldout == HELDOUT:
+            fill(README, "grader-heldout", heldout_sentence(held))
         print(f"wrote {out} and {out.with_suffix('.json')}")
     return 0 if passed(replayed) else 1
