@@ -51,7 +51,7 @@ def test_the_section_says_each_target_from_the_figures() -> None:
     text = "\n".join(slots.render(figures()))
     assert "| ours | 4 | 9.00 | 1.50 |" in text
     assert "measured 1.50×, falls short." in text  # 2× wanted
-    assert "(task runs per minute, ours / llama-server): 1: 3.00×, 4: 1.80×: pass." in text
+    assert "Task runs per minute, ours / llama-server: 1: 3.00×, 4: 1.80×: pass." in text
     assert "(generated tokens per second, ours / llama-server): 1: 1.00×, 4: 1.00×: pass." in text
     assert "| 4 | 144.0 | 36.00 | 0.90 |" in text
     # A model's text in a cell cannot break the table.
@@ -98,3 +98,26 @@ def test_a_changed_result_without_its_docs_fails_the_check(tmp_path: Path) -> No
     assert block(copy, name) != text
     fill(copy, name, text)
     assert block(copy, name) == text
+
+
+def test_a_peer_measured_on_the_same_requests_only_renders(tmp_path: Path) -> None:
+    """llama-server through the eval is off by default (slots.PEER_EVAL): its rows hold the
+    replay alone, and the section, the docs block and the plot say only what was measured."""
+    s = figures()
+    for r in s["rows"]:
+        if r["engine"] == "llama-server":
+            keep = {"engine", "slots", "peak_rss_mb", "replay", "ready_s", "load_before",
+                    "load_after"}  # fmt: skip
+            for key in [k for k in r if k not in keep]:
+                del r[key]
+            r["task_runs"] = 0
+            r["replay"] = {**r["replay"], "tokens_per_s": 10.0 * r["slots"]}
+    text = "\n".join(slots.render(s))
+    assert "| llama-server | 4 | – | – |" in text
+    assert "(generated tokens per second, ours / llama-server): 1: 2.00×, 4: 2.00×: pass." in text
+    assert "Task runs per minute, ours / llama-server" not in text
+    assert "llama-server was not run through the eval" in text
+    ((_, _, block_text),) = slots.docs(s)
+    assert "| llama-server | 4 | – | – | – | 40.00 | – | – |" in block_text
+    png = slots.plot(s, tmp_path / "slots.png")
+    assert png.read_bytes().startswith(b"\x89PNG")

@@ -52,6 +52,10 @@ BATCHES = (1, 2, 4, 8, 16, 32)
 ENGINES = ("ours", "llama-server")
 TARGET_SPEEDUP = 2.0  # task runs per minute at 4 slots over 1 slot, ours
 TARGET_PER_TOKEN = 1.02  # ours at 1 slot, ms per generated token, against the one-slot path
+# llama-server through the eval too: it makes no tool call from this model (docs/scale.md),
+# so every task runs to the turn cap with replies cut at 256 tokens, about a minute a task on
+# two cores, an hour per slot count. Off by default: the same requests compare the engines.
+PEER_EVAL = False
 
 
 def decode_cost(model: str = DEFAULT_NAME, threads: int = THREADS) -> list[dict[str, Any]]:
@@ -214,14 +218,30 @@ def measure(
     echo: Echo,
     out: Path = OUT,
     tasks: Path = TASKS,
+    with_eval: bool = True,
 ) -> dict[str, Any]:
-    """One configuration: a fresh server, warmed, the task set at as many in flight as slots."""
+    """One configuration: a fresh server, warmed, the same requests replayed, then (unless
+    ``with_eval`` is off) the task set at as many in flight as slots."""
     run_file = out / f"{engine}-s{slots}.jsonl"
     run_file.unlink(missing_ok=True)
     load_before = load_average()
     with server_process(_command(engine, slots)) as (url, ready_s, pid):
         send(url, WARM, 16)
         same_requests = replay(url, slots)
+        if not with_eval:
+            rss = peak_rss_mb(pid)
+            row = {
+                "engine": engine,
+                "slots": slots,
+                "task_runs": 0,
+                "peak_rss_mb": None if rss is None else round(rss),
+                "replay": same_requests,
+                "ready_s": round(ready_s, 1),
+                "load_before": load_before,
+                "load_after": load_average(),
+            }
+            echo(f"   {engine} s{slots}: same requests {same_requests['tokens_per_s']} tokens/s")
+            return row
         settings = EvalSettings(
             base_url=url,
             tasks=tasks,
@@ -273,8 +293,9 @@ def run(
     for n in levels:
         for e in engines:
             key = f"{e}-s{n}"
+            with_eval = e == "ours" or PEER_EVAL
             if key not in done or done[key].get("tasks") != str(tasks):
-                done[key] = {**measure(e, n, echo, out, tasks), "tasks": str(tasks)}
+                done[key] = {**measure(e, n, echo, out, tasks, with_eval), "tasks": str(tasks)}
                 kept_rows.write_text(json.dumps(done, indent=1) + "\n")
             else:
                 echo(f"   {key}: kept from {kept_rows}")
@@ -286,7 +307,7 @@ def run(
 
     for row in rows:
         base = next(r for r in rows if r["engine"] == row["engine"] and r["slots"] == levels[0])
-        if row is not base:
+        if row is not base and row["task_runs"] and base["task_runs"]:
             row["agreement"] = agreement(Path(base["run_file"]), Path(row["run_file"]), tokenize)
     figures: Figures = {
         "model": DEFAULT_NAME,
@@ -303,25 +324,50 @@ def run(
 
 
 def plot(figures: Figures, path: Path) -> Path:
-    """Median latency per turn against task runs per minute, one line per engine."""
+    """Left: median latency per turn against task runs per minute (the eval), one line per
+    engine that ran it; right: median request time against generated tokens per second (the
+    same requests on each engine). Each point is labelled with its slot count."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for engine in dict.fromkeys(r["engine"] for r in figures["rows"]):
-        rows = [r for r in figures["rows"] if r["engine"] == engine and r["runs_per_min"]]
-        xs = [r["runs_per_min"] for r in rows]
-        ys = [r["turn_ms_median"] / 1000 for r in rows]
-        ax.plot(xs, ys, marker="o", label=engine)
-        for r, x, y in zip(rows, xs, ys, strict=True):
-            ax.annotate(f"{r['slots']}", (x, y), textcoords="offset points", xytext=(4, 4))
-    ax.set_xlabel("task runs per minute")
-    ax.set_ylabel("median latency per turn (s)")
-    ax.set_title(f"{figures['model']}, {Path(figures['tasks']).stem}: slots 1–8")
-    ax.legend()
-    ax.grid(alpha=0.3)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    engines = list(dict.fromkeys(r["engine"] for r in figures["rows"]))
+    for engine in engines:
+        rows = [r for r in figures["rows"] if r["engine"] == engine]
+        evals = [r for r in rows if r.get("runs_per_min")]
+
+        def eval_x(r: dict[str, Any]) -> float:
+            return float(r["runs_per_min"])
+
+        def eval_y(r: dict[str, Any]) -> float:
+            return float(r["turn_ms_median"]) / 1000
+
+        def same_x(r: dict[str, Any]) -> float:
+            return float(r["replay"]["tokens_per_s"])
+
+        def same_y(r: dict[str, Any]) -> float:
+            return float(r["replay"]["request_ms_median"]) / 1000
+
+        panels = ((left, evals, eval_x, eval_y), (right, rows, same_x, same_y))
+        for ax, points, x, y in panels:
+            if not points:
+                continue
+            ax.plot([x(r) for r in points], [y(r) for r in points], marker="o", label=engine)
+            for r in points:
+                ax.annotate(str(r["slots"]), (x(r), y(r)), textcoords="offset points",
+                            xytext=(4, 4))  # fmt: skip
+    left.set_xlabel("task runs per minute")
+    left.set_ylabel("median latency per turn (s)")
+    left.set_title(f"the eval: {Path(figures['tasks']).stem}")
+    right.set_xlabel("generated tokens per second")
+    right.set_ylabel("median request time (s)")
+    right.set_title("the same requests on each engine")
+    for ax in (left, right):
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{figures['model']}: slots {', '.join(map(str, figures['levels']))}")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -367,25 +413,29 @@ def render(s: Figures) -> list[str]:
     rows = []
     for r in s["rows"]:
         base = _row_of(s, r["engine"], levels[0])
-        speed = r["runs_per_min"] / base["runs_per_min"] if base and base["runs_per_min"] else None
+        speed = (
+            r["runs_per_min"] / base["runs_per_min"]
+            if base and base.get("runs_per_min") and r.get("runs_per_min")
+            else None
+        )
         agree = r.get("agreement")
         rows.append(
             [
                 r["engine"],
                 r["slots"],
-                fmt(r["runs_per_min"]),
+                fmt(r.get("runs_per_min")),
                 fmt(speed),
-                fmt(r["turn_ms_median"], ",.0f"),
-                fmt(r["turn_ms_p90"], ",.0f"),
-                fmt(r["tokens_per_s"]),
-                fmt(r["ms_per_generated"]),
-                fmt(r["ms_per_prompt"]),
+                fmt(r.get("turn_ms_median"), ",.0f"),
+                fmt(r.get("turn_ms_p90"), ",.0f"),
+                fmt(r.get("tokens_per_s")),
+                fmt(r.get("ms_per_generated")),
+                fmt(r.get("ms_per_prompt")),
                 fmt(r["replay"]["tokens_per_s"]),
                 fmt(r["replay"]["request_ms_median"], ",.0f"),
                 fmt(r["peak_rss_mb"], ",.0f"),
-                fmt(r["first_turn_cached"], ".0%"),
-                f"{r['correct']}/{r['task_runs']}",
-                r["errors"],
+                fmt(r.get("first_turn_cached"), ".0%"),
+                f"{r['correct']}/{r['task_runs']}" if r["task_runs"] else "–",
+                r.get("errors"),
                 "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
                 f"{r['load_before']} / {r['load_after']}",
             ]
@@ -406,8 +456,8 @@ def render(s: Figures) -> list[str]:
         "so its figure is the one in the serving section above.",
     ]
     one, four = ours.get(1), ours.get(4)
-    if one and four and one["runs_per_min"]:
-        x = four["runs_per_min"] / one["runs_per_min"]
+    if one and four and one.get("runs_per_min") and four.get("runs_per_min"):
+        x = four.get("runs_per_min") / one["runs_per_min"]
         lines.append(
             f"- Task runs per minute at 4 slots ≥ {TARGET_SPEEDUP:g}× one slot (ours): "
             f"measured {x:.2f}×, {'pass' if x >= TARGET_SPEEDUP else 'falls short'}."
@@ -415,29 +465,37 @@ def render(s: Figures) -> list[str]:
     beats = [
         f"{n}: {o['runs_per_min'] / p['runs_per_min']:.2f}×"
         for n in levels
-        if (o := ours[n]) and (p := peer[n]) and p["runs_per_min"]
+        if (o := ours[n]) and (p := peer[n]) and p.get("runs_per_min") and o.get("runs_per_min")
     ]
     if beats:
         ok = all(
             o["runs_per_min"] >= p["runs_per_min"]
             for n in levels
-            if (o := ours[n]) and (p := peer[n])
+            if (o := ours[n]) and (p := peer[n]) and p.get("runs_per_min")
         )
         lines.append(
-            "- Ours ≥ llama-server at every slot count (task runs per minute, ours / "
-            f"llama-server): {', '.join(beats)}: {'pass' if ok else 'falls short'}. The two "
-            "engines do not do the same work per task run (their verdicts and turn lengths "
-            "differ; see the correct column), so the same requests are compared too:"
+            "- Task runs per minute, ours / llama-server: "
+            f"{', '.join(beats)}: {'pass' if ok else 'falls short'}. The two engines do not "
+            "do the same work per task run (their verdicts and turn lengths differ; see the "
+            "correct column), so the same requests decide the next line."
         )
-        same = [
-            (n, o["replay"]["tokens_per_s"] / p["replay"]["tokens_per_s"])
-            for n in levels
-            if (o := ours[n]) and (p := peer[n]) and p["replay"]["tokens_per_s"]
-        ]
+    same = [
+        (n, o["replay"]["tokens_per_s"] / p["replay"]["tokens_per_s"])
+        for n in levels
+        if (o := ours[n]) and (p := peer[n]) and p["replay"]["tokens_per_s"]
+    ]
+    if same:
         lines.append(
-            "- On the same requests (generated tokens per second, ours / llama-server): "
+            "- Ours ≥ llama-server at every slot count, on the same requests (generated tokens "
+            "per second, ours / llama-server): "
             + ", ".join(f"{n}: {x:.2f}×" for n, x in same)
             + f": {'pass' if all(x >= 1 for _, x in same) else 'falls short'}."
+        )
+    if any(r["engine"] == "llama-server" and not r["task_runs"] for r in s["rows"]):
+        lines.append(
+            "- llama-server was not run through the eval (`slots.PEER_EVAL`): it makes no tool "
+            "call from this model, so each task runs to the turn cap with replies cut at the "
+            "policy's token cap, about a minute a task on two cores."
         )
     lines += [
         "",
@@ -510,18 +568,20 @@ def docs(s: Figures) -> list[tuple[Path, str, str]]:
     for r in s["rows"]:
         first = base.get(r["engine"])
         speed = (
-            r["runs_per_min"] / first["runs_per_min"] if first and first["runs_per_min"] else None
+            r["runs_per_min"] / first["runs_per_min"]
+            if first and first.get("runs_per_min") and r.get("runs_per_min")
+            else None
         )
         agree = r.get("agreement")
         rows.append(
             [
                 r["engine"],
                 r["slots"],
-                fmt(r["runs_per_min"]),
+                fmt(r.get("runs_per_min")),
                 fmt(speed),
-                fmt(r["turn_ms_median"], ",.0f"),
+                fmt(r.get("turn_ms_median"), ",.0f"),
                 fmt(r["replay"]["tokens_per_s"]),
-                f"{r['correct']}/{r['task_runs']}",
+                f"{r['correct']}/{r['task_runs']}" if r["task_runs"] else "–",
                 "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
             ]
         )
