@@ -152,8 +152,10 @@ def _reply_texts(run_file: Path, record: RunRecord) -> list[str]:
     if path is None:
         return []
     messages = json.loads(read_text(path)).get("messages", [])
+    # A call's id is drawn at random on every run: only its name and arguments are compared.
     return [
-        (m.get("content") or "") + json.dumps(m.get("tool_calls") or [], sort_keys=True)
+        (m.get("content") or "")
+        + json.dumps([c.get("function") for c in m.get("tool_calls") or []], sort_keys=True)
         for m in messages
         if m.get("role") == "assistant"
     ]
@@ -210,6 +212,22 @@ def replay(url: str, slots: int) -> dict[str, Any]:
         "tokens_per_s": round(generated / wall_s, 2),
         "request_ms_median": round(statistics.median(r["wall_ms"] for r in replies)),
     }
+
+
+def agree_all(rows: list[dict[str, Any]], first: int, tokenize: Any) -> None:
+    """Each row's verdicts against its engine's row at ``first`` slots (from the run files)."""
+    for row in rows:
+        base = next(r for r in rows if r["engine"] == row["engine"] and r["slots"] == first)
+        if row is not base and row["task_runs"] and base["task_runs"]:
+            row["agreement"] = agreement(Path(base["run_file"]), Path(row["run_file"]), tokenize)
+
+
+def vocabulary_tokenizer() -> Any:
+    """The default model's tokenizer (its vocabulary only), for where transcripts part."""
+    import llama_cpp
+
+    vocab = llama_cpp.Llama(str(resolve(DEFAULT_NAME).path), vocab_only=True, verbose=False)
+    return lambda text: list(vocab.tokenize(text.encode(), add_bos=False, special=True))
 
 
 def measure(
@@ -281,7 +299,6 @@ def run(
 ) -> Figures:
     if "llama-server" in engines:
         _command("llama-server", 1)  # not built: fails before anything runs
-    import llama_cpp
 
     echo("   llama_decode per token as the batch grows")
     batches = decode_cost()
@@ -300,15 +317,8 @@ def run(
             else:
                 echo(f"   {key}: kept from {kept_rows}")
             rows.append(done[key])
-    vocab = llama_cpp.Llama(str(resolve(DEFAULT_NAME).path), vocab_only=True, verbose=False)
-
-    def tokenize(text: str) -> list[int]:
-        return list(vocab.tokenize(text.encode(), add_bos=False, special=True))
-
-    for row in rows:
-        base = next(r for r in rows if r["engine"] == row["engine"] and r["slots"] == levels[0])
-        if row is not base and row["task_runs"] and base["task_runs"]:
-            row["agreement"] = agreement(Path(base["run_file"]), Path(row["run_file"]), tokenize)
+    tokenize = vocabulary_tokenizer()
+    agree_all(rows, levels[0], tokenize)
     figures: Figures = {
         "model": DEFAULT_NAME,
         "tasks": str(tasks),
@@ -403,6 +413,10 @@ def render(s: Figures) -> list[str]:
         "turn ms median",
         "turn ms p90",
         "tokens/s",
+        "ms per generated token",
+        "ms per prompt token",
+        "same requests: tokens/s",
+        "same requests: ms median",
         "peak RSS MB",
         "first turn cached",
         "correct",
@@ -435,7 +449,7 @@ def render(s: Figures) -> list[str]:
                 fmt(r["peak_rss_mb"], ",.0f"),
                 fmt(r.get("first_turn_cached"), ".0%"),
                 f"{r['correct']}/{r['task_runs']}" if r["task_runs"] else "–",
-                r.get("errors"),
+                fmt(r.get("errors"), "d"),
                 "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
                 f"{r['load_before']} / {r['load_after']}",
             ]
