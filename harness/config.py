@@ -17,7 +17,10 @@ class LoopConfig:
     max_turns: int | None = 20
     max_budget_usd: float | None = None
     max_total_tokens: int | None = None
-    timeout_s: float | None = None  # wall clock for the whole run, across resumes
+    # The run's time limit, across resumes: its own work (RunState.work_ms: the model's and
+    # the tools' time), checked before each model call; the wall clock stops the run at the
+    # limit too, and a limit reached by wall time only is the machinery's (harness.loop).
+    timeout_s: float | None = None
     tool_errors: ToolErrorPolicy = "descriptive"
     stop_on_permanent_error: bool = False
     tool_timeout_s: float = 30.0

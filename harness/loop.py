@@ -9,7 +9,11 @@ Exits, each recorded as data on the run state (``status`` and ``interruption``):
   Limits are checked at the top of every iteration, *before* the model is asked, and a turn's
   price is known only once it is over: a dollar budget is overshot by at most one turn's cost;
 * ``interrupted``: a call needs approval (``harness.approvals``), the cancellation token fired,
-  or the run's wall-clock timeout passed. An interrupted run can be resumed.
+  or the run's time limit passed. The limit counts the run's own work (``work_ms``: the
+  model's time as its server reports it, and the tools' time), checked before each model call;
+  the wall clock stops the run at the limit too, and when it does while no tool is running and
+  the server reports its own time, the limit was hit by wall time only (``wall_limit_hit``: a
+  busy machine, which an eval counts as an error and reruns). An interrupted run can be resumed.
 
 Every iteration first reads what the last saved reply means (``settle``) and answers
 ``pending()`` calls (asked for, not yet answered), so resuming a saved run and going on after an
@@ -75,6 +79,8 @@ def limit_reached(state: RunState, config: LoopConfig) -> tuple[Status, dict[str
     tokens = state.prompt_tokens + state.completion_tokens
     if config.max_total_tokens is not None and tokens >= config.max_total_tokens:
         return "budget_exceeded", {"type": "max_tokens"}
+    if config.timeout_s is not None and state.work_ms / 1000 >= config.timeout_s:
+        return "interrupted", {"type": "timeout"}
     return None
 
 
@@ -109,10 +115,25 @@ async def conclude(
 def deadline(
     state: RunState, config: LoopConfig, cancel: CancelToken
 ) -> asyncio.TimerHandle | None:
+    """The wall clock at the run's time limit: a turn or a tool that never returns is stopped
+    there (``stopped_by`` says whose doing it was)."""
     if config.timeout_s is None:
         return None
     left = config.timeout_s - state.wall_ms / 1000
     return asyncio.get_running_loop().call_later(max(left, 0), cancel.cancel, "timeout")
+
+
+def wall_time_only(state: RunState, interruption: dict[str, Any]) -> bool:
+    """The wall clock reached the limit while the run's work had not: no tool was running (a
+    tool's time is work) and every reply came from a server that reports its own time (so a
+    reply still in flight is not counted as work; without such reports, wall time is all
+    there is to go by, and the limit is the model's)."""
+    if "tool_name" in interruption or not state.turn_records:
+        return False  # a tool's time is work; before a first reply, nothing tells them apart
+    return all(
+        isinstance((t.timings or {}).get("predicted_ms"), (int, float))
+        for t in state.turn_records
+    )
 
 
 async def run_loop(
@@ -194,8 +215,15 @@ async def framed(
 
 
 def stopped_by(state: RunState, recorder: Recorder, outcome: Stop, token: CancelToken) -> RunState:
-    interruption = outcome.interruption
+    interruption, error = outcome.interruption, outcome.error
     if interruption and interruption.get("type") == "cancelled" and token.reason == "timeout":
         interruption = {**interruption, "type": "timeout"}
         interruption.pop("reason", None)
-    return stop(state, recorder, outcome.status, interruption, outcome.error)
+        if wall_time_only(state, interruption):
+            state.wall_limit_hit = True
+            error = (
+                "the time limit was reached by the wall clock while the run's model and tool "
+                f"work came to {state.work_ms / 1000:.1f} s: the machine was busy, not the "
+                "model slow (an eval counts an error; --resume reruns it)"
+            )
+    return stop(state, recorder, outcome.status, interruption, error)

@@ -103,6 +103,10 @@ class RunState:
     # The run ended because a tool's server failed (harness.errors.ToolServerFailed): the
     # machinery's fault too.
     tool_server_failed: bool = False
+    # The run's wall clock passed the backstop of its time limit while its own work (the
+    # model's and the tools' time) was still under the limit: the machine was busy, so the
+    # eval counts an error (rerun by --resume), not a timeout of the model's.
+    wall_limit_hit: bool = False
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
     asks: list[Ask] = field(default_factory=list)  # what loop policies said, in order
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
@@ -135,6 +139,22 @@ class RunState:
     @property
     def model_ms(self) -> float:
         return sum(t.latency_ms for t in self.turn_records)
+
+    @property
+    def work_ms(self) -> float:
+        """The run's own work, what its time limit counts: each turn's model time as the
+        server reports it (``prompt_ms + predicted_ms``; the turn's latency where it reports
+        none), and each tool run's time. Time queued for a server, or spent by the harness, is
+        not work."""
+        model = 0.0
+        for turn in self.turn_records:
+            timings = turn.timings or {}
+            reported = [timings.get(k) for k in ("prompt_ms", "predicted_ms")]
+            if all(isinstance(v, (int, float)) for v in reported):
+                model += sum(float(v) for v in reported if v is not None)
+            else:
+                model += turn.latency_ms
+        return model + self.tool_ms
 
     @property
     def harness_ms(self) -> float:

@@ -76,7 +76,11 @@ def task_record(
         timestamp=_now(),
         answered_by=answered_by,
         server_software=server_software,
-        status=ERROR if state.provider_unavailable or state.tool_server_failed else state.status,
+        status=(
+            ERROR
+            if state.provider_unavailable or state.tool_server_failed or state.wall_limit_hit
+            else state.status
+        ),
         interruption=state.interruption,
         error=state.error,
         stop_reason=state.stop_reason,

@@ -29,6 +29,9 @@ class Conclude(Hook):
     settings = (CONCLUDE_ON,)
 
     def conclusion(self, config: Config, limit: str) -> str | None:
+        # A run out of time gets no further turn: concluding would spend more of it.
+        if limit == "timeout":
+            return None
         return CONCLUDE.format(limit=limit) if CONCLUDE_ON.of(config) else None
 
 
