@@ -92,6 +92,25 @@ def _error_text(response: httpx.Response) -> str:
         return response.text[:500] or response.reason_phrase
 
 
+def _context_overflow(response: httpx.Response) -> bool:
+    """Whether a 400 says the prompt does not fit the context (OpenAI's and our code,
+    llama-server's type, or vLLM's words)."""
+    try:
+        error = response.json()["error"]
+        said = f"{error.get('code')} {error.get('type')} {error.get('message')}".lower()
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return any(
+        mark in said
+        for mark in (
+            "context_length_exceeded",
+            "exceed_context_size",
+            "maximum context length",
+            "model's context is",
+        )
+    )
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = response.headers.get(header)
@@ -199,6 +218,7 @@ class ProviderClient:
                 # Refused for reasons that are not the conversation's (who asks, which model,
                 # load, a fault): the machinery's failure. A 400 is the request's.
                 unavailable=status in (401, 403, 404, 408, 429) or status >= 500,
+                context_overflow=status == 400 and _context_overflow(response),
             )
         return self.parse(response, latency_ms)
 

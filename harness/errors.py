@@ -93,9 +93,13 @@ class ProviderError(HarnessError):
         retryable: bool = False,
         retry_after_s: float | None = None,
         unavailable: bool | None = None,
+        context_overflow: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
+        # The request's prompt does not fit the model's context (an OpenAI-shaped
+        # ``context_length_exceeded``, llama-server's ``exceed_context_size_error``).
+        self.context_overflow = context_overflow
         self.retryable = retryable
         self.retry_after_s = retry_after_s
         # The machinery failed, not the model: the server could not be reached or answered

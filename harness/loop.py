@@ -131,8 +131,7 @@ def wall_time_only(state: RunState, interruption: dict[str, Any]) -> bool:
     if "tool_name" in interruption or not state.turn_records:
         return False  # a tool's time is work; before a first reply, nothing tells them apart
     return all(
-        isinstance((t.timings or {}).get("predicted_ms"), (int, float))
-        for t in state.turn_records
+        isinstance((t.timings or {}).get("predicted_ms"), (int, float)) for t in state.turn_records
     )
 
 
@@ -203,6 +202,7 @@ async def framed(
         return stopped_by(state, recorder, Stop("interrupted", cancelled), token)
     except ProviderError as exc:
         state.provider_unavailable = exc.unavailable
+        state.prompt_too_long = exc.context_overflow and state.turns == 0
         return stop(state, recorder, "failed", error=str(exc))
     except ToolServerFailed as exc:
         state.tool_server_failed = True

@@ -107,6 +107,10 @@ class RunState:
     # model's and the tools' time) was still under the limit: the machine was busy, so the
     # eval counts an error (rerun by --resume), not a timeout of the model's.
     wall_limit_hit: bool = False
+    # The task's very first prompt did not fit the model's context: the set-up cannot pose the
+    # question on this server (an error). A conversation that outgrows the context through
+    # the model's own turns is the model's loss instead (``failed``, counted wrong).
+    prompt_too_long: bool = False
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
     asks: list[Ask] = field(default_factory=list)  # what loop policies said, in order
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings

@@ -110,3 +110,41 @@ def test_a_limit_reached_by_wall_time_only_is_an_error_and_reruns(tmp_path: Path
         asyncio.run(run_eval(replace(settings, resume=out), echo=lambda _: None))
     (record,) = read_runs(out)
     assert record.status == "completed" and record.correct
+
+
+OVERFLOW = {
+    "error": {
+        "message": "This model's context is 4096 tokens; the prompt has 4122.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+def test_one_rule_for_a_prompt_over_the_context(tmp_path: Path) -> None:
+    """A task whose first prompt does not fit cannot be posed on this server: an error. A
+    conversation the model's own turns grew past the context is the model's loss: failed,
+    counted wrong."""
+
+    def first_too_long(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, content=json.dumps(OVERFLOW).encode())
+
+    def grows_too_long(request: httpx.Request) -> httpx.Response:
+        if turn_of(request) == 0:
+            return httpx.Response(200, content=json.dumps(READ).encode())
+        return httpx.Response(400, content=json.dumps(OVERFLOW).encode())
+
+    tasks = tmp_path / "one.json"
+    task = {"id": "notes", "question": "What does notes.txt say?",
+            "checks": [{"kind": "contains", "value": "rotate"}]}  # fmt: skip
+    tasks.write_text(json.dumps({"name": "one", "tasks": [task]}))
+    found = {}
+    for name, handler in (("first", first_too_long), ("grown", grows_too_long)):
+        with running_server(server_app(handler, "fake")) as url:
+            out = tmp_path / f"{name}.jsonl"
+            settings = EvalSettings(base_url=url, model="fake", tasks=tasks, out=out)
+            asyncio.run(run_eval(settings, echo=lambda _: None))
+        (found[name],) = read_runs(out)
+    assert found["first"].status == "error" and "4122" in str(found["first"].error)
+    assert found["grown"].status == "failed" and not found["grown"].correct

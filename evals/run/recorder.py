@@ -78,7 +78,10 @@ def task_record(
         server_software=server_software,
         status=(
             ERROR
-            if state.provider_unavailable or state.tool_server_failed or state.wall_limit_hit
+            if state.provider_unavailable
+            or state.tool_server_failed
+            or state.wall_limit_hit
+            or state.prompt_too_long
             else state.status
         ),
         interruption=state.interruption,
