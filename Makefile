@@ -242,10 +242,8 @@ eval-workflows: $(STAMP_DEV)
 
 # The committed workflow runs beside the agent runs they are compared with (the sweep's runs on
 # files6, the generated test set's and the sql family's): results/workflows.md
-WORKFLOW_AGENTS = $(shell $(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))" 2>/dev/null) \
-	$(wildcard results/runs/*-gen-test-*.jsonl) $(wildcard results/sql/*.jsonl) $(wildcard results/sql/runs/*.jsonl)
 workflows-report: $(STAMP_DEV)
-	$(PY) -m evals workflows-report results/workflows $(WORKFLOW_AGENTS) --out results/workflows.md
+	$(PY) -m evals workflows-report --out results/workflows.md
 
 compare: $(STAMP_DEV)
 	@$(call compare_into,results)

@@ -97,7 +97,13 @@ def register(commands: Any) -> None:
         help="workflow or agent: each task set's runs by model and solver, the best workflow "
         "against the best agent run per model, paired task by task",
     )
-    flows.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")
+    flows.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        help="run files, or folders of them (default: the workflows, the sweep's runs, the "
+        "generated-set and SQL runs); with none given, also writes the README's table",
+    )
     flows.add_argument("--out", type=Path, help="write the Markdown here")
     flows.set_defaults(handler=_workflows_report)
 
@@ -152,8 +158,13 @@ def _sql_report(args: argparse.Namespace) -> int:
 
 
 def _workflows_report(args: argparse.Namespace) -> int:
+    from evals.report.docs import fill
+    from evals.report.workflows import README, default_sources, ladder_table
 
-    return _written(args, workflows_report(args.files))
+    files = args.files or default_sources()
+    if not args.files:
+        fill(README, "workflows-ladder", ladder_table(files))
+    return _written(args, workflows_report(files))
 
 
 def _written(args: argparse.Namespace, text: str) -> int:

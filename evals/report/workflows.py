@@ -73,6 +73,74 @@ def _floor(task_set: str) -> list[str]:
     ]
 
 
+# The run files the report reads by default (``make workflows-report``): the workflows, the
+# sweep's agent runs, the generated-set runs and the SQL runs.
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+LADDER_SETS = (
+    ("files6", "files6 (6 tasks)"),
+    ("gen-test-s1000-n60", "generated test set (60 tasks)"),
+    ("sql-test-s1000-n60", "SQL analyst (60 questions)"),
+)
+LADDER_MODELS = (
+    ("qwen2.5-coder-1.5b-instruct", "Qwen2.5-Coder-1.5B (default)"),
+    ("qwen2.5-coder-0.5b-instruct", "Qwen2.5-Coder-0.5B"),
+    ("smollm2-135m-instruct", "SmolLM2-135M"),
+)
+
+
+def default_sources(root: Path = ROOT) -> list[Path]:
+    import json
+
+    sweep = root / "results" / "sweep.json"
+    swept = [root / r["run_file"] for r in json.loads(sweep.read_text())["runs"]]
+    return [
+        root / "results" / "workflows",
+        *[p for p in swept if p.exists()],
+        *sorted((root / "results" / "runs").glob("*-gen-test-*.jsonl")),
+        *sorted((root / "results" / "sql").glob("*.jsonl")),
+        *sorted((root / "results" / "sql" / "runs").glob("*.jsonl")),
+    ]
+
+
+def _count(run: Run) -> str:
+    done = _done(run)
+    return f"{sum(r.correct for r in done)}/{len(done)}"
+
+
+def _cell(runs: Sequence[Run], task_set: str, model: str) -> str:
+    mine = [
+        r
+        for r in runs
+        if str(r.records[0].spec.task_set) == task_set and r.records[0].spec.model == model
+    ]
+    agent, flow = best([r for r in mine if not _flow(r)]), best([r for r in mine if _flow(r)])
+    if agent is None or flow is None:
+        return "–"
+    head = f"{solver_of(agent)} {_count(agent)} vs {solver_of(flow)} {_count(flow)}"
+    try:
+        v = paired(agent.records, flow.records, solver_of(agent), solver_of(flow))
+    except PairingError:
+        return f"{head}: not paired"
+    if v.detected:
+        better = solver_of(flow) if v.difference > 0 else solver_of(agent)
+        return f"{head}: **{better} better by {abs(v.difference):.0f} points**, p = {v.p_value:.2g}"
+    detect = f"; {v.tasks} tasks detect {v.detectable:.0f}" if v.detectable else ""
+    return f"{head}: no difference detected ({v.difference:+.0f}, p = {v.p_value:.2g}{detect})"
+
+
+def ladder_table(paths: Sequence[Path]) -> str:
+    """The README's table: per model and task set, the best agent run against the best
+    workflow, paired task by task (written by ``make workflows-report``)."""
+    runs = load_runs(paths)
+    head = ["model", *(label for _, label in LADDER_SETS)]
+    rows = [
+        [label, *(_cell(runs, task_set, model) for task_set, _ in LADDER_SETS)]
+        for model, label in LADDER_MODELS
+    ]
+    return table(head, rows)
+
+
 def report(paths: Sequence[Path]) -> str:
     runs = load_runs(paths)
     if not runs:
