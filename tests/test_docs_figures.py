@@ -11,3 +11,13 @@ def test_the_readme_workflow_table_is_what_the_committed_runs_give() -> None:
     assert block(README, "workflows-ladder") == ladder_table(default_sources()), (
         "run make workflows-report"
     )
+
+
+def test_the_readme_leaderboard_is_what_the_committed_board_gives() -> None:
+    import json
+
+    from evals.studies.leaderboard import COMMITTED, README, readme_table, readme_verdicts
+
+    data = json.loads((COMMITTED / "leaderboard.json").read_text())
+    assert block(README, "leaderboard") == readme_table(data), "run make leaderboard"
+    assert block(README, "leaderboard-verdicts") == readme_verdicts(data)

@@ -29,3 +29,15 @@ def table(head: Sequence[Any], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+# The ladder's models as the README and docs name them.
+MODEL_LABELS = {
+    "qwen2.5-coder-1.5b-instruct": "Qwen2.5-Coder-1.5B",
+    "qwen2.5-coder-0.5b-instruct": "Qwen2.5-Coder-0.5B",
+    "smollm2-135m-instruct": "SmolLM2-135M",
+}
+
+
+def model_label(model: str) -> str:
+    return MODEL_LABELS.get(model, model)

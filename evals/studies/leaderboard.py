@@ -30,7 +30,8 @@ from evals.environments import environment_of_record
 from evals.errors import EvalError
 from evals.record import is_error, read_runs, slug
 from evals.report.compare import Run, load_runs, per_question, rank
-from evals.report.markdown import table
+from evals.report.docs import fill
+from evals.report.markdown import model_label, table
 from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
 from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval
@@ -242,7 +243,47 @@ def write(entrants: list[Entrant], out: Path) -> list[Path]:
     json_path, md_path = out / "leaderboard.json", out / "leaderboard.md"
     json_path.write_text(json.dumps(data, indent=2) + "\n")
     md_path.write_text(markdown(data))
+    if out.resolve() == COMMITTED:  # the board the README quotes
+        fill(README, "leaderboard", readme_table(data))
+        fill(README, "leaderboard-verdicts", readme_verdicts(data))
     return [md_path, json_path]
+
+
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "leaderboard"
+README = COMMITTED.parents[1] / "README.md"
+
+
+def readme_verdicts(data: dict[str, Any]) -> str:
+    """Each paired comparison of the board in a line: each model's default against its best,
+    and each rung against the one below."""
+    said = {"default against best": "default against best", "rung": "rung against rung"}
+    return "".join(
+        f"- {said.get(c['kind'], c['kind'])}, {c['a']} against {c['b']}: {c['verdict']}.\n"
+        for c in data["comparisons"]
+    )
+
+
+def readme_table(data: dict[str, Any]) -> str:
+    """The README's leaderboard: every entrant, each model's best in bold, the file family's
+    default policy said."""
+    from evals.environments.workspace import WorkspaceEnvironment
+
+    default = WorkspaceEnvironment.default_policy
+    head = ["model", "policy", "correct", "accuracy [95 % CI]", "model calls per question",
+            "tokens per question"]  # fmt: skip
+    body = [
+        [
+            model_label(r["model"]),
+            (f"**{r['policy']}**" if r["best"] else str(r["policy"]))
+            + (" (the default)" if r["policy"] == default else ""),
+            f"{r['correct']:g}/{r['tasks']}",
+            f"{100 * r['accuracy']:.1f} % [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}]",
+            _fmt(r["calls"], ".2f"),
+            _fmt(r["tokens"], ",.0f"),
+        ]
+        for r in data["rows"]
+    ]
+    return table(head, body)
 
 
 def _fmt(value: float | None, spec: str) -> str:
