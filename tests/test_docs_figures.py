@@ -4,11 +4,11 @@ are built again from the committed files and compared, so a page cannot drift fr
 from __future__ import annotations
 
 from evals.report.docs import block
-from evals.report.workflows import README, default_sources, ladder_table
+from evals.report.workflows import FINDINGS, default_sources, ladder_table
 
 
-def test_the_readme_workflow_table_is_what_the_committed_runs_give() -> None:
-    assert block(README, "workflows-ladder") == ladder_table(default_sources()), (
+def test_the_workflow_table_is_what_the_committed_runs_give() -> None:
+    assert block(FINDINGS, "workflows-ladder") == ladder_table(default_sources()), (
         "run make workflows-report"
     )
 
@@ -16,8 +16,9 @@ def test_the_readme_workflow_table_is_what_the_committed_runs_give() -> None:
 def test_the_readme_leaderboard_is_what_the_committed_board_gives() -> None:
     import json
 
-    from evals.studies.leaderboard import COMMITTED, README, readme_table, readme_verdicts
+    from evals.studies import leaderboard
 
-    data = json.loads((COMMITTED / "leaderboard.json").read_text())
-    assert block(README, "leaderboard") == readme_table(data), "run make leaderboard"
-    assert block(README, "leaderboard-verdicts") == readme_verdicts(data)
+    data = json.loads((leaderboard.COMMITTED / "leaderboard.json").read_text())
+    for page in (leaderboard.README, leaderboard.FINDINGS):
+        assert block(page, "leaderboard") == leaderboard.readme_table(data), page
+    assert block(leaderboard.FINDINGS, "leaderboard-verdicts") == leaderboard.readme_verdicts(data)

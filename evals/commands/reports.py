@@ -102,7 +102,7 @@ def register(commands: Any) -> None:
         nargs="*",
         type=Path,
         help="run files, or folders of them (default: the workflows, the sweep's runs, the "
-        "generated-set and SQL runs); with none given, also writes the README's table",
+        "generated-set and SQL runs); with none given, also writes docs/findings.md's table",
     )
     flows.add_argument("--out", type=Path, help="write the Markdown here")
     flows.set_defaults(handler=_workflows_report)
@@ -159,11 +159,11 @@ def _sql_report(args: argparse.Namespace) -> int:
 
 def _workflows_report(args: argparse.Namespace) -> int:
     from evals.report.docs import fill
-    from evals.report.workflows import README, default_sources, ladder_table
+    from evals.report.workflows import FINDINGS, default_sources, ladder_table
 
     files = args.files or default_sources()
     if not args.files:
-        fill(README, "workflows-ladder", ladder_table(files))
+        fill(FINDINGS, "workflows-ladder", ladder_table(files))
     return _written(args, workflows_report(files))
 
 

@@ -76,7 +76,7 @@ def _floor(task_set: str) -> list[str]:
 # The run files the report reads by default (``make workflows-report``): the workflows, the
 # sweep's agent runs, the generated-set runs and the SQL runs.
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+FINDINGS = ROOT / "docs" / "findings.md"
 LADDER_SETS = (
     ("files6", "files6 (6 tasks)"),
     ("gen-test-s1000-n60", "generated test set (60 tasks)"),

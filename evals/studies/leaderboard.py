@@ -243,14 +243,16 @@ def write(entrants: list[Entrant], out: Path) -> list[Path]:
     json_path, md_path = out / "leaderboard.json", out / "leaderboard.md"
     json_path.write_text(json.dumps(data, indent=2) + "\n")
     md_path.write_text(markdown(data))
-    if out.resolve() == COMMITTED:  # the board the README quotes
-        fill(README, "leaderboard", readme_table(data))
-        fill(README, "leaderboard-verdicts", readme_verdicts(data))
+    if out.resolve() == COMMITTED:  # the board the README and docs/findings.md quote
+        for page in (README, FINDINGS):
+            fill(page, "leaderboard", readme_table(data))
+        fill(FINDINGS, "leaderboard-verdicts", readme_verdicts(data))
     return [md_path, json_path]
 
 
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "leaderboard"
 README = COMMITTED.parents[1] / "README.md"
+FINDINGS = COMMITTED.parents[1] / "docs" / "findings.md"
 
 
 def readme_verdicts(data: dict[str, Any]) -> str:
