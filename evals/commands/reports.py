@@ -11,10 +11,12 @@ from typing import Any
 from evals.errors import RunFileError
 from evals.report import power
 from evals.report.compare import compare, paired_table
+from evals.report.docs import fill
 from evals.report.inspect_log import export
 from evals.report.screenshot import screenshot
 from evals.report.sql_page import report as sql_report
 from evals.report.view import write_report
+from evals.report.workflows import FINDINGS, default_sources, ladder_table
 from evals.report.workflows import report as workflows_report
 from evals.run.runner import RESULTS
 
@@ -158,9 +160,6 @@ def _sql_report(args: argparse.Namespace) -> int:
 
 
 def _workflows_report(args: argparse.Namespace) -> int:
-    from evals.report.docs import fill
-    from evals.report.workflows import FINDINGS, default_sources, ladder_table
-
     files = args.files or default_sources()
     if not args.files:
         fill(FINDINGS, "workflows-ladder", ladder_table(files))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.environments import environment_of_record
+from evals.environments.workspace import WorkspaceEnvironment
 from evals.errors import EvalError
 from evals.record import is_error, read_runs, slug
 from evals.report.compare import Run, load_runs, per_question, rank
@@ -268,8 +269,6 @@ def readme_verdicts(data: dict[str, Any]) -> str:
 def readme_table(data: dict[str, Any]) -> str:
     """The README's leaderboard: every entrant, each model's best in bold, the file family's
     default policy said."""
-    from evals.environments.workspace import WorkspaceEnvironment
-
     default = WorkspaceEnvironment.default_policy
     head = ["model", "policy", "correct", "accuracy [95 % CI]", "model calls per question",
             "tokens per question"]  # fmt: skip

@@ -40,6 +40,7 @@ from evals.studies.serving.peer import PROMPTS, THREADS, WARM, load_average, sen
 from harness.presets import preset
 from serve_local import llama_server
 from serve_local.backends.generation import DEFAULT_MAX_TOKENS
+from serve_local.backends.llama import LlamaBackend
 from serve_local.models import DEFAULT_NAME, resolve
 from serve_local.process import serve_command
 
@@ -63,8 +64,6 @@ def decode_cost(model: str = DEFAULT_NAME, threads: int = THREADS) -> list[dict[
     sequences of a 256-token prompt each, B up to 8; beyond, several tokens per sequence),
     median of five: what a batched generated token costs against one alone."""
     import llama_cpp
-
-    from serve_local.backends.llama import LlamaBackend
 
     backend = LlamaBackend(resolve(model), n_ctx=1024, n_threads=threads, slots=8)
     backend.load()
