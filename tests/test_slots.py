@@ -41,8 +41,8 @@ def served() -> Iterator[tuple[str, LlamaBackend]]:
 
 
 def engine_of(backend: LlamaBackend) -> SlotEngine:
-    assert backend._engine is not None
-    return backend._engine
+    assert backend.engine is not None
+    return backend.engine
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 300) -> None:

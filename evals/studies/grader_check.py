@@ -143,6 +143,23 @@ def passed(replayed: list[Replayed]) -> bool:
     return bool(s["agreement"] >= TARGET and s["hedges_credited"] == 0)
 
 
+DISAGREEMENT_HEAD = ["task", "label", "grader", "answer", "reason", "read as"]
+
+
+def disagreement_rows(wrong: list[Replayed]) -> list[list[str]]:
+    return [
+        [
+            f"{r.row.task_set}/{r.row.task}",
+            "right" if r.row.label else "wrong",
+            "credited" if r.credited else "refused",
+            stated(r.row.answer)[:160],
+            r.row.reason,
+            r.reading,
+        ]
+        for r in wrong
+    ]
+
+
 def markdown(replayed: list[Replayed], corpus: Path) -> str:
     s = summary(replayed)
     by: dict[tuple[str, str], list[Replayed]] = {}
@@ -161,17 +178,7 @@ def markdown(replayed: list[Replayed], corpus: Path) -> str:
         for (source, kind), group in sorted(by.items())
     ]
     wrong = [r for r in replayed if not r.agrees]
-    disagreements = [
-        [
-            f"{r.row.task_set}/{r.row.task}",
-            "right" if r.row.label else "wrong",
-            "credited" if r.credited else "refused",
-            stated(r.row.answer)[:160],
-            r.row.reason,
-            r.reading,
-        ]
-        for r in wrong
-    ]
+    disagreements = disagreement_rows(wrong)
     verdict = "passes" if passed(replayed) else "FAILS"
     return "\n".join(
         [
@@ -208,9 +215,7 @@ def markdown(replayed: list[Replayed], corpus: Path) -> str:
             ),
             f"Every disagreement ({len(wrong)}):",
             "",
-            table(["task", "label", "grader", "answer", "reason", "read as"], disagreements)
-            if wrong
-            else "None.\n",
+            table(DISAGREEMENT_HEAD, disagreements) if wrong else "None.\n",
         ]
     )
 
@@ -239,22 +244,7 @@ def heldout_section(replayed: list[Replayed], corpus: Path) -> str:
             "",
             f"Every disagreement ({len(wrong)}):",
             "",
-            table(
-                ["task", "label", "grader", "answer", "reason", "read as"],
-                [
-                    [
-                        f"{r.row.task_set}/{r.row.task}",
-                        "right" if r.row.label else "wrong",
-                        "credited" if r.credited else "refused",
-                        stated(r.row.answer)[:160],
-                        r.row.reason,
-                        r.reading,
-                    ]
-                    for r in wrong
-                ],
-            )
-            if wrong
-            else "None.\n",
+            table(DISAGREEMENT_HEAD, disagreement_rows(wrong)) if wrong else "None.\n",
         ]
     )
 

@@ -23,7 +23,7 @@ from serve_local.backends.generation import (
     Sampling,
 )
 from serve_local.backends.options import MODEL_OPTIONS, Option
-from serve_local.backends.slots import SlotEngine
+from serve_local.backends.slots import SlotEngine, common_prefix
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode
@@ -72,15 +72,6 @@ def control_texts(llm: Any) -> tuple[str, ...]:
     return tuple(t for t in texts if t)
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 class LlamaBackend(LocalBackend):
     name = "llama"
 
@@ -105,6 +96,11 @@ class LlamaBackend(LocalBackend):
         self._llm: Any = None
         self._vocab_is_eog: Any = None
         self._add_bos = False
+
+    @property
+    def engine(self) -> SlotEngine | None:
+        """The slot engine (``--slots`` above 1, once loaded); None with one slot."""
+        return self._engine
 
     @property
     def ready(self) -> bool:

@@ -200,6 +200,45 @@ class SlotEngine:
             self._paused = False
             self._wake.notify()
 
+    def time_decode(
+        self, sizes: tuple[int, ...], prompt: int = 256, repeats: int = 5
+    ) -> list[dict[str, float]]:
+        """What one ``llama_decode`` costs as its batch grows (for the benchmark; call it while
+        nothing is in flight): every sequence first reads a ``prompt``-token prompt, then
+        batches of each size put one token per sequence (several per sequence beyond
+        ``slots``); the median of ``repeats`` in milliseconds, and per token."""
+        lib, batch = self._llama_cpp, self._batch.batch
+
+        def put(entries: list[tuple[int, int, int, bool]]) -> float:
+            for i, (token, pos, seq, logits) in enumerate(entries):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
+                batch.seq_id[i][0], batch.logits[i] = seq, logits
+            batch.n_tokens = len(entries)
+            start = time.perf_counter()
+            if lib.llama_decode(self._ctx, batch) != 0:
+                raise EngineFailed("llama_decode failed")
+            return (time.perf_counter() - start) * 1000
+
+        n = self.slots
+        for seq in range(n):
+            lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
+            self._cached[seq] = []
+            put([(100 + i % 50, i, seq, i == prompt - 1) for i in range(prompt)])
+        rows = []
+        for size in sizes:
+            per_seq = max(1, size // n)
+            times = [
+                put([(200, prompt + step * per_seq + j // n, j % n, True) for j in range(size)])
+                for step in range(repeats)
+            ]
+            for seq in range(n):
+                lib.llama_memory_seq_rm(self._memory, seq, prompt, -1)
+            ms = sorted(times)[len(times) // 2]
+            rows.append({"batch": size, "ms": round(ms, 1), "ms_per_token": round(ms / size, 2)})
+        for seq in range(n):
+            lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
+        return rows
+
     # -- the engine thread --------------------------------------------------------------------
 
     def _run(self) -> None:

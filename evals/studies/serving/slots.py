@@ -60,43 +60,17 @@ PEER_EVAL = False
 
 
 def decode_cost(model: str = DEFAULT_NAME, threads: int = THREADS) -> list[dict[str, Any]]:
-    """Milliseconds per token of one ``llama_decode`` of B tokens, one per sequence (B
-    sequences of a 256-token prompt each, B up to 8; beyond, several tokens per sequence),
-    median of five: what a batched generated token costs against one alone."""
-    import llama_cpp
-
+    """Milliseconds per token of one ``llama_decode`` of B tokens, one per sequence (eight
+    sequences of a 256-token prompt each; beyond eight, several tokens per sequence), median
+    of five: what a batched generated token costs against one alone."""
     backend = LlamaBackend(resolve(model), n_ctx=1024, n_threads=threads, slots=8)
     backend.load()
-    engine = backend._engine
+    engine = backend.engine
     assert engine is not None
-    ctx, batch, memory = engine._ctx, engine._batch.batch, engine._memory
-    prompt = 256
-
-    def put(entries: list[tuple[int, int, int, bool]]) -> float:
-        for i, (token, pos, seq, logits) in enumerate(entries):
-            batch.token[i], batch.pos[i], batch.n_seq_id[i] = token, pos, 1
-            batch.seq_id[i][0], batch.logits[i] = seq, logits
-        batch.n_tokens = len(entries)
-        start = time.perf_counter()
-        if llama_cpp.llama_decode(ctx, batch) != 0:
-            raise RuntimeError("llama_decode failed")
-        return (time.perf_counter() - start) * 1000
-
-    for seq in range(8):
-        put([(100 + i % 50, i, seq, i == prompt - 1) for i in range(prompt)])
-    rows = []
-    for size in BATCHES:
-        per_seq = max(1, size // 8)
-        times = []
-        for step in range(5):
-            entries = [(200, prompt + step * per_seq + j // 8, j % 8, True) for j in range(size)]
-            times.append(put(entries))
-        for seq in range(8):
-            llama_cpp.llama_memory_seq_rm(memory, seq, prompt, -1)
-        ms = statistics.median(times)
-        rows.append({"batch": size, "ms": round(ms, 1), "ms_per_token": round(ms / size, 2)})
-    engine.close()
-    return rows
+    try:
+        return [dict(row) for row in engine.time_decode(BATCHES)]
+    finally:
+        engine.close()
 
 
 def _command(engine: str, slots: int) -> list[str]:
@@ -384,6 +358,14 @@ def plot(figures: Figures, path: Path) -> Path:
     return path
 
 
+def _speedup(s: Figures, r: dict[str, Any]) -> float | None:
+    """Task runs per minute over the same engine's at the first slot count."""
+    base = _row_of(s, r["engine"], s["levels"][0])
+    if base and base.get("runs_per_min") and r.get("runs_per_min"):
+        return float(r["runs_per_min"]) / float(base["runs_per_min"])
+    return None
+
+
 def _row_of(figures: Figures, engine: str, slots: int) -> dict[str, Any] | None:
     return next((r for r in figures["rows"] if r["engine"] == engine and r["slots"] == slots), None)
 
@@ -425,12 +407,7 @@ def render(s: Figures) -> list[str]:
     ]
     rows = []
     for r in s["rows"]:
-        base = _row_of(s, r["engine"], levels[0])
-        speed = (
-            r["runs_per_min"] / base["runs_per_min"]
-            if base and base.get("runs_per_min") and r.get("runs_per_min")
-            else None
-        )
+        speed = _speedup(s, r)
         agree = r.get("agreement")
         rows.append(
             [
@@ -576,15 +553,9 @@ DOCS_PAGE = Path("docs/scale.md")
 
 def docs(s: Figures) -> list[tuple[Path, str, str]]:
     """docs/scale.md's table, from the same figures as bench.md's section."""
-    base = {r["engine"]: r for r in s["rows"] if r["slots"] == s["levels"][0]}
     rows = []
     for r in s["rows"]:
-        first = base.get(r["engine"])
-        speed = (
-            r["runs_per_min"] / first["runs_per_min"]
-            if first and first.get("runs_per_min") and r.get("runs_per_min")
-            else None
-        )
+        speed = _speedup(s, r)
         agree = r.get("agreement")
         rows.append(
             [
