@@ -386,51 +386,7 @@ def render(s: Figures) -> list[str]:
         "over the eval's wall time; peak RSS is the server process's.",
         "",
     ]
-    head = [
-        "engine",
-        "slots",
-        "task runs/min",
-        "× 1 slot",
-        "turn ms median",
-        "turn ms p90",
-        "tokens/s",
-        "ms per generated token",
-        "ms per prompt token",
-        "same requests: tokens/s",
-        "same requests: ms median",
-        "peak RSS MB",
-        "first turn cached",
-        "correct",
-        "errors",
-        "same verdict as 1 slot",
-        "load before/after",
-    ]
-    rows = []
-    for r in s["rows"]:
-        speed = _speedup(s, r)
-        agree = r.get("agreement")
-        rows.append(
-            [
-                r["engine"],
-                r["slots"],
-                fmt(r.get("runs_per_min")),
-                fmt(speed),
-                fmt(r.get("turn_ms_median"), ",.0f"),
-                fmt(r.get("turn_ms_p90"), ",.0f"),
-                fmt(r.get("tokens_per_s")),
-                fmt(r.get("ms_per_generated")),
-                fmt(r.get("ms_per_prompt")),
-                fmt(r["replay"]["tokens_per_s"]),
-                fmt(r["replay"]["request_ms_median"], ",.0f"),
-                fmt(r["peak_rss_mb"], ",.0f"),
-                fmt(r.get("first_turn_cached"), ".0%"),
-                f"{r['correct']}/{r['task_runs']}" if r["task_runs"] else "–",
-                fmt(r.get("errors"), "d"),
-                "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
-                f"{r['load_before']} / {r['load_after']}",
-            ]
-        )
-    lines.append(table(head, rows))
+    lines.append(slots_table(s, [name for name, _ in COLUMNS]))
     lines += [
         "",
         f"![latency per turn against task runs per minute](plots/{Path(s['plot']).name})",
@@ -551,35 +507,54 @@ def render(s: Figures) -> list[str]:
 DOCS_PAGE = Path("docs/scale.md")
 
 
+def _agreed(r: dict[str, Any]) -> str:
+    agree = r.get("agreement")
+    return "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}"
+
+
+# Every column of the slots table, in bench.md's order: its head, and its cell for a row
+# (the figures, and the row).
+COLUMNS: list[tuple[str, Any]] = [
+    ("engine", lambda s, r: r["engine"]),
+    ("slots", lambda s, r: r["slots"]),
+    ("task runs/min", lambda s, r: fmt(r.get("runs_per_min"))),
+    ("× 1 slot", lambda s, r: fmt(_speedup(s, r))),
+    ("turn ms median", lambda s, r: fmt(r.get("turn_ms_median"), ",.0f")),
+    ("turn ms p90", lambda s, r: fmt(r.get("turn_ms_p90"), ",.0f")),
+    ("tokens/s", lambda s, r: fmt(r.get("tokens_per_s"))),
+    ("ms per generated token", lambda s, r: fmt(r.get("ms_per_generated"))),
+    ("ms per prompt token", lambda s, r: fmt(r.get("ms_per_prompt"))),
+    ("same requests: tokens/s", lambda s, r: fmt(r["replay"]["tokens_per_s"])),
+    ("same requests: ms median", lambda s, r: fmt(r["replay"]["request_ms_median"], ",.0f")),
+    ("peak RSS MB", lambda s, r: fmt(r["peak_rss_mb"], ",.0f")),
+    ("first turn cached", lambda s, r: fmt(r.get("first_turn_cached"), ".0%")),
+    ("correct", lambda s, r: f"{r['correct']}/{r['task_runs']}" if r["task_runs"] else "–"),
+    ("errors", lambda s, r: fmt(r.get("errors"), "d")),
+    ("same verdict as 1 slot", lambda s, r: _agreed(r)),
+    ("load before/after", lambda s, r: f"{r['load_before']} / {r['load_after']}"),
+]
+# docs/scale.md's table: the columns a reader compares.
+DOCS_COLUMNS = [
+    "engine", "slots", "task runs/min", "× 1 slot", "turn ms median",
+    "same requests: tokens/s", "correct", "same verdict as 1 slot",
+]  # fmt: skip
+
+
+def slots_table(s: Figures, names: list[str]) -> str:
+    """The slots table with the columns ``names``, one row per engine and slot count."""
+    cells = dict(COLUMNS)
+    return table(names, [[cells[n](s, r) for n in names] for r in s["rows"]])
+
+
 def docs(s: Figures) -> list[tuple[Path, str, str]]:
     """docs/scale.md's table, from the same figures as bench.md's section."""
-    rows = []
-    for r in s["rows"]:
-        speed = _speedup(s, r)
-        agree = r.get("agreement")
-        rows.append(
-            [
-                r["engine"],
-                r["slots"],
-                fmt(r.get("runs_per_min")),
-                fmt(speed),
-                fmt(r.get("turn_ms_median"), ",.0f"),
-                fmt(r["replay"]["tokens_per_s"]),
-                f"{r['correct']}/{r['task_runs']}" if r["task_runs"] else "–",
-                "–" if agree is None else f"{agree['same_verdict']}/{agree['tasks']}",
-            ]
-        )
-    head = [
-        "engine", "slots", "task runs/min", "× 1 slot", "turn ms median",
-        "same requests: tokens/s", "correct", "same verdict as 1 slot",
-    ]  # fmt: skip
     decode = ", ".join(f"{d['batch']}: {d['ms_per_token'] / s['decode'][0]['ms_per_token']:.2f}×"
                        for d in s["decode"])  # fmt: skip
     text = (
         f"`{s['model']}` on `{Path(s['tasks']).name}`, policy `{s['policy']}`, "
         f"`--threads {s['threads']}` ([results/bench.md](../results/bench.md), section "
         "Slots, has every column):\n\n"
-        + table(head, rows)
+        + slots_table(s, DOCS_COLUMNS)
         + f"\nCost of a generated token in a batch of B tokens, against one alone: {decode}.\n"
     )
     return [(DOCS_PAGE, "slots-table", text)]
