@@ -22,3 +22,24 @@ def test_the_readme_leaderboard_is_what_the_committed_board_gives() -> None:
     for page in (leaderboard.README, leaderboard.FINDINGS):
         assert block(page, "leaderboard") == leaderboard.readme_table(data), page
     assert block(leaderboard.FINDINGS, "leaderboard-verdicts") == leaderboard.readme_verdicts(data)
+    assert block(leaderboard.FINDINGS, "leaderboard-kinds") == leaderboard.kinds_table(data)
+
+
+def test_the_board_by_kind_is_counted_from_the_runs() -> None:
+    """The committed board's answers by kind are the run files' own counts (a board whose
+    JSON drifted from its runs fails here, not only in the docs)."""
+    import json
+
+    from evals.record import read_records
+    from evals.studies import leaderboard
+
+    data = json.loads((leaderboard.COMMITTED / "leaderboard.json").read_text())
+    for row in data["rows"]:
+        records = read_records(leaderboard.COMMITTED.parents[1] / row["run_file"])
+        tally: dict[str, list[int]] = {}
+        for r in records:
+            if r.get("status") not in ("error", "not_run"):
+                t = tally.setdefault(r["kind"], [0, 0])
+                t[0] += bool(r["correct"])
+                t[1] += 1
+        assert data["kinds"][f"{row['model']} {row['policy']}"] == dict(sorted(tally.items()))

@@ -234,6 +234,7 @@ def write(entrants: list[Entrant], out: Path) -> list[Path]:
             }
             for kind, a, b, p in tests
         ],
+        "kinds": {e.name: kinds_of(run) for e, run in loaded.items()},
         "missing": [e.name for e in entrants if e not in loaded],
         "in_progress": {
             e.name: _tasks_done(_partial(out, e))
@@ -248,7 +249,39 @@ def write(entrants: list[Entrant], out: Path) -> list[Path]:
         for page in (README, FINDINGS):
             fill(page, "leaderboard", readme_table(data))
         fill(FINDINGS, "leaderboard-verdicts", readme_verdicts(data))
+        fill(FINDINGS, "leaderboard-kinds", kinds_table(data))
     return [md_path, json_path]
+
+
+def kinds_of(run: Run) -> dict[str, list[int]]:
+    """Per kind of question: [correct, task runs judged] (errors are in neither)."""
+    found: dict[str, list[int]] = {}
+    for record in run.records:
+        if is_error(record):
+            continue
+        tally = found.setdefault(str(record.kind), [0, 0])
+        tally[0] += bool(record.correct)
+        tally[1] += 1
+    return dict(sorted(found.items()))
+
+
+def kinds_table(data: dict[str, Any]) -> str:
+    """Correct answers per kind of question, one column per entrant."""
+    names = list(data.get("kinds", {}))
+    kinds = sorted({k for name in names for k in data["kinds"][name]})
+    label = {
+        f"{r['model']} {r['policy']}": f"{model_label(r['model'])} {r['policy']}"
+        for r in data["rows"]
+    }
+    body = [
+        [kind]
+        + [
+            "{}/{}".format(*data["kinds"][name][kind]) if kind in data["kinds"][name] else "–"
+            for name in names
+        ]
+        for kind in kinds
+    ]
+    return table(["kind", *(label.get(n, n) for n in names)], body)
 
 
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "leaderboard"
@@ -333,6 +366,8 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append(f"- **{c['b']} against {c['a']}** ({what}): {c['verdict']}.")
     if not data["comparisons"]:
         lines.append("- none: one entrant per model and a single model.")
+    if data.get("kinds"):
+        lines += ["", "## By kind of question", "", kinds_table(data).rstrip("\n")]
     if data["missing"]:
         progress = data.get("in_progress", {})
         runs = n * max((r["epochs"] for r in rows), default=1)
