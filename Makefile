@@ -17,6 +17,12 @@ STAMP_INSPECT := $(VENV)/.installed-inspect
 BFCL_VENV := .venv-bfcl
 BFCL_EVAL_VERSION := 2026.3.23
 STAMP_BFCL := $(BFCL_VENV)/.installed-bfcl
+# Inspect's own BFCL (inspect_evals), the peer harness run on the same items through our server:
+# a virtualenv of its own (inspect_evals pulls datasets, pandas and the hub client, none of which
+# the project needs), its data copied from bfcl-eval's package since nothing is downloaded.
+INSPECT_VENV := .venv-inspect
+INSPECT_EVALS_VERSION := 0.26.0
+STAMP_INSPECT_EVALS := $(INSPECT_VENV)/.installed-inspect-evals
 # The community MCP servers the task families run, each where its own dependencies hold
 # (mcp-server-git needs the MCP SDK 2.x, mcp-server-sqlite the 1.x API): a virtualenv each,
 # the filesystem server from npm, and one folder of entry points (mcp-servers/bin) that the
@@ -48,7 +54,7 @@ BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
 comma := ,
-.PHONY: mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -96,6 +102,12 @@ $(STAMP_BFCL): evals/bfcl/requirements.txt
 	touch $@
 
 bfcl-venv: $(STAMP_BFCL)
+
+$(STAMP_INSPECT_EVALS):
+	test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		inspect-evals==$(INSPECT_EVALS_VERSION) inspect-ai==0.3.285 openai==3.57.0
+	touch $@
 
 # Inspect AI: run files as its logs (python -m evals export) and its client against the server.
 $(STAMP_INSPECT): $(STAMP_DEV)
@@ -359,6 +371,16 @@ BFCL_ARGS ?=
 bfcl: $(STAMP_DEV) $(STAMP_BFCL)
 	$(PY) -m evals bfcl $(BFCL_ARGS)
 
+# Inspect's own BFCL (inspect_evals) on the items of one of our BFCL runs, through the server at
+# LLM_BASE_URL (make serve-local first), both harnesses' verdicts compared item by item:
+# results/bfcl/inspect/ (peer.md, peer.jsonl, Inspect's log). Our run on the same server first
+# (simple_python and multiple, 50 each, seed 0), unless BFCL_PEER_OURS names one that exists.
+BFCL_PEER_OURS ?= results/bfcl/inspect/ours.jsonl
+bfcl-inspect: $(STAMP_DEV) $(STAMP_BFCL) $(STAMP_INSPECT_EVALS)
+	test -f $(BFCL_PEER_OURS) || $(PY) -m evals bfcl --categories simple_python,multiple \
+		--limit 50 --seed 0 --label inspect-peer-ours --out $(BFCL_PEER_OURS)
+	$(PY) -m evals bfcl-peer --ours $(BFCL_PEER_OURS) --out results/bfcl/inspect/peer.jsonl
+
 # The committed BFCL runs' summaries and results/bfcl/summary.md, from their records.
 bfcl-report: $(STAMP_DEV)
 	$(PY) -m evals bfcl-report results/bfcl
@@ -402,7 +424,7 @@ $(STAMP_MCP): $(STAMP_DEV) $(MCP_DIR)/git.txt $(MCP_DIR)/sqlite.txt $(MCP_DIR)/p
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
 # names every skipped test and the 20 slowest.
-test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) peer-llama-server chromium postgresql
+test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) $(STAMP_INSPECT_EVALS) peer-llama-server chromium postgresql
 	$(PY) -m pytest -q -rs --durations=20
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)
@@ -414,4 +436,4 @@ lint: $(STAMP_DEV) $(STAMP_INSPECT)
 check: lint test
 
 clean:
-	rm -rf $(VENV) $(BFCL_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache $(MCP_DIR)/git $(MCP_DIR)/sqlite $(MCP_DIR)/node_modules $(MCP_DIR)/bin $(STAMP_MCP)
+	rm -rf $(VENV) $(BFCL_VENV) $(INSPECT_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache $(MCP_DIR)/git $(MCP_DIR)/sqlite $(MCP_DIR)/node_modules $(MCP_DIR)/bin $(STAMP_MCP)
