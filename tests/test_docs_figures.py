@@ -3,6 +3,8 @@ are built again from the committed files and compared, so a page cannot drift fr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from evals.report.docs import block
 from evals.report.workflows import FINDINGS, default_sources, ladder_table
 
@@ -43,3 +45,27 @@ def test_the_board_by_kind_is_counted_from_the_runs() -> None:
                 t[0] += bool(r["correct"])
                 t[1] += 1
         assert data["kinds"][f"{row['model']} {row['policy']}"] == dict(sorted(tally.items()))
+
+
+def test_the_bfcl_tables_are_what_the_committed_runs_give() -> None:
+    from evals.report import bfcl
+
+    for name, (runs, sizes) in bfcl.DOCS_TABLES.items():
+        assert block(bfcl.DOCS, name) == bfcl.docs_table(runs, sizes), f"{name}: make bfcl-report"
+
+
+def test_a_bfcl_run_changed_without_its_docs_fails_the_check(tmp_path: Path) -> None:
+    """A copy of a quoted run with one verdict flipped gives another table."""
+    import json
+    import shutil
+
+    from evals.report import bfcl
+
+    runs, sizes = bfcl.DOCS_TABLES["bfcl-live"]
+    stem = runs[0][0]
+    shutil.copy(bfcl.COMMITTED / f"{stem}.jsonl", tmp_path / f"{stem}.jsonl")
+    lines = (tmp_path / f"{stem}.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["valid"] = not first["valid"]
+    (tmp_path / f"{stem}.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    assert bfcl.docs_table(runs, sizes, tmp_path) != block(bfcl.DOCS, "bfcl-live")

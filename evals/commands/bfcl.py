@@ -16,7 +16,14 @@ from evals.errors import EvalError
 from evals.record import run_files
 from evals.record.bfcl import read_item_records
 from evals.report import bfcl_peer
-from evals.report.bfcl import summarize_bfcl_run, write_comparison, write_summaries
+from evals.report.bfcl import (
+    COMMITTED,
+    DOCS,
+    summarize_bfcl_run,
+    write_comparison,
+    write_docs_tables,
+    write_summaries,
+)
 from evals.report.bfcl_paired import markdown, pair_runs
 from evals.run.servers import fetch_models
 from harness.client import base_url_from_env
@@ -85,6 +92,9 @@ def bfcl_report_command(args: argparse.Namespace) -> int:
         write_summaries(run_file, elapsed_ms=elapsed)
         print(f"rewrote {run_file.with_suffix('')}.summary.json and .summary.md")
     print(f"wrote {write_comparison(args.folder)}")
+    if args.folder.resolve() == COMMITTED:  # the runs docs/bfcl.md quotes
+        write_docs_tables()
+        print(f"rewrote the tables of {DOCS}")
     return 0
 
 
