@@ -6,13 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from evals.report.docs import block
-from evals.report.workflows import FINDINGS, default_sources, ladder_table
+from evals.report.workflows import (
+    DOCS,
+    FINDINGS,
+    default_model_table,
+    default_sources,
+    ladder_table,
+)
 
 
-def test_the_workflow_table_is_what_the_committed_runs_give() -> None:
-    assert block(FINDINGS, "workflows-ladder") == ladder_table(default_sources()), (
-        "run make workflows-report"
-    )
+def test_the_workflow_tables_are_what_the_committed_runs_give() -> None:
+    sources = default_sources()
+    ladder = ladder_table(sources)
+    assert block(FINDINGS, "workflows-ladder") == ladder, "run make workflows-report"
+    assert block(DOCS, "workflows-ladder") == ladder, "run make workflows-report"
+    assert block(DOCS, "workflows-default") == default_model_table(sources)
 
 
 def test_the_readme_leaderboard_is_what_the_committed_board_gives() -> None:

@@ -16,7 +16,8 @@ from evals.report.inspect_log import export
 from evals.report.screenshot import screenshot
 from evals.report.sql_page import report as sql_report
 from evals.report.view import write_report
-from evals.report.workflows import FINDINGS, default_sources, ladder_table
+from evals.report.workflows import DOCS as WORKFLOWS_DOCS
+from evals.report.workflows import FINDINGS, default_model_table, default_sources, ladder_table
 from evals.report.workflows import report as workflows_report
 from evals.run.runner import RESULTS
 
@@ -162,7 +163,10 @@ def _sql_report(args: argparse.Namespace) -> int:
 def _workflows_report(args: argparse.Namespace) -> int:
     files = args.files or default_sources()
     if not args.files:
-        fill(FINDINGS, "workflows-ladder", ladder_table(files))
+        ladder = ladder_table(files)
+        fill(FINDINGS, "workflows-ladder", ladder)
+        fill(WORKFLOWS_DOCS, "workflows-ladder", ladder)
+        fill(WORKFLOWS_DOCS, "workflows-default", default_model_table(files))
     return _written(args, workflows_report(files))
 
 

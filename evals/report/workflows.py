@@ -141,6 +141,44 @@ def ladder_table(paths: Sequence[Path]) -> str:
     return table(head, rows)
 
 
+DOCS = ROOT / "docs" / "workflows.md"
+DEFAULT_MODEL = LADDER_MODELS[0][0]
+
+
+def default_model_table(paths: Sequence[Path]) -> str:
+    """docs/workflows.md's results: the default model on each ladder set, every workflow and
+    its best agent run, then each set's best workflow against that run, paired."""
+    runs = [r for r in load_runs(paths) if r.records[0].spec.model == DEFAULT_MODEL]
+    rows, verdicts = [], []
+    for task_set, _ in LADDER_SETS:
+        mine = [r for r in runs if str(r.records[0].spec.task_set) == task_set]
+        agent = best([r for r in mine if not _flow(r)])
+        flows = sorted((r for r in mine if _flow(r)), key=rank)
+        shown = ([agent] if agent is not None else []) + flows
+        for n, run in enumerate(shown):
+            done = _done(run) or run.records
+            marked = run is agent or run is (flows[0] if flows else None)
+            name = solver_of(run)
+            rows.append(
+                [
+                    task_set if n == 0 else "",
+                    f"**{name}**" if marked else name,
+                    str(accuracy(run.records)),
+                    f"{statistics.fmean(r.turns for r in done):.1f}",
+                    f"{statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done):,.0f}",
+                ]
+            )
+        if agent is not None and flows:
+            try:
+                v = paired(agent.records, flows[0].records, solver_of(agent), solver_of(flows[0]))
+                verdicts.append(f"- {task_set}, {solver_of(flows[0])} against the best agent run "
+                                f"({solver_of(agent)}): {v.sentence()}.")  # fmt: skip
+            except PairingError as exc:
+                verdicts.append(f"- {task_set}: not paired ({exc}).")
+    head = ["task set", "solver", "accuracy", "model calls / question", "tokens / question"]
+    return table(head, rows) + "\n" + "\n".join(verdicts) + "\n"
+
+
 def report(paths: Sequence[Path]) -> str:
     runs = load_runs(paths)
     if not runs:
