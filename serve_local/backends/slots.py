@@ -136,6 +136,9 @@ class SlotEngine:
         self._random_seed = int(llama_cpp.LLAMA_DEFAULT_SEED)
         # What the tests and the benchmark observe.
         self.batches = 0  # llama_decode calls
+        self.decoded = 0  # tokens put through llama_decode
+        self.decode_s = 0.0  # time spent in llama_decode
+        self.sample_s = 0.0  # time spent masking and sampling, between batches
         self.copied = 0  # prefixes copied from another sequence
         self.peak = 0  # most requests in flight at once
         self.finished: Counter[str] = Counter()  # replies by finish reason
@@ -339,8 +342,12 @@ class SlotEngine:
         if n == 0:
             return
         batch.n_tokens = n
+        started = time.perf_counter()
         failed = self._llama_cpp.llama_decode(self._ctx, batch)
+        decoded = time.perf_counter()
         self.batches += 1
+        self.decoded += n
+        self.decode_s += decoded - started
         if failed != 0:
             for job in jobs:
                 self._cached[job.seq] = []
@@ -351,6 +358,7 @@ class SlotEngine:
                 self._sample(job, index)
             except Exception as exc:  # this request's grammar or sampler: its own failure
                 self._fail(job, exc)
+        self.sample_s += time.perf_counter() - decoded
 
     def _sample(self, job: _Job, index: int) -> None:
         constraint = job.reply.constraint
