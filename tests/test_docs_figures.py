@@ -77,3 +77,12 @@ def test_a_bfcl_run_changed_without_its_docs_fails_the_check(tmp_path: Path) -> 
     first["valid"] = not first["valid"]
     (tmp_path / f"{stem}.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     assert bfcl.docs_table(runs, sizes, tmp_path) != block(bfcl.DOCS, "bfcl-live")
+
+
+def test_the_sweep_table_in_the_policies_page_is_the_committed_sweep() -> None:
+    import json
+
+    from evals.studies import sweep
+
+    data = json.loads((sweep.COMMITTED / "sweep.json").read_text())
+    assert block(sweep.POLICIES, "sweep-table") == sweep.sweep_table(data["runs"], data["best"])

@@ -24,6 +24,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.record import read_runs
+from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import accuracy_of, detectable_difference
 from evals.report.summary import summarize, summarize_run_file
@@ -145,7 +146,9 @@ def _fmt(value: Any, spec: str) -> str:
     return "–" if value is None else format(value, spec)
 
 
-def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
+def sweep_table(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
+    """Every run of the sweep in a row, each model's best policy in bold: what sweep.md and
+    docs/policies.md show."""
     head = [
         "model",
         "policy",
@@ -179,6 +182,10 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         ]
         for r in rows
     ]
+    return table(head, body)
+
+
+def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
     machine = rows[0].get("machine") or {} if rows else {}
     lines = [
         "# Loop policy sweep",
@@ -193,7 +200,7 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
         "",
         f"Machine: {machine.get('cores')} cores, {machine.get('cpu')}.",
         "",
-        table(head, body),
+        sweep_table(rows, winners),
     ]
     lines += [f"Best for {m}: `{p}`." for m, p in winners.items()]
     sizes = sorted({int(r["tasks"]) for r in rows})
@@ -310,6 +317,10 @@ def pareto_plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+COMMITTED = Path(__file__).resolve().parents[2] / "results"
+POLICIES = COMMITTED.parent / "docs" / "policies.md"
+
+
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     winners = {
         model: best([r for r in rows if r["model"] == model])["policy"]
@@ -320,6 +331,8 @@ def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     json_path, md_path = out / "sweep.json", out / "sweep.md"
     json_path.write_text(json.dumps(data, indent=2) + "\n")
     md_path.write_text(markdown(rows, winners))
+    if out.resolve() == COMMITTED:  # the sweep docs/policies.md quotes
+        fill(POLICIES, "sweep-table", sweep_table(rows, winners))
     plots = [plot(rows, out / "plots" / "sweep.png")]
     plots.append(pareto_plot(rows, out / "plots" / "sweep_pareto.png"))
     return [md_path, json_path, *plots]
