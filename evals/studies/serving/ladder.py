@@ -10,6 +10,7 @@ the requests. Figures are medians over the requests."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from evals.report.markdown import table
@@ -134,4 +135,27 @@ def render(f: Figures) -> list[str]:
     ]
 
 
-PART = Part("ladder", run, render)
+DOCS_PAGE = Path("docs/findings.md")
+
+
+def docs(f: Figures) -> list[tuple[Path, str, str]]:
+    """docs/findings.md's table of what each packaged model costs to serve (ours /
+    llama-server), from the same figures as bench.md's section."""
+    head = ["model", "ready s", "peak RSS MB", "ms per prompt token", "ms per generated token"]
+    rows = [
+        [
+            name,
+            f"{fmt(m['ours']['ready_s'])} / {fmt(m['llama-server']['ready_s'])}",
+            f"{fmt(m['ours']['peak_rss_mb'], ',.0f')} / "
+            f"{fmt(m['llama-server']['peak_rss_mb'], ',.0f')}",
+            f"{fmt(m['ours']['prompt_ms_per_token'])} / "
+            f"{fmt(m['llama-server']['prompt_ms_per_token'])}",
+            f"{fmt(m['ours']['generated_ms_per_token'])} / "
+            f"{fmt(m['llama-server']['generated_ms_per_token'])}",
+        ]
+        for name, m in f["models"].items()
+    ]
+    return [(DOCS_PAGE, "ladder-cost", table(head, rows))]
+
+
+PART = Part("ladder", run, render, docs)
