@@ -263,4 +263,26 @@ def render(f: Figures) -> list[str]:
     ]
 
 
-PART = Part("draft", run, render)
+DOCS_PAGE = Path("docs/server.md")
+
+
+def docs(f: Figures) -> list[tuple[Path, str, str]]:
+    """docs/server.md's drafting table, from the same figures as bench.md's section."""
+    head = ["model", "identical replies", "ms per generated token, off → on",
+            "drafted tokens kept"]  # fmt: skip
+    rows = []
+    for name, m in f["models"].items():
+        off, on = m["off"]["generated_ms_per_token"], m["on"]["generated_ms_per_token"]
+        ratio = f" ({on / off:.2f}×)" if off and on else ""
+        rows.append(
+            [
+                name + (" (default)" if name == DEFAULT_NAME else ""),
+                f"{m['identical']}/{m['turns']}",
+                f"{fmt(off)} → {fmt(on)}{ratio}",
+                "–" if m["kept_share"] is None else f"{100 * m['kept_share']:.0f} %",
+            ]
+        )
+    return [(DOCS_PAGE, "draft-table", table(head, rows))]
+
+
+PART = Part("draft", run, render, docs)
