@@ -86,3 +86,10 @@ def test_the_sweep_table_in_the_policies_page_is_the_committed_sweep() -> None:
 
     data = json.loads((sweep.COMMITTED / "sweep.json").read_text())
     assert block(sweep.POLICIES, "sweep-table") == sweep.sweep_table(data["runs"], data["best"])
+
+
+def test_the_tables_quoted_from_single_runs_are_what_the_runs_give() -> None:
+    from evals.report import quoted
+
+    for page, name, make in quoted.BLOCKS:
+        assert block(page, name) == make(), f"{page} {name}: run make compare"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import RunFileError
-from evals.report import power
+from evals.report import power, quoted
 from evals.report.compare import compare, paired_table
 from evals.report.docs import fill
 from evals.report.inspect_log import export
@@ -115,6 +115,8 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.paired:
         return _paired(args)
     print(compare(args.files, args.out, args.plots))
+    if args.out is not None and args.out.resolve() == quoted.SUMMARY:  # the committed runs
+        quoted.write_quoted()
     return 0
 
 

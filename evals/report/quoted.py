@@ -1,0 +1,71 @@
+"""Tables the docs quote from single committed runs: the fresh clone's run (docs/findings.md)
+and the call grammar on and off (docs/server.md). ``python -m evals compare`` writes them when
+it writes the committed summary (``make compare``, ``make rescore``), and a test builds them
+again from the run files, so a rescored run cannot leave its docs behind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from evals.record.run import read_runs
+from evals.report.docs import fill
+from evals.report.markdown import table
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "results" / "runs"
+SUMMARY = ROOT / "results" / "summary.md"
+FRESH_CLONE = RUNS / "20261130-214336-fresh-clone-default.jsonl"
+GRAMMAR_OFF = RUNS / "20261130-221955-qwen2.5-coder-1.5b-grammar-off.jsonl"
+ANSWER_CHARS = 80
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS] + "…"
+
+
+def task_table(run_file: Path) -> str:
+    """One row per task run: turns, tool runs, the verdict and the answer."""
+    rows = [
+        [r.task_id, r.turns, r.tool_runs, "✓" if r.correct else "✗", _clip(r.answer or "")]
+        for r in read_runs(run_file)
+    ]
+    return table(["task", "turns", "tools", "correct", "answer"], rows)
+
+
+def totals_table(runs: list[tuple[str, Path]]) -> str:
+    """One row per run, named by the call grammar it ran under: what the grammar moves."""
+    head = ["tool grammar", "correct", "turns", "tool runs", "refused calls",
+            "calls left as text", "invalid arguments", "completion tokens"]  # fmt: skip
+    rows = []
+    for name, path in runs:
+        records = read_runs(path)
+        rows.append(
+            [
+                name,
+                f"{sum(r.correct for r in records)}/{len(records)}",
+                sum(r.turns for r in records),
+                sum(r.tool_runs for r in records),
+                sum(r.refused_calls or 0 for r in records),
+                sum(r.call_shaped_text or 0 for r in records),
+                sum(r.invalid_calls or 0 for r in records),
+                sum(r.completion_tokens for r in records),
+            ]
+        )
+    return table(head, rows)
+
+
+BLOCKS: list[tuple[Path, str, Callable[[], str]]] = [
+    (ROOT / "docs" / "findings.md", "fresh-clone-run", lambda: task_table(FRESH_CLONE)),
+    (
+        ROOT / "docs" / "server.md",
+        "grammar-runs",
+        lambda: totals_table([("lazy (default)", FRESH_CLONE), ("off", GRAMMAR_OFF)]),
+    ),
+]
+
+
+def write_quoted() -> None:
+    for page, name, make in BLOCKS:
+        fill(page, name, make())
