@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.bridge import ROOT, Checker, bfcl_python
-from evals.bfcl.items import Item
+from evals.bfcl.items import MULTI_TURN, Item
 from evals.errors import EvalError
 from evals.record.bfcl import ItemRecord
 
@@ -37,8 +37,6 @@ DEFAULT_PYTHON = ROOT / ".venv-inspect" / "bin" / "python"
 # The service name Inspect's openai-api provider reads LOOPBENCH_BASE_URL and _API_KEY by.
 SERVICE = "loopbench"
 TASK = "inspect_evals/bfcl"
-# The categories whose items both harnesses ask the same way (one request, no tool run).
-SINGLE_TURN = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 # A whole run of 100 items through one slot takes minutes; this bounds a stalled one.
 RUN_TIMEOUT_S = 3 * 3600
 
@@ -103,8 +101,9 @@ def fill_cache(cache: Path, categories: list[str]) -> Path:
 
 def peer_ids(records: list[ItemRecord]) -> tuple[list[str], list[str]]:
     """The single-turn items of our run (ids, and their categories in order of first use)."""
-    ids = [r.id for r in records if r.category in SINGLE_TURN]
-    categories = list(dict.fromkeys(r.category for r in records if r.category in SINGLE_TURN))
+    single = [r for r in records if r.category not in MULTI_TURN]  # one request, no tool run
+    ids = [r.id for r in single]
+    categories = list(dict.fromkeys(r.category for r in single))
     if not ids:
         raise EvalError("the run has no single-turn item to ask Inspect's BFCL")
     return ids, categories
