@@ -1,10 +1,12 @@
-"""Tables the docs quote from single committed runs: the fresh clone's run (docs/findings.md)
-and the call grammar on and off (docs/server.md). ``python -m evals compare`` writes them when
+"""Tables the docs quote from single committed runs: the fresh clone's run (docs/findings.md),
+the call grammar on and off (docs/server.md) and the first runs on the six file tasks
+(docs/policies.md). ``python -m evals compare`` writes them when
 it writes the committed summary (``make compare``, ``make rescore``), and a test builds them
 again from the run files, so a rescored run cannot leave its docs behind."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,6 +58,49 @@ def totals_table(runs: list[tuple[str, Path]]) -> str:
     return table(head, rows)
 
 
+# docs/policies.md's first committed runs on the six file tasks: each run file, as the page
+# names it.
+FIRST_RUNS = [
+    ("20261130-110620-scripted-oracle",
+     "`scripted-oracle` (the oracle before it reported what each file says)"),
+    ("20261130-203658-scripted-oracle", "`scripted-oracle` (`20261130-203658`, today's oracle)"),
+    ("20261130-113201-qwen-coder-0.5b-llama-no-grammar", "`qwen-coder-0.5b-llama-no-grammar`"),
+    ("20261130-113354-qwen-coder-0.5b-llama-grammar", "`qwen-coder-0.5b-llama-grammar`"),
+    ("20261130-113443-smollm2-135m-llama-grammar", "`smollm2-135m-llama-grammar`"),
+    ("20261130-113903-qwen-coder-0.5b-transformers-grammar",
+     "`qwen-coder-0.5b-transformers-grammar`"),
+    ("20261130-115109-qwen-messages", "`qwen-messages` (`--api anthropic`)"),
+]  # fmt: skip
+
+
+def first_runs_table(runs: list[tuple[str, str]] = FIRST_RUNS) -> str:
+    """Each run's correct answers as first recorded and under today's checks, its turns and
+    tool runs, what its calls did (a scripted provider's are not counted), its wall time and
+    mean turn."""
+    head = ["run (label)", "correct (first recorded → grounded)", "turns", "tool runs",
+            "invalid args", "calls left as text", "wall", "mean turn"]  # fmt: skip
+    rows = []
+    for stem, name in runs:
+        records = read_runs(RUNS / f"{stem}.jsonl")
+        first = sum(bool(r.rescored["first_verdict"]) if r.rescored else r.correct for r in records)
+        now = sum(r.correct for r in records)
+        latencies = [ms for r in records for ms in r.turn_latency_ms]
+        scripted = records[0].spec.backend == "scripted"
+        rows.append(
+            [
+                name,
+                f"{first}/{len(records)} → {now}/{len(records)}",
+                sum(r.turns for r in records),
+                sum(r.tool_runs for r in records),
+                "–" if scripted else sum(r.invalid_calls or 0 for r in records),
+                "–" if scripted else sum(r.call_shaped_text or 0 for r in records),
+                f"{sum(r.wall_ms for r in records) / 1000:.1f} s",
+                f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–",
+            ]
+        )
+    return table(head, rows)
+
+
 BLOCKS: list[tuple[Path, str, Callable[[], str]]] = [
     (ROOT / "docs" / "findings.md", "fresh-clone-run", lambda: task_table(FRESH_CLONE)),
     (
@@ -63,6 +108,7 @@ BLOCKS: list[tuple[Path, str, Callable[[], str]]] = [
         "grammar-runs",
         lambda: totals_table([("lazy (default)", FRESH_CLONE), ("off", GRAMMAR_OFF)]),
     ),
+    (ROOT / "docs" / "policies.md", "first-runs", first_runs_table),
 ]
 
 
