@@ -93,3 +93,9 @@ def test_the_tables_quoted_from_single_runs_are_what_the_runs_give() -> None:
 
     for page, name, make in quoted.BLOCKS:
         assert block(page, name) == make(), f"{page} {name}: run make compare"
+
+
+def test_the_sql_page_sets_the_committed_runs_beside_the_chapter() -> None:
+    from evals.report import sql_page
+
+    assert block(sql_page.DOCS, "sql-chapter") == sql_page.docs_table(), "run make sql-report"

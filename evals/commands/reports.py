@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import RunFileError
-from evals.report import power, quoted
+from evals.report import power, quoted, sql_page
 from evals.report.compare import compare, paired_table
 from evals.report.docs import fill
 from evals.report.inspect_log import export
@@ -158,8 +158,10 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sql_report(args: argparse.Namespace) -> int:
-
-    return _written(args, sql_report(args.files, [tuple(p) for p in args.pair]))
+    written = _written(args, sql_report(args.files, [tuple(p) for p in args.pair]))
+    if args.out is not None and args.out.resolve() == sql_page.SUMMARY:  # the committed runs
+        fill(sql_page.DOCS, "sql-chapter", sql_page.docs_table())
+    return written
 
 
 def _workflows_report(args: argparse.Namespace) -> int:

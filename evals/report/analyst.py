@@ -129,51 +129,68 @@ def database_kind(url: str | None) -> str:
     return url.partition("://")[0] if url else "?"
 
 
-def markdown(f: dict[str, Any]) -> str:
-    """The figures beside the chapter's."""
+def _cells(f: dict[str, Any]) -> dict[str, str]:
+    """One run's cell for each figure the chapter gives (and a few it does not)."""
     n, hit = f["questions"], f["questions_with_error"]
     steps = ", ".join(f"{k}: {v}" for k, v in f["steps"].items())
     three_to_five = sum(v for k, v in f["steps"].items() if 3 <= int(k) <= 5)
-    rows = [
-        ["correct", "", f"{f['correct']}/{n}, {wilson(f['correct'], n).interval()}"],
-        ["steps per question", CHAPTER["steps"], f"median {f['median_steps']:g}; {steps}"],
-        ["questions in 3–5 steps", "most", f"{three_to_five}/{n}"],
-        [
-            "step cap reached",
-            CHAPTER["cap_reached"],
-            f"{f['cap_reached']}/{n}" + (f" (cap {f['cap']})" if f["cap"] else ""),
-        ],
-        [
-            "questions with an SQL error",
-            CHAPTER["error_share"],
-            f"{hit}/{n}, {wilson(hit, n).interval()}",
-        ],
-        [
-            "of those, recovered on the next step",
-            CHAPTER["recovered_share"],
-            f"{f['recovered_next_step']}/{hit}" if hit else "none hit an error",
-        ],
-        ["statement timeouts", "15 s each", str(f["statement_timeouts"])],
-        ["writes refused", "read-only replica", str(f["refused_writes"])],
-        [
-            "SQL calls, rows returned",
-            "",
-            f"{f['sql_calls']} calls, {f['rows_returned']} rows (median {f['median_rows']}), "
-            f"{f['rows_cut_calls']} cut at the row cap",
-        ],
-        ["turns with parallel calls", "overview + detail", str(f["parallel_turns"])],
-        ["median wall per question", "", f"{f['median_wall_ms'] / 1000:,.1f} s"],
-    ]
+    cells = {
+        "correct": f"{f['correct']}/{n}, {wilson(f['correct'], n).interval()}",
+        "steps per question": f"median {f['median_steps']:g}; {steps}",
+        "questions in 3–5 steps": f"{three_to_five}/{n}",
+        "step cap reached": f"{f['cap_reached']}/{n}" + (f" (cap {f['cap']})" if f["cap"] else ""),
+        "questions with an SQL error": f"{hit}/{n}, {wilson(hit, n).interval()}",
+        "of those, recovered on the next step": f"{f['recovered_next_step']}/{hit}"
+        if hit
+        else "none hit an error",
+        "statement timeouts": str(f["statement_timeouts"]),
+        "writes refused": str(f["refused_writes"]),
+        "SQL calls, rows returned": f"{f['sql_calls']} calls, {f['rows_returned']} rows "
+        f"(median {f['median_rows']}), {f['rows_cut_calls']} cut at the row cap",
+        "turns with parallel calls": str(f["parallel_turns"]),
+        "median wall per question": f"{f['median_wall_ms'] / 1000:,.1f} s",
+    }
     reuse = f.get("cache_reuse_by_turn") or {}
     if reuse:
-        shown = ", ".join(f"turn {k}: {100 * v:.0f} %" for k, v in reuse.items())
-        rows.append(["prompt taken from the prefix cache", "the schema carried", shown])
-    if f.get("reply_tokens"):
-        rows.append(
-            [
-                "reply tokens found in the cache next turn",
-                "",
-                f"{f['reply_tokens_reused']} of {f['reply_tokens']}",
-            ]
+        cells["prompt taken from the prefix cache"] = ", ".join(
+            f"turn {k}: {100 * v:.0f} %" for k, v in reuse.items()
         )
-    return table(["figure", "the chapter", "this run"], rows)
+    if f.get("reply_tokens"):
+        cells["reply tokens found in the cache next turn"] = (
+            f"{f['reply_tokens_reused']} of {f['reply_tokens']}"
+        )
+    return cells
+
+
+# Each figure, and what the chapter says of it ("" where it says nothing).
+THE_CHAPTER = {
+    "correct": "",
+    "steps per question": CHAPTER["steps"],
+    "questions in 3–5 steps": "most",
+    "step cap reached": CHAPTER["cap_reached"],
+    "questions with an SQL error": CHAPTER["error_share"],
+    "of those, recovered on the next step": CHAPTER["recovered_share"],
+    "statement timeouts": "15 s each",
+    "writes refused": "read-only replica",
+    "SQL calls, rows returned": "",
+    "turns with parallel calls": "overview + detail",
+    "median wall per question": "",
+    "prompt taken from the prefix cache": "the schema carried",
+    "reply tokens found in the cache next turn": "",
+}
+
+
+def side_by_side(columns: list[tuple[str, dict[str, Any]]]) -> str:
+    """Runs' figures in columns beside the chapter's; a figure no run has is left out."""
+    cells = [(name, _cells(f)) for name, f in columns]
+    rows = [
+        [figure, said, *(c.get(figure, "") for _, c in cells)]
+        for figure, said in THE_CHAPTER.items()
+        if any(figure in c for _, c in cells)
+    ]
+    return table(["figure", "the chapter", *(name for name, _ in cells)], rows)
+
+
+def markdown(f: dict[str, Any]) -> str:
+    """The figures beside the chapter's."""
+    return side_by_side([("this run", f)])

@@ -8,10 +8,29 @@ from pathlib import Path
 from typing import Any
 
 from evals.record import is_error
-from evals.report.analyst import database_kind, database_of, figures, markdown
+from evals.report.analyst import database_kind, database_of, figures, markdown, side_by_side
 from evals.report.compare import load_runs
 from evals.report.markdown import table
 from evals.report.stats import paired, wilson
+
+ROOT = Path(__file__).resolve().parents[2]
+SUMMARY = ROOT / "results" / "sql" / "summary.md"
+DOCS = ROOT / "docs" / "sql.md"
+# docs/sql.md's table: the default model's runs it sets beside the chapter, as it names them.
+DOCS_RUNS = [
+    ("qwen-coder-1.5b-analyst-hinted", "the default model, `analyst`, 60 questions"),
+    ("qwen-coder-1.5b-analyst-schema", "the default model, `analyst-schema` (the schema in the "
+     "system prompt)"),
+]  # fmt: skip
+
+
+def docs_table(folder: Path = ROOT / "results" / "sql") -> str:
+    """docs/sql.md's table: the chapter's figures beside the default model's two runs."""
+    columns = []
+    for stem, name in DOCS_RUNS:
+        (run,) = load_runs([folder / f"{stem}.jsonl"])
+        columns.append((name, figures(run.records) or {}))
+    return side_by_side(columns)
 
 
 def _model(run: Any) -> str:
