@@ -271,6 +271,7 @@ def test_the_six_tasks_run_four_at_a_time(served: tuple[str, LlamaBackend], tmp_
     url, backend = served
     engine = engine_of(backend)
     engine.peak = 0
+    decoded, decode_s = engine.decoded, engine.decode_s
     out = tmp_path / "run.jsonl"
     settings = EvalSettings(base_url=url, out=out, max_turns=4)
     lines: list[str] = []
@@ -280,6 +281,12 @@ def test_the_six_tasks_run_four_at_a_time(served: tuple[str, LlamaBackend], tmp_
     assert {r.spec.slots for r in records} == {SLOTS}
     assert engine.peak == SLOTS
     assert f"{SLOTS} task runs in flight" in lines
+    # The engine's counters hold the tokens the turns say were evaluated or generated, give or
+    # take one a turn (a reply's last token is not put through the model), and the time taken.
+    said = sum(t["prompt_n"] + t["predicted_n"] for r in records for t in r.turn_timings if t)
+    turns = sum(r.turns for r in records)
+    assert said - turns <= engine.decoded - decoded <= said + turns
+    assert engine.decode_s > decode_s
 
 
 def test_a_unified_cache_gives_each_sequence_its_own_text() -> None:
