@@ -21,7 +21,7 @@ accuracies are tested pair by pair (the exact sign test on the items where they 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +182,7 @@ def compare(peer_file: Path) -> PeerComparison:
             request_differences=request_differences(line.get("our_request"), line.get("request")),
         )
         if item.ours != item.theirs:
-            item = PeerItem(**{**item.__dict__, "cause": _cause(item)})
+            item = replace(item, cause=_cause(item))
         items.append(item)
     left_out += sorted(set(ours) - {line["id"] for line in lines})
     if not items:

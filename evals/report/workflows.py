@@ -29,6 +29,15 @@ def best(runs: Sequence[Run]) -> Run | None:
     return min(runs, key=rank) if runs else None
 
 
+def _per_question(run: Run) -> list[str]:
+    """Model calls and tokens per question, over the task runs that were not errors."""
+    done = _done(run) or run.records
+    return [
+        f"{statistics.fmean(r.turns for r in done):.1f}",
+        f"{statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done):,.0f}",
+    ]
+
+
 def _row(run: Run, marked: bool) -> list[str]:
     done = _done(run) or run.records
     latencies = [ms for r in done for ms in r.turn_latency_ms]
@@ -37,8 +46,7 @@ def _row(run: Run, marked: bool) -> list[str]:
         f"`{run.records[0].spec.model}`",
         name,
         str(accuracy(run.records)),
-        f"{statistics.fmean(r.turns for r in done):.1f}",
-        f"{statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done):,.0f}",
+        *_per_question(run),
         f"{statistics.median(r.wall_ms for r in done) / 1000:,.1f}",
         f"{statistics.median(latencies):,.0f}" if latencies else "–",
         str(sum(is_error(r) for r in run.records)),
@@ -156,7 +164,6 @@ def default_model_table(paths: Sequence[Path]) -> str:
         flows = sorted((r for r in mine if _flow(r)), key=rank)
         shown = ([agent] if agent is not None else []) + flows
         for n, run in enumerate(shown):
-            done = _done(run) or run.records
             marked = run is agent or run is (flows[0] if flows else None)
             name = solver_of(run)
             rows.append(
@@ -164,8 +171,7 @@ def default_model_table(paths: Sequence[Path]) -> str:
                     task_set if n == 0 else "",
                     f"**{name}**" if marked else name,
                     str(accuracy(run.records)),
-                    f"{statistics.fmean(r.turns for r in done):.1f}",
-                    f"{statistics.fmean(r.prompt_tokens + r.completion_tokens for r in done):,.0f}",
+                    *_per_question(run),
                 ]
             )
         if agent is not None and flows:
