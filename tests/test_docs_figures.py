@@ -91,7 +91,7 @@ def test_the_sweep_table_in_the_policies_page_is_the_committed_sweep() -> None:
 def test_the_tables_quoted_from_single_runs_are_what_the_runs_give() -> None:
     from evals.report import quoted
 
-    for page, name, make in quoted.BLOCKS:
+    for page, name, _inputs, make in quoted.BLOCKS:
         assert block(page, name) == make(), f"{page} {name}: run make compare"
 
 

@@ -116,7 +116,8 @@ def compare_command(args: argparse.Namespace) -> int:
         return _paired(args)
     print(compare(args.files, args.out, args.plots))
     if args.out is not None and args.out.resolve() == quoted.SUMMARY:  # the committed runs
-        quoted.write_quoted()
+        for line in quoted.write_quoted():
+            print(line, file=sys.stderr)
     return 0
 
 
