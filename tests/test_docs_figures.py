@@ -95,7 +95,26 @@ def test_the_tables_quoted_from_single_runs_are_what_the_runs_give() -> None:
         assert block(page, name) == make(), f"{page} {name}: run make compare"
 
 
-def test_the_sql_page_sets_the_committed_runs_beside_the_chapter() -> None:
-    from evals.report import sql_page
+def test_the_sql_page_is_what_the_committed_sql_runs_give(tmp_path: Path) -> None:
+    import shutil
 
-    assert block(sql_page.DOCS, "sql-chapter") == sql_page.docs_table(), "run make sql-report"
+    from evals.report import sql_page
+    from evals.report.docs import fill
+
+    blocks = sql_page.docs_blocks()
+    assert {name for name, _ in blocks} >= {"sql-chapter", "sql-story", "sql-ladder"}
+    for name, text in blocks:
+        assert block(sql_page.DOCS, name) == text, f"docs/sql.md {name}: run make sql-report"
+    # A run file changed without its page: the blocks built from the copy differ.
+    folder = tmp_path / "sql"
+    shutil.copytree(sql_page.SQL, folder, ignore=shutil.ignore_patterns("*.runs"))
+    run = folder / "qwen-coder-1.5b-analyst-hinted.jsonl"
+    lines = run.read_text().splitlines()
+    lines[1] = lines[1].replace('"answer": "', '"answer": "SELECT 1 FROM t; ', 1)
+    run.write_text("\n".join(lines) + "\n")
+    edited = dict(sql_page.docs_blocks(folder))
+    assert edited["sql-story"] != block(sql_page.DOCS, "sql-story")
+    page = tmp_path / "sql.md"
+    shutil.copy(sql_page.DOCS, page)
+    fill(page, "sql-story", edited["sql-story"])
+    assert block(page, "sql-story") == edited["sql-story"]

@@ -161,7 +161,8 @@ def _export(args: argparse.Namespace) -> int:
 def _sql_report(args: argparse.Namespace) -> int:
     written = _written(args, sql_report(args.files, [tuple(p) for p in args.pair]))
     if args.out is not None and args.out.resolve() == sql_page.SUMMARY:  # the committed runs
-        fill(sql_page.DOCS, "sql-chapter", sql_page.docs_table())
+        for name, text in sql_page.docs_blocks():
+            fill(sql_page.DOCS, name, text)
     return written
 
 

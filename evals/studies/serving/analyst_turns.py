@@ -246,4 +246,12 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f} %"
 
 
-PART = Part("analyst", run, render)
+DOCS_PAGE = Path("docs/sql.md")
+
+
+def docs(p: Figures) -> list[tuple[Path, str, str]]:
+    """docs/sql.md's prefix-cache figures: bench.md's section without its heading."""
+    return [(DOCS_PAGE, "analyst-cache", "\n".join(render(p)[2:]).strip() + "\n")]
+
+
+PART = Part("analyst", run, render, docs)
