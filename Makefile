@@ -53,7 +53,6 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-comma := ,
 .PHONY: bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
@@ -281,23 +280,10 @@ rescore: $(STAMP_DEV)
 	@$(call compare_into,results)
 	@$(committed_report)
 
-# The paired comparisons the README and docs quote, rebuilt from their run files:
-# results/paired/NAME.md for each NAME=A,B (A is the baseline).
-R := results/runs/
-PAIRS := \
-	files6-1.5b-all-helps-vs-read-first=$(R)20261201-012944-sweep-qwen2.5-coder-1.5b-instruct-all-helps.jsonl,$(R)20261201-012919-sweep-qwen2.5-coder-1.5b-instruct-read-first.jsonl \
-	files6-1.5b-all-helps-vs-read-listed=$(R)20261201-012944-sweep-qwen2.5-coder-1.5b-instruct-all-helps.jsonl,$(R)20261201-025200-sweep-qwen2.5-coder-1.5b-instruct-read-listed.jsonl \
-	files6-1.5b-penalized-vs-all-helps=$(R)20261130-211453-sweep-qwen2.5-coder-1.5b-instruct-penalized.jsonl,$(R)20261130-212233-sweep-qwen2.5-coder-1.5b-instruct-all-helps.jsonl \
-	files6-1.5b-read-first-vs-read-listed=$(R)20261201-012919-sweep-qwen2.5-coder-1.5b-instruct-read-first.jsonl,$(R)20261201-025200-sweep-qwen2.5-coder-1.5b-instruct-read-listed.jsonl \
-	gen-test-1.5b-all-helps-vs-read-first=$(R)20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.jsonl,$(R)20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first.jsonl \
-	gen-test-1.5b-all-helps-vs-read-listed=$(R)20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.jsonl,$(R)20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed.jsonl \
-	gen-test-1.5b-read-first-vs-read-listed=$(R)20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first.jsonl,$(R)20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed.jsonl \
-	gen-test-qwen-0.5b-vs-1.5b=$(R)20261130-220905-gen-test-qwen2.5-coder-0.5b-all-helps.jsonl,$(R)20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.jsonl
-pair_name = $(word 1,$(subst =, ,$(1)))
-pair_runs = $(subst $(comma), ,$(word 2,$(subst =, ,$(1))))
-paired_all = $(foreach pair,$(PAIRS),$(PY) -m evals compare --paired $(call pair_runs,$(pair)) \
-	--out results/paired/$(call pair_name,$(pair)).md > /dev/null && \
-	echo "wrote results/paired/$(call pair_name,$(pair)).md" &&) true
+# The paired comparisons the docs quote, rebuilt from their run files (the pairs are named in
+# evals/report/paired_pages.py): results/paired/NAME.md for each, their verdicts in
+# docs/policies.md and docs/compare.md.
+paired_all = $(PY) -m evals paired-report
 paired: $(STAMP_DEV)
 	@$(paired_all)
 

@@ -118,3 +118,40 @@ def test_the_sql_page_is_what_the_committed_sql_runs_give(tmp_path: Path) -> Non
     shutil.copy(sql_page.DOCS, page)
     fill(page, "sql-story", edited["sql-story"])
     assert block(page, "sql-story") == edited["sql-story"]
+
+
+def test_the_committed_paired_pages_and_their_verdicts_are_what_the_runs_give(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from evals.report import paired_pages
+
+    for name, text in paired_pages.pages().items():
+        assert (paired_pages.OUT / f"{name}.md").read_text() == text, "run make paired"
+    verdicts = paired_pages.verdicts()
+    for page in paired_pages.PAGES:
+        assert block(page, paired_pages.BLOCK) == verdicts, f"{page}: run make paired"
+    # One record of a paired run turned right: the verdicts built from the copy differ.
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for _, a, b in paired_pages.PAIRS:
+        for stem in (a, b):
+            shutil.copy(paired_pages.RUNS / f"{stem}.jsonl", runs / f"{stem}.jsonl")
+    _, _, b = paired_pages.PAIRS[-1]
+    edited = runs / f"{b}.jsonl"
+    lines = edited.read_text().splitlines()
+    wrong = next(i for i, line in enumerate(lines) if '"correct": false' in line)
+    lines[wrong] = lines[wrong].replace('"correct": false', '"correct": true', 1)
+    edited.write_text("\n".join(lines) + "\n")
+    assert paired_pages.verdicts(runs) != verdicts
+
+
+def test_the_policies_page_quotes_both_grader_corpora_as_they_replay() -> None:
+    from evals.studies import grader_check as g
+
+    replayed = g.replay(g.read_corpus(g.CORPUS))
+    held = g.replay(g.read_corpus(g.HELDOUT))
+    assert block(g.POLICIES, "grader-corpora") == g.corpora_sentences(replayed, held), (
+        "run make grader-check"
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import RunFileError
-from evals.report import power, quoted, sql_page
+from evals.report import paired_pages, power, quoted, sql_page
 from evals.report.compare import compare, paired_table
 from evals.report.docs import fill
 from evals.report.inspect_log import export
@@ -83,6 +83,12 @@ def register(commands: Any) -> None:
     )
     power.add_arguments(sizing)
     sizing.set_defaults(handler=power.main)
+    pairs = commands.add_parser(
+        "paired-report",
+        help="the committed paired comparisons the docs quote: results/paired/NAME.md for "
+        "each, and their verdicts in docs/policies.md and docs/compare.md",
+    )
+    pairs.set_defaults(handler=_paired_report)
     sql = commands.add_parser(
         "sql-report",
         help="the sql family's runs side by side with the chapter's figures, and named pairs "
@@ -164,6 +170,12 @@ def _sql_report(args: argparse.Namespace) -> int:
         for name, text in sql_page.docs_blocks():
             fill(sql_page.DOCS, name, text)
     return written
+
+
+def _paired_report(args: argparse.Namespace) -> int:
+    for path in paired_pages.write():
+        print(f"wrote {path.relative_to(paired_pages.ROOT)}")
+    return 0
 
 
 def _workflows_report(args: argparse.Namespace) -> int:

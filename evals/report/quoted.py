@@ -6,13 +6,16 @@ again from the run files, so a rescored run cannot leave its docs behind."""
 
 from __future__ import annotations
 
+import json
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from evals.record.run import read_runs
+from evals.record.run import is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
+from evals.report.stats import wilson
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "results" / "runs"
@@ -101,6 +104,68 @@ def first_runs_table(runs: list[tuple[str, str]] = FIRST_RUNS) -> str:
     return table(head, rows)
 
 
+# The committed runs on the generated test set (docs/compare.md, docs/policies.md), as the
+# pages name them.
+GEN_TEST_RUNS = [
+    ("20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed",
+     "Qwen2.5-Coder-1.5B, `read-listed` (best on files6)"),
+    ("20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first", "Qwen2.5-Coder-1.5B, `read-first`"),
+    ("20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps", "Qwen2.5-Coder-1.5B, `all-helps`"),
+    ("20261130-220905-gen-test-qwen2.5-coder-0.5b-all-helps", "Qwen2.5-Coder-0.5B, `all-helps`"),
+    ("20261201-022231-gen-test-qwen2.5-coder-0.5b-list-first",
+     "Qwen2.5-Coder-0.5B, `list-first` (its best on files6)"),
+    ("20261201-022949-gen-test-smollm2-135m-all-helps", "SmolLM2-135M, `all-helps`"),
+    ("20261201-023044-gen-test-smollm2-135m-focused",
+     "SmolLM2-135M, `focused` (its best on files6)"),
+]  # fmt: skip
+
+
+def kinds_table(runs: list[tuple[str, str]] = GEN_TEST_RUNS) -> str:
+    """One row per run: its correct answers with their interval (and as first recorded, where
+    today's checks moved them), its turns, and its correct answers per kind of question (error
+    records left out)."""
+    loaded = [(name, [r for r in read_runs(RUNS / f"{stem}.jsonl") if not is_error(r)])
+              for stem, name in runs]  # fmt: skip
+    kinds = sorted({r.kind or "?" for _, records in loaded for r in records})
+    rows = []
+    for name, records in loaded:
+        n, right = len(records), sum(r.correct for r in records)
+        first = sum(bool(r.rescored["first_verdict"]) if r.rescored else r.correct for r in records)
+        cells = []
+        for kind in kinds:
+            mine = [r for r in records if (r.kind or "?") == kind]
+            cells.append(f"{sum(r.correct for r in mine)}/{len(mine)}" if mine else "–")
+        rows.append(
+            [name, f"{right}/{n}, {wilson(right, n).interval()}",
+             f"{first}/{n}" if first != right else "same", sum(r.turns for r in records), *cells]
+        )  # fmt: skip
+    return table(["run", "correct", "first recorded", "turns", *kinds], rows)
+
+
+LEADERBOARD = ROOT / "results" / "leaderboard" / "leaderboard.json"
+
+
+def false_claims_table(board: Path = LEADERBOARD) -> str:
+    """Per leaderboard entrant: its right answers, those that also state something the
+    workspace contradicts ("right, with a false claim"), and their kinds of question."""
+    rows = []
+    for entry in json.loads(board.read_text(encoding="utf-8"))["rows"]:
+        records = [r for r in read_runs(ROOT / entry["run_file"]) if not is_error(r)]
+        right = [r for r in records if r.correct]
+        flagged = [r for r in right if r.false_claims]
+        kinds = Counter(r.kind or "?" for r in flagged)
+        rows.append(
+            [
+                f"{entry['model']} {entry['policy']}",
+                len(right),
+                f"{len(flagged)}"
+                + (f" ({100 * len(flagged) / len(right):.0f} %)" if right else ""),
+                ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "–",
+            ]
+        )
+    return table(["entrant", "right answers", "right, with a false claim", "by kind"], rows)
+
+
 BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
     (
         ROOT / "docs" / "findings.md",
@@ -119,6 +184,16 @@ BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
         "first-runs",
         [RUNS / f"{stem}.jsonl" for stem, _ in FIRST_RUNS],
         first_runs_table,
+    ),
+    (
+        ROOT / "docs" / "policies.md",
+        "false-claims",
+        [LEADERBOARD],
+        false_claims_table,
+    ),
+    *(
+        (page, "gen-test-runs", [RUNS / f"{stem}.jsonl" for stem, _ in GEN_TEST_RUNS], kinds_table)
+        for page in (ROOT / "docs" / "compare.md", ROOT / "docs" / "policies.md")
     ),
 ]
 

@@ -250,6 +250,22 @@ def heldout_section(replayed: list[Replayed], corpus: Path) -> str:
 
 
 README = Path(__file__).parents[2] / "README.md"
+POLICIES = Path(__file__).parents[2] / "docs" / "policies.md"
+
+
+def corpora_sentences(replayed: list[Replayed], held: list[Replayed]) -> str:
+    """Both corpora's figures as docs/policies.md quotes them (``make grader-check``): the
+    tuning corpus's size and agreement, then the held-out figure."""
+    s = summary(replayed)
+    kinds = Counter(r.row.kind for r in replayed)
+    drawn = sum(r.row.source == "run" for r in replayed)
+    return (
+        f"The tuning corpus holds {s['rows']} answers ({drawn} taken from committed runs, "
+        f"{s['rows'] - drawn} written for the purpose; {kinds['hedge']} hedges among them); the "
+        f"checks agree with the reading on {s['agreeing']} ({100 * s['agreement']:.1f} %), "
+        f"with {s['false_credits']} false credits ({s['hedges_credited']} hedges credited) and "
+        f"{s['false_refusals']} false refusals. " + heldout_sentence(held)
+    )
 
 
 def heldout_sentence(replayed: list[Replayed]) -> str:
@@ -307,5 +323,7 @@ def main(corpus: Path, out: Path | None, heldout: Path | None = HELDOUT) -> int:
         out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         if held and heldout == HELDOUT:
             fill(README, "grader-heldout", heldout_sentence(held))
+            if corpus == CORPUS:
+                fill(POLICIES, "grader-corpora", corpora_sentences(replayed, held))
         print(f"wrote {out} and {out.with_suffix('.json')}")
     return 0 if passed(replayed) else 1
