@@ -200,17 +200,11 @@ mcp-tasks: $(STAMP_DEV)
 		--family sql --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
 
 # Our tools against each community server on the same questions (make mcp-runs ran them):
-# results/mcp/paired-*.md, from the committed runs.
+# results/mcp/paired-*.md and docs/mcp.md's verdicts, from the committed runs (with the loop
+# policies' pairs; all named in evals/report/paired_pages.py).
 MCP_RUNS := results/mcp
-MCP_PAIRS := files6-ours-penalized:files6-filesystem-penalized \
-	gen-test-s1000-n60-ours-penalized:gen-test-s1000-n60-filesystem-penalized \
-	sql-test-s1000-n60-ours-analyst:sql-test-s1000-n60-sqlite-analyst
 mcp-report: $(STAMP_DEV)
-	@$(foreach p,$(MCP_PAIRS),$(call mcp_pair,$(MCP_RUNS)/$(word 1,$(subst :, ,$(p))),$(MCP_RUNS)/$(word 2,$(subst :, ,$(p)))) &&) true
-mcp_pair = if [ -f $(1).jsonl ] && [ -f $(2).jsonl ]; then \
-	$(PY) -m evals compare --paired --across-surfaces $(1).jsonl $(2).jsonl \
-	--out $(dir $(1))paired-$(notdir $(1)).md > /dev/null && echo "wrote $(dir $(1))paired-$(notdir $(1)).md"; \
-	else echo "not yet run: $(1).jsonl or $(2).jsonl (make mcp-runs)"; fi
+	$(PY) -m evals paired-report
 
 # The MCP families on the default model (hours on two cores): each surface of each set, one
 # model process at a time; make mcp-report pairs them.

@@ -127,24 +127,25 @@ def test_the_committed_paired_pages_and_their_verdicts_are_what_the_runs_give(
 
     from evals.report import paired_pages
 
-    for name, text in paired_pages.pages().items():
-        assert (paired_pages.OUT / f"{name}.md").read_text() == text, "run make paired"
-    verdicts = paired_pages.verdicts()
-    for page in paired_pages.PAGES:
-        assert block(page, paired_pages.BLOCK) == verdicts, f"{page}: run make paired"
+    for pages, name, pairs in paired_pages.BLOCKS:
+        for pair in pairs:
+            committed = paired_pages.RESULTS / pair.page
+            assert committed.read_text() == paired_pages.page(pair), f"{committed}: make paired"
+        verdicts = paired_pages.verdicts(pairs)
+        for page in pages:
+            assert block(page, name) == verdicts, f"{page} {name}: run make paired"
     # One record of a paired run turned right: the verdicts built from the copy differ.
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    for _, a, b in paired_pages.PAIRS:
-        for stem in (a, b):
-            shutil.copy(paired_pages.RUNS / f"{stem}.jsonl", runs / f"{stem}.jsonl")
-    _, _, b = paired_pages.PAIRS[-1]
-    edited = runs / f"{b}.jsonl"
+    pairs = paired_pages.POLICIES
+    for pair in pairs:
+        for run in (pair.a, pair.b):
+            (tmp_path / run).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(paired_pages.RESULTS / run, tmp_path / run)
+    edited = tmp_path / pairs[-1].b
     lines = edited.read_text().splitlines()
     wrong = next(i for i, line in enumerate(lines) if '"correct": false' in line)
     lines[wrong] = lines[wrong].replace('"correct": false', '"correct": true', 1)
     edited.write_text("\n".join(lines) + "\n")
-    assert paired_pages.verdicts(runs) != verdicts
+    assert paired_pages.verdicts(pairs, tmp_path) != paired_pages.verdicts(pairs)
 
 
 def test_the_policies_page_quotes_both_grader_corpora_as_they_replay() -> None:

@@ -85,8 +85,8 @@ def register(commands: Any) -> None:
     sizing.set_defaults(handler=power.main)
     pairs = commands.add_parser(
         "paired-report",
-        help="the committed paired comparisons the docs quote: results/paired/NAME.md for "
-        "each, and their verdicts in docs/policies.md and docs/compare.md",
+        help="the committed paired comparisons the docs quote (the loop policies' and the MCP "
+        "tool surfaces'): a page for each under results/, and their verdicts in the docs",
     )
     pairs.set_defaults(handler=_paired_report)
     sql = commands.add_parser(

@@ -1,10 +1,11 @@
-"""The paired comparisons the docs quote (``make paired``): each named pair of committed runs,
-A the baseline, written to ``results/paired/NAME.md`` by :func:`evals.report.compare.paired_table`,
-and one table of their verdicts for the pages that quote them (docs/policies.md,
-docs/compare.md). A test builds both again from the run files."""
+"""The paired comparisons the docs quote (``make paired``, ``make mcp-report``): each named pair
+of committed runs, A the baseline, written to its page by
+:func:`evals.report.compare.paired_table`, and one table of their verdicts for the pages that
+quote them. A test builds both again from the run files."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from evals.report.compare import load_runs, paired_table
@@ -13,49 +14,76 @@ from evals.report.markdown import table
 from evals.report.stats import paired
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "results" / "runs"
-OUT = ROOT / "results" / "paired"
-PAGES = [ROOT / "docs" / "policies.md", ROOT / "docs" / "compare.md"]
-BLOCK = "paired-policies"
+RESULTS = ROOT / "results"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Run B against run A (paths relative to ``results/``), written to ``page``."""
+
+    name: str
+    a: str
+    b: str
+    page: str
+    across_surfaces: bool = False
+
+    def files(self, results: Path = RESULTS) -> tuple[Path, Path]:
+        return results / self.a, results / self.b
+
+
+def _policy(name: str, a: str, b: str) -> Pair:
+    return Pair(name, f"runs/{a}.jsonl", f"runs/{b}.jsonl", f"paired/{name}.md")
+
+
+def _surfaces(a: str, b: str) -> Pair:
+    return Pair(a, f"mcp/{a}.jsonl", f"mcp/{b}.jsonl", f"mcp/paired-{a}.md", across_surfaces=True)
+
+
 _S = "sweep-qwen2.5-coder-1.5b-instruct"
-# Each pair: (name, the baseline run A, run B), run files under results/runs/ by stem.
-PAIRS = [
-    ("files6-1.5b-all-helps-vs-read-first",
-     f"20261201-012944-{_S}-all-helps", f"20261201-012919-{_S}-read-first"),
-    ("files6-1.5b-all-helps-vs-read-listed",
-     f"20261201-012944-{_S}-all-helps", f"20261201-025200-{_S}-read-listed"),
-    ("files6-1.5b-penalized-vs-all-helps",
-     f"20261130-211453-{_S}-penalized", f"20261130-212233-{_S}-all-helps"),
-    ("files6-1.5b-read-first-vs-read-listed",
-     f"20261201-012919-{_S}-read-first", f"20261201-025200-{_S}-read-listed"),
-    ("gen-test-1.5b-all-helps-vs-read-first",
-     "20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps",
-     "20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first"),
-    ("gen-test-1.5b-all-helps-vs-read-listed",
-     "20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps",
-     "20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed"),
-    ("gen-test-1.5b-read-first-vs-read-listed",
-     "20261201-014502-gen-test-qwen2.5-coder-1.5b-read-first",
-     "20261201-025405-gen-test-qwen2.5-coder-1.5b-read-listed"),
-    ("gen-test-qwen-0.5b-vs-1.5b",
-     "20261130-220905-gen-test-qwen2.5-coder-0.5b-all-helps",
-     "20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps"),
+_G = "gen-test-qwen2.5-coder"
+# The loop policies' pairs (docs/policies.md, docs/compare.md): results/paired/NAME.md.
+POLICIES = [
+    _policy("files6-1.5b-all-helps-vs-read-first",
+            f"20261201-012944-{_S}-all-helps", f"20261201-012919-{_S}-read-first"),
+    _policy("files6-1.5b-all-helps-vs-read-listed",
+            f"20261201-012944-{_S}-all-helps", f"20261201-025200-{_S}-read-listed"),
+    _policy("files6-1.5b-penalized-vs-all-helps",
+            f"20261130-211453-{_S}-penalized", f"20261130-212233-{_S}-all-helps"),
+    _policy("files6-1.5b-read-first-vs-read-listed",
+            f"20261201-012919-{_S}-read-first", f"20261201-025200-{_S}-read-listed"),
+    _policy("gen-test-1.5b-all-helps-vs-read-first",
+            f"20261130-213246-{_G}-1.5b-all-helps", f"20261201-014502-{_G}-1.5b-read-first"),
+    _policy("gen-test-1.5b-all-helps-vs-read-listed",
+            f"20261130-213246-{_G}-1.5b-all-helps", f"20261201-025405-{_G}-1.5b-read-listed"),
+    _policy("gen-test-1.5b-read-first-vs-read-listed",
+            f"20261201-014502-{_G}-1.5b-read-first", f"20261201-025405-{_G}-1.5b-read-listed"),
+    _policy("gen-test-qwen-0.5b-vs-1.5b",
+            f"20261130-220905-{_G}-0.5b-all-helps", f"20261130-213246-{_G}-1.5b-all-helps"),
 ]  # fmt: skip
+# Our tools against each community server on the same questions (docs/mcp.md):
+# results/mcp/paired-A.md.
+SURFACES = [
+    _surfaces("files6-ours-penalized", "files6-filesystem-penalized"),
+    _surfaces("gen-test-s1000-n60-ours-penalized", "gen-test-s1000-n60-filesystem-penalized"),
+    _surfaces("sql-test-s1000-n60-ours-analyst", "sql-test-s1000-n60-sqlite-analyst"),
+]
+# Each docs block of verdicts: (the pages, the block's name, its pairs).
+BLOCKS = [
+    ([ROOT / "docs" / "policies.md", ROOT / "docs" / "compare.md"], "paired-policies", POLICIES),
+    ([ROOT / "docs" / "mcp.md"], "paired-surfaces", SURFACES),
+]
 
 
-def _files(a: str, b: str, runs: Path) -> tuple[Path, Path]:
-    return runs / f"{a}.jsonl", runs / f"{b}.jsonl"
-
-
-def verdicts(runs: Path = RUNS) -> str:
+def verdicts(pairs: list[Pair], results: Path = RESULTS) -> str:
     """One row per pair: its page, each run's correct answers, and the verdict in words."""
     rows = []
-    for name, a, b in PAIRS:
-        run_a, run_b = load_runs(list(_files(a, b, runs)))
-        result = paired(run_a.records, run_b.records, run_a.label, run_b.label)
+    for pair in pairs:
+        run_a, run_b = load_runs(list(pair.files(results)))
+        result = paired(run_a.records, run_b.records, run_a.label, run_b.label,
+                        pair.across_surfaces)  # fmt: skip
         rows.append(
             [
-                f"[{name}](../results/paired/{name}.md)",
+                f"[{pair.name}](../results/{pair.page})",
                 f"{run_a.label}: {run_a.accuracy}",
                 f"{run_b.label}: {run_b.accuracy}",
                 result.sentence(),
@@ -64,20 +92,21 @@ def verdicts(runs: Path = RUNS) -> str:
     return table(["pair", "A", "B", "B against A"], rows) + "\n"
 
 
-def pages(runs: Path = RUNS) -> dict[str, str]:
-    """Each pair's page, by name."""
-    return {name: paired_table(*_files(a, b, runs)) for name, a, b in PAIRS}
+def page(pair: Pair, results: Path = RESULTS) -> str:
+    """The pair's own page."""
+    return paired_table(*pair.files(results), across_surfaces=pair.across_surfaces)
 
 
-def write(out: Path = OUT) -> list[Path]:
-    """Every pair's page under ``out``, and the docs' table of verdicts."""
-    out.mkdir(parents=True, exist_ok=True)
+def write(results: Path = RESULTS) -> list[Path]:
+    """Every pair's page under ``results``, and the docs' tables of verdicts."""
     written = []
-    for name, text in pages().items():
-        path = out / f"{name}.md"
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    text = verdicts()
-    for page in PAGES:
-        fill(page, BLOCK, text)
+    for pages, name, pairs in BLOCKS:
+        for pair in pairs:
+            path = results / pair.page
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(page(pair, results), encoding="utf-8")
+            written.append(path)
+        text = verdicts(pairs, results)
+        for doc in pages:
+            fill(doc, name, text)
     return written

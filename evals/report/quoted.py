@@ -166,6 +166,32 @@ def false_claims_table(board: Path = LEADERBOARD) -> str:
     return table(["entrant", "right answers", "right, with a false claim", "by kind"], rows)
 
 
+MCP = ROOT / "results" / "mcp"
+
+
+def mcp_runs_table(folder: Path = MCP) -> str:
+    """docs/mcp.md's runs: per run file, its correct answers, turns, prompt tokens per turn,
+    mean turn latency and calls written as text (error records left out)."""
+    rows = []
+    for path in sorted(folder.glob("*.jsonl")):
+        records = [r for r in read_runs(path) if not is_error(r)]
+        n, right = len(records), sum(r.correct for r in records)
+        turns = sum(r.turns for r in records)
+        latencies = [ms for r in records for ms in r.turn_latency_ms]
+        rows.append(
+            [
+                f"`{path.stem}`",
+                f"{right}/{n}, {wilson(right, n).interval()}",
+                turns,
+                f"{sum(r.prompt_tokens for r in records) / turns:,.0f}" if turns else "–",
+                f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–",
+                sum(r.call_shaped_text or 0 for r in records),
+            ]
+        )
+    head = ["run", "correct", "turns", "prompt tokens per turn", "mean turn", "calls as text"]
+    return table(head, rows)
+
+
 BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
     (
         ROOT / "docs" / "findings.md",
@@ -191,6 +217,7 @@ BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
         [LEADERBOARD],
         false_claims_table,
     ),
+    (ROOT / "docs" / "mcp.md", "mcp-runs", [MCP], mcp_runs_table),
     *(
         (page, "gen-test-runs", [RUNS / f"{stem}.jsonl" for stem, _ in GEN_TEST_RUNS], kinds_table)
         for page in (ROOT / "docs" / "compare.md", ROOT / "docs" / "policies.md")
@@ -203,7 +230,7 @@ def write_quoted() -> list[str]:
     without results/runs/) is left as it stands. Returns one line per block left."""
     kept = []
     for page, name, inputs, make in BLOCKS:
-        missing = [p for p in inputs if not p.is_file()]
+        missing = [p for p in inputs if not p.exists()]
         if missing:
             kept.append(
                 f"{page.relative_to(ROOT)}: block {name} kept ({missing[0].name} is not here)"
