@@ -166,6 +166,40 @@ def false_claims_table(board: Path = LEADERBOARD) -> str:
     return table(["entrant", "right answers", "right, with a false claim", "by kind"], rows)
 
 
+# docs/scale.md: the Coder-0.5B's run against llama-server at four slots, beside the same model
+# and policy on our server.
+PEER_RUNS = [
+    ("`qwen-coder-0.5b-llama-server-c4` (llama-server, four slots)",
+     RUNS / "20261130-151141-qwen-coder-0.5b-llama-server-c4.jsonl"),
+    ("the sweep's Coder-0.5B `penalized` row (our server)",
+     RUNS / "20261130-121743-sweep-qwen2.5-coder-0.5b-instruct-penalized.jsonl"),
+]  # fmt: skip
+
+
+def runs_totals_table(runs: list[tuple[str, Path]] = PEER_RUNS) -> str:
+    """One row per run: correct, turns, tool runs, calls left as text, turns cut at the length
+    cap, and the mean turn."""
+    head = ["run", "correct", "turns", "tool runs", "calls left as text",
+            "turns cut at the length cap", "mean turn"]  # fmt: skip
+    rows = []
+    for name, path in runs:
+        records = read_runs(path)
+        latencies = [ms for r in records for ms in r.turn_latency_ms]
+        rows.append(
+            [
+                name,
+                f"{sum(r.correct for r in records)}/{len(records)}",
+                sum(r.turns for r in records),
+                sum(r.tool_runs for r in records),
+                sum(r.call_shaped_text or 0 for r in records),
+                sum(f in ("length", "max_tokens") for r in records
+                    for f in r.turn_finish_reasons or []),
+                f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–",
+            ]
+        )  # fmt: skip
+    return table(head, rows)
+
+
 MCP = ROOT / "results" / "mcp"
 
 
@@ -218,6 +252,7 @@ BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
         false_claims_table,
     ),
     (ROOT / "docs" / "mcp.md", "mcp-runs", [MCP], mcp_runs_table),
+    (ROOT / "docs" / "scale.md", "llama-server-run", [p for _, p in PEER_RUNS], runs_totals_table),
     *(
         (page, "gen-test-runs", [RUNS / f"{stem}.jsonl" for stem, _ in GEN_TEST_RUNS], kinds_table)
         for page in (ROOT / "docs" / "compare.md", ROOT / "docs" / "policies.md")

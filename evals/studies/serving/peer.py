@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -262,4 +263,16 @@ def render(f: Figures) -> list[str]:
     return lines
 
 
-PART = Part("peer", run, render)
+DOCS_PAGE = Path("docs/scale.md")
+
+
+def docs(f: Figures) -> list[tuple[Path, str, str]]:
+    """docs/scale.md's comparison with llama-server: bench.md's table and its three lines
+    (the section's heading, method and per-request table left out)."""
+    lines = render(f)
+    start = next(i for i, line in enumerate(lines) if line.startswith("| median per request"))
+    end = lines.index("", start)
+    return [(DOCS_PAGE, "peer-table", "\n".join(lines[start:end]) + "\n")]
+
+
+PART = Part("peer", run, render, docs)
