@@ -60,6 +60,8 @@ def test_the_bfcl_tables_are_what_the_committed_runs_give() -> None:
 
     for name, (runs, sizes) in bfcl.DOCS_TABLES.items():
         assert block(bfcl.DOCS, name) == bfcl.docs_table(runs, sizes), f"{name}: make bfcl-report"
+    for name, text in bfcl.habits_blocks().items():
+        assert block(bfcl.DOCS, name) == text, f"{name}: make bfcl-report"
 
 
 def test_a_bfcl_run_changed_without_its_docs_fails_the_check(tmp_path: Path) -> None:

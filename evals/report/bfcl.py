@@ -13,6 +13,7 @@ from evals.bfcl.items import RELEVANCE
 from evals.numbers import mean, p95
 from evals.record import run_files
 from evals.record.bfcl import read_items
+from evals.report.bfcl_habits import agreement, conversations_table, replies_table
 from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import wilson
@@ -327,7 +328,42 @@ def docs_table(runs: list[tuple[str, str]], sizes: list[str], folder: Path = COM
     return table(head, body)
 
 
+# The runs whose records docs/bfcl.md describes, counted (evals.report.bfcl_habits).
+MULTI_TURN_RUNS = [
+    ("20261201-222656-coder-1.5b-multi-turn-base", "Coder-1.5B, plain loop, base"),
+    ("20261202-012400-coder-1.5b-multi-turn-miss-long", "Coder-1.5B, plain loop, the other three"),
+    ("20261202-052532-coder-1.5b-multi-turn-base-guarded", "Coder-1.5B, `guarded`, base"),
+    ("20261202-053220-coder-0.5b-multi-turn-base", "Coder-0.5B, plain loop, base"),
+    ("20261202-053501-coder-0.5b-multi-turn-miss-long", "Coder-0.5B, plain loop, the other three"),
+]
+SINGLE_TURN_RUNS = [
+    *DOCS_TABLES["bfcl-single-turn"][0],
+    ("20261202-050656-coder-1.5b-live", "Coder-1.5B, live categories"),
+]
+GRAMMAR_PAIR = ("20261130-234242-coder-1.5b-grammar-off", "20261201-030232-coder-1.5b-grammar-lazy")
+
+
+def habits_blocks(folder: Path = COMMITTED) -> dict[str, str]:
+    """docs/bfcl.md's counted blocks: the multi-turn conversations, the single-turn replies and
+    the grammar's two runs item by item."""
+
+    def load(stem: str) -> list[dict[str, Any]]:
+        return read_items(folder / f"{stem}.jsonl")
+
+    off, lazy = (load(stem) for stem in GRAMMAR_PAIR)
+    same = agreement(off, lazy)
+    return {
+        "bfcl-multi-habits": conversations_table([(n, load(s)) for s, n in MULTI_TURN_RUNS]),
+        "bfcl-single-replies": replies_table([(n, load(s)) for s, n in SINGLE_TURN_RUNS])
+        + f"\nThe grammar `lazy` against `off` (`{GRAMMAR_PAIR[1]}`, `{GRAMMAR_PAIR[0]}`): "
+        f"{same['items']} items in both, {same['same_verdict']} with the same verdict, "
+        f"{same['same_calls']} with the same calls.\n",
+    }
+
+
 def write_docs_tables(docs: Path = DOCS) -> None:
-    """Every table of ``DOCS_TABLES`` into its block of docs/bfcl.md."""
+    """Every table of ``DOCS_TABLES``, and the counted blocks, into docs/bfcl.md."""
     for name, (runs, sizes) in DOCS_TABLES.items():
         fill(docs, name, docs_table(runs, sizes))
+    for name, text in habits_blocks().items():
+        fill(docs, name, text)
