@@ -332,11 +332,7 @@ SLOTS_ENTRANTS := qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instr
 leaderboard-slots: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(MAKE) leaderboard SLOTS=4 LEADERBOARD_OUT=results/leaderboard/slots4 \
 		LEADERBOARD_ENTRANTS=$(SLOTS_ENTRANTS)
-	for entry in qwen2.5-coder-1.5b-instruct-all-helps qwen2.5-coder-1.5b-instruct-read-listed; do \
-		$(PY) -m evals compare --paired results/leaderboard/$$entry.jsonl \
-			results/leaderboard/slots4/$$entry.jsonl \
-			--out results/leaderboard/slots4/paired-$$entry.md || exit 1; \
-	done
+	$(PY) -m evals paired-report
 
 # Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"

@@ -5,8 +5,10 @@ quote them. A test builds both again from the run files."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evals.report.compare import load_runs, paired_table
 from evals.report.docs import fill
@@ -67,11 +69,65 @@ SURFACES = [
     _surfaces("gen-test-s1000-n60-ours-penalized", "gen-test-s1000-n60-filesystem-penalized"),
     _surfaces("sql-test-s1000-n60-ours-analyst", "sql-test-s1000-n60-sqlite-analyst"),
 ]
+
+
+def _slots(entry: str) -> Pair:
+    return Pair(
+        entry,
+        f"leaderboard/{entry}.jsonl",
+        f"leaderboard/slots4/{entry}.jsonl",
+        f"leaderboard/slots4/paired-{entry}.md",
+    )
+
+
+# The default model's leaderboard entries one request at a time against four slots
+# (make leaderboard-slots; docs/scale.md): results/leaderboard/slots4/paired-ENTRY.md.
+SLOTS = [
+    _slots("qwen2.5-coder-1.5b-instruct-all-helps"),
+    _slots("qwen2.5-coder-1.5b-instruct-read-listed"),
+]
 # Each docs block of verdicts: (the pages, the block's name, its pairs).
 BLOCKS = [
     ([ROOT / "docs" / "policies.md", ROOT / "docs" / "compare.md"], "paired-policies", POLICIES),
     ([ROOT / "docs" / "mcp.md"], "paired-surfaces", SURFACES),
+    ([ROOT / "docs" / "scale.md"], "paired-slots", SLOTS),
 ]
+
+
+def ready(pairs: list[Pair], results: Path = RESULTS) -> list[Pair]:
+    """The pairs whose two run files are there (a leaderboard entry still running has only its
+    ``.partial``)."""
+    return [p for p in pairs if all(f.is_file() for f in p.files(results))]
+
+
+def _elapsed(run: Any) -> str:
+    """How long the run took (its summary file's ``elapsed_ms``) and the day it began."""
+    summary = run.path.with_name(run.path.name.removesuffix(".jsonl") + ".summary.json")
+    elapsed = json.loads(summary.read_text()).get("elapsed_ms") if summary.is_file() else None
+    day = min(str(r.timestamp or "")[:10] for r in run.records)
+    return (f"{elapsed / 60000:.0f} min" if elapsed else "–") + f" on {day}"
+
+
+def slots_table(pairs: list[Pair], results: Path = RESULTS) -> str:
+    """Each entry one request at a time against four slots: the correct answers and how long
+    each run took on which day (wall times of runs made on different days compare the days as
+    much as the settings), and the paired verdict."""
+    rows = []
+    for pair in pairs:
+        one, four = load_runs(list(pair.files(results)))
+        result = paired(one.records, four.records, "one at a time", "four slots")
+        rows.append(
+            [
+                f"[{pair.name}](../results/{pair.page})",
+                str(one.accuracy),
+                _elapsed(one),
+                str(four.accuracy),
+                _elapsed(four),
+                result.sentence(),
+            ]
+        )
+    head = ["entry", "one at a time", "took", "four slots", "took", "four slots against one"]
+    return table(head, rows) + "\n"
 
 
 def verdicts(pairs: list[Pair], results: Path = RESULTS) -> str:
@@ -97,16 +153,23 @@ def page(pair: Pair, results: Path = RESULTS) -> str:
     return paired_table(*pair.files(results), across_surfaces=pair.across_surfaces)
 
 
+def block_text(name: str, pairs: list[Pair], results: Path = RESULTS) -> str:
+    """A docs block: the pairs' verdicts (the slots' with each run's time beside them)."""
+    return slots_table(pairs, results) if name == "paired-slots" else verdicts(pairs, results)
+
+
 def write(results: Path = RESULTS) -> list[Path]:
-    """Every pair's page under ``results``, and the docs' tables of verdicts."""
+    """Every pair's page under ``results``, and the docs' tables of verdicts; a pair whose runs
+    are not both there yet is left out."""
     written = []
-    for pages, name, pairs in BLOCKS:
+    for pages, name, listed in BLOCKS:
+        pairs = ready(listed, results)
         for pair in pairs:
             path = results / pair.page
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(page(pair, results), encoding="utf-8")
             written.append(path)
-        text = verdicts(pairs, results)
+        text = block_text(name, pairs, results)
         for doc in pages:
             fill(doc, name, text)
     return written
