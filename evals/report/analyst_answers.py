@@ -138,9 +138,13 @@ _ROWS: list[tuple[str, Callable[[dict[str, Any]], object]]] = [
 def story_table(columns: Sequence[tuple[str, Sequence[RunRecord]]]) -> str:
     """Runs in columns, one row per step of the story."""
     stories = [story(records) for _, records in columns]
-    rows = [[label, *(cell(s) for s in stories)] for label, cell in _ROWS]
-    # A shape no run's wrong answer took is left out.
-    rows = [r for r in rows if not (r[0].startswith("wrong answers:") and not any(r[1:]))]
+    rows = [
+        [label, *cells]
+        for label, cell in _ROWS
+        if (cells := [cell(s) for s in stories])
+        # A shape no run's wrong answer took is left out.
+        and not (label.startswith("wrong answers:") and not any(cells))
+    ]
     return table(["", *(name for name, _ in columns)], rows)
 
 
