@@ -163,3 +163,28 @@ def test_the_policies_page_quotes_both_grader_corpora_as_they_replay() -> None:
     assert block(g.POLICIES, "grader-corpora") == g.corpora_sentences(replayed, held), (
         "run make grader-check"
     )
+
+
+def test_a_resumed_run_says_its_time_covers_its_last_part_only(tmp_path: Path) -> None:
+    import json
+    import shutil
+    from datetime import datetime
+
+    from evals.record.run import read_runs
+    from evals.report import paired_pages
+    from evals.report.compare import load_runs
+
+    source = paired_pages.RESULTS / "runs" / "20261130-214336-fresh-clone-default.jsonl"
+    run_file = tmp_path / source.name
+    shutil.copy(source, run_file)
+    ends = sorted(datetime.fromisoformat(r.timestamp or "") for r in read_runs(run_file))
+    summary = tmp_path / source.name.replace(".jsonl", ".summary.json")
+    whole = (ends[-1] - ends[0]).total_seconds() * 1000 + 5000
+    summary.write_text(json.dumps({"elapsed_ms": whole}))
+    (run,) = load_runs([run_file])
+    assert "resumed" not in paired_pages.took(run)
+    # The command that finished it ran only the runs after the first one's end.
+    part = (ends[-1] - ends[1]).total_seconds() * 1000
+    summary.write_text(json.dumps({"elapsed_ms": part}))
+    last = sum(end >= ends[1] for end in ends)
+    assert f"(the last {last} of {len(ends)} task runs, resumed)" in paired_pages.took(run)

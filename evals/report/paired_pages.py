@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,19 @@ def ready(pairs: list[Pair], results: Path = RESULTS) -> list[Pair]:
     return [p for p in pairs if all(f.is_file() for f in p.files(results))]
 
 
-def _elapsed(run: Any) -> str:
-    """How long the run took (its summary file's ``elapsed_ms``) and the day it began."""
+def took(run: Any) -> str:
+    """How long the run took (its summary file's ``elapsed_ms``: the command that finished it,
+    so a resumed run's last part only, which is said) and the day it began."""
     summary = run.path.with_name(run.path.name.removesuffix(".jsonl") + ".summary.json")
     elapsed = json.loads(summary.read_text()).get("elapsed_ms") if summary.is_file() else None
-    day = min(str(r.timestamp or "")[:10] for r in run.records)
-    return (f"{elapsed / 60000:.0f} min" if elapsed else "–") + f" on {day}"
+    ends = sorted(datetime.fromisoformat(r.timestamp) for r in run.records if r.timestamp)
+    day = ends[0].date().isoformat() if ends else "?"
+    if not elapsed:
+        return f"– on {day}"
+    start = ends[-1] - timedelta(milliseconds=elapsed + 1000)  # timestamps are to the second
+    last = sum(end >= start for end in ends)
+    part = f" (the last {last} of {len(ends)} task runs, resumed)" if last < len(ends) else ""
+    return f"{elapsed / 60000:.0f} min{part} on {day}"
 
 
 def slots_table(pairs: list[Pair], results: Path = RESULTS) -> str:
@@ -120,9 +128,9 @@ def slots_table(pairs: list[Pair], results: Path = RESULTS) -> str:
             [
                 f"[{pair.name}](../results/{pair.page})",
                 str(one.accuracy),
-                _elapsed(one),
+                took(one),
                 str(four.accuracy),
-                _elapsed(four),
+                took(four),
                 result.sentence(),
             ]
         )
