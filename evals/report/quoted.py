@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from evals.record.run import is_error, read_runs
+from evals.record.run import RunRecord, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import wilson
@@ -39,26 +39,38 @@ def task_table(run_file: Path) -> str:
     return table(["task", "turns", "tools", "correct", "answer"], rows)
 
 
-def totals_table(runs: list[tuple[str, Path]]) -> str:
-    """One row per run, named by the call grammar it ran under: what the grammar moves."""
-    head = ["tool grammar", "correct", "turns", "tool runs", "refused calls",
-            "calls left as text", "invalid arguments", "completion tokens"]  # fmt: skip
+def _mean_turn(records: list[RunRecord]) -> str:
+    latencies = [ms for r in records for ms in r.turn_latency_ms]
+    return f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–"
+
+
+# Each column a table of run totals may show: its heading and how it reads a run's records.
+TOTALS: dict[str, Callable[[list[RunRecord]], object]] = {
+    "correct": lambda rs: f"{sum(r.correct for r in rs)}/{len(rs)}",
+    "turns": lambda rs: sum(r.turns for r in rs),
+    "tool runs": lambda rs: sum(r.tool_runs for r in rs),
+    "refused calls": lambda rs: sum(r.refused_calls or 0 for r in rs),
+    "calls left as text": lambda rs: sum(r.call_shaped_text or 0 for r in rs),
+    "invalid arguments": lambda rs: sum(r.invalid_calls or 0 for r in rs),
+    "completion tokens": lambda rs: sum(r.completion_tokens for r in rs),
+    "turns cut at the length cap": lambda rs: sum(
+        f in ("length", "max_tokens") for r in rs for f in r.turn_finish_reasons or []
+    ),
+    "mean turn": _mean_turn,
+}
+
+
+def totals_table(runs: list[tuple[str, Path]], columns: list[str], first: str = "run") -> str:
+    """One row per run (named as given), one column per name of ``TOTALS``."""
     rows = []
     for name, path in runs:
         records = read_runs(path)
-        rows.append(
-            [
-                name,
-                f"{sum(r.correct for r in records)}/{len(records)}",
-                sum(r.turns for r in records),
-                sum(r.tool_runs for r in records),
-                sum(r.refused_calls or 0 for r in records),
-                sum(r.call_shaped_text or 0 for r in records),
-                sum(r.invalid_calls or 0 for r in records),
-                sum(r.completion_tokens for r in records),
-            ]
-        )
-    return table(head, rows)
+        rows.append([name, *(TOTALS[c](records) for c in columns)])
+    return table([first, *columns], rows)
+
+
+GRAMMAR_COLUMNS = ["correct", "turns", "tool runs", "refused calls", "calls left as text",
+                   "invalid arguments", "completion tokens"]  # fmt: skip
 
 
 # docs/policies.md's first committed runs on the six file tasks: each run file, as the page
@@ -176,28 +188,8 @@ PEER_RUNS = [
 ]  # fmt: skip
 
 
-def runs_totals_table(runs: list[tuple[str, Path]] = PEER_RUNS) -> str:
-    """One row per run: correct, turns, tool runs, calls left as text, turns cut at the length
-    cap, and the mean turn."""
-    head = ["run", "correct", "turns", "tool runs", "calls left as text",
-            "turns cut at the length cap", "mean turn"]  # fmt: skip
-    rows = []
-    for name, path in runs:
-        records = read_runs(path)
-        latencies = [ms for r in records for ms in r.turn_latency_ms]
-        rows.append(
-            [
-                name,
-                f"{sum(r.correct for r in records)}/{len(records)}",
-                sum(r.turns for r in records),
-                sum(r.tool_runs for r in records),
-                sum(r.call_shaped_text or 0 for r in records),
-                sum(f in ("length", "max_tokens") for r in records
-                    for f in r.turn_finish_reasons or []),
-                f"{statistics.fmean(latencies):,.0f} ms" if latencies else "–",
-            ]
-        )  # fmt: skip
-    return table(head, rows)
+PEER_COLUMNS = ["correct", "turns", "tool runs", "calls left as text",
+                "turns cut at the length cap", "mean turn"]  # fmt: skip
 
 
 MCP = ROOT / "results" / "mcp"
@@ -237,7 +229,9 @@ BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
         ROOT / "docs" / "server.md",
         "grammar-runs",
         [FRESH_CLONE, GRAMMAR_OFF],
-        lambda: totals_table([("lazy (default)", FRESH_CLONE), ("off", GRAMMAR_OFF)]),
+        lambda: totals_table(
+            [("lazy (default)", FRESH_CLONE), ("off", GRAMMAR_OFF)], GRAMMAR_COLUMNS, "tool grammar"
+        ),
     ),
     (
         ROOT / "docs" / "policies.md",
@@ -252,7 +246,12 @@ BLOCKS: list[tuple[Path, str, list[Path], Callable[[], str]]] = [
         false_claims_table,
     ),
     (ROOT / "docs" / "mcp.md", "mcp-runs", [MCP], mcp_runs_table),
-    (ROOT / "docs" / "scale.md", "llama-server-run", [p for _, p in PEER_RUNS], runs_totals_table),
+    (
+        ROOT / "docs" / "scale.md",
+        "llama-server-run",
+        [p for _, p in PEER_RUNS],
+        lambda: totals_table(PEER_RUNS, PEER_COLUMNS),
+    ),
     *(
         (page, "gen-test-runs", [RUNS / f"{stem}.jsonl" for stem, _ in GEN_TEST_RUNS], kinds_table)
         for page in (ROOT / "docs" / "compare.md", ROOT / "docs" / "policies.md")
