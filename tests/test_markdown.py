@@ -81,3 +81,11 @@ def test_an_evals_progress_line_shows_model_text_escaped() -> None:
     with Progress(total=1, echo=shown.append) as progress:
         progress.finished('files6-01 e1: ✗ answer="\x1b[2J\x1b]0;pwned\x07"')
     assert "\x1b" not in shown[0] and '"\\x1b[2J\\x1b]0;pwned\\x07"' in shown[0]
+
+
+def test_clip_puts_text_on_one_line_within_its_length() -> None:
+    from evals.report.markdown import clip
+
+    assert clip("a  b\n c", 10) == "a b c"
+    assert clip("x" * 12, 10) == "x" * 9 + "…"
+    assert len(clip("word " * 50, 81)) == 81

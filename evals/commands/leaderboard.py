@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.commands.run import echo
+from evals.commands.serving_flags import add_serving_flags
 from evals.errors import EvalError
 from evals.studies.leaderboard import LeaderboardSettings, parse_entrants, run_leaderboard, write
 
@@ -28,17 +29,7 @@ def register(commands: Any) -> None:
     board.add_argument("--base-url", help="ask this server for every model instead")
     board.add_argument("--max-turns", type=int, default=8)
     board.add_argument("--epochs", type=int, default=1)
-    board.add_argument("--backend", default="llama", help="for the servers it starts")
-    board.add_argument("--threads", type=int)
-    board.add_argument("--tool-grammar", default="lazy")
-    board.add_argument(
-        "--slots",
-        type=int,
-        default=1,
-        metavar="N",
-        help="requests each server started here decodes together (llama backend; the eval "
-        "keeps that many task runs in flight)",
-    )
+    add_serving_flags(board, "the leaderboard")
     board.add_argument(
         "--report-only", action="store_true", help="run nothing: the report of what is finished"
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.commands.run import INTERRUPTED, echo
+from evals.commands.serving_flags import add_serving_flags
 from evals.errors import EvalError
 from evals.studies.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS
@@ -34,17 +35,7 @@ def register(commands: Any) -> None:
     sweep.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     sweep.add_argument("--max-turns", type=int, default=10)
     sweep.add_argument("--task-timeout", type=float, metavar="S")
-    sweep.add_argument("--backend", default="llama", help="for the servers the sweep starts")
-    sweep.add_argument("--threads", type=int)
-    sweep.add_argument("--tool-grammar", default="lazy")
-    sweep.add_argument(
-        "--slots",
-        type=int,
-        default=1,
-        metavar="N",
-        help="requests each server started here decodes together (llama backend; the eval "
-        "keeps that many task runs in flight)",
-    )
+    add_serving_flags(sweep, "the sweep")
     sweep.add_argument("--out", type=Path, default=Path("results"))
     sweep.set_defaults(handler=handle)
 

@@ -28,7 +28,7 @@ from typing import Any
 from evals.errors import EvalError
 from evals.record.bfcl import ItemRecord, read_item_records
 from evals.report.docs import fill
-from evals.report.markdown import table
+from evals.report.markdown import clip, table
 from evals.report.stats import Paired, paired_outcomes, wilson
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +38,7 @@ BLOCK = "bfcl-peer"
 CAUSES = ("parsing", "prompting", "generation", "checking")
 # How many differing paths of two requests an explanation names.
 SHOWN_DIFFERENCES = 4
+CELL_CHARS = 200  # a table cell of the partings, with its ellipsis
 
 
 @dataclass(frozen=True)
@@ -213,11 +214,6 @@ def _show(calls: list[tuple[str, Any]] | None) -> str:
     return "; ".join(f"`{n}({json.dumps(a, sort_keys=True)[:120]})`" for n, a in calls)
 
 
-def _clip(text: str, n: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
 def summary(c: PeerComparison) -> str:
     """The agreement table, the paired test and the causes: what docs/bfcl.md quotes."""
     agree = sum(i.ours == i.theirs for i in c.items)
@@ -289,9 +285,9 @@ def markdown(c: PeerComparison) -> str:
             i.cause or "",
             _show(i.our_calls),
             _show(i.server_calls) if i.cause != "checking" else "the same",
-            _clip("; ".join(i.our_errors) or "–"),
-            _clip(i.their_explanation or "–"),
-            _clip("; ".join(i.request_differences[:SHOWN_DIFFERENCES]) or "the same"),
+            clip("; ".join(i.our_errors) or "–", CELL_CHARS),
+            clip(i.their_explanation or "–", CELL_CHARS),
+            clip("; ".join(i.request_differences[:SHOWN_DIFFERENCES]) or "the same", CELL_CHARS),
         ]
         for i in differing
     ]

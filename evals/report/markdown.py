@@ -24,6 +24,13 @@ def cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
+def clip(text: str, chars: int) -> str:
+    """``text`` on one line, whitespace runs made single spaces, at most ``chars`` characters:
+    where cut, the last is an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 def table(head: Sequence[Any], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured Markdown table, ending in a newline."""
     lines = ["| " + " | ".join(cell(h) for h in head) + " |", "|" + "---|" * len(head)]

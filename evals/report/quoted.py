@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evals.record.run import RunRecord, is_error, read_runs
 from evals.report.docs import fill
-from evals.report.markdown import table
+from evals.report.markdown import clip, table
 from evals.report.stats import wilson
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,18 +22,19 @@ RUNS = ROOT / "results" / "runs"
 SUMMARY = ROOT / "results" / "summary.md"
 FRESH_CLONE = RUNS / "20261130-214336-fresh-clone-default.jsonl"
 GRAMMAR_OFF = RUNS / "20261130-221955-qwen2.5-coder-1.5b-grammar-off.jsonl"
-ANSWER_CHARS = 80
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS] + "…"
+ANSWER_CHARS = 81  # with the ellipsis
 
 
 def task_table(run_file: Path) -> str:
     """One row per task run: turns, tool runs, the verdict and the answer."""
     rows = [
-        [r.task_id, r.turns, r.tool_runs, "✓" if r.correct else "✗", _clip(r.answer or "")]
+        [
+            r.task_id,
+            r.turns,
+            r.tool_runs,
+            "✓" if r.correct else "✗",
+            clip(r.answer or "", ANSWER_CHARS),
+        ]
         for r in read_runs(run_file)
     ]
     return table(["task", "turns", "tools", "correct", "answer"], rows)
