@@ -12,7 +12,7 @@ import pytest
 
 from evals.errors import EvalError
 from evals.report.docs import block, fill
-from evals.studies.serving import slots
+from evals.studies.serving import slots, slots_report
 from evals.studies.serving.suite import doc_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def figures() -> dict[str, Any]:
 
 
 def test_the_section_says_each_target_from_the_figures() -> None:
-    text = "\n".join(slots.render(figures()))
+    text = "\n".join(slots_report.render(figures()))
     assert "| ours | 4 | 9.00 | 1.50 |" in text
     assert "measured 1.50×, falls short." in text  # 2× wanted
     assert "Task runs per minute, ours / llama-server: 1: 3.00×, 4: 1.80×: pass." in text
@@ -62,7 +62,7 @@ def test_the_section_says_each_target_from_the_figures() -> None:
 def test_the_docs_block_is_what_the_figures_render(tmp_path: Path) -> None:
     page = tmp_path / "scale.md"
     page.write_text("intro\n<!-- slots-table -->\nold figures\n<!-- /slots-table -->\nafter\n")
-    ((_, name, text),) = slots.docs(figures())
+    ((_, name, text),) = slots_report.docs(figures())
     assert fill(page, name, text) and not fill(page, name, text)  # changed once, then same
     assert block(page, name) == text
     assert page.read_text().startswith("intro\n") and page.read_text().endswith("after\n")
@@ -112,12 +112,12 @@ def test_a_peer_measured_on_the_same_requests_only_renders(tmp_path: Path) -> No
                 del r[key]
             r["task_runs"] = 0
             r["replay"] = {**r["replay"], "tokens_per_s": 10.0 * r["slots"]}
-    text = "\n".join(slots.render(s))
+    text = "\n".join(slots_report.render(s))
     assert "| llama-server | 4 | – | – |" in text
     assert "(generated tokens per second, ours / llama-server): 1: 2.00×, 4: 2.00×: pass." in text
     assert "Task runs per minute, ours / llama-server" not in text
     assert "llama-server was not run through the eval" in text
-    ((_, _, block_text),) = slots.docs(s)
+    ((_, _, block_text),) = slots_report.docs(s)
     assert "| llama-server | 4 | – | – | – | 40.00 | – | – |" in block_text
     png = slots.plot(s, tmp_path / "slots.png")
     assert png.read_bytes().startswith(b"\x89PNG")

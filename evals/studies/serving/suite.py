@@ -22,7 +22,7 @@ from evals.studies.serving import (
     prefix,
     scale,
     serving,
-    slots,
+    slots_report,
     throughput,
 )
 from evals.studies.serving.common import Echo, Part
@@ -40,7 +40,7 @@ PARTS: dict[str, Part] = {
         peer.PART,
         engines.PART,
         scale.PART,
-        slots.PART,
+        slots_report.PART,
         ladder.PART,
         draft.PART,
         analyst_turns.PART,
