@@ -48,6 +48,13 @@ def test_an_answer_takes_the_first_shape_that_matches(answer: str | None, expect
         ("select * from accounts a, customers c where a.customer_id = c.id", True),
         ("SELECT COUNT(*) FROM transactions WHERE kind = 'fee'", False),
         ("SELECT id FROM branches WHERE name = 'Hoan Kiem'", False),
+        (
+            "SELECT COUNT(*) FROM customers WHERE branch_id = "
+            "(SELECT id FROM branches WHERE name = 'Hoan Kiem')",
+            True,
+        ),
+        ("SELECT SUM(t.amount) FROM transactions AS t WHERE t.kind = 'fee'", False),
+        ("SELECT COUNT(*) FROM transactions WHERE EXTRACT(MONTH FROM ts) = 3", False),
     ],
 )
 def test_a_statement_reads_two_tables_when_it_joins_them(sql: str, expected: bool) -> None:

@@ -38,7 +38,14 @@ _CALL = re.compile(r'<tool_call>|\{\s*"name"\s*:\s*"[^"]+"\s*,\s*"arguments"\s*:
 _SQL = re.compile(r"\bselect\b.+?\bfrom\b", re.IGNORECASE | re.DOTALL)
 _DATE = re.compile(r"\b(?:19|20)\d\d(?:-\d\d){0,2}\b")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
-_JOIN = re.compile(r"\bjoin\b|\bfrom\s+\w+\s*(?:\w+\s*)?,\s*\w+", re.IGNORECASE)
+# A FROM clause up to the next clause or the end of its (sub)query, and a JOIN's table.
+_FROM = re.compile(
+    r"\bfrom\s+(.+?)(?=\b(?:where|group|order|having|limit|join|on|union)\b|[();]|$)",
+    re.IGNORECASE | re.DOTALL,
+)
+_JOINED = re.compile(r"\bjoin\s+(\w+)", re.IGNORECASE)
+# Functions whose arguments hold a FROM that names no table: EXTRACT(MONTH FROM ts).
+_FROM_IN_CALL = re.compile(r"\b(?:extract|substring|trim|position)\s*\([^()]*\)", re.IGNORECASE)
 
 
 def shape(answer: str | None) -> str:
@@ -57,9 +64,20 @@ def shape(answer: str | None) -> str:
     return "other prose"
 
 
+def tables(sql: str) -> set[str]:
+    """The tables a statement names: after each FROM (a list, each with its alias), in a
+    subquery too, and after each JOIN."""
+    sql = _FROM_IN_CALL.sub(" ", sql)
+    named = {m.lower() for m in _JOINED.findall(sql)}
+    for clause in _FROM.findall(sql):
+        named |= {part.split()[0].lower() for part in clause.split(",") if part.split()}
+    return named
+
+
 def joins(sql: str) -> bool:
-    """Whether a statement reads more than one table (a JOIN, or tables listed after FROM)."""
-    return bool(_JOIN.search(sql))
+    """Whether a statement reads more than one table (a JOIN, a list after FROM, or a
+    subquery over another table)."""
+    return len(tables(sql)) > 1
 
 
 def story(records: Sequence[RunRecord]) -> dict[str, Any]:
