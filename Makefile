@@ -63,9 +63,12 @@ $(STAMP_DEV): pyproject.toml
 	$(PIP) install --quiet -e ".[dev]"
 	touch $@
 
-# llama-cpp-python compiles from source the first time (several minutes); pip caches the wheel.
+# llama-cpp-python compiles from source the first time (several minutes), for this machine but
+# without llama.cpp's AMX kernels, which fault on some machines that report AMX; the wheel is
+# kept under ~/.cache/loopbench/wheels/ (serve_local/llama_server.py says why not pip's cache).
 $(STAMP_LLAMA): $(STAMP_DEV)
 	@echo "installing llama-cpp-python (the first build compiles llama.cpp: several minutes)"
+	wheel="$$($(PY) -m serve_local.llama_server wheel)" && $(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
 	$(PIP) install --quiet -e ".[llama]"
 	touch $@
 

@@ -2,9 +2,16 @@
 
 The sources are the llama.cpp tree vendored inside the llama-cpp-python sdist of the version
 installed here, so the peer and our llama backend run the same llama.cpp. The build is cached
-under the user's cache (``~/.cache/loopbench/llama-server/<version>/``), so it survives
+under the user's cache (``~/.cache/loopbench/llama-server/<version>-<BUILD>/``), so it survives
 ``make clean`` and a fresh clone; it takes about 10 minutes on 2 cores the first time.
 
+Both builds, the bindings' (``wheel``) and the server's, are tuned for this machine
+(``-march=native``) but leave out llama.cpp's AMX kernels: on some Sapphire Rapids machines and
+virtual machines their first matrix product faults (``ldtilecfg``, a segmentation fault in
+``ggml_backend_amx_mul_mat``; llama.cpp issue 20824), though the CPU reports AMX. Without them
+llama.cpp takes its AVX-512/AVX2 kernels, as on any machine without AMX.
+
+python -m serve_local.llama_server wheel     build the bindings' wheel unless cached; print it
 python -m serve_local.llama_server build     build unless cached; print the binary's path
 python -m serve_local.llama_server path      print the binary's path (exit 1 when not built)
 python -m serve_local.llama_server args ...  the command line that serves a model (see --help)
@@ -28,6 +35,23 @@ from serve_local import daemon
 from serve_local.models import cache_root, resolve
 
 PACKAGE = "llama_cpp_python"
+# The bindings `make` installs (their wheel is built here, see wheel()); pyproject's llama extra
+# accepts any 0.3 release for a user who installs their own.
+BINDINGS_VERSION = "0.3.36"
+# Compiler flags added to every llama.cpp build here: no AMX kernels (see the module's text).
+# An explicit -mno-* holds whatever -march=native turns on.
+CPU_FLAGS = ("-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16")
+# Names the builds made with these flags, so a cached build made without them is not taken.
+BUILD = "noamx"
+
+
+def build_env() -> dict[str, str]:
+    """The environment for a llama.cpp build: CPU_FLAGS before the user's own CFLAGS and
+    CXXFLAGS (CMake reads both when it first configures; CMAKE_ARGS, e.g. for CUDA, pass on)."""
+    env = dict(os.environ)
+    for name in ("CFLAGS", "CXXFLAGS"):
+        env[name] = " ".join([*CPU_FLAGS, env.get(name, "")]).strip()
+    return env
 
 
 def installed_version() -> str:
@@ -40,16 +64,57 @@ def installed_version() -> str:
 
 
 def build_dir(version: str | None = None) -> Path:
-    return cache_root() / "llama-server" / (version or installed_version())
+    return cache_root() / "llama-server" / f"{version or installed_version()}-{BUILD}"
+
+
+def wheel_dir() -> Path:
+    return cache_root() / "wheels" / f"llama-cpp-python-{BINDINGS_VERSION}-{BUILD}"
+
+
+def wheel() -> Path:
+    """The bindings' wheel for this machine, compiled from the sdist once (several minutes on 2
+    cores) with CPU_FLAGS and kept under the user's cache. pip's own wheel cache is not used:
+    it keys a built wheel by the sdist alone, so a wheel built without these flags (an older
+    checkout's) would be taken again."""
+    folder = wheel_dir()
+    found = sorted(folder.glob("llama_cpp_python-*.whl"))
+    if found:
+        return found[0]
+    with tempfile.TemporaryDirectory(prefix="llama-wheel-") as tmp:
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--disable-pip-version-check",
+                "--quiet",
+                "--no-deps",
+                "--no-cache-dir",
+                "--no-binary",
+                "llama-cpp-python",
+                "--wheel-dir",
+                tmp,
+                f"llama-cpp-python=={BINDINGS_VERSION}",
+            ],
+            env=build_env(),
+        )
+        built = next(Path(tmp).glob("llama_cpp_python-*.whl"))
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / (built.name + ".partial")
+        shutil.copy2(built, partial)
+        partial.replace(folder / built.name)  # only a finished wheel is ever found
+    return folder / built.name
 
 
 def binary(version: str | None = None) -> Path:
     return build_dir(version) / "llama-server"
 
 
-def _run(cmd: list[str], cwd: Path | None = None) -> None:
-    print("+", shlex.join(cmd), flush=True)
-    subprocess.run(cmd, cwd=cwd, check=True)
+def _run(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    """A build step, its output on stderr (stdout carries only the path a command prints)."""
+    print("+", shlex.join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, cwd=cwd, check=True, env=env, stdout=sys.stderr)
 
 
 def build(jobs: int | None = None) -> Path:
@@ -82,8 +147,8 @@ def build(jobs: int | None = None) -> Path:
             tar.extractall(work, filter="data")
         source = next(work.glob("*/vendor/llama.cpp"))
         out = work / "build"
-        # Static, CPU only, tuned for this machine as pip's build of the bindings is; no curl
-        # (nothing here downloads a model), no tests or examples beyond the server.
+        # Static, CPU only, tuned for this machine as the bindings' wheel is (the same CPU_FLAGS);
+        # no curl (nothing here downloads a model), no tests or examples beyond the server.
         _run(
             [
                 "cmake",
@@ -99,7 +164,8 @@ def build(jobs: int | None = None) -> Path:
                 "-DLLAMA_BUILD_TESTS=OFF",
                 "-DLLAMA_BUILD_EXAMPLES=OFF",
                 "-DLLAMA_BUILD_SERVER=ON",
-            ]
+            ],
+            env=build_env(),
         )
         _run(["cmake", "--build", str(out), "--target", "llama-server", "-j", str(jobs)])
         built = out / "bin" / "llama-server"
@@ -165,6 +231,9 @@ def command(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serve_local.llama_server")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser(
+        "wheel", help="build the llama-cpp-python wheel `make` installs unless it is cached"
+    )
     build_cmd = commands.add_parser("build", help="build llama-server unless it is cached")
     build_cmd.add_argument("--jobs", type=int, default=None)
     commands.add_parser("path", help="the binary's path; exit 1 when it is not built")
@@ -179,6 +248,16 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--slots", type=int, default=1, help="requests decoded together")
         sub.add_argument("--name", default="llama-server", help="the daemon's name (serve)")
     args = parser.parse_args(argv)
+    if args.command == "wheel":
+        if not sorted(wheel_dir().glob("llama_cpp_python-*.whl")):
+            print(
+                f"compiling llama-cpp-python {BINDINGS_VERSION} for this machine (several "
+                "minutes on 2 cores; cached afterwards)",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(wheel())
+        return 0
     if args.command == "build":
         exe = binary()
         if exe.exists():

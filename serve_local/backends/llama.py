@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +47,18 @@ def _import_llama() -> Any:
             "or `pip install -e '.[llama]'`"
         ) from exc
     return llama_cpp
+
+
+def amx_warning(system_info: str) -> str | None:
+    """What to tell a user whose llama-cpp-python carries llama.cpp's AMX kernels (``make``
+    builds it without them: on some machines that report AMX the first matrix product faults)."""
+    if "AMX_INT8 = 1" not in system_info:
+        return None
+    return (
+        "this llama-cpp-python was built with llama.cpp's AMX kernels, which end the process "
+        "with a segmentation fault on some machines; if the first request does, install the "
+        "build `make` makes without them: rm .venv/.installed-llama && make serve-local"
+    )
 
 
 def llama_vocabulary(llm: Any) -> Any:
@@ -111,6 +124,9 @@ class LlamaBackend(LocalBackend):
     def load(self) -> None:
         llama_cpp = _import_llama()
         started = time.perf_counter()
+        warning = amx_warning(llama_cpp.llama_print_system_info().decode(errors="replace"))
+        if warning:
+            logging.getLogger("serve_local").warning(warning)
         self._sha256 = self.model.sha256
         llm = llama_cpp.Llama(
             model_path=str(self.model.path),
