@@ -71,15 +71,28 @@ def wheel_dir() -> Path:
     return cache_root() / "wheels" / f"llama-cpp-python-{BINDINGS_VERSION}-{BUILD}"
 
 
+def cached_wheel() -> Path | None:
+    """The wheel ``wheel()`` built earlier, if any."""
+    return next(iter(sorted(wheel_dir().glob("llama_cpp_python-*.whl"))), None)
+
+
+def _keep(built: Path, target: Path) -> None:
+    """Copy a finished build into the cache under its final name in one step, so that only a
+    finished build is ever found there."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    shutil.copy2(built, partial)
+    partial.replace(target)
+
+
 def wheel() -> Path:
     """The bindings' wheel for this machine, compiled from the sdist once (several minutes on 2
     cores) with CPU_FLAGS and kept under the user's cache. pip's own wheel cache is not used:
     it keys a built wheel by the sdist alone, so a wheel built without these flags (an older
     checkout's) would be taken again."""
-    folder = wheel_dir()
-    found = sorted(folder.glob("llama_cpp_python-*.whl"))
+    found = cached_wheel()
     if found:
-        return found[0]
+        return found
     with tempfile.TemporaryDirectory(prefix="llama-wheel-") as tmp:
         _run(
             [
@@ -100,11 +113,8 @@ def wheel() -> Path:
             env=build_env(),
         )
         built = next(Path(tmp).glob("llama_cpp_python-*.whl"))
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / (built.name + ".partial")
-        shutil.copy2(built, partial)
-        partial.replace(folder / built.name)  # only a finished wheel is ever found
-    return folder / built.name
+        _keep(built, wheel_dir() / built.name)
+    return wheel_dir() / built.name
 
 
 def binary(version: str | None = None) -> Path:
@@ -168,11 +178,7 @@ def build(jobs: int | None = None) -> Path:
             env=build_env(),
         )
         _run(["cmake", "--build", str(out), "--target", "llama-server", "-j", str(jobs)])
-        built = out / "bin" / "llama-server"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".partial")
-        shutil.copy2(built, partial)
-        partial.replace(target)  # only a finished build is ever found
+        _keep(out / "bin" / "llama-server", target)
     return target
 
 
@@ -249,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--name", default="llama-server", help="the daemon's name (serve)")
     args = parser.parse_args(argv)
     if args.command == "wheel":
-        if not sorted(wheel_dir().glob("llama_cpp_python-*.whl")):
+        if cached_wheel() is None:
             print(
                 f"compiling llama-cpp-python {BINDINGS_VERSION} for this machine (several "
                 "minutes on 2 cores; cached afterwards)",
