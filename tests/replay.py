@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from evals.record import RunRecord, kept_at, read_runs
+from evals.record import RunRecord, committed, kept_at, read_runs
 from evals.tasks import Task, TaskSet, load_tasks
 from harness import tools
 from harness.approvals import reject
@@ -122,7 +122,7 @@ def task_set(name: str) -> TaskSet:
 def committed_runs() -> list[tuple[str, RunRecord, dict[str, Any], Task]]:
     """(key, record, state, task) of every committed run of a task set still in the repo."""
     found = []
-    for path in sorted((ROOT / "results" / "runs").glob("*.jsonl")):
+    for path in committed(ROOT / "results" / "runs"):
         for record in read_runs(path):
             if record.spec.task_set not in TASK_SETS or not record.trace_path:
                 continue

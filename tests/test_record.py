@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evals.errors import RunFileError
-from evals.record import RECORD_VERSION, DatabaseData, read_records, read_runs
+from evals.record import RECORD_VERSION, DatabaseData, committed, read_records, read_runs
 from evals.record.bfcl import RECORD_VERSION as BFCL_VERSION
 from evals.record.bfcl import read_item_records, read_items
 from evals.report.bfcl import summarize as bfcl_summarize
@@ -24,7 +24,7 @@ OTHER_KINDS = ("bfcl", "agents_sdk")
 def committed_run_files() -> list[Path]:
     return [
         p
-        for p in sorted((ROOT / "results").rglob("*.jsonl"))
+        for p in committed(ROOT / "results", "**/*.jsonl")
         if ".runs" not in str(p) and not any(k in p.parts for k in OTHER_KINDS)
     ]
 
@@ -130,7 +130,7 @@ def test_every_committed_bfcl_item_reads_through_the_typed_model_and_its_summary
     """BFCL's items share the RunSpec: a version 3 item's header moves under ``spec`` and
     ``bfcl``, the readers see every key they saw, and the summaries rebuild to the figures
     committed beside the run files."""
-    files = sorted((ROOT / "results" / "bfcl").glob("*.jsonl"))
+    files = committed(ROOT / "results" / "bfcl")
     assert len(files) >= 10
     for path in files:
         raw = read_records(path)
@@ -140,6 +140,6 @@ def test_every_committed_bfcl_item_reads_through_the_typed_model_and_its_summary
             assert {k: seen[k] for k in line if k != "record_version"} == {
                 k: v for k, v in line.items() if k != "record_version"
             }
-        committed = json.loads(path.with_suffix(".summary.json").read_text())
+        kept = json.loads(path.with_suffix(".summary.json").read_text())
         rebuilt = bfcl_summarize(read_items(path))
-        assert rebuilt == {k: v for k, v in committed.items() if k != "elapsed_ms"}, path.name
+        assert rebuilt == {k: v for k, v in kept.items() if k != "elapsed_ms"}, path.name

@@ -7,14 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
-from evals.record import kept_at, read_records, relink
+from evals.record import committed, kept_at, read_records, relink
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def committed_run_files() -> list[Path]:
     return sorted(
-        p for p in (ROOT / "results").rglob("*.jsonl") if not p.parent.name.endswith(".runs")
+        p for p in committed(ROOT / "results", "**/*.jsonl") if not p.parent.name.endswith(".runs")
     )
 
 

@@ -146,6 +146,8 @@ def _run(args: argparse.Namespace) -> None:
     models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [args.model]
     if len(models) > 1 and (args.out or args.resume):
         raise EvalError("--out and --resume name one run file; use them with one model")
+    if args.out is not None and (args.out.is_dir() or args.out.suffix != ".jsonl"):
+        raise EvalError(f"--out {args.out}: name the run file to write, ending in .jsonl")
     if args.max_connections is not None and args.max_connections < 1:
         raise EvalError("--max-connections must be at least 1")
     spread = {

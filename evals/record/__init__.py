@@ -20,6 +20,7 @@ from evals.record.environments import (
 )
 from evals.record.files import (
     beside,
+    committed,
     keep_compact,
     kept_at,
     kept_file,
@@ -48,6 +49,7 @@ __all__ = [
     "WorkspaceData",
     "beside",
     "code_version",
+    "committed",
     "is_error",
     "keep_compact",
     "kept_at",

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,30 @@ def relink(run_file: Path) -> int:
     if changed:
         run_file.write_text("".join(lines), encoding="utf-8")
     return changed
+
+
+def committed(folder: Path, pattern: str = "*.jsonl") -> list[Path]:
+    """The files matching ``pattern`` (``**`` for every depth) under ``folder`` that the repository holds, in name
+    order: what git tracks there, never a run a user's own eval has since written beside them
+    (``make eval`` writes into ``results/runs/``). Outside a git checkout (an unpacked release),
+    every matching file counts, since no eval of the user's has run there yet.
+
+    Docs generators and tests read committed figures through this; commands meant for users
+    (compare, view, summaries) read the folders whole, the user's runs welcome.
+    """
+    found = sorted(folder.glob(pattern))
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return found  # no git, or not a work tree: nothing tells a user's file apart
+    tracked = {folder / name for name in os.fsdecode(listed).split("\0") if name}
+    return [p for p in found if p in tracked]
 
 
 def run_files(paths: Sequence[Path]) -> list[Path]:

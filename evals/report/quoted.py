@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from evals.record.files import committed
 from evals.record.run import RunRecord, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import clip, table
@@ -200,7 +201,7 @@ def mcp_runs_table(folder: Path = MCP) -> str:
     """docs/mcp.md's runs: per run file, its correct answers, turns, prompt tokens per turn,
     mean turn latency and calls written as text (error records left out)."""
     rows = []
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in committed(folder):
         records = [r for r in read_runs(path) if not is_error(r)]
         n, right = len(records), sum(r.correct for r in records)
         turns = sum(r.turns for r in records)

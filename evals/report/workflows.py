@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.record import RunRecord, is_error
+from evals.record import RunRecord, committed, is_error
 from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
 from evals.report.stats import PairingError, accuracy, paired
@@ -103,11 +103,11 @@ def default_sources(root: Path = ROOT) -> list[Path]:
     sweep = root / "results" / "sweep.json"
     swept = [root / r["run_file"] for r in json.loads(sweep.read_text())["runs"]]
     return [
-        root / "results" / "workflows",
+        *committed(root / "results" / "workflows"),
         *[p for p in swept if p.exists()],
-        *sorted((root / "results" / "runs").glob("*-gen-test-*.jsonl")),
-        *sorted((root / "results" / "sql").glob("*.jsonl")),
-        *sorted((root / "results" / "sql" / "runs").glob("*.jsonl")),
+        *committed(root / "results" / "runs", "*-gen-test-*.jsonl"),
+        *committed(root / "results" / "sql"),
+        *committed(root / "results" / "sql" / "runs"),
     ]
 
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evals.record import RunRecord, is_error, read_runs
+from evals.record import RunRecord, committed, is_error, read_runs
 from evals.tasks import DEFAULT_TASKS, Task, load_tasks
 
 SEED = 20261203
@@ -39,7 +39,7 @@ def candidates(root: Path) -> dict[tuple[str, str], list[tuple[Path, RunRecord]]
     """Every answer that could be drawn, by (family, model)."""
     strata: dict[tuple[str, str], list[tuple[Path, RunRecord]]] = defaultdict(list)
     for source in SOURCES:
-        for run_file in sorted((root / source).glob("*.jsonl")):
+        for run_file in committed(root / source):
             for record in read_runs(run_file):
                 task_set = record.spec.task_set
                 if is_error(record) or not (record.answer or "").strip() or not task_set:
