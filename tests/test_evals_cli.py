@@ -35,6 +35,8 @@ def test_every_subcommand_has_a_handler_and_a_help_that_renders(
         (["run", "--epochs", "0"], "evals run: --epochs must be at least 1"),
         (["run", "--policy", "nope"], "evals run: no policy 'nope'; the presets are: no-helpers"),
         (["sweep"], "evals sweep: name the policies"),
+        (["run", "--out", "tests"], "evals run: --out tests: name the run file to write"),
+        (["run", "--out", "mine.json"], "evals run: --out mine.json: name the run file to write"),
     ],
 )
 def test_an_error_is_one_line_and_status_1(
