@@ -61,6 +61,8 @@ def completion_body(completion: Completion, completion_id: str, created: int) ->
         body["timings"] = completion.timings.model_dump(exclude_none=True)
     if completion.refused_calls:
         body["refused_calls"] = completion.refused_calls
+    if completion.grammar_loosened:
+        body["grammar_loosened"] = completion.grammar_loosened
     return body
 
 
@@ -100,6 +102,8 @@ def stream_chunks(
             last["timings"] = completion.timings.model_dump(exclude_none=True)
         if completion.refused_calls:
             last["refused_calls"] = completion.refused_calls
+        if completion.grammar_loosened:
+            last["grammar_loosened"] = completion.grammar_loosened
         yield last
 
 

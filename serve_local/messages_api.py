@@ -106,6 +106,8 @@ def message_body(completion: Completion, message_id: str) -> dict[str, Any]:
         body["timings"] = completion.timings.model_dump(exclude_none=True)
     if completion.refused_calls:
         body["refused_calls"] = completion.refused_calls
+    if completion.grammar_loosened:
+        body["grammar_loosened"] = completion.grammar_loosened
     return body
 
 

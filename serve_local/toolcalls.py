@@ -100,12 +100,16 @@ class ToolSchemas:
             validators.validator_for(schema).check_schema(dict(schema))
         except SchemaError as exc:
             return f"not a valid JSON Schema: {exc.message}"
-        if schema and schema.get("type") != "object":
+        problem = _reference_problem(schema)
+        if problem is not None:
+            return problem
+        kind = _top(schema).get("type")
+        if kind is not None and "object" not in ([kind] if isinstance(kind, str) else kind):
             return (
-                f"not an object schema (type {schema.get('type')!r}); a tool's arguments are "
+                f"not an object schema (type {kind!r}); a tool's arguments are "
                 'a JSON object, so its schema needs "type": "object"'
             )
-        return _reference_problem(schema)
+        return None
 
     def __contains__(self, name: object) -> bool:
         return name in self.schemas
@@ -119,7 +123,7 @@ class ToolSchemas:
 
     def problem(self, name: str, args: dict[str, Any]) -> str | None:
         """Why ``args`` are not arguments ``name`` takes, or None when they are."""
-        declared = self.schemas[name].get("properties") or {}
+        declared = _top(self.schemas[name]).get("properties") or {}
         keywords = sorted(key for key in args if key in SCHEMA_KEYWORDS and key not in declared)
         if keywords:
             return f"the arguments hold JSON Schema keywords the tool does not take: {keywords}"
@@ -150,6 +154,25 @@ def _resolve(schema: Any, ref: str) -> tuple[str, ...] | None:
         else:
             return None
     return path
+
+
+def _top(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The schema's top level, through a top-level ``$ref`` chain (as pydantic writes a
+    recursive model: ``{"$defs": {...}, "$ref": "#/$defs/Tree"}``)."""
+    node: Any = schema
+    for _ in range(MAX_SCHEMA_DEPTH):
+        if "type" in node or not isinstance(node.get("$ref"), str):
+            break
+        path = _resolve(schema, node["$ref"])
+        if path is None:
+            break
+        target: Any = schema
+        for part in path:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        if not isinstance(target, Mapping):
+            break
+        node = target
+    return dict(node)
 
 
 def _reference_problem(schema: Mapping[str, Any]) -> str | None:

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from tests.helpers import ROOT
 
 # The venv running these tests; a clone uses it instead of building its own (-o: its stamp

@@ -6,22 +6,23 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from enum import StrEnum
 from typing import Any
 
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 
 from harness.tools import default_tools
 from serve_local.backends.llama import llama_vocabulary
 from serve_local.models import QWEN_CODER, resolve
-from serve_local.toolcalls import parse_tool_calls
+from serve_local.toolcalls import ToolSchemas, parse_tool_calls
 from serve_local.toolgrammar import (
     CallConstraint,
     CallGrammar,
     CallPolicy,
-    GrammarError,
     may_start_call,
     trigger_at,
 )
@@ -159,12 +160,120 @@ def test_required_forbids_ending_before_a_call(grammar: CallGrammar) -> None:
     assert not allowed_text(constraint, grammar, ["The", "I", "Sure"])
 
 
-def test_a_schema_the_grammar_cannot_compile_is_an_error_that_says_why(
+def test_a_schema_the_grammar_cannot_compile_constrains_less_and_says_why(
     grammar: CallGrammar,
 ) -> None:
-    tools = {"broken": {"type": "object", "properties": {"a": {"$ref": "#/nope"}}}}
-    with pytest.raises(GrammarError, match="/nope"):
-        grammar.constraint(CallPolicy(tools, "auto", True))
+    """A pointer to nothing (the server refuses it earlier; a caller of the grammar may not):
+    that tool takes any object, the others stay constrained, and the constraint says so."""
+    tools = {
+        "broken": {"type": "object", "properties": {"a": {"$ref": "#/nope"}}},
+        "read_file": REAL["read_file"],
+    }
+    constraint = grammar.constraint(CallPolicy(tools, "required", False))
+    assert [(n.tool, n.keyword) for n in constraint.loosened] == [("broken", "schema")]
+    assert "/nope" in constraint.loosened[0].detail
+    stopped, _ = feed(constraint, grammar, '{"name": "broken", "arguments": {"b": [1]}}')
+    assert stopped
+    other = grammar.constraint(CallPolicy(tools, "read_file", False))
+    feed(other, grammar, '{"name": "read_file", "arguments": {"')
+    assert allowed_text(other, grammar, ["path", "x"]) == {"path"}
+
+
+class FlightInfo(BaseModel):
+    flight_number: str
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+
+class Cabin(StrEnum):
+    economy = "economy"
+    business = "business"
+
+
+class Booking(BaseModel):
+    flights: list[FlightInfo]
+    cabin: Cabin
+    note: str | None = None
+
+
+class Tree(BaseModel):
+    name: str
+    children: list[Tree] = []
+
+
+def test_pydantic_defs_and_refs_compile_and_constrain(grammar: CallGrammar) -> None:
+    """``$defs``/``$ref`` as pydantic writes them (nested, recursive): the pointers resolve
+    inside the call grammar, and what they point at is enforced."""
+    tools = {"book": Booking.model_json_schema(), "tree": Tree.model_json_schema()}
+    constraint = grammar.constraint(CallPolicy(tools, "required", False))
+    assert constraint.loosened == []
+    call = {"name": "tree", "arguments": {"name": "a", "children": [{"name": "b"}]}}
+    stopped, text = feed(constraint, grammar, json.dumps(call))
+    assert stopped and parse_tool_calls(text, tools).calls == [("tree", call["arguments"])]
+
+    booking = grammar.constraint(CallPolicy(tools, "book", False))
+    feed(booking, grammar, '{"name": "book", "arguments": {"flights": [], "cabin": "')
+    assert allowed_text(booking, grammar, ["eco", "first", "x", "business"]) == {"eco", "business"}
+    dated = grammar.constraint(CallPolicy(tools, "book", False))
+    head = '{"name": "book", "arguments": {"flights": [{"flight_number": "A1", "date": "'
+    feed(dated, grammar, head)
+    assert allowed_text(dated, grammar, ["2", "x"]) == {"2"}  # the $ref'd pattern holds
+
+
+def test_a_forced_call_of_a_tool_without_arguments_takes_empty_arguments(
+    grammar: CallGrammar,
+) -> None:
+    """``{"properties": {}, "type": "object"}``, as tau2 and pydantic write a tool without
+    arguments: no key fits, so the model cannot fill it with the schema's own keywords."""
+    tools = {"check_status_bar": {"properties": {}, "title": "parameters", "type": "object"}}
+    constraint = grammar.constraint(CallPolicy(tools, "check_status_bar", False))
+    feed(constraint, grammar, '{"name": "check_status_bar", "arguments": {')
+    assert allowed_text(constraint, grammar, ["}", '"', "properties"]) == {"}"}
+
+
+def test_objects_take_only_their_declared_keys_unless_they_say_otherwise(
+    grammar: CallGrammar,
+) -> None:
+    tools = {
+        "t": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "meta": {"type": "object"}},
+            "additionalProperties": False,
+        },
+        "u": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "v": {"type": "object", "additionalProperties": {"type": "integer"}},
+    }
+    closed = grammar.constraint(CallPolicy(tools, "u", False))
+    feed(closed, grammar, '{"name": "u", "arguments": {"')
+    assert allowed_text(closed, grammar, ["a", "b", "type"]) == {"a"}
+    free = grammar.constraint(CallPolicy(tools, "t", False))
+    feed(free, grammar, '{"name": "t", "arguments": {"meta": {"')
+    assert allowed_text(free, grammar, ["a", "b"]) == {"a", "b"}  # a free-form map stays free
+    mapping = grammar.constraint(CallPolicy(tools, "v", False))
+    feed(mapping, grammar, '{"name": "v", "arguments": {"')
+    assert allowed_text(mapping, grammar, ["a", "b"]) == {"a", "b"}
+
+
+def test_a_pattern_the_regex_engine_refuses_is_loosened_and_named(grammar: CallGrammar) -> None:
+    """Look-around is beyond the grammar's regular expressions: that pattern alone is dropped,
+    the other keywords hold, and the call still parses against what the grammar enforced."""
+    tools = {
+        "code": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "pattern": "^(?=.*\\d)[a-z0-9]+$"},
+                "kind": {"enum": ["a", "b"]},
+            },
+            "required": ["code", "kind"],
+        }
+    }
+    constraint = grammar.constraint(CallPolicy(tools, "code", False))
+    assert [(n.tool, n.keyword) for n in constraint.loosened] == [("code", "pattern")]
+    feed(constraint, grammar, '{"name": "code", "arguments": {"code": "abc", "kind": "')
+    assert allowed_text(constraint, grammar, ["a", "c"]) == {"a"}
+    text = '{"name": "code", "arguments": {"code": "abc", "kind": "a"}}'
+    assert parse_tool_calls(text, ToolSchemas(constraint.schemas)).calls == [
+        ("code", {"code": "abc", "kind": "a"})
+    ]
 
 
 def test_a_named_choice_allows_that_tool_only(grammar: CallGrammar) -> None:

@@ -96,10 +96,11 @@ def relink(run_file: Path) -> int:
 
 
 def committed(folder: Path, pattern: str = "*.jsonl") -> list[Path]:
-    """The files matching ``pattern`` (``**`` for every depth) under ``folder`` that the repository holds, in name
-    order: what git tracks there, never a run a user's own eval has since written beside them
-    (``make eval`` writes into ``results/runs/``). Outside a git checkout (an unpacked release),
-    every matching file counts, since no eval of the user's has run there yet.
+    """The files matching ``pattern`` (``**`` for every depth) under ``folder`` that the
+    repository holds, in name order: what git tracks there, never a run a user's own eval has
+    since written beside them (``make eval`` writes into ``results/runs/``). Outside a git
+    checkout (an unpacked release), every matching file counts: no eval of the user's has run
+    there yet.
 
     Docs generators and tests read committed figures through this; commands meant for users
     (compare, view, summaries) read the folders whole, the user's runs welcome.

@@ -28,6 +28,9 @@ class Completion:
     # Calls of offered tools the parser would not make (name, arguments, reason): sent beside
     # ``timings`` so that invalid calls stay countable when none reaches the client.
     refused_calls: list[dict[str, str]] = field(default_factory=list)
+    # Keywords of the offered tools' schemas the call grammar could not express (tool,
+    # keyword, detail): the reply was constrained less there, its calls checked afterwards.
+    grammar_loosened: list[dict[str, str]] = field(default_factory=list)
 
 
 class Backend(Protocol):

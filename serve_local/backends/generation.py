@@ -221,10 +221,14 @@ def call_policy(request: ChatRequest) -> CallPolicy | None:
 
 
 def to_completion(
-    request: ChatRequest, model_name: str, generated: Generated, queue_ms: float
+    request: ChatRequest,
+    model_name: str,
+    generated: Generated,
+    queue_ms: float,
+    constraint: CallConstraint | None = None,
 ) -> Completion:
     policy = call_policy(request)
-    schemas = ToolSchemas(policy.allowed() if policy else {})
+    schemas = ToolSchemas(constraint.schemas if constraint else policy.allowed() if policy else {})
     parsed = parse_tool_calls(generated.text, schemas, parallel=policy.parallel if policy else True)
     calls = [
         {
@@ -249,6 +253,7 @@ def to_completion(
         stop_reason="stop_sequence" if generated.stop_sequence is not None else None,
         stop_sequence=generated.stop_sequence,
         refused_calls=[asdict(refused) for refused in parsed.refused],
+        grammar_loosened=[asdict(note) for note in constraint.loosened] if constraint else [],
         timings=Timings(
             prompt_n=generated.prompt_n,
             cache_n=generated.cache_n,
@@ -400,6 +405,7 @@ class LocalBackend:
         self, request: ChatRequest, cancel: threading.Event | None = None
     ) -> Completion:
         queue, tokens, max_new = await self._prepare(request)
+        constraint = self._constraint(request)
         generated, queue_ms = await queue.run(
             self._generate,
             tokens,
@@ -407,10 +413,10 @@ class LocalBackend:
             Sampling.of(request),
             cancel or threading.Event(),
             None,
-            self._constraint(request),
+            constraint,
         )
         return self._written(
-            to_completion(request, self.model.name, generated, queue_ms), generated
+            to_completion(request, self.model.name, generated, queue_ms, constraint), generated
         )
 
     def _written(self, completion: Completion, generated: Generated) -> Completion:
@@ -434,7 +440,7 @@ class LocalBackend:
         calls = (
             None
             if constraint is None
-            else CallStreamer(ToolSchemas(constraint.policy.allowed()), constraint.policy.parallel)
+            else CallStreamer(ToolSchemas(constraint.schemas), constraint.policy.parallel)
         )
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue[str] = asyncio.Queue()
@@ -462,7 +468,7 @@ class LocalBackend:
         finally:
             cancel.set()  # the client went away mid-stream: stop generating
         completion = self._written(
-            to_completion(request, self.model.name, generated, queue_ms), generated
+            to_completion(request, self.model.name, generated, queue_ms, constraint), generated
         )
         for item in calls.rest(completion.content, completion.tool_calls) if calls else []:
             yield item
