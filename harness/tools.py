@@ -178,7 +178,8 @@ async def delete_file(args: dict[str, Any], ctx: ToolContext) -> str:
     key = ctx.idempotency_key
     if key is not None and key in _ledger(ctx):
         return _ledger(ctx)[key]
-    path = ctx.workspace.existing(args.get("path", ""))
+    # The name asked for goes, not what it may link to: a person approved deleting that name.
+    path = ctx.workspace.entry(args.get("path", ""))
     path.unlink()
     result = f"deleted {path.name}"
     if key is not None:

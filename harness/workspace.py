@@ -63,13 +63,7 @@ class Workspace:
             )
         if not name.strip():
             raise ToolError("path must be a non-empty file name, for example 'notes.txt'.")
-        _check_usable(name)
-        candidate = Path(name)
-        if candidate.is_absolute():
-            # The folder's own path, as a prompt may give it, names a file inside it.
-            spelled = Path(posixpath.normpath(name))
-            if spelled != self.root and spelled.is_relative_to(self.root):
-                candidate = spelled.relative_to(self.root)
+        candidate = self._relative(name)
         if candidate.is_absolute() or ".." in candidate.parts:
             raise PathRefused(
                 f"refused: {name!r} is outside the workspace. Only files inside it can be "
@@ -89,6 +83,25 @@ class Workspace:
                 "This will not change if you retry."
             )
         return resolved
+
+    def _relative(self, name: str) -> Path:
+        _check_usable(name)
+        candidate = Path(name)
+        if candidate.is_absolute():
+            # The folder's own path, as a prompt may give it, names a file inside it.
+            spelled = Path(posixpath.normpath(name))
+            if spelled != self.root and spelled.is_relative_to(self.root):
+                candidate = spelled.relative_to(self.root)
+        return candidate
+
+    def entry(self, name: object) -> Path:
+        """The folder entry ``name`` itself, to remove it: a link as the link, never the file
+        it names (only the folders above it are resolved), after every check
+        :meth:`existing` makes."""
+        self.existing(name)
+        assert isinstance(name, str)  # existing() refused anything else
+        named = self.root / self._relative(name)
+        return named.parent.resolve() / named.name
 
     def existing(self, name: object, name_files: bool = False) -> Path:
         """The file ``name``; a missing one is an error that says how to find what exists, and,

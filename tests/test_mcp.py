@@ -147,6 +147,11 @@ async def test_our_tools_over_mcp_keep_their_schemas_annotations_and_refusals(
         assert "Remember to rotate" in await tools["read_file"].run({"path": "notes.txt"}, ctx)
         with pytest.raises(Exception, match="outside the workspace"):
             await tools["read_file"].run({"path": "../../etc/passwd"}, ctx)
+        # Deleting a link over MCP removes the link, not the file it names.
+        (workspace.root / "alias.txt").symlink_to(workspace.root / "notes.txt")
+        assert await tools["delete_file"].run({"path": "alias.txt"}, ctx) == "deleted alias.txt"
+        assert (workspace.root / "notes.txt").exists()
+        assert not (workspace.root / "alias.txt").is_symlink()
     # A task file may vouch for a tool the server does not call read-only.
     vouched = {"files": _ours(workspace.root, read_only=["delete_file"], deny=["list_files"])}
     async with open_servers(vouched, {}, tmp_path / "logs") as s:

@@ -210,6 +210,19 @@ def test_a_hard_link_to_a_file_outside_is_neither_read_nor_deleted(
     assert (workspace.root / "alias.txt").exists()
 
 
+def test_deleting_a_link_removes_the_link_never_the_file_it_names(workspace: Workspace) -> None:
+    """A person approves deleting ``alias.txt``: ``alias.txt`` goes, ``notes.txt`` stays."""
+    os.symlink(workspace.root / "notes.txt", workspace.root / "alias.txt")
+    os.mkdir(workspace.root / "logs")
+    os.symlink(workspace.root / "errors.log", workspace.root / "logs" / "latest.log")
+    assert run("delete_file", workspace, path="alias.txt") == "deleted alias.txt"
+    assert run("delete_file", workspace, path="logs/latest.log") == "deleted latest.log"
+    assert not os.path.lexists(workspace.root / "alias.txt")
+    assert not os.path.lexists(workspace.root / "logs" / "latest.log")
+    assert (workspace.root / "notes.txt").read_text() == SEED_FILES["notes.txt"]
+    assert (workspace.root / "errors.log").read_text() == SEED_FILES["errors.log"]
+
+
 def test_list_files_never_reports_a_file_outside_through_a_link(
     workspace: Workspace, tmp_path: Path
 ) -> None:
