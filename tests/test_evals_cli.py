@@ -56,6 +56,28 @@ def test_a_run_file_with_a_line_that_is_no_record_is_named(
     assert f"{bad}, line 2: not a JSON object" in capsys.readouterr().err
 
 
+def test_a_task_id_that_is_a_path_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An id of ``../`` parts once wrote a task's files outside the run folder."""
+    import json
+
+    tasks = tmp_path / "sets" / "escaping.json"
+    tasks.parent.mkdir()
+    task = {
+        "id": "../../outside",
+        "question": "Which?",
+        "checks": [{"kind": "contains", "value": "x"}],
+    }
+    tasks.write_text(json.dumps({"name": "escaping", "tasks": [task]}))
+    out = tmp_path / "sets" / "runs" / "run.jsonl"
+    argv = ["run", "--tasks", str(tasks), "--base-url", "http://127.0.0.1:9/v1", "--out", str(out)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "tasks.0.id" in err and "names the task's folders" in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["escaping.json", "sets"]
+
+
 def test_compare_of_every_committed_run_with_plots_prints_no_warning(tmp_path: Path) -> None:
     """What ``make eval`` runs after each eval: nothing the user did not ask for reaches the
     terminal, however many runs the plots' legends hold."""

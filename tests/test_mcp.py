@@ -273,6 +273,18 @@ def test_check_tasks_names_the_line_the_field_and_what_was_expected(tmp_path: Pa
     assert any("line 6: tasks.0.checks.0" in s and "not among the candidates" in s for s in lines)
     assert any("line 7: tasks.1.question: Field required" in s for s in lines)
     assert any("line 8: tasks.1.qestion: Extra inputs are not permitted" in s for s in lines)
+    escaping = tmp_path / "escaping.yaml"
+    escaping.write_text(
+        "name: escaping\n"
+        "tasks:\n"
+        "  - id: ../../../tmp/x\n"
+        "    question: Which?\n"
+        "    checks: [{kind: contains, value: x}]\n"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["check-tasks", str(escaping)]) == 1
+    assert "line 3: tasks.0.id" in out.getvalue() and "names the task's folders" in out.getvalue()
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\ntasks: [\n")
     out = io.StringIO()

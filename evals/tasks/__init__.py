@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -121,6 +122,11 @@ _SERVERS = Field(
 )
 
 
+# A task id names the task's folders (its scratch space, its state and trace files): letters,
+# digits, '.', '_' and '-', starting with a letter or digit, so that no id can be a path.
+TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 class Task(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     id: str = Field(min_length=1)
@@ -147,6 +153,16 @@ class Task(BaseModel):
     # What the system prompt says the run works on (``{workspace}``: its folder); none: the
     # environment's own words.
     intro: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, value: str) -> str:
+        if not TASK_ID.fullmatch(value):
+            raise ValueError(
+                f"task id {value!r} must be letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit, at most 128 characters (it names the task's folders)"
+            )
+        return value
 
     @field_validator("workspace")
     @classmethod
