@@ -136,7 +136,8 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
     for category in MULTI_TURN:
         mine = {k: e for k, e in entries.items() if e.category == category}
         with _server(mine, oracle) as url:
-            out = tmp_path / f"oracle-{category}.jsonl"
+            # A run file's name is the user's: spaces and brackets must not reach BFCL's code.
+            out = tmp_path / f"oracle {category} (2).jsonl"
             settings = BfclSettings(base_url=url, categories=(category,), limit=2, seed=3, out=out)
             await run_bfcl(
                 settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
@@ -155,7 +156,7 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
             assert len(made) == len(truth)
             assert sum(len(s["results"]) for s in turn["steps"]) == len(truth)
         assert r["turns"][0]["state"], "the backends' state after the first turn"
-        runs = tmp_path / f"oracle-{r['category']}.runs"
+        runs = tmp_path / f"oracle {r['category']} (2).runs"
         assert (runs / f"{r['id']}.trace.jsonl").exists()
     held = [r for r in records if r["category"] == "multi_turn_miss_func"]
     assert all(entries[r["id"]].held for r in held)

@@ -263,6 +263,8 @@ class Bfcl:
         return found
 
     def execute(self, entry_id: str, key: str, calls: list[dict[str, str]]) -> dict[str, Any]:
+        if not _identifier(f"loopbench_{key}"):  # BFCL names instances with it, in code
+            raise Refused(f"a conversation key must be an identifier, not {key!r}")
         """One step's calls, built from validated parts and run as BFCL's inference runs
         them."""
         self._load_category(entry_id.rsplit("_", 1)[0])

@@ -16,7 +16,9 @@ not an answer.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import statistics
 import tempfile
 from collections.abc import Callable
@@ -194,8 +196,12 @@ async def converse(
 
 
 def conversation_key(run_file: Path, entry_id: str) -> str:
-    """The name of a conversation's backends in the checker: one set per run and entry."""
-    return f"{run_file.stem}_{entry_id}"
+    """The name of a conversation's backends in the checker: one set per run and entry. BFCL
+    builds code from it, so it is an identifier: the run file's name (the user's, with any
+    characters) reduced to ``[A-Za-z0-9_]`` and told apart by a hash of it."""
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", run_file.stem)[:40]
+    digest = hashlib.sha256(run_file.name.encode()).hexdigest()[:8]
+    return f"{stem}_{digest}_{re.sub(r'[^A-Za-z0-9_]', '_', entry_id)}"
 
 
 def _steps(entry: Entry, state: RunState, first: int) -> list[Step]:
