@@ -155,6 +155,9 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
             made = [c for s in turn["steps"] for c in s["calls"]]
             assert len(made) == len(truth)
             assert sum(len(s["results"]) for s in turn["steps"]) == len(truth)
+            # ... and ran: BFCL's code never failed on the conversation's own name.
+            failed = [x for s in turn["steps"] for x in s["results"] if "during execution" in x]
+            assert failed == [], failed
         assert r["turns"][0]["state"], "the backends' state after the first turn"
         runs = tmp_path / f"oracle {r['category']} (2).runs"
         assert (runs / f"{r['id']}.trace.jsonl").exists()
