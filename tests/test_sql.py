@@ -615,3 +615,59 @@ def test_maintenance_that_rewrites_the_file_is_refused_by_the_authorizer(
         open_database(str(indexed)).query(statement, 5, 10)
     assert refused.value.refused_write and "not authorized" in str(refused.value)
     assert indexed.read_bytes() == digest
+
+
+@pytest.mark.parametrize("statement", ["REINDEX", "REINDEX accounts", "BEGIN", "SAVEPOINT a"])
+def test_a_statement_that_is_not_a_query_is_refused_on_a_bank_without_an_index(
+    bank_file: Path, statement: str
+) -> None:
+    """REINDEX on a bank without an index asks the authorizer nothing; it is refused by its
+    kind (it asked to read nothing), as PostgreSQL's tool refuses any statement not a query."""
+    with pytest.raises(SQLError) as refused:
+        open_database(str(bank_file)).query(statement, 5, 10)
+    assert refused.value.refused_write, str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("statement", "rows"),
+    [
+        ("SELECT 1", [(1,)]),
+        ("VALUES (1), (2)", [(1,), (2,)]),
+        ("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 3) "
+         "SELECT x FROM n", [(1,), (2,), (3,)]),
+    ],
+)  # fmt: skip
+def test_every_kind_of_query_still_reads(
+    bank_file: Path, statement: str, rows: list[tuple[object, ...]]
+) -> None:
+    assert open_database(str(bank_file)).query(statement, 5, 10).rows == rows
+    assert open_database(str(bank_file)).query("PRAGMA table_info(branches)", 5, 10).total >= 3
+
+
+def test_wide_rows_of_long_values_are_cut_as_they_are_fetched(bank_file: Path) -> None:
+    """Five 1 MB blobs a row, 20 rows kept: the result holds cells of their sizes, not 100 MB,
+    and says how many rows it could not keep within its byte budget."""
+    import tracemalloc
+
+    from harness.sql.tools import render
+
+    sql = (
+        "SELECT randomblob(1000000), randomblob(1000000), randomblob(1000000), "
+        "randomblob(1000000), hex(randomblob(400000)) FROM transactions LIMIT 30"
+    )
+    db = open_database(str(bank_file))
+    tracemalloc.start()
+    result = db.query(sql, 30, 20)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert result.total == 30 and len(result.rows) == 20
+    assert peak < 20_000_000, peak  # one row in flight (5.8 MB), never the twenty kept
+    text = render(result)
+    assert "<blob of 1000000 bytes>" in text and "[... cut: 800000 characters]" in text
+    assert len(text) < 100_000
+    wide = db.query(
+        "SELECT " + ", ".join(["hex(randomblob(600))"] * 60) + " FROM transactions", 30, 200
+    )
+    assert wide.total > len(wide.rows) and "more than 256 KB" in render(wide)
+    with pytest.raises(SQLError, match="too many columns"):
+        db.query("SELECT " + ", ".join(["1"] * 65), 5, 10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -87,6 +88,14 @@ class Database(Protocol):
 
 # The most of one value the model reads; a longer text is cut there, the cut said in the cell.
 CELL_CAP_CHARS = 500
+# The most the kept rows of one result may hold, their values as kept (long ones already cut
+# to a cell): past it, the remaining rows are counted and dropped, so a statement that returns
+# wide rows of long values costs a bounded amount of memory, whatever the row cap.
+RESULT_BUDGET_BYTES = 256 * 1024
+
+
+class Cell(str):
+    """A value already shown as its cell (cut when it was fetched): rendered as it is."""
 
 
 def cell(value: Any) -> str:
@@ -94,10 +103,50 @@ def cell(value: Any) -> str:
     trailing zeros (``1234.5``, never ``1234.50`` from one and ``1234.5`` from the other),
     times as ``YYYY-MM-DD HH:MM:SS``, NULL as ``NULL``, a blob as its size, and a text longer
     than :data:`CELL_CAP_CHARS` cut there."""
+    if isinstance(value, Cell):
+        return str(value)
     text = _cell(value)
     if len(text) <= CELL_CAP_CHARS:
         return text
     return f"{text[:CELL_CAP_CHARS]}[... cut: {len(text)} characters]"
+
+
+def _kept(value: Any) -> Any:
+    """A fetched value as a result keeps it: a long text or any blob is held as its cell
+    (cut, with its length said), everything else as it came."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Cell(cell(value))
+    if isinstance(value, str) and len(value) > CELL_CAP_CHARS:
+        return Cell(cell(value))
+    return value
+
+
+def keep_rows(
+    rows: Iterable[Sequence[Any]], keep: int
+) -> tuple[list[tuple[Any, ...]], int, list[str]]:
+    """(rows kept, rows in all, notes) from rows fetched one at a time: at most ``keep`` rows,
+    each value cut as it arrives, and no more rows once the kept ones hold
+    :data:`RESULT_BUDGET_BYTES`; the rest are counted, never held."""
+    kept: list[tuple[Any, ...]] = []
+    total = size = 0
+    full = False
+    for row in rows:
+        total += 1
+        if full or len(kept) >= keep:
+            continue
+        small = tuple(_kept(v) for v in row)
+        size += sum(len(v) if isinstance(v, str) else 16 for v in small)
+        if size > RESULT_BUDGET_BYTES:
+            full = True
+            continue
+        kept.append(small)
+    notes = []
+    if full:
+        notes.append(
+            f"only the first {len(kept)} rows are shown: the result holds more than "
+            f"{RESULT_BUDGET_BYTES // 1024} KB of values (select fewer or shorter columns)"
+        )
+    return kept, total, notes
 
 
 def _cell(value: Any) -> str:

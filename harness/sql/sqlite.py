@@ -1,9 +1,14 @@
 """SQLite, read-only: the file opened with ``mode=ro``, ``PRAGMA query_only`` on, and an
-authorizer (the database's own access control) that refuses ATTACH, DETACH, every PRAGMA
-that would set a value, REINDEX, ANALYZE, virtual tables and the functions that hand out
-pointers or load code. ``SQLITE_LIMIT_LENGTH`` bounds every string and blob a statement
-builds; a progress handler stops a statement past its timeout. Each statement gets its own
-connection, so parallel calls run side by side."""
+authorizer (the database's own access control) that lets a statement do nothing but read:
+select, read columns, call functions (not those that hand out pointers or load code), recurse,
+and the PRAGMAs that only read. Every other action (writes, ATTACH, DETACH, transactions,
+REINDEX, ANALYZE, virtual tables) is refused as the statement is compiled, and a statement
+that asked for no read at all (``REINDEX`` on a bank without an index asks for nothing) is
+refused as not a query. ``SQLITE_LIMIT_LENGTH`` bounds every string and blob a statement
+builds and ``SQLITE_LIMIT_COLUMN`` the columns of a row; rows are fetched one at a time, long
+values cut as they arrive, under a byte budget for the whole result
+(:func:`~harness.sql.database.keep_rows`). A progress handler stops a statement past its
+timeout. Each statement gets its own connection, so parallel calls run side by side."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from harness.sql.database import (
     Table,
     column_hint,
     function_hint,
+    keep_rows,
     table_hint,
     type_hint,
 )
@@ -28,19 +34,6 @@ from harness.sql.database import (
 READING_PRAGMAS = frozenset(
     {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
      "foreign_key_list", "database_list", "collation_list", "function_list", "pragma_list"}
-)  # fmt: skip
-_WRITES = (
-    sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE,
-    sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE, sqlite3.SQLITE_ALTER_TABLE,
-    sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX, sqlite3.SQLITE_CREATE_VIEW,
-    sqlite3.SQLITE_DROP_VIEW, sqlite3.SQLITE_CREATE_TRIGGER, sqlite3.SQLITE_DROP_TRIGGER,
-    sqlite3.SQLITE_CREATE_TEMP_TABLE, sqlite3.SQLITE_CREATE_TEMP_VIEW,
-    sqlite3.SQLITE_CREATE_TEMP_INDEX, sqlite3.SQLITE_CREATE_TEMP_TRIGGER,
-)  # fmt: skip
-# Maintenance that rewrites the file's indexes or statistics, and virtual tables.
-_MAINTENANCE = (
-    sqlite3.SQLITE_REINDEX, sqlite3.SQLITE_ANALYZE,
-    sqlite3.SQLITE_CREATE_VTABLE, sqlite3.SQLITE_DROP_VTABLE,
 )  # fmt: skip
 # Functions that hand out a C pointer (fts3_tokenizer, fts5 with a bound pointer) or load
 # code: nothing a question about the data needs, each a step towards memory it should not see.
@@ -53,16 +46,30 @@ _NO_COLUMN = re.compile(r"no such column: (\S+)")
 _NO_TABLE = re.compile(r"no such table: (\S+)")
 
 
-def _authorize(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
-    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) or action in _WRITES:
-        return sqlite3.SQLITE_DENY
-    if action in _MAINTENANCE:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1 not in READING_PRAGMAS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
+# What a query may ask the authorizer for; anything else is refused.
+_READS = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+          sqlite3.SQLITE_RECURSIVE, sqlite3.SQLITE_PRAGMA)  # fmt: skip
+# The most columns a result row may have: with every value at most MAX_VALUE_BYTES, one row
+# held while it is fetched stays bounded.
+MAX_COLUMNS = 64
+
+
+class _Reader:
+    """The authorizer of one connection: refuses whatever is not a read, and remembers whether
+    the statement asked to read at all."""
+
+    def __init__(self) -> None:
+        self.read = False
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+        if action not in _READS:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA and arg2 is not None and arg1 not in READING_PRAGMAS:
+            return sqlite3.SQLITE_DENY
+        self.read = True
+        return sqlite3.SQLITE_OK
 
 
 class SQLiteDatabase:
@@ -78,12 +85,13 @@ class SQLiteDatabase:
     def name(self) -> str:
         return f"sqlite:///{self.path}"
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self, reader: _Reader | None = None) -> sqlite3.Connection:
         uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA query_only = ON")
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        conn.set_authorizer(_authorize)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
+        conn.set_authorizer(reader or _Reader())
         return conn
 
     def tables(self) -> list[Table]:
@@ -113,7 +121,8 @@ class SQLiteDatabase:
         return Table(name, columns)
 
     def query(self, sql: str, timeout_s: float, keep: int) -> Result:
-        conn = self.connect()
+        reader = _Reader()
+        conn = self.connect(reader)
         started = time.perf_counter()
         # The statement's own work: this thread's CPU time, which other processes on a busy
         # machine do not stretch (the wall clock would).
@@ -121,16 +130,19 @@ class SQLiteDatabase:
         conn.set_progress_handler(lambda: int(time.thread_time() > deadline), PROGRESS_STEPS)
         try:
             cursor = conn.execute(sql)
+            if not reader.read:
+                raise SQLError(
+                    "refused: that statement is not a query; the database is read-only",
+                    refused_write=True,
+                    hint="Only SELECT statements can run here.",
+                )
             columns = [d[0] for d in cursor.description or []]
-            rows = cursor.fetchmany(keep)
-            total = len(rows) + sum(1 for _ in cursor)
+            rows, total, notes = keep_rows(cursor, keep)
         except sqlite3.Error as exc:
             raise self._error(exc, sql, time.thread_time() > deadline, timeout_s) from exc
         finally:
             conn.close()
-        return Result(
-            columns, [tuple(r) for r in rows], total, (time.perf_counter() - started) * 1000
-        )
+        return Result(columns, rows, total, (time.perf_counter() - started) * 1000, notes)
 
     def _error(self, exc: sqlite3.Error, sql: str, late: bool, timeout_s: float) -> SQLError:
         message = str(exc)

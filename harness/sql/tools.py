@@ -49,6 +49,7 @@ def render(result: Result) -> str:
         )
     else:
         lines.append(f"({result.total} row{'' if result.total == 1 else 's'})")
+    lines += [f"({note})" for note in result.notes]
     return "\n".join(lines)
 
 
