@@ -11,6 +11,7 @@ from typing import Any
 
 from evals.commands import (
     bfcl,
+    conformance,
     databases,
     leaderboard,
     reports,
@@ -31,6 +32,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     leaderboard.register,
     bfcl.register,
     studies.register,
+    conformance.register,
     reports.register,
     scoring.register,
     tasks.register,
