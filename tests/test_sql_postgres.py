@@ -216,6 +216,42 @@ print(len(result.rows), result.total, (after - before) // 1024)
 """
 
 
+LONG_VALUES = r"""
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from harness.sql import open_database
+from harness.sql.tools import render
+db = open_database(sys.argv[2], "bank_s1000")
+db.query("SELECT 1", 30, 5)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = db.query("SELECT n, repeat('x', 40000000) AS big, decode(repeat('ab', 5000000), 'hex') "
+                  "FROM generate_series(1, 5) AS n", 60, 5)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) // 1024)
+print(render(result))
+"""
+
+
+def test_long_values_are_cut_in_the_server_before_they_reach_the_client(
+    server: postgres.Server,
+) -> None:
+    """Five rows of a 40 MB text and a 5 MB blob: each value crosses cut to a cell (its length
+    said), so the client does not hold 225 MB for five rows; numbers keep their rendering."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", LONG_VALUES, root, server.url()],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    grown, *text = done.stdout.splitlines()
+    assert int(grown) < 50, f"the client grew by {grown} MB for 5 rows"
+    assert text[0] == "n | big | decode"
+    assert text[1].startswith("1 | xxx") and "[... cut: 40000000 characters]" in text[1]
+    assert text[1].endswith("<blob of 5000000 bytes>") and text[-1] == "(5 rows)"
+
+
 def test_the_row_cap_bounds_the_clients_memory(server: postgres.Server) -> None:
     """300 MB of rows, 5 kept: a client-side cursor holds every row before the cap applies
     (libpq's buffer, outside Python's allocator, so the peak is read from the process)."""

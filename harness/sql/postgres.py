@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from harness.sql.database import (
+    CELL_CAP_CHARS,
+    Cell,
     Column,
     Result,
     SQLError,
     Table,
     column_hint,
     function_hint,
+    keep_rows,
     table_hint,
     type_hint,
 )
@@ -105,6 +109,60 @@ _WRITE_WORDS = frozenset(
      "listen", "checkpoint", "savepoint", "release", "declare", "fetch", "move", "close"}
 )  # fmt: skip
 _FIRST_WORD = re.compile(r"\s*(\(|[A-Za-z_]+)")
+
+
+# Types whose values are short and read as themselves (numbers keep their own rendering);
+# every other column (text, json, arrays, bytea, composites) is cut in the server.
+_SHORT_TYPES = frozenset({
+    16, 20, 21, 23, 26, 700, 701, 790, 1700,  # bool, integers, oid, floats, money, numeric
+    1082, 1083, 1114, 1184, 1186, 1266, 2950,  # dates, times, timestamps, interval, uuid
+})  # fmt: skip
+_BYTEA = 17
+
+
+def _cut(sql: str, kinds: list[tuple[str, int]]) -> str:
+    """``sql`` inside a query that hands back each long value cut in the server: for a column
+    that is not a short type, its first :data:`CELL_CAP_CHARS` characters as text and its full
+    length (a blob: its size only), rebuilt into a cell by :func:`_fetch`."""
+    if not kinds:
+        return sql
+    names = ", ".join(f"c{i}" for i in range(len(kinds)))
+    picked = []
+    for i, (_, oid) in enumerate(kinds):
+        if oid in _SHORT_TYPES:
+            picked.append(f"q.c{i}")
+        elif oid == _BYTEA:
+            picked += ["NULL::text", f"octet_length(q.c{i})"]
+        else:
+            picked += [f"left(q.c{i}::text, {CELL_CAP_CHARS})", f"length(q.c{i}::text)"]
+    # The statement on lines of its own, so that a trailing comment cannot swallow the rest.
+    return f"SELECT {', '.join(picked)} FROM (\n{sql.rstrip().rstrip(';')}\n) AS q({names})"
+
+
+def _fetch(cursor: Any, keep: int, kinds: list[tuple[str, int]]) -> Iterator[tuple[Any, ...]]:
+    """The first ``keep`` rows of the cut query, one at a time, each as the statement's own
+    columns: a value cut in the server becomes the cell the model reads, its length said."""
+    for _ in range(keep):
+        raw = cursor.fetchone()
+        if raw is None:
+            return
+        values = iter(raw)
+        row: list[Any] = []
+        for _, oid in kinds:
+            value = next(values)
+            if oid in _SHORT_TYPES:
+                row.append(value)
+                continue
+            length = next(values)
+            if value is None and length is None:
+                row.append(None)
+            elif oid == _BYTEA:
+                row.append(Cell(f"<blob of {length} bytes>"))
+            elif length > CELL_CAP_CHARS:
+                row.append(Cell(f"{value}[... cut: {length} characters]"))
+            else:
+                row.append(value)
+        yield tuple(row)
 
 
 class PostgresDatabase:
@@ -194,25 +252,31 @@ class PostgresDatabase:
                     # A query first, so that SET TRANSACTION READ WRITE comes too late and is
                     # refused by the server ("must be called before any query").
                     cur.execute("SELECT 1")
+                with conn.cursor(name=CURSOR) as described:
+                    # A server-side cursor (DECLARE ... CURSOR FOR the statement), declared to
+                    # learn its columns, never fetched from. With parameters (none), the
+                    # statement goes out in the extended protocol, in which the server refuses
+                    # more than one command: nothing can follow a COMMIT. Only the driver's
+                    # placeholder mark is escaped.
+                    described.execute(sql.replace("%", "%%"), ())
+                    kinds = [(d.name, d.type_code) for d in described.description or []]
                 with conn.cursor(name=CURSOR) as rows_cursor:
-                    # A server-side cursor (DECLARE ... CURSOR FOR the statement): only the
-                    # rows kept are fetched; MOVE counts the rest in the server. With
-                    # parameters (none), the statement goes out in the extended protocol, in
-                    # which the server refuses more than one command: nothing can follow a
-                    # COMMIT. Only the driver's placeholder mark is escaped.
-                    rows_cursor.execute(sql.replace("%", "%%"), ())
-                    columns = [d.name for d in rows_cursor.description or []]
-                    rows = rows_cursor.fetchmany(keep)
+                    # The same statement inside a query that cuts its long values in the
+                    # server, so no value longer than a cell crosses to this process; rows
+                    # are fetched one at a time under the result's byte budget, and MOVE
+                    # counts the rest in the server.
+                    rows_cursor.execute(_cut(sql, kinds).replace("%", "%%"), ())
+                    rows, fetched, notes = keep_rows(_fetch(rows_cursor, keep, kinds), keep)
                     moved = conn.execute(
                         pgsql.SQL("MOVE FORWARD ALL IN {}").format(pgsql.Identifier(CURSOR))
                     )
-                    total = len(rows) + max(moved.rowcount, 0)
+                    total = fetched + max(moved.rowcount, 0)
             except psycopg.Error as exc:
                 raise self._error(exc, sql, timeout_s) from exc
             finally:
                 conn.rollback()
         ms = (time.perf_counter() - started) * 1000
-        return Result(columns, [tuple(r) for r in rows], total, ms)
+        return Result([name for name, _ in kinds], rows, total, ms, notes)
 
     def _error(self, exc: Any, sql: str, timeout_s: float) -> SQLError:
         from psycopg import errors
