@@ -150,6 +150,9 @@ PRIVILEGED = {
         "a write privilege on a table",
     ),
     "lb_roles": ("CREATE ROLE lb_roles LOGIN CREATEROLE", "CREATEROLE"),
+    "lb_signal": ("CREATE ROLE lb_signal LOGIN IN ROLE pg_signal_backend", "pg_signal_backend"),
+    "lb_all_data": ("CREATE ROLE lb_all_data LOGIN IN ROLE pg_read_all_data", "pg_read_all_data"),
+    "lb_stats": ("CREATE ROLE lb_stats LOGIN IN ROLE pg_monitor", "pg_read_all_stats"),
 }
 
 
@@ -177,6 +180,28 @@ def test_a_role_that_can_do_more_than_read_is_refused_on_connect(
         db.query("SELECT pg_read_file('PG_VERSION')", 5, 5)
     assert f"the role {role!r}" in str(refused.value)
     assert PRIVILEGED[role][1] in str(refused.value)
+
+
+def test_task_runs_sharing_the_reader_role_cannot_see_or_stop_each_other(
+    server: postgres.Server,
+) -> None:
+    """Concurrent task runs connect as one role: none may read another's SQL in
+    pg_stat_activity or end its session (pg_terminate_backend, pg_cancel_backend)."""
+    import psycopg
+
+    with psycopg.connect(server.url(), connect_timeout=10, autocommit=True) as other:
+        other.execute("SELECT 'another task run''s question' AS marker")
+        pid = other.info.backend_pid
+        db = open_database(server.url(), "bank_s1000")
+        with pytest.raises(SQLError, match="permission denied"):
+            db.query("SELECT pid, query FROM pg_stat_activity", 5, 5)
+        seen = db.query("SELECT pid, query FROM pg_stat_get_activity(NULL)", 5, 50)
+        assert pid in [row[0] for row in seen.rows]
+        assert all("another task run" not in str(row[1]) for row in seen.rows), seen.rows
+        for signal in ("pg_terminate_backend", "pg_cancel_backend"):
+            with pytest.raises(SQLError, match="permission denied"):
+                db.query(f"SELECT {signal}({pid})", 5, 5)
+        assert other.execute("SELECT 1").fetchone() == (1,)  # still alive
 
 
 def test_the_reader_role_passes_the_check(server: postgres.Server) -> None:

@@ -192,6 +192,9 @@ def _roles(server: Server) -> None:
             )
         )
         conn.execute(f"ALTER ROLE {READER} SET default_transaction_read_only = on")
+        # Task runs share the reader role: its sessions report no query text (a setting only
+        # a superuser may change) for another run to read in pg_stat_activity.
+        conn.execute(f"ALTER ROLE {READER} SET track_activities = off")
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
             conn.execute(f"CREATE DATABASE {DATABASE} OWNER {OWNER}")
     _write_passfile(server, password)
@@ -199,6 +202,10 @@ def _roles(server: Server) -> None:
         conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         conn.execute(f"REVOKE ALL ON DATABASE {DATABASE} FROM PUBLIC")
         conn.execute(f"GRANT CONNECT ON DATABASE {DATABASE} TO {READER}")
+        # Nor may one end another's session: a role may signal its own backends by default.
+        for signal in ("pg_terminate_backend(integer, bigint)", "pg_cancel_backend(integer)"):
+            conn.execute(f"REVOKE EXECUTE ON FUNCTION {signal} FROM PUBLIC")
+        conn.execute("REVOKE SELECT ON pg_stat_activity FROM PUBLIC")
 
 
 def _write_passfile(server: Server, password: str) -> None:

@@ -7,9 +7,11 @@ rolled back after it.
 A read-only transaction stops writes to tables, not what a privileged role can do from a
 SELECT (``COPY ... TO PROGRAM``, ``pg_read_file``, ``lo_export``): on its first connection the
 tool refuses a role that is a superuser, may create roles, holds a server-file role
-(``pg_read_server_files``, ``pg_write_server_files``, ``pg_execute_server_program``) or
-``pg_write_all_data``, or may write to a table or create in the schema, naming the privilege.
-``make serve-postgres`` gives a role that may only SELECT."""
+(``pg_read_server_files``, ``pg_write_server_files``, ``pg_execute_server_program``),
+``pg_write_all_data``, ``pg_read_all_data``, ``pg_signal_backend`` or ``pg_read_all_stats``
+(concurrent task runs share the role: none may end another's session or read its SQL), or may
+write to a table or create in the schema, naming the privilege. ``make serve-postgres`` gives
+a role that may only SELECT, cannot signal a backend and does not report its queries."""
 
 from __future__ import annotations
 
@@ -86,7 +88,9 @@ _PRIVILEGES = {
     **{
         f"membership of {role}": f"SELECT pg_has_role(current_user, '{role}', 'MEMBER')"
         for role in ("pg_read_server_files", "pg_write_server_files",
-                     "pg_execute_server_program", "pg_write_all_data")
+                     "pg_execute_server_program", "pg_write_all_data",
+                     # another task run's sessions: end them, read all they read or their SQL
+                     "pg_signal_backend", "pg_read_all_data", "pg_read_all_stats")
     },
     "CREATE on the schema": "SELECT has_schema_privilege(%(schema)s, 'CREATE')",
     "a write privilege on a table (INSERT, UPDATE, DELETE or TRUNCATE)": """
