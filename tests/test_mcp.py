@@ -329,3 +329,43 @@ async def test_the_readme_example_task_file_runs_on_the_reference_filesystem_ser
         ("launch-date", "completed", True),
         ("how-many", "completed", True),
     ]
+
+
+def test_the_task_folders_root_is_this_users_own_and_names_no_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root in the shared temporary folder that another user made (or a link in its place)
+    is refused, never written through; a task's folder says nothing of its id or question."""
+    from evals.environments import mcp
+    from evals.errors import EvalError
+
+    root = tmp_path / "shared" / f"loopbench-mcp-{os.getuid()}"
+    root.parent.mkdir()
+    monkeypatch.setattr(mcp, "STABLE_ROOT", root)
+    tasks = load_tasks(Path("evals/tasks/mcp/gen-test-s1000-n60-filesystem.json")).tasks
+    (task,) = [t for t in tasks if t.id == "12-missing"]
+    folder = mcp._claim(task)
+    assert folder.parent == root and root.stat().st_mode & 0o777 == 0o700
+    assert task.id not in folder.name and "missing" not in folder.name
+    assert mcp._claim(task) == root / f"{folder.name}-2"  # a second run at the same time
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for taken in ("link", "open", "foreign"):
+        for child in sorted(root.iterdir()):
+            child.rmdir()
+        root.rmdir()
+        if taken == "link":
+            root.symlink_to(elsewhere)
+        else:
+            root.mkdir(mode=0o700)
+            if taken == "open":
+                root.chmod(0o777)
+            else:
+                os.chown(root, 65534, 65534)  # nobody's
+        with pytest.raises(EvalError, match="remove it and run again"):
+            mcp._claim(task)
+        if taken == "link":
+            root.unlink()
+            root.mkdir(mode=0o700)
+    assert list(elsewhere.iterdir()) == []

@@ -12,17 +12,20 @@ run is an error, and the eval goes on with the next task.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
+import stat
 import tempfile
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from evals.environments.base import Reading, scripted_calls
 from evals.errors import EvalError
-from evals.record import McpData, McpServerData, slug
+from evals.record import McpData, McpServerData
 from evals.tasks import Task
 from evals.tasks.git import build_repository
 from evals.tasks.sql.build import sqlite_file
@@ -67,7 +70,7 @@ class _Opened:
         if task.mcp_servers is None:
             raise EvalError(f"task {task.id} names no MCP servers")
         key = folder.parent.name  # the run id (evals.run.taskrun lays out RUN_ID/workspace)
-        stable = _claim(task.id)
+        stable = _claim(task)
         try:
             workspace, values = self._lay_out(task, stable)
             servers = open_servers(task.mcp_servers, values, folder.parent / "mcp-logs")
@@ -90,22 +93,49 @@ class _Opened:
 # Where a task run's folder is laid out: a path named by the task alone, so the prompt and the
 # results that show it read the same in every run (a fresh temporary name would make two greedy
 # runs of one task differ). A run of the same task at the same time takes the next free one.
-STABLE_ROOT = Path(tempfile.gettempdir()) / "loopbench-mcp"
+# The root is this user's own (0700): in the shared temporary folder, a root another user made
+# could have a run's folder swapped for a link between its creation and the writes into it.
+STABLE_ROOT = Path(tempfile.gettempdir()) / f"loopbench-mcp-{os.getuid()}"
 
 
-def _claim(task_id: str) -> Path:
-    """A fresh folder for a run of ``task_id`` under STABLE_ROOT, the same one each time it is
+def _private_root(root: Path) -> Path:
+    """``root`` made (0700) or found as this user's own folder: never a link, never another
+    user's, never open to others; anything else is refused, naming the fix."""
+    with suppress(FileExistsError):
+        root.mkdir(mode=0o700)
+    found = os.lstat(root)
+    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+        raise EvalError(f"{root} is not a folder (a link or a file): remove it and run again")
+    if found.st_uid != os.getuid() or found.st_mode & 0o077:
+        raise EvalError(
+            f"{root} belongs to another user or is open to others (mode "
+            f"{stat.S_IMODE(found.st_mode):o}): the MCP task folders need a folder of this "
+            "user's alone; remove it and run again"
+        )
+    return root
+
+
+def folder_name(task: Task) -> str:
+    """The name of a task's folder: stable for the task (its id and question), and saying
+    nothing of either, since the model reads the path (a folder named ``12-missing`` told the
+    model the answer)."""
+    digest = hashlib.sha256(f"{task.id}\0{task.question}".encode()).hexdigest()
+    return f"task-{digest[:10]}"
+
+
+def _claim(task: Task) -> Path:
+    """A fresh folder for a run of ``task`` under STABLE_ROOT, the same one each time it is
     free."""
-    STABLE_ROOT.mkdir(parents=True, exist_ok=True)
-    name = slug(task_id).strip(".") or "task"
+    root = _private_root(STABLE_ROOT)
+    name = folder_name(task)
     for n in range(1, 1000):
-        folder = STABLE_ROOT / (name if n == 1 else f"{name}-{n}")
+        folder = root / (name if n == 1 else f"{name}-{n}")
         try:
-            folder.mkdir()
+            folder.mkdir(mode=0o700)
         except FileExistsError:
             continue
         return folder
-    raise EvalError(f"no free folder for task {task_id} under {STABLE_ROOT}")
+    raise EvalError(f"no free folder for task {task.id} under {root}")
 
 
 class McpEnvironment:
