@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,8 @@ async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> Tool
         error = ToolError(f"there is no tool named {call.name!r}. Available tools: {known}.")
         return ToolOutcome(call, "", False, error=error)
     try:
-        args = check_arguments(tool, parse_arguments(call.arguments))
+        # Off the event loop: the schema may be a server's, its patterns matched under a bound.
+        args = await asyncio.to_thread(check_arguments, tool, parse_arguments(call.arguments))
     except ToolError as exc:
         return ToolOutcome(call, "", False, error=exc)
     start = time.perf_counter()

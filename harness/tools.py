@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import validators
 from jsonschema.exceptions import best_match
 
 from harness.cancel import CancelToken
-from harness.errors import InvalidArguments, ToolError
+from harness.errors import InvalidArguments, ToolError, ToolServerFailed
+from harness.schemas import SchemaFault, validator_for
 from harness.workspace import Workspace
 
 
@@ -246,8 +246,13 @@ def check_arguments(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
                 f"the arguments do not fit {tool.name}'s parameters: {unknown[0]!r} is not one "
                 f"of them (they are: {', '.join(declared) or 'none'})."
             )
-    validator = validators.validator_for(tool.parameters)(tool.parameters)
-    problem = best_match(validator.iter_errors(args))
+    try:
+        problem = best_match(validator_for(tool.parameters).iter_errors(args))
+    except Exception as exc:  # the schema's own failure (a pattern out of time, a bad $ref)
+        raise ToolServerFailed(
+            f"{tool.name}'s schema cannot be applied to a call: "
+            f"{exc if isinstance(exc, SchemaFault) else f'{exc.__class__.__name__}: {exc}'}"
+        ) from exc
     if problem is None:
         return args
     where = "/".join(str(p) for p in problem.absolute_path)

@@ -4,6 +4,7 @@ process behind, and this project's tools served over MCP work for clients that a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -108,12 +109,42 @@ async def test_a_server_that_dies_or_hangs_on_a_call_ends_the_run_as_a_failure_o
     assert state.answer is None  # the model never read a result it could answer from
 
 
+async def test_a_pattern_that_backtracks_for_hours_fails_the_server_not_the_event_loop(
+    tmp_path: Path, pids: Path
+) -> None:
+    """``^(a|a)*$`` on 40 characters and a 'b' would hold Python's re for hours on the event
+    loop; matched under a bound off the loop, the schema is found at fault and the run is the
+    machinery's failure."""
+    workspace = create_workspace(tmp_path / "ws", files={})
+    state = new_run("fake", "What is the answer?")
+    slow = ("c1", "lookup", json.dumps({"key": "a" * 40 + "b"}))
+    client = fake_client(by_turn([(200, calls(slow)), (200, answer("It is 42."))]))
+    servers = {"faulty": faulty("slow_pattern", pids)}
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.ensure_future(tick())
+    async with open_servers(servers, {"workspace": str(workspace.root)}, tmp_path / "logs") as s:
+        await run_loop(state, client, Setup(s.tools, workspace), LoopConfig())
+    ticker.cancel()
+    assert state.status == "failed" and state.tool_server_failed, state.error
+    assert "^(a|a)*$" in (state.error or "") and "took more than" in (state.error or "")
+    assert ticks >= 10  # the loop kept turning while the pattern was matched
+    assert alive(pids) == []
+
+
 @pytest.mark.parametrize(
     ("mode", "says"),
     [
         ("exit_at_start", "did not start.*refusing to start"),
         ("hang_init", "did not start"),
         ("bad_schema", "invalid input schema"),
+        ("bad_ref", "'#/\\$defs/nowhere' does not resolve inside the schema"),
         ("huge_listing", "over the cap of 64000"),
     ],
 )

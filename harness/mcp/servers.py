@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from jsonschema import SchemaError, validators
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.errors import ToolError, ToolServerFailed
+from harness.schemas import schema_problem
 from harness.tools import Tool, ToolContext
 
 __all__ = [
@@ -204,10 +204,9 @@ def _check_schema(server: str, tool: Any) -> dict[str, Any]:
         raise ToolServerFailed(f"{where}: {size} bytes, over the cap of {SCHEMA_CAP_BYTES}")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ToolServerFailed(f"{where}: its root is not of type object")
-    try:
-        validators.validator_for(schema).check_schema(schema)
-    except SchemaError as exc:
-        raise ToolServerFailed(f"{where}: {exc.message}") from exc
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise ToolServerFailed(f"{where}: {problem}")
     return dict(schema)
 
 

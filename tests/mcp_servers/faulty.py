@@ -4,7 +4,8 @@ named by ``FAULTY_PID_FILE`` (when set), so a test can check it is gone afterwar
 
 Modes: ok (one tool, ``lookup``, that answers "the answer is 42"), exit_at_start, hang_init,
 die_on_call, hang_call, megabytes (a 5 MB result), bad_schema (a tool whose input schema is not
-a schema), huge_listing (a megabyte description and a schema over the cap), image (an image
+a schema), bad_ref (one whose $ref points at nothing), slow_pattern (one whose pattern
+backtracks exponentially), huge_listing (a megabyte description and a schema over the cap), image (an image
 result), tool_error (a result with isError).
 """
 
@@ -18,6 +19,17 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 SCHEMA = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
 BAD_SCHEMA = {"type": "object", "properties": {"key": {"type": "no-such-type"}}}
+SCHEMAS = {
+    "bad_schema": BAD_SCHEMA,
+    # A pointer to nothing: a valid schema until the first call follows it.
+    "bad_ref": {"type": "object", "properties": {"key": {"$ref": "#/$defs/nowhere"}}},
+    # A pattern that backtracks exponentially on a short string that does not match.
+    "slow_pattern": {
+        "type": "object",
+        "properties": {"key": {"type": "string", "pattern": "^(a|a)*$"}},
+        "required": ["key"],
+    },
+}
 
 
 def send(message: dict) -> None:
@@ -58,7 +70,7 @@ def main() -> None:
                 },
             )
         elif method == "tools/list":
-            schema = BAD_SCHEMA if MODE == "bad_schema" else SCHEMA
+            schema = SCHEMAS.get(MODE, SCHEMA)
             description = "Look a key up."
             if MODE == "huge_listing":
                 description *= 100_000
