@@ -138,6 +138,37 @@ async def test_a_pattern_that_backtracks_for_hours_fails_the_server_not_the_even
     assert alive(pids) == []
 
 
+async def test_a_message_over_the_cap_fails_the_server_in_bounded_time(
+    tmp_path: Path, pids: Path
+) -> None:
+    """A 40 MB result on one line: the relay never hands it to the client (whose reader would
+    spend seconds of the event loop on it); the server is stopped and the run is the
+    machinery's failure, its reason named."""
+    import time
+
+    started = time.perf_counter()
+    state = await _run("flood", tmp_path, pids)
+    assert time.perf_counter() - started < 20
+    assert state.status == "failed" and state.tool_server_failed
+    assert "more than 16777216 bytes" in (state.error or ""), state.error
+
+
+async def test_a_servers_stderr_and_self_description_are_kept_within_their_caps(
+    tmp_path: Path, pids: Path
+) -> None:
+    from harness.mcp.servers import INFO_CAP_CHARS, STDERR_CAP_BYTES
+
+    workspace = create_workspace(tmp_path / "ws", files={})
+    logs = tmp_path / "logs"
+    async with open_servers({"faulty": faulty("chatty", pids)}, {}, logs) as s:
+        (record,) = s.records
+        assert record.server_name is not None and len(record.server_name) == INFO_CAP_CHARS
+        assert [t.name for t in s.tools] == ["lookup"] and workspace.root.exists()
+    log = (logs / "faulty.stderr").read_bytes()
+    assert len(log) < STDERR_CAP_BYTES + 200 and log.rstrip().endswith(b"bytes]")
+    assert alive(pids) == []
+
+
 @pytest.mark.parametrize(
     ("mode", "says"),
     [

@@ -64,6 +64,11 @@ CALL_READ_S = 24 * 3600.0
 DESCRIPTION_CAP_CHARS = 2_000
 SCHEMA_CAP_BYTES = 64_000
 TOOLS_CAP = 128
+# One JSON-RPC message from a server (a line on its stdout) and its stderr log: past these the
+# relay stops the server (harness.mcp.relay). A listing at the caps above is under 9 MB.
+MESSAGE_CAP_BYTES = 16 * 1024 * 1024
+STDERR_CAP_BYTES = 1024 * 1024
+INFO_CAP_CHARS = 200
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -158,10 +163,17 @@ class Servers:
 
 def _stderr_tail(path: Path, limit: int = 600) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        with open(path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4 * limit))
+            text = log.read().decode("utf-8", errors="replace").strip()
     except OSError:
         return ""
     return f"; its stderr ends: {text[-limit:]}" if text else ""
+
+
+def _said(value: object) -> str | None:
+    """What a server says of itself (``serverInfo``), as a record keeps it: cut to a line."""
+    return None if value is None else str(value)[:INFO_CAP_CHARS]
 
 
 def tool_text(result: Any) -> str:
@@ -263,9 +275,12 @@ async def _start(
     ``timeout_s`` (the session's own read timeout: a scope of ours around it could not be
     left while the transport's task group stays open)."""
     env = {k: fill(v, values) for k, v in config.env.items()}
+    # Through the relay (harness.mcp.relay): each message and the stderr log under a cap.
+    relay = ["-I", "-m", "harness.mcp.relay", str(MESSAGE_CAP_BYTES), str(STDERR_CAP_BYTES)]
+    command = [resolve_command(config.command), *[fill(a, values) for a in config.args]]
     params = StdioServerParameters(
-        command=resolve_command(config.command),
-        args=[fill(a, values) for a in config.args],
+        command=sys.executable,
+        args=[*relay, "--", *command],
         env=env or None,
         cwd=fill(config.cwd, values) if config.cwd else values.get("workspace"),
     )
@@ -287,9 +302,7 @@ async def _start(
         ) from exc
     info = getattr(init, "server_info", None)
     record = ServerRecord(
-        name,
-        getattr(info, "name", None),
-        getattr(info, "version", None),
+        name, _said(getattr(info, "name", None)), _said(getattr(info, "version", None))
     )
     return session, record, list(listed.tools)
 

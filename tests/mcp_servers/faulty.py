@@ -5,7 +5,8 @@ named by ``FAULTY_PID_FILE`` (when set), so a test can check it is gone afterwar
 Modes: ok (one tool, ``lookup``, that answers "the answer is 42"), exit_at_start, hang_init,
 die_on_call, hang_call, megabytes (a 5 MB result), bad_schema (a tool whose input schema is not
 a schema), bad_ref (one whose $ref points at nothing), slow_pattern (one whose pattern
-backtracks exponentially), huge_listing (a megabyte description and a schema over the cap), image (an image
+backtracks exponentially), flood (a 40 MB result in one message), chatty (5 MB of stderr and
+a megabyte-long serverInfo name), huge_listing (a megabyte description and a schema over the cap), image (an image
 result), tool_error (a result with isError).
 """
 
@@ -49,6 +50,10 @@ def main() -> None:
     if path := os.environ.get("FAULTY_PID_FILE"):
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{os.getpid()}\n")
+    if MODE == "chatty":  # 5 MB on stderr before it serves, and a megabyte-long name
+        for _ in range(5):
+            sys.stderr.write("e" * 1_000_000 + "\n")
+        sys.stderr.flush()
     if MODE == "exit_at_start":
         print("faulty: refusing to start", file=sys.stderr)
         sys.exit(3)
@@ -66,7 +71,10 @@ def main() -> None:
                 {
                     "protocolVersion": version,
                     "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "faulty", "version": "1.0"},
+                    "serverInfo": {
+                        "name": "faulty" * (200_000 if MODE == "chatty" else 1),
+                        "version": "1.0",
+                    },
                 },
             )
         elif method == "tools/list":
@@ -89,6 +97,8 @@ def main() -> None:
                 time.sleep(3600)
             if MODE == "megabytes":
                 result(request, text("x" * 5_000_000))
+            elif MODE == "flood":
+                result(request, text("x" * 40_000_000))
             elif MODE == "image":
                 image = {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}
                 result(request, {"content": [image], "isError": False})
