@@ -407,9 +407,9 @@ mcp-servers: $(STAMP_MCP)
 
 $(STAMP_MCP): $(STAMP_DEV) $(MCP_DIR)/git.txt $(MCP_DIR)/sqlite.txt $(MCP_DIR)/package.json $(MCP_DIR)/package-lock.json
 	test -x $(MCP_DIR)/git/bin/python || $(PYTHON) -m venv $(MCP_DIR)/git
-	$(MCP_DIR)/git/bin/python -m pip install --quiet --disable-pip-version-check -r $(MCP_DIR)/git.txt
+	$(MCP_DIR)/git/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r $(MCP_DIR)/git.txt
 	test -x $(MCP_DIR)/sqlite/bin/python || $(PYTHON) -m venv $(MCP_DIR)/sqlite
-	$(MCP_DIR)/sqlite/bin/python -m pip install --quiet --disable-pip-version-check -r $(MCP_DIR)/sqlite.txt
+	$(MCP_DIR)/sqlite/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r $(MCP_DIR)/sqlite.txt
 	cd $(MCP_DIR) && npm ci --no-audit --no-fund --silent
 	mkdir -p $(MCP_DIR)/bin
 	ln -sf ../git/bin/mcp-server-git $(MCP_DIR)/bin/mcp-server-git

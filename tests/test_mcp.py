@@ -431,3 +431,28 @@ def test_the_task_folders_root_is_this_users_own_and_names_no_task(
             root.unlink()
             root.mkdir(mode=0o700)
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("server", ["git", "sqlite"])
+def test_each_python_mcp_servers_venv_is_pinned_whole_with_hashes(server: str) -> None:
+    """Every package the server's venv holds is named with its version and file hash, the
+    Makefile installs with --require-hashes, and the venv holds exactly that."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "mcp-servers" / f"{server}.txt").read_text()
+    entries = re.findall(
+        r"^([A-Za-z0-9_.\-\[\]]+)==(\S+) \\\n\s+--hash=sha256:[0-9a-f]{64}$", text, re.M
+    )
+    listed = [line for line in text.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(entries) == len(listed) > 10
+    assert f"--require-hashes -r $(MCP_DIR)/{server}.txt" in (root / "Makefile").read_text()
+    python = root / "mcp-servers" / server / "bin" / "python"
+    frozen = subprocess.run(
+        [str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    pinned = {(re.sub(r"\[.*\]", "", n).lower().replace("_", "-"), v) for n, v in entries}
+    held = {
+        (n.lower().replace("_", "-"), v) for n, v in re.findall(r"^(\S+)==(\S+)$", frozen, re.M)
+    }
+    assert held == pinned
