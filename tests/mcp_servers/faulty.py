@@ -6,8 +6,8 @@ Modes: ok (one tool, ``lookup``, that answers "the answer is 42"), exit_at_start
 die_on_call, hang_call, megabytes (a 5 MB result), bad_schema (a tool whose input schema is not
 a schema), bad_ref (one whose $ref points at nothing), slow_pattern (one whose pattern
 backtracks exponentially), flood (a 40 MB result in one message), chatty (5 MB of stderr and
-a megabyte-long serverInfo name), huge_listing (a megabyte description and a schema over the cap), image (an image
-result), tool_error (a result with isError).
+a megabyte-long serverInfo name), huge_listing (a megabyte description and a schema over the
+cap), image (an image result), tool_error (a result with isError).
 """
 
 from __future__ import annotations
