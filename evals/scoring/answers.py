@@ -36,6 +36,13 @@ together commit to nothing. Fact answers commit to the set of sources whose fact
 and do not deny: a fact in a negating clause, or after a negation in its sentence ("does not
 mention lantern, queue depth or juniper" denies the whole list), is not stated.
 
+Before any of this, two things are set aside. **Paths** are names, never words of the answer:
+a path-shaped token (``/tmp/run/12-missing/workspace/summary.cfg``, ``reports/missing/``) is
+read as its last part when that is a file name and as a neutral word otherwise, so the words
+of a folder the run echoes ("present in /data/missing/reports") neither deny nor affirm. And a
+**hypothetical** ("for example", "for instance", "e.g.", "suppose", "if the output is", "would
+be") commits to nothing: a worked example of what an answer could look like is not one.
+
 What the reading does not do: check that a claim answers the question asked. "errors.log is
 the largest file" commits to errors.log, so it is credited for "which file mentions a
 timeout?" when errors.log is the answer there too. The labelled corpus holds such rows and
@@ -329,8 +336,33 @@ def _list_of(answer: ListOf, text: str) -> Commitment:
     return Commitment(affirmed, "the candidates it names and does not deny")
 
 
+# A path: two or more parts joined by '/', or one part after a leading '/' or '~/'.
+_PATH = re.compile(r"(?:~?/)?(?:[\w.\-]+/)+[\w.\-]*|(?<![\w.])/[\w.\-]+")
+_HYPOTHETICAL = re.compile(
+    r"\b(?:for example|for instance|e\.g\.|suppose|supposing|if the (?:output|result) (?:is|were)"
+    r"|would be)\b",
+    re.IGNORECASE,
+)
+
+
+def _without_paths(text: str) -> str:
+    """``text`` with each path read as a name: its last part when that is a file name (the
+    file it names), else the neutral word ``folder``."""
+
+    def name(m: re.Match[str]) -> str:
+        if not re.search(r"[A-Za-z]", m.group()):
+            return m.group()  # a ratio or a date (3/4, 2026/03/02), not a path
+        last = m.group().rstrip("/").rsplit("/", 1)[-1]
+        return last if _FILE_NAME.fullmatch(last) else "folder"
+
+    return _PATH.sub(name, text)
+
+
 def commitment(answer: TypedAnswer, text: str) -> Commitment:
     """What ``text`` commits to, read as ``answer``'s type."""
+    if _HYPOTHETICAL.search(text):
+        return Commitment(None, "a hypothetical: a worked example is not an answer")
+    text = _without_paths(text)
     match answer:
         case OneOf(candidates=candidates):
             if _hedge_anywhere(text):

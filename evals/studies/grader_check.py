@@ -3,9 +3,9 @@
 The corpus (``evals/scoring/labelled.jsonl``, beside the scorer it measures) holds one row per
 answer: the task it answers (task set and id), where it came from (``run``: a committed run,
 with ``ref`` naming the run file and run id; ``written``: a paraphrase of a right answer or a
-hard negative written for the purpose), its ``kind`` (real, paraphrase, hedge, near miss,
-denial, wrong question), the answer as given, the label a reader gave it and the reason in one
-line.
+hard negative written for the purpose), its ``kind`` (real, paraphrase, hedge, hypothetical,
+path echo, near miss, denial, wrong question), the answer as given, the label a reader gave
+it and the reason in one line.
 
 Each answer is replayed through the task's answer checks as they are today (the typed answer
 and any text checks; the evidence checks are the grounding's business, tested apart). The
@@ -41,7 +41,16 @@ CORPUS = Path(__file__).parents[1] / "scoring" / "labelled.jsonl"
 HELDOUT = Path(__file__).parents[1] / "scoring" / "heldout.jsonl"
 TARGET = 0.98
 
-Kind = Literal["real", "paraphrase", "hedge", "near miss", "denial", "wrong question"]
+Kind = Literal[
+    "real",
+    "paraphrase",
+    "hedge",
+    "near miss",
+    "denial",
+    "wrong question",
+    "hypothetical",
+    "path echo",
+]
 
 
 class Row(BaseModel):

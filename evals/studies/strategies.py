@@ -119,6 +119,20 @@ def attempts(task: Task, reading: Reading) -> list[Attempt]:
                 Attempt("hedge: or", "Yes or no.", None, hedge=True),
                 Attempt("hedge: list", "Yes, no.", None, hedge=True),
                 Attempt("hedge: unsure", f"{subject} may or may not exist.", None, hedge=True),
+                # A path's words are no answer: a folder named after the task's kind once read
+                # as a denial ("present in /tmp/.../12-missing/workspace").
+                Attempt(
+                    "yes, echoing a path of denials",
+                    f"{subject} is present in the directory /tmp/run/{task.id}-missing/"
+                    "not-found/absent/workspace.",
+                    True,
+                ),
+                Attempt(
+                    "no, echoing a path of affirmations",
+                    f"There is no file named {subject}; I looked in /tmp/run/{task.id}-exists/"
+                    "present/found/workspace.",
+                    False,
+                ),
                 *common,
             ]
         case ListOf(candidates=candidates, expected=expected):
