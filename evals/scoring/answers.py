@@ -39,7 +39,8 @@ mention lantern, queue depth or juniper" denies the whole list), is not stated.
 Before any of this, two things are set aside. **Paths** are names, never words of the answer:
 a path-shaped token (``/tmp/run/12-missing/workspace/summary.cfg``, ``reports/missing/``) is
 read as its last part when that is a file name and as a neutral word otherwise, so the words
-of a folder the run echoes ("present in /data/missing/reports") neither deny nor affirm. And a
+of a folder the run echoes ("present in /data/missing/reports") neither deny nor affirm (a
+fact answer is read as written: the facts a file holds may be paths, "GET /health"). And a
 **hypothetical** ("for example", "for instance", "e.g.", "suppose", "if the output is", "would
 be") commits to nothing: a worked example of what an answer could look like is not one.
 
@@ -337,7 +338,7 @@ def _list_of(answer: ListOf, text: str) -> Commitment:
 
 
 # A path: two or more parts joined by '/', or one part after a leading '/' or '~/'.
-_PATH = re.compile(r"(?:~?/)?(?:[\w.\-]+/)+[\w.\-]*|(?<![\w.])/[\w.\-]+")
+_PATH = re.compile(r"(?:~?/)?(?:[\w.\-]+/)+[\w.\-]*|(?<![\w.<])/[\w.\-]+")
 _HYPOTHETICAL = re.compile(
     r"\b(?:for example|for instance|e\.g\.|suppose|supposing|if the (?:output|result) (?:is|were)"
     r"|would be)\b",
@@ -362,7 +363,8 @@ def commitment(answer: TypedAnswer, text: str) -> Commitment:
     """What ``text`` commits to, read as ``answer``'s type."""
     if _HYPOTHETICAL.search(text):
         return Commitment(None, "a hypothetical: a worked example is not an answer")
-    text = _without_paths(text)
+    if not isinstance(answer, Facts):  # a fact may hold a path ("GET /health"): read as said
+        text = _without_paths(text)
     match answer:
         case OneOf(candidates=candidates):
             if _hedge_anywhere(text):
