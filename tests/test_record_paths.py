@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from evals.record import committed, kept_at, read_records, relink
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,3 +60,48 @@ def test_relink_rewrites_a_machine_path_and_nothing_else(tmp_path: Path) -> None
         old.pop("trace_path", None), new.pop("trace_path", None)
         assert old == new
     assert relink(run_file) == 0  # once is enough
+
+
+def _absolute_paths(value: object, where: tuple[str, ...] = ()) -> list[str]:
+    """Every string of ``value`` that is an absolute path, outside the transcripts (what a
+    model was shown is kept as it was shown)."""
+    if isinstance(value, dict):
+        return [
+            p
+            for key, item in value.items()
+            if key not in ("messages", "content", "answer", "arguments")
+            for p in _absolute_paths(item, (*where, str(key)))
+        ]
+    if isinstance(value, list):
+        return [p for item in value for p in _absolute_paths(item, where)]
+    if isinstance(value, str) and value.startswith("/") and "/" in value[1:] and "\n" not in value:
+        return [f"{'.'.join(where)}: {value[:80]}"]
+    return []
+
+
+def test_no_committed_json_names_a_folder_of_the_machine_that_ran_it() -> None:
+    """Every JSON file under results/ (run records, eval settings, summaries, benchmarks)
+    names files relative to the repository: an eval.json once kept its task file as
+    /work/main/evals/tasks/..."""
+    import json
+
+    found = {}
+    checked = 0
+    for path in committed(ROOT / "results", "**/*.json"):
+        checked += 1
+        paths = _absolute_paths(json.loads(path.read_text(encoding="utf-8")))
+        if paths:
+            found[str(path.relative_to(ROOT))] = paths[:3]
+    assert checked > 1000 and found == {}
+
+
+def test_a_saved_eval_names_its_task_file_relative_to_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evals.run.settings import portable
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals").mkdir()
+    assert portable(tmp_path / "evals" / "mine.json") == "evals/mine.json"
+    assert portable(Path("evals/mine.json")) == "evals/mine.json"
+    assert portable(Path("/elsewhere/mine.json")) == "/elsewhere/mine.json"

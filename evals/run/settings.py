@@ -70,6 +70,15 @@ LOOP_FIELDS = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("loop
 RESUMED = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("resumed"))
 
 
+def portable(path: Path) -> str:
+    """``path`` as a saved eval names it: relative to the working folder (the repository,
+    for every committed run) when it lies inside it, so a committed file names no folder of
+    the machine that ran it; as given otherwise."""
+    resolved = path.resolve()
+    here = Path.cwd().resolve()
+    return str(resolved.relative_to(here)) if resolved.is_relative_to(here) else str(path)
+
+
 def settings_file(keep: Path) -> Path:
     return keep / "eval.json"
 
@@ -119,7 +128,7 @@ def eval_id(keep: Path, settings: EvalSettings) -> str:
     eval_id = datetime.now().strftime("%H%M%S")
     keep.mkdir(parents=True, exist_ok=True)
     fields = {k: v for k, v in asdict(settings).items() if k in RESUMED}
-    fields["tasks"] = str(settings.tasks)
+    fields["tasks"] = portable(settings.tasks)
     if settings.db is not None:
         fields["db"] = public_url(settings.db)  # a password is never written
     fields.update(eval_id=eval_id, policy=settings.preset.record())  # the records' key
