@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evals.report.docs import block
 from evals.report.workflows import (
     DOCS,
@@ -188,3 +190,25 @@ def test_a_resumed_run_says_its_time_covers_its_last_part_only(tmp_path: Path) -
     summary.write_text(json.dumps({"elapsed_ms": part}))
     last = sum(end >= ends[1] for end in ends)
     assert f"(the last {last} of {len(ends)} task runs, resumed)" in paired_pages.took(run)
+
+
+def test_a_pair_made_at_different_code_versions_says_so_on_its_page_and_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The leaderboard's slots pair was run 126 commits apart; its page and the terminal say
+    so, with the count of files that can change a reply. A pair made at one commit says
+    nothing of the kind."""
+    from evals.cli import main
+    from evals.report.paired_pages import RESULTS
+
+    slots = RESULTS / "leaderboard" / "slots4" / "paired-qwen2.5-coder-1.5b-instruct-read-listed.md"
+    text = slots.read_text()
+    assert "**Not like for like: the runs were made at different code versions" in text
+    assert "81 files under serve_local, harness, evals/environments, evals/solvers" in text
+    assert "| 2026-12-02 |" in text and "| 2026-12-03 |" in text
+    one = RESULTS / "leaderboard" / "qwen2.5-coder-1.5b-instruct-read-listed.jsonl"
+    four = RESULTS / "leaderboard" / "slots4" / "qwen2.5-coder-1.5b-instruct-read-listed.jsonl"
+    assert main(["compare", "--paired", str(one), str(four)]) == 0
+    assert "Not like for like" in capsys.readouterr().err
+    same = "files6-1.5b-all-helps-vs-read-first.md"
+    assert "like for like" not in (RESULTS / "paired" / same).read_text()

@@ -149,6 +149,9 @@ def _paired(args: argparse.Namespace) -> int:
         return 2
     text = paired_table(args.files[0], args.files[1], across_surfaces=args.across_surfaces)
     print(text)
+    for line in text.splitlines():
+        if line.startswith("**Not "):  # said on the terminal too, where a pipe may hide stdout
+            print(f"evals compare --paired: {line.strip('*')}", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -251,6 +252,74 @@ def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None =
     return text
 
 
+# The code that makes a reply: a change under these between two runs' commits can change what
+# the model was asked (the environments lay out its prompt and tools, the solvers its turns) or
+# how its reply was read, so such a pair is not like for like.
+REPLY_CODE = ("serve_local", "harness", "evals/environments", "evals/solvers")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def code_versions(run: Run) -> list[str]:
+    """The commits a run's records were made at (several when it was resumed across them)."""
+    return sorted({r.spec.code_version or "unknown" for r in run.records})
+
+
+def day(run: Run) -> str:
+    days = sorted({r.timestamp[:10] for r in run.records if r.timestamp})
+    return " to ".join(dict.fromkeys([days[0], days[-1]])) if days else "?"
+
+
+def reply_code_changed(a: list[str], b: list[str]) -> int | None:
+    """How many files under :data:`REPLY_CODE` differ between the two runs' commits (the
+    most over every pair of them); None when git cannot tell (a commit unknown here)."""
+    if a == b and len(a) == 1:
+        return 0
+    most = 0
+    for x in a:
+        for y in b:
+            if x == y:
+                continue
+            found = subprocess.run(
+                ["git", "diff", "--name-only", x.removesuffix("+dirty"),
+                 y.removesuffix("+dirty"), "--", *REPLY_CODE],
+                cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            if found.returncode != 0:
+                return None
+            most = max(most, len(found.stdout.split()))
+    return most
+
+
+def _shown(path: Path) -> str:
+    """A run file as a page names it: from results/ down when it lies there (two runs of one
+    name in two folders stay apart), else by its name."""
+    resolved = path.resolve()
+    results = ROOT / "results"
+    return str(resolved.relative_to(results)) if resolved.is_relative_to(results) else path.name
+
+
+def like_for_like(a: Run, b: Run) -> str | None:
+    """A warning when the two runs were made at code versions that differ where a reply is
+    made, or at versions git here does not know; None when they are like for like."""
+    va, vb = code_versions(a), code_versions(b)
+    changed = reply_code_changed(va, vb)
+    if changed == 0 and len(va) == 1 and len(vb) == 1:
+        return None
+    sides = f"{a.label} at {', '.join(va)}, {b.label} at {', '.join(vb)}"
+    if changed is None:
+        return (
+            f"Not known to be like for like: the runs' code versions ({sides}) are not all in "
+            "this repository's history."
+        )
+    if changed == 0:
+        return None
+    return (
+        f"Not like for like: the runs were made at different code versions ({sides}); "
+        f"{changed} files under {', '.join(REPLY_CODE)} differ between them, so a "
+        "difference may be the code's as much as the setting's."
+    )
+
+
 def paired_table(path_a: Path, path_b: Path, across_surfaces: bool = False) -> str:
     """Run B against run A, task by task: the verdict of the exact test, the difference with
     its interval, the smallest difference the tasks could detect, and the tasks each did
@@ -266,9 +335,11 @@ def paired_table(path_a: Path, path_b: Path, across_surfaces: bool = False) -> s
     a, b = runs
     result = paired(a.records, b.records, a.label, b.label, across_surfaces)
     rows = [
-        [run.label, f"`{run.path.name}`", str(run.accuracy), ", ".join(better) or "–"]
+        [run.label, f"`{_shown(run.path)}`", ", ".join(code_versions(run)), day(run),
+         str(run.accuracy), ", ".join(better) or "–"]
         for run, better in ((a, result.only_a), (b, result.only_b))
-    ]
+    ]  # fmt: skip
+    warning = like_for_like(a, b)
     epochs = max(a.summary["epochs"], b.summary["epochs"])
     unit = (
         "each task counted once, as its share of right epochs"
@@ -277,11 +348,14 @@ def paired_table(path_a: Path, path_b: Path, across_surfaces: bool = False) -> s
     )
     return (
         f"# Paired comparison\n\n{result.sentence()}.\n\n"
-        f"{result.tasks} tasks in both ({unit}); {len(result.only_a)} better in {a.label}, "
+        + (f"**{warning}**\n\n" if warning else "")
+        + f"{result.tasks} tasks in both ({unit}); {len(result.only_a)} better in {a.label}, "
         f"{len(result.only_b)} better in {b.label}. The verdict is an exact two-sided sign test "
         "on the tasks where the runs differ (McNemar's exact test when each task is right or "
         "wrong); the interval is a paired bootstrap over tasks and never overrides it. The "
         "smallest detectable difference is at 80 % power and 5 % significance, for rates near "
         "50 %, treating the runs as independent samples of the tasks.\n\n"
-        + markdown_table(["run", "run file", "correct", "better here than in the other"], rows)
+        + markdown_table(
+            ["run", "run file", "code", "day", "correct", "better here than in the other"], rows
+        )
     )
