@@ -46,6 +46,12 @@ class Tau2(PipeWorker):
     def version(self) -> str | None:
         return str(self.hello["tau2"]) if self.hello else None
 
+    async def pass_hat_k(self, counts: list[tuple[int, int]], k: int) -> float | None:
+        """tau2's own pass^k over tasks right in c of their n trials ((n, c) each)."""
+        answer = await self.ask({"op": "pass_hat_k", "counts": [list(c) for c in counts], "k": k})
+        value = answer["pass_hat_k"]
+        return None if value is None else float(value)
+
     async def tools(self, domain: str) -> dict[str, list[dict[str, Any]]]:
         """The domain's tools as OpenAI tools: ``agent`` and ``user`` (dual control)."""
         answer = await self.ask({"op": "tools", "domain": domain})

@@ -11,6 +11,9 @@ says it is ready and which tau2 it is:
 
 - ``{"op": "tools", "domain": D}``: the domain's tools as OpenAI tools, the agent's and (in
   dual-control domains, telecom) the user's, each as tau2's own ``openai_schema`` writes it.
+- ``{"op": "pass_hat_k", "counts": [[n, c], ...], "k": K}``: tau2's own pass^k
+  (``tau2.metrics.agent_metrics.pass_hat_k``) of each task right in c of its n trials,
+  averaged over the tasks, as tau2's metrics average it.
 """
 
 from __future__ import annotations
@@ -39,10 +42,19 @@ def tools(domain: str) -> dict[str, Any]:
     return {"agent": [t.openai_schema for t in env.get_tools()], "user": user}
 
 
+def pass_hat_k(counts: list[list[int]], k: int) -> dict[str, Any]:
+    from tau2.metrics.agent_metrics import pass_hat_k as theirs
+
+    shares = [theirs(int(n), int(c), int(k)) for n, c in counts]
+    return {"pass_hat_k": sum(shares) / len(shares) if shares else None}
+
+
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "tools":
         return tools(str(request.get("domain")))
+    if op == "pass_hat_k":
+        return pass_hat_k(list(request["counts"]), int(request["k"]))
     raise ValueError(f"unknown op {op!r}")
 
 
