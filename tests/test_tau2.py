@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
 import pytest
 
@@ -69,3 +70,53 @@ def test_a_missing_virtualenv_names_the_command_that_makes_it(tmp_path: object) 
 
     with pytest.raises(Tau2Unavailable, match="make tau2-venv"):
         asyncio.run(start())
+
+
+@needs_tau2
+@pytest.mark.parametrize(("domain", "task"), [("airline", "2"), ("retail", "5")])
+def test_gold_actions_through_the_pipe_score_one_and_silence_zero(domain: str, task: str) -> None:
+    """tau2's environment executes each call, its evaluator judges the trajectory: the gold
+    actions (and what the agent must say) score 1.0; a conversation where the agent did
+    nothing scores 0 on a task that changes the database."""
+
+    async def run() -> tuple[float, float, dict[str, Any]]:
+        async with Tau2() as tau2:
+            (found,) = [t for t in await tau2.tasks(domain, "test") if t["id"] == task]
+            assert found["reward_basis"] == ["DB", "COMMUNICATE"]
+            opened = await tau2.open("gold", domain, task)
+            assert "policy" in opened["policy"].lower() or len(opened["policy"]) > 1000
+            gold = _gold(domain, task)
+            await tau2.say("gold", "user", "Hello.")
+            for name, arguments in gold["actions"]:
+                content, failed = await tau2.call("gold", name, arguments)
+                assert not failed, content
+            for info in gold["communicate"]:
+                await tau2.say("gold", "assistant", info)
+            right = await tau2.evaluate("gold", "user_stop")
+            await tau2.open("idle", domain, task)
+            await tau2.say("idle", "user", "Hello.")
+            idle = await tau2.evaluate("idle", "user_stop")
+            return right["reward"], idle["reward"], right["info"]
+
+    right, idle, info = asyncio.run(run())
+    assert (right, idle) == (1.0, 0.0), info
+    assert info["db_check"]["db_match"] is True
+
+
+def _gold(domain: str, task: str) -> dict[str, Any]:
+    """The task's gold actions and communicate items, read by tau2's own loader."""
+    import json
+    import subprocess
+
+    script = (
+        "import json, os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'True'\n"
+        "from tau2.registry import registry\n"
+        f"(t,) = [t for t in registry.get_tasks_loader({domain!r})('test') if t.id == {task!r}]\n"
+        "c = t.evaluation_criteria\n"
+        "print(json.dumps({'actions': [[a.name, a.arguments] for a in c.actions or []],"
+        " 'communicate': list(c.communicate_info or [])}))\n"
+    )
+    done = subprocess.run(
+        [str(tau2_python()), "-I", "-c", script], capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(done.stdout.splitlines()[-1]))

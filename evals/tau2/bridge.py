@@ -52,6 +52,32 @@ class Tau2(PipeWorker):
         value = answer["pass_hat_k"]
         return None if value is None else float(value)
 
+    async def tasks(self, domain: str, split: str) -> list[dict[str, Any]]:
+        """A split's tasks: ``id``, the user's ``scenario``, the ``reward_basis``."""
+        return list((await self.ask({"op": "tasks", "domain": domain, "split": split}))["tasks"])
+
+    async def open(self, key: str, domain: str, task: str) -> dict[str, Any]:
+        """A conversation's environment in its task's initial state: ``policy``, ``tools``
+        (the agent's) and ``user_tools``."""
+        return await self.ask({"op": "open", "key": key, "domain": domain, "task": task})
+
+    async def call(
+        self, key: str, name: str, arguments: dict[str, Any], requestor: str = "assistant"
+    ) -> tuple[str, bool]:
+        """One tool call in the conversation's environment: its result, and whether it failed."""
+        answer = await self.ask(
+            {"op": "call", "key": key, "name": name, "arguments": arguments,
+             "requestor": requestor}
+        )  # fmt: skip
+        return str(answer["content"]), bool(answer["failed"])
+
+    async def say(self, key: str, role: str, content: str) -> None:
+        await self.ask({"op": "say", "key": key, "role": role, "content": content})
+
+    async def evaluate(self, key: str, termination: str) -> dict[str, Any]:
+        """tau2's evaluator on the finished conversation: ``reward`` and its parts (``info``)."""
+        return await self.ask({"op": "evaluate", "key": key, "termination": termination})
+
     async def tools(self, domain: str) -> dict[str, list[dict[str, Any]]]:
         """The domain's tools as OpenAI tools: ``agent`` and ``user`` (dual control)."""
         answer = await self.ask({"op": "tools", "domain": domain})

@@ -11,6 +11,22 @@ says it is ready and which tau2 it is:
 
 - ``{"op": "tools", "domain": D}``: the domain's tools as OpenAI tools, the agent's and (in
   dual-control domains, telecom) the user's, each as tau2's own ``openai_schema`` writes it.
+- ``{"op": "tasks", "domain": D, "split": S}``: the tasks of a split (``test``, ``train``, or
+  tau2's own name of a task set): id, the user's scenario as tau2 words it, and what the
+  reward is made of.
+- ``{"op": "open", "key": K, "domain": D, "task": ID}``: a fresh environment for one
+  conversation, in the task's initial state: the domain's policy and the agent's and user's
+  tools.
+- ``{"op": "call", "key": K, "name": N, "arguments": {...}, "requestor": "assistant"|"user"}``:
+  one tool call executed in that environment; its result as text and whether it failed
+  (``failed``). The
+  call and its result join the conversation's trajectory.
+- ``{"op": "say", "key": K, "role": "assistant"|"user", "content": TEXT}``: a message of the
+  conversation, for the trajectory.
+- ``{"op": "evaluate", "key": K, "termination": REASON}``: tau2's own evaluator on the finished
+  trajectory (every tool call replayed in a fresh environment, the final database compared
+  with the gold actions replayed, what the agent had to say, the environment's assertions):
+  its reward and each part; the environment is closed.
 - ``{"op": "pass_hat_k", "counts": [[n, c], ...], "k": K}``: tau2's own pass^k
   (``tau2.metrics.agent_metrics.pass_hat_k``) of each task right in c of its n trials,
   averaged over the tasks, as tau2's metrics average it.
@@ -42,6 +58,113 @@ def tools(domain: str) -> dict[str, Any]:
     return {"agent": [t.openai_schema for t in env.get_tools()], "user": user}
 
 
+class Conversations:
+    """The environments of the conversations in flight, by key, with their trajectories."""
+
+    def __init__(self) -> None:
+        self.open_: dict[str, dict[str, Any]] = {}
+        self.tasks: dict[tuple[str, str], Any] = {}
+
+    def _task(self, domain: str, task_id: str) -> Any:
+        from tau2.registry import registry
+
+        if (domain, task_id) not in self.tasks:
+            for split in ("test", "train", None):
+                loader = registry.get_tasks_loader(domain)
+                for task in loader(split) if split else loader():
+                    self.tasks.setdefault((domain, str(task.id)), task)
+        try:
+            return self.tasks[(domain, task_id)]
+        except KeyError:
+            raise ValueError(f"no tau2 task {task_id!r} in {domain}") from None
+
+    def listed(self, domain: str, split: str) -> dict[str, Any]:
+        from tau2.registry import registry
+
+        if domain not in DOMAINS:
+            raise ValueError(f"no tau2 domain {domain!r}; the domains are {', '.join(DOMAINS)}")
+        found = []
+        for task in registry.get_tasks_loader(domain)(split):
+            self.tasks[(domain, str(task.id))] = task
+            criteria = task.evaluation_criteria
+            found.append(
+                {
+                    "id": str(task.id),
+                    "scenario": str(task.user_scenario),
+                    "reward_basis": [str(b.value) for b in criteria.reward_basis],
+                }
+            )
+        return {"tasks": found}
+
+    def open(self, key: str, domain: str, task_id: str) -> dict[str, Any]:
+        from tau2.registry import registry
+
+        task = self._task(domain, task_id)
+        env = registry.get_env_constructor(domain)()
+        state = task.initial_state
+        env.set_state(
+            initialization_data=state.initialization_data if state else None,
+            initialization_actions=state.initialization_actions if state else None,
+            message_history=list(state.message_history or []) if state else [],
+        )
+        self.open_[key] = {"domain": domain, "task": task, "env": env, "messages": []}
+        user = [t.openai_schema for t in env.get_user_tools()] if env.user_tools else []
+        return {
+            "policy": env.get_policy(),
+            "tools": [t.openai_schema for t in env.get_tools()],
+            "user_tools": user,
+        }
+
+    def call(
+        self, key: str, name: str, arguments: dict[str, Any], requestor: str
+    ) -> dict[str, Any]:
+        from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
+
+        conversation = self.open_[key]
+        messages = conversation["messages"]
+        call = ToolCall(
+            id=f"call_{len(messages)}", name=name, arguments=arguments, requestor=requestor
+        )
+        caller = AssistantMessage if requestor == "assistant" else UserMessage
+        messages.append(caller(role=requestor, content=None, tool_calls=[call]))
+        result = conversation["env"].get_response(call)
+        messages.append(result)
+        return {"content": str(result.content), "failed": bool(result.error)}
+
+    def say(self, key: str, role: str, content: str) -> dict[str, Any]:
+        from tau2.data_model.message import AssistantMessage, UserMessage
+
+        message = AssistantMessage if role == "assistant" else UserMessage
+        self.open_[key]["messages"].append(message(role=role, content=content))
+        return {}
+
+    def evaluate(self, key: str, termination: str) -> dict[str, Any]:
+        import datetime
+
+        from tau2.data_model.simulation import SimulationRun, TerminationReason
+        from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+
+        conversation = self.open_.pop(key)
+        task = conversation["task"]
+        now = datetime.datetime.now().isoformat()
+        simulation = SimulationRun(
+            id=key, task_id=str(task.id), timestamp=now, start_time=now, end_time=now,
+            duration=0.0, termination_reason=TerminationReason(termination),
+            messages=conversation["messages"],
+        )  # fmt: skip
+        reward = evaluate_simulation(
+            simulation=simulation,
+            task=task,
+            evaluation_type=EvaluationType.ALL,
+            solo_mode=False,
+            domain=conversation["domain"],
+        )
+        return {"reward": float(reward.reward), "info": reward.model_dump(mode="json")}
+
+
+CONVERSATIONS = Conversations()
+
+
 def pass_hat_k(counts: list[list[int]], k: int) -> dict[str, Any]:
     from tau2.metrics.agent_metrics import pass_hat_k as theirs
 
@@ -55,6 +178,19 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return tools(str(request.get("domain")))
     if op == "pass_hat_k":
         return pass_hat_k(list(request["counts"]), int(request["k"]))
+    if op == "tasks":
+        return CONVERSATIONS.listed(str(request["domain"]), str(request["split"]))
+    if op == "open":
+        return CONVERSATIONS.open(str(request["key"]), str(request["domain"]), str(request["task"]))
+    if op == "call":
+        return CONVERSATIONS.call(
+            str(request["key"]), str(request["name"]), dict(request["arguments"]),
+            str(request.get("requestor", "assistant")),
+        )  # fmt: skip
+    if op == "say":
+        return CONVERSATIONS.say(str(request["key"]), str(request["role"]), str(request["content"]))
+    if op == "evaluate":
+        return CONVERSATIONS.evaluate(str(request["key"]), str(request["termination"]))
     raise ValueError(f"unknown op {op!r}")
 
 
