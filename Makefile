@@ -60,7 +60,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: tau2-venv bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: tool-schemas tau2-venv bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -416,6 +416,14 @@ $(STAMP_MCP): $(STAMP_DEV) $(MCP_DIR)/git.txt $(MCP_DIR)/sqlite.txt $(MCP_DIR)/p
 	ln -sf ../sqlite/bin/mcp-server-sqlite $(MCP_DIR)/bin/mcp-server-sqlite
 	ln -sf ../node_modules/.bin/mcp-server-filesystem $(MCP_DIR)/bin/mcp-server-filesystem
 	touch $@
+
+# Tool schemas nobody here wrote (pydantic shapes, tau2's tools, the community MCP servers' tools,
+# BFCL's function documents), each offered alone and forced, on the default model through our
+# server and llama-server; results/tool-schemas/ and docs/server.md's tables (about an hour).
+tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP_MCP) peer-llama-server
+	$(PY) -m evals tool-schemas --serve ours
+	$(PY) -m evals tool-schemas --serve llama-server
+	$(PY) -m evals tool-schemas-report
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
 # names every skipped test and the 20 slowest.

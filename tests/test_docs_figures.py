@@ -212,3 +212,17 @@ def test_a_pair_made_at_different_code_versions_says_so_on_its_page_and_terminal
     assert "Not like for like" in capsys.readouterr().err
     same = "files6-1.5b-all-helps-vs-read-first.md"
     assert "like for like" not in (RESULTS / "paired" / same).read_text()
+
+
+def test_the_tool_schema_tables_are_what_the_committed_runs_give() -> None:
+    import json
+
+    from evals.commands.conformance import COMMITTED, DOCS
+    from evals.conformance import tool_schemas
+
+    runs = [json.loads(p.read_text()) for p in sorted(COMMITTED.glob("*.json"))]
+    assert [r["label"] for r in runs] == ["llama-server", "ours"]
+    assert block(DOCS, "tool-schemas") == tool_schemas.summary_table(runs)
+    assert block(DOCS, "tool-schemas-sets") == tool_schemas.sets_table(runs)
+    ours = runs[1]
+    assert len(ours["forced"]) == 135 and tool_schemas.misses(ours) == []

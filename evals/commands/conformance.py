@@ -13,6 +13,9 @@ from evals.conformance import tool_schemas
 from evals.errors import EvalError
 from evals.report.docs import fill
 from harness.client import base_url_from_env
+from serve_local import llama_server
+from serve_local.models import DEFAULT_NAME
+from serve_local.process import serve_command, server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "server.md"
@@ -26,8 +29,14 @@ def register(commands: Any) -> None:
         "community MCP servers, BFCL) alone and forced; write results/tool-schemas/LABEL.json",
     )
     run.add_argument("--base-url", help="the server (default: $LLM_BASE_URL)")
-    run.add_argument("--model", default="default", help="model name to ask for")
-    run.add_argument("--label", required=True, help="the server's name in the tables")
+    run.add_argument(
+        "--serve",
+        choices=("ours", "llama-server"),
+        help="start this server on the default model (16k context) for the run, and stop it "
+        "after; the label defaults to its name",
+    )
+    run.add_argument("--model", default=DEFAULT_NAME, help="model name to ask for")
+    run.add_argument("--label", help="the server's name in the tables (required with --base-url)")
     run.add_argument("--out", type=Path, help="default: results/tool-schemas/LABEL.json")
     run.add_argument(
         "--sources", nargs="+", choices=tool_schemas.SOURCES, default=list(tool_schemas.SOURCES)
@@ -46,8 +55,25 @@ def register(commands: Any) -> None:
     report.set_defaults(handler=report_schemas)
 
 
+# The context the corpus needs: a domain's whole tool set is offered in one request.
+CTX = 16384
+
+
 def run_schemas(args: argparse.Namespace) -> int:
-    url = (args.base_url or base_url_from_env()).rstrip("/")
+    if args.serve is None:
+        if not args.label:
+            raise EvalError("name the server with --label (or start one with --serve)")
+        return _run_schemas(args, (args.base_url or base_url_from_env()).rstrip("/"))
+    args.label = args.label or args.serve
+    if args.serve == "ours":
+        command = serve_command("llama", model=DEFAULT_NAME, ctx=CTX, log_level="warning")
+    else:
+        command = llama_server.command(DEFAULT_NAME, None, ctx_size=CTX)
+    with server_process(command) as (url, _, _):
+        return _run_schemas(args, url)
+
+
+def _run_schemas(args: argparse.Namespace, url: str) -> int:
     entries = asyncio.run(tool_schemas.corpus(args.sources))
     print(f"{len(entries)} tool schemas; each forced alone against {url}", flush=True)
 
