@@ -31,6 +31,16 @@ def _make(clone: Path, *args: str, url: str = "") -> subprocess.CompletedProcess
     )
 
 
+def _git_status(clone: Path) -> list[str]:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+
+
 def _columns(summary: Path) -> list[str]:
     """The run columns of a summary's per-task table."""
     head = next(line for line in summary.read_text().splitlines() if line.startswith("| task |"))
@@ -52,13 +62,7 @@ def test_a_fresh_clone_eval_keeps_every_committed_column(scripted_url: str, tmp_
     yours = yours.split("</section>")[0]
     assert "Your run: fresh-clone" in yours and 'class="references"' in yours
     assert "default model, default policy (all-helps)" in yours
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
+    status = _git_status(clone)
     # Only new files: no committed run, state file, trace, summary, plot or report changed.
     assert status and all(line.startswith("?? ") for line in status), status
     new = [line[3:] for line in status]
@@ -75,16 +79,6 @@ READ_RESULTS = [
     "tests/test_markdown.py",
     "tests/test_grader_heldout.py",
 ]
-
-
-def _git_status(clone: Path) -> list[str]:
-    return subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
 
 
 def test_the_readme_order_eval_then_test_reads_only_committed_results(
