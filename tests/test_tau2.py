@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,3 +121,61 @@ def _gold(domain: str, task: str) -> dict[str, Any]:
         [str(tau2_python()), "-I", "-c", script], capture_output=True, text=True, check=True
     )
     return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+async def _conversation(domain: str, task: str, replies: list[Any], tmp_path: Path) -> Any:
+    """One conversation of ``task`` through our loop: the agent's replies scripted, the user's
+    two messages scripted (a request, then tau2's stop word)."""
+    from evals.tau2.conversation import STOP, ScriptedUser, converse
+    from tests.fake_provider import by_turn, fake_client
+
+    client = fake_client(by_turn([(200, r) for r in replies]))
+    user = ScriptedUser(["Hello, I need help with my booking.", STOP])
+    async with Tau2() as tau2:
+        return await converse(tau2, "c1", domain, task, client, "fake", user, tmp_path)
+
+
+@needs_tau2
+@pytest.mark.parametrize(("domain", "task"), [("airline", "2"), ("retail", "5")])
+async def test_a_conversation_through_our_loop_is_judged_by_tau2(
+    domain: str, task: str, tmp_path: Path
+) -> None:
+    """The whole path: a scripted user opens, our loop runs the agent (its calls executed by
+    tau2's environment), the user stops, tau2's evaluator judges. An agent that makes the gold
+    calls and says what it must scores 1.0; one that only talks scores 0."""
+    import json as json_
+
+    from evals.tau2.conversation import End
+    from tests.fake_provider import answer, calls
+
+    gold = _gold(domain, task)
+    oracle = [
+        calls((f"g{i}", name, json_.dumps(arguments)))
+        for i, (name, arguments) in enumerate(gold["actions"])
+    ]
+    oracle.append(answer(" ".join(["Done.", *gold["communicate"]])))
+    right = await _conversation(domain, task, oracle, tmp_path / "oracle")
+    assert (right.end, right.reward, right.user_turns) == (End.USER_STOP, 1.0, 2), right
+    assert right.state is not None and len(right.state.tool_log) == len(gold["actions"])
+    assert all(run.ok for run in right.state.tool_log)
+    idle = await _conversation(domain, task, [answer("How can I help?")], tmp_path / "idle")
+    assert (idle.end, idle.reward) == (End.USER_STOP, 0.0)
+
+
+@needs_tau2
+async def test_a_call_tau2_refuses_is_an_error_the_agent_reads_and_the_talk_goes_on(
+    tmp_path: Path,
+) -> None:
+    from evals.tau2.conversation import End
+    from tests.fake_provider import answer, calls
+
+    replies = [
+        calls(("c1", "get_user_details", '{"user_id": "nobody_here"}')),
+        answer("I could not find you."),
+    ]
+    outcome = await _conversation("airline", "2", replies, tmp_path)
+    assert outcome.end is End.USER_STOP and outcome.reward == 0.0
+    (run,) = outcome.state.tool_log
+    assert not run.ok
+    tool_message = next(m for m in outcome.state.messages if m["role"] == "tool")
+    assert "not found" in tool_message["content"].lower()
