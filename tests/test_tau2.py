@@ -4,6 +4,7 @@ and its metrics."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -179,3 +180,40 @@ async def test_a_call_tau2_refuses_is_an_error_the_agent_reads_and_the_talk_goes
     assert not run.ok
     tool_message = next(m for m in outcome.state.messages if m["role"] == "tool")
     assert "not found" in tool_message["content"].lower()
+
+
+@needs_tau2
+async def test_the_model_user_is_prompted_as_tau2_prompts_its_user_and_sees_the_talk_from_its_side(
+    tmp_path: Path,
+) -> None:
+    """The user model's system prompt is tau2's own (guidelines and the task's scenario); it is
+    greeted first, its own words come back as its turns and the agent's as what it is told;
+    its temperature and seed reach the request."""
+    import httpx
+
+    from evals.tau2.conversation import GREETING, STOP, ModelUser, converse
+    from tests.fake_provider import answer, by_turn, fake_client
+
+    seen: list[dict[str, Any]] = []
+    user_says = by_turn([(200, answer("I want to cancel a booking.")), (200, answer(STOP))])
+
+    def as_user(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return user_says(request)
+
+    agent = fake_client(by_turn([(200, answer("Which booking?"))]))
+    async with Tau2() as tau2:
+        opened = await tau2.open("probe", "airline", "2")
+        prompt = opened["user_prompt"]
+        assert "<scenario>" in prompt and "noah_muller_9847" in prompt
+        user = ModelUser(fake_client(as_user), "user-model", prompt, temperature=0.7, seed=11)
+        outcome = await converse(tau2, "c", "airline", "2", agent, "agent-model", user, tmp_path)
+    assert outcome.user_turns == 2 and outcome.reward == 0.0
+    first, second = seen
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert first["messages"][0]["content"] == prompt and first["messages"][1]["content"] == GREETING
+    assert [(m["role"], m["content"]) for m in second["messages"][2:]] == [
+        ("assistant", "I want to cancel a booking."),
+        ("user", "Which booking?"),
+    ]
+    assert (second["temperature"], second["seed"], second.get("tools")) == (0.7, 11, None)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evals.tau2.bridge import Tau2
-from harness.client import ChatClient
+from harness.client import ChatClient, TurnOptions
 from harness.config import LoopConfig
 from harness.errors import ToolError
 from harness.loop import run_loop
@@ -82,6 +82,34 @@ class ScriptedUser:
     async def reply(self, _: Sequence[dict[str, str]]) -> str:
         self.said += 1
         return self.messages[self.said - 1] if self.said <= len(self.messages) else STOP
+
+
+# What the user model reads first, as tau2's orchestrator has the agent open.
+GREETING = "Hi! How can I help you today?"
+
+
+@dataclass
+class ModelUser:
+    """A user played by any OpenAI-shaped model, prompted as tau2 prompts its user simulator
+    (``prompt``: its guidelines and the task's scenario). The model sees the conversation from
+    the user's side: the agent's words are what it is told, its own are what it said."""
+
+    client: ChatClient
+    model: str
+    prompt: str
+    temperature: float | None = None
+    seed: int | None = None
+
+    async def reply(self, said: Sequence[dict[str, str]]) -> str:
+        flipped = {"user": "assistant", "assistant": "user"}
+        messages = [
+            {"role": "system", "content": self.prompt},
+            {"role": "user", "content": GREETING},
+            *({"role": flipped[m["role"]], "content": m["content"]} for m in said),
+        ]
+        options = TurnOptions(temperature=self.temperature, seed=self.seed)
+        reply = await self.client.chat(self.model, messages, [], options=options)
+        return str(reply.message.get("content") or "")
 
 
 @dataclass

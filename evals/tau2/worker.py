@@ -15,8 +15,8 @@ says it is ready and which tau2 it is:
   tau2's own name of a task set): id, the user's scenario as tau2 words it, and what the
   reward is made of.
 - ``{"op": "open", "key": K, "domain": D, "task": ID}``: a fresh environment for one
-  conversation, in the task's initial state: the domain's policy and the agent's and user's
-  tools.
+  conversation, in the task's initial state: the domain's policy, the agent's and user's
+  tools, and tau2's own user-simulator prompt for the task (its guidelines and scenario).
 - ``{"op": "call", "key": K, "name": N, "arguments": {...}, "requestor": "assistant"|"user"}``:
   one tool call executed in that environment; its result as text and whether it failed
   (``failed``). The
@@ -108,11 +108,18 @@ class Conversations:
             message_history=list(state.message_history or []) if state else [],
         )
         self.open_[key] = {"domain": domain, "task": task, "env": env, "messages": []}
+        from tau2.user.user_simulator import SYSTEM_PROMPT, get_global_user_sim_guidelines
+
         user = [t.openai_schema for t in env.get_user_tools()] if env.user_tools else []
+        guidelines = get_global_user_sim_guidelines(use_tools=bool(user))
         return {
             "policy": env.get_policy(),
             "tools": [t.openai_schema for t in env.get_tools()],
             "user_tools": user,
+            # tau2's own user simulator prompt: its guidelines and the task's scenario.
+            "user_prompt": SYSTEM_PROMPT.format(
+                global_user_sim_guidelines=guidelines, instructions=str(task.user_scenario)
+            ),
         }
 
     def call(
