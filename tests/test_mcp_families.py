@@ -5,7 +5,9 @@ committed task sets are what the generators write."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,10 +45,26 @@ def oracle_text(task: Task) -> str:
     return f"It is {task.answer.expected}."
 
 
+_PATH = re.compile(r"(?:/[\w.\-]+){2,}")
+
+
+def _leaks(task: Task, messages: list[dict[str, Any]]) -> list[str]:
+    """Where the model is shown the task's id, or its kind in the run's folders: the folders in
+    every message's paths above the workspace (the intro names the run's folder; listings and
+    results echo it; the files inside are the task's own, named by its question)."""
+    text = json.dumps(messages)
+    words = [task.id, *([task.kind] if task.kind else [])]
+    folders = [p.split("/workspace")[0] for p in _PATH.findall(text)]
+    found = [p for p in folders for w in words if w in p]
+    return found + [f"prompt: {task.id}" for m in messages[:1] if task.id in str(m["content"])]
+
+
 async def _oracle_and_strategies(taskset: TaskSet, scratch: Path) -> None:
     for task in taskset.tasks:
         reading = await environment_of(task).read_all(task, scratch)
         assert reading.state.status == "completed", (task.id, reading.state.error)
+        # Nothing of the task's id or kind reaches the model (a folder named 12-missing did).
+        assert _leaks(task, reading.state.messages) == [], task.id
         checks = score(task, strategies.answered(reading.state, oracle_text(task)))
         assert all(c["passed"] for c in checks), (task.id, checks)
         # Without reading, the oracle's answer earns nothing: the evidence check is real.
