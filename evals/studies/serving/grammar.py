@@ -15,9 +15,10 @@ from evals.tasks import load_tasks
 from harness.loop import SYSTEM_PROMPT
 from harness.tools import default_tools
 from serve_local.backends.llama import llama_vocabulary
+from serve_local.grammar_schemas import call_schema
 from serve_local.models import QWEN_CODER, resolve
 from serve_local.process import serve_command
-from serve_local.toolgrammar import CallGrammar, CallPolicy, call_schema
+from serve_local.toolgrammar import CallGrammar, CallPolicy
 
 ROUNDS = 3
 TARGET = 1.10  # per generated token, grammar on / off
