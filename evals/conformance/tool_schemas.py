@@ -27,15 +27,14 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import httpx
 from jsonschema import validators
-from pydantic import BaseModel, Field
 
 from evals.bfcl.bridge import Checker
+from evals.conformance import pydantic_tools
 from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.tau2.bridge import Tau2
@@ -73,112 +72,10 @@ def _tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, 
     }
 
 
-# The pydantic shapes: each model is one tool's arguments, as a typed function would declare
-# them.
-class Cabin(StrEnum):
-    economy = "economy"
-    business = "business"
-
-
-class Passenger(BaseModel):
-    first_name: str
-    last_name: str
-    date_of_birth: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
-
-
-class Flight(BaseModel):
-    flight_number: str
-    date: str
-
-
-class BookTrip(BaseModel):
-    """Book flights for passengers."""
-
-    flights: list[Flight]
-    passengers: list[Passenger] = Field(min_length=1, max_length=5)
-    cabin: Cabin
-    insurance: Literal["yes", "no"]
-    note: str | None = None
-
-
-class Node(BaseModel):
-    name: str
-    children: list[Node] = []
-
-
-class SaveTree(BaseModel):
-    """Save a tree of named nodes."""
-
-    root: Node
-
-
-class Address(BaseModel):
-    """Set a postal address."""
-
-    street: str
-    city: str
-    postcode: str = Field(min_length=3, max_length=10)
-    country: str = "NL"
-
-
-class Priority(int, Enum):
-    low = 1
-    high = 2
-
-
-class TagItems(BaseModel):
-    """Tag items with counts."""
-
-    tags: dict[str, int]
-    priority: Priority
-    limit: Annotated[int, Field(ge=1, le=100)] = 10
-    ratio: float = Field(default=0.5, gt=0, lt=1)
-
-
-class Square(BaseModel):
-    kind: Literal["square"]
-    side: float
-
-
-class Circle(BaseModel):
-    kind: Literal["circle"]
-    radius: float
-
-
-class Draw(BaseModel):
-    """Draw a shape."""
-
-    shape: Annotated[Square | Circle, Field(discriminator="kind")]
-    color: str | int | None = None
-
-
-class Lookup(BaseModel):
-    """Look up an order by id or by email."""
-
-    order_id: str | None = Field(default=None, pattern=r"^#W\d{7}$")
-    email: str | None = None
-    include: list[Literal["items", "payments", "address"]] = []
-
-
-class NoArguments(BaseModel):
-    """Check the status bar."""
-
-
-PYDANTIC_TOOLS: dict[str, type[BaseModel]] = {
-    "book_trip": BookTrip,
-    "save_tree": SaveTree,
-    "set_address": Address,
-    "tag_items": TagItems,
-    "draw": Draw,
-    "lookup_order": Lookup,
-    "check_status": NoArguments,
-}
-
-
 def pydantic_entries() -> list[Entry]:
     return [
         Entry("pydantic", _tool(name, model.__doc__ or name, model.model_json_schema()))
-        for name, model in PYDANTIC_TOOLS.items()
+        for name, model in pydantic_tools.TOOLS.items()
     ]
 
 
