@@ -69,18 +69,19 @@ _OPENS_KEYS = (
 )
 
 
-def _walk(schema: Any, edit: Any) -> Any:
-    """A copy of ``schema`` with ``edit`` applied to every subschema (a dict), deepest last."""
+def _walk(schema: Any, edit: Any, under: str | None = None) -> Any:
+    """A copy of ``schema`` with ``edit(node, under)`` applied to every subschema (a dict),
+    parents first; ``under`` is the keyword the subschema sits under (None at the top)."""
     if not isinstance(schema, dict):
         return schema
-    node = edit(dict(schema))
+    node = edit(dict(schema), under)
     for key, value in node.items():
         if key in _ONE_SCHEMA or (key == "items" and isinstance(value, dict)):
-            node[key] = _walk(value, edit)
+            node[key] = _walk(value, edit, key)
         elif key in _SCHEMA_LIST or (key == "items" and isinstance(value, list)):
-            node[key] = [_walk(v, edit) for v in value] if isinstance(value, list) else value
+            node[key] = [_walk(v, edit, key) for v in value] if isinstance(value, list) else value
         elif key in _SCHEMA_MAP and isinstance(value, dict):
-            node[key] = {name: _walk(v, edit) for name, v in value.items()}
+            node[key] = {name: _walk(v, edit, key) for name, v in value.items()}
     return node
 
 
@@ -88,7 +89,7 @@ def _rebased(schema: Mapping[str, Any], base: str) -> dict[str, Any]:
     """``schema`` to be placed at the JSON pointer ``base`` of a larger document: each local
     ``$ref`` (``#``, ``#/$defs/X``, any pointer into it) made to point there."""
 
-    def edit(node: dict[str, Any]) -> dict[str, Any]:
+    def edit(node: dict[str, Any], _: str | None) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#"):
             node["$ref"] = base + ref[1:]
@@ -100,7 +101,7 @@ def _rebased(schema: Mapping[str, Any], base: str) -> dict[str, Any]:
 def _has_ref(schema: Any) -> bool:
     found: list[bool] = []
 
-    def edit(node: dict[str, Any]) -> dict[str, Any]:
+    def edit(node: dict[str, Any], _: str | None) -> dict[str, Any]:
         found.append(isinstance(node.get("$ref"), str))
         return node
 
@@ -115,28 +116,13 @@ def _closed(schema: Mapping[str, Any]) -> dict[str, Any]:
     the schema's own keywords. Members of an ``allOf`` stay open, since each declares only part
     of the keys; so does a nested object that declares no keys (a free-form map)."""
 
-    def close(node: Any, top: bool, in_all_of: bool) -> Any:
-        if not isinstance(node, dict):
-            return node
-        node = dict(node)
-        for key, value in node.items():
-            inside = key == "allOf"
-            if key in _ONE_SCHEMA or (key == "items" and isinstance(value, dict)):
-                node[key] = close(value, False, False)
-            elif key in _SCHEMA_LIST or (key == "items" and isinstance(value, list)):
-                if isinstance(value, list):
-                    node[key] = [close(v, False, inside) for v in value]
-            elif key in _SCHEMA_MAP and isinstance(value, dict):
-                node[key] = {name: close(v, False, False) for name, v in value.items()}
-        if (
-            (top or node.get("properties"))
-            and not in_all_of
-            and not any(k in node for k in _OPENS_KEYS)
-        ):
+    def close(node: dict[str, Any], under: str | None) -> dict[str, Any]:
+        declares = under is None or node.get("properties")
+        if declares and under != "allOf" and not any(k in node for k in _OPENS_KEYS):
             node["additionalProperties"] = False
         return node
 
-    return dict(close(dict(schema) or {"type": "object"}, True, False))
+    return dict(_walk(dict(schema) or {"type": "object"}, close))
 
 
 def _problems(schema: Mapping[str, Any]) -> tuple[bool, list[str]]:
@@ -169,7 +155,7 @@ def _without_bad_patterns(schema: Mapping[str, Any]) -> tuple[dict[str, Any], li
     back-references): those strings are then free, and checked after the reply."""
     dropped: list[str] = []
 
-    def edit(node: dict[str, Any]) -> dict[str, Any]:
+    def edit(node: dict[str, Any], _: str | None) -> dict[str, Any]:
         pattern = node.get("pattern")
         if isinstance(pattern, str) and _problems({"type": "string", "pattern": pattern})[0]:
             dropped.append(pattern)
