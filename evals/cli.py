@@ -20,6 +20,7 @@ from evals.commands import (
     studies,
     sweep,
     tasks,
+    tau2,
 )
 from evals.errors import EvalError
 from harness.errors import HarnessError
@@ -31,6 +32,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     sweep.register,
     leaderboard.register,
     bfcl.register,
+    tau2.register,
     studies.register,
     conformance.register,
     reports.register,

@@ -124,74 +124,124 @@ def _gold(domain: str, task: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
-async def _conversation(domain: str, task: str, replies: list[Any], tmp_path: Path) -> Any:
-    """One conversation of ``task`` through our loop: the agent's replies scripted, the user's
-    two messages scripted (a request, then tau2's stop word)."""
-    from evals.tau2.conversation import STOP, ScriptedUser, converse
-    from tests.fake_provider import by_turn, fake_client
+def _tau2_tasks(tmp_path: Path, picks: list[tuple[str, str]], script: list[str] | None) -> Path:
+    """A task file of tau2 tasks (domain, tau2 id), as `evals tau2-tasks` writes them, each
+    with the user's ``script`` when given (a scripted user)."""
+    from evals.tasks import TaskSet, write_taskset
+    from evals.tau2.tasks import as_taskset
 
-    client = fake_client(by_turn([(200, r) for r in replies]))
-    user = ScriptedUser(["Hello, I need help with my booking.", STOP])
-    async with Tau2() as tau2:
-        return await converse(tau2, "c1", domain, task, client, "fake", user, tmp_path)
+    async def listed() -> list[Any]:
+        async with Tau2() as tau2:
+            return [
+                as_taskset(d, "test", [t for t in await tau2.tasks(d, "test") if t["id"] == i], "")
+                for d, i in picks
+            ]
+
+    tasks = [t for taskset in asyncio.run(listed()) for t in taskset.tasks]
+    for task in tasks:
+        assert task.user is not None
+        task.user.script = script
+    out = tmp_path / "tau2.json"
+    write_taskset(TaskSet(name="tau2-picked", tasks=tasks), out)
+    return out
+
+
+def _eval(tasks: Path, url: str, tmp_path: Path, *flags: str) -> list[RunRecord]:
+    from evals.cli import main
+    from evals.record import read_runs
+
+    out = tmp_path / f"run{len(list(tmp_path.glob('run*.jsonl')))}.jsonl"
+    assert main(["run", "--base-url", url, "--tasks", str(tasks), "--out", str(out), *flags]) == 0
+    return read_runs(out)
 
 
 @needs_tau2
-@pytest.mark.parametrize(("domain", "task"), [("airline", "2"), ("retail", "5")])
-async def test_a_conversation_through_our_loop_is_judged_by_tau2(
-    domain: str, task: str, tmp_path: Path
+def test_oracle_and_idle_agents_through_the_whole_path_score_one_and_zero(
+    scripted_url: str, tmp_path: Path
 ) -> None:
-    """The whole path: a scripted user opens, our loop runs the agent (its calls executed by
-    tau2's environment), the user stops, tau2's evaluator judges. An agent that makes the gold
-    calls and says what it must scores 1.0; one that only talks scores 0."""
-    import json as json_
+    """The eval's own path: task file, runner, the tau2 environment (its tools executed in
+    tau2's environment), a scripted user, tau2's evaluator, the record. The oracle agent
+    (the task's gold calls and words) scores 1.0 on an airline and a retail task; the agent
+    that does nothing scores 0 where the task changes the database."""
+    from evals.conversation import STOP
 
-    from evals.tau2.conversation import End
-    from tests.fake_provider import answer, calls
-
-    gold = _gold(domain, task)
-    oracle = [
-        calls((f"g{i}", name, json_.dumps(arguments)))
-        for i, (name, arguments) in enumerate(gold["actions"])
+    tasks = _tau2_tasks(
+        tmp_path, [("airline", "2"), ("retail", "5")], ["Hello, I need help.", STOP]
+    )
+    oracle = _eval(tasks, scripted_url, tmp_path, "--agent", "oracle")
+    assert [(r.task_id, r.correct, r.status) for r in oracle] == [
+        ("airline-2", True, "completed"),
+        ("retail-5", True, "completed"),
     ]
-    oracle.append(answer(" ".join(["Done.", *gold["communicate"]])))
-    right = await _conversation(domain, task, oracle, tmp_path / "oracle")
-    assert (right.end, right.reward, right.user_turns) == (End.USER_STOP, 1.0, 2), right
-    assert right.state is not None and len(right.state.tool_log) == len(gold["actions"])
-    assert all(run.ok for run in right.state.tool_log)
-    idle = await _conversation(domain, task, [answer("How can I help?")], tmp_path / "idle")
-    assert (idle.end, idle.reward) == (End.USER_STOP, 0.0)
+    for record in oracle:
+        assert record.environment.name == "tau2" and record.environment.reward == 1.0
+        assert record.environment.reward_info["db_check"]["db_match"] is True
+        assert record.conversation is not None
+        assert (record.conversation.end, record.conversation.user_turns) == ("user_stop", 2)
+        assert record.conversation.user.scripted and record.spec.label == "oracle-agent"
+        assert record.tool_runs > 0 and record.tools_called
+    idle = _eval(tasks, scripted_url, tmp_path, "--agent", "idle")
+    assert [(r.correct, r.status, r.environment.reward) for r in idle] == [
+        (False, "completed", 0.0),
+        (False, "completed", 0.0),
+    ]
+    assert all(r.tool_runs == 0 for r in idle)
 
 
 @needs_tau2
-async def test_a_call_tau2_refuses_is_an_error_the_agent_reads_and_the_talk_goes_on(
-    tmp_path: Path,
+def test_a_user_model_that_is_down_or_never_stops_and_a_task_tau2_lacks(
+    scripted_url: str, tmp_path: Path
 ) -> None:
-    from evals.tau2.conversation import End
-    from tests.fake_provider import answer, calls
+    """A user model that is unreachable is the machinery's fault: an error record, the eval
+    goes on, and --resume runs it again; one that never says it is done ends the talk at the
+    user's turn cap (the agent's record, judged); a task tau2 does not have is an error."""
+    from evals.cli import main
+    from evals.record import read_runs
+    from evals.tasks import load_tasks, write_taskset
 
-    replies = [
-        calls(("c1", "get_user_details", '{"user_id": "nobody_here"}')),
-        answer("I could not find you."),
-    ]
-    outcome = await _conversation("airline", "2", replies, tmp_path)
-    assert outcome.end is End.USER_STOP and outcome.reward == 0.0
-    (run,) = outcome.state.tool_log
-    assert not run.ok
-    tool_message = next(m for m in outcome.state.messages if m["role"] == "tool")
-    assert "not found" in tool_message["content"].lower()
+    tasks = _tau2_tasks(tmp_path, [("airline", "2")], None)
+    taskset = load_tasks(tasks)
+    missing = taskset.tasks[0].model_copy(deep=True)
+    missing.id = "airline-nowhere"
+    assert missing.tau2 is not None
+    missing.tau2.task = "no-such-task"
+    taskset.tasks.append(missing)
+    write_taskset(taskset, tasks)
+
+    out = tmp_path / "down.jsonl"
+    dead = ["--user-base-url", "http://127.0.0.1:9/v1", "--agent", "idle"]
+    assert main(["run", "--base-url", scripted_url, "--tasks", str(tasks), "--out", str(out),
+                 *dead]) == 0  # fmt: skip
+    down, nowhere = read_runs(out)
+    assert (down.status, down.correct, down.conversation.end) == ("error", False, "error")
+    assert "user model failed" in (down.error or "")
+    assert nowhere.status == "error" and "tau2 could not open the task" in (nowhere.error or "")
+
+    # The scripted server's own model as the user: it never writes a stop word.
+    capped = _eval(tasks, scripted_url, tmp_path, "--agent", "idle", "--max-user-turns", "2")
+    assert capped[0].conversation is not None
+    assert (capped[0].conversation.end, capped[0].conversation.user_turns) == ("step_cap", 2)
+    assert capped[0].status == "completed" and capped[0].environment.reward == 0.0
+    assert capped[0].conversation.user.model and not capped[0].conversation.user.scripted
+
+    # Resumed with a user that answers: only the errors run again.
+    assert main(["run", "--base-url", scripted_url, "--resume", str(out), "--user-base-url",
+                 scripted_url]) == 0  # fmt: skip
+    resumed = read_runs(out)
+    assert resumed[0].conversation is not None and resumed[0].conversation.end == "step_cap"
 
 
-@needs_tau2
 async def test_the_model_user_is_prompted_as_tau2_prompts_its_user_and_sees_the_talk_from_its_side(
     tmp_path: Path,
 ) -> None:
-    """The user model's system prompt is tau2's own (guidelines and the task's scenario); it is
-    greeted first, its own words come back as its turns and the agent's as what it is told;
-    its temperature and seed reach the request."""
+    """A model user's system prompt is what it is given (tau2's guidelines and scenario); it
+    is greeted first, its own words come back as its turns and the agent's as what it is
+    told; its temperature and seed reach the request; it is offered no tools unless it has
+    its own."""
     import httpx
 
-    from evals.tau2.conversation import GREETING, STOP, ModelUser, converse
+    from evals.conversation import GREETING, STOP, ModelUser, converse
+    from harness.state import RunState
     from tests.fake_provider import answer, by_turn, fake_client
 
     seen: list[dict[str, Any]] = []
@@ -201,19 +251,62 @@ async def test_the_model_user_is_prompted_as_tau2_prompts_its_user_and_sees_the_
         seen.append(json.loads(request.content))
         return user_says(request)
 
-    agent = fake_client(by_turn([(200, answer("Which booking?"))]))
-    async with Tau2() as tau2:
-        opened = await tau2.open("probe", "airline", "2")
-        prompt = opened["user_prompt"]
-        assert "<scenario>" in prompt and "noah_muller_9847" in prompt
-        user = ModelUser(fake_client(as_user), "user-model", prompt, temperature=0.7, seed=11)
-        outcome = await converse(tau2, "c", "airline", "2", agent, "agent-model", user, tmp_path)
-    assert outcome.user_turns == 2 and outcome.reward == 0.0
+    async def agent(state: RunState) -> RunState:
+        state.messages.append({"role": "assistant", "content": "Which booking?"})
+        state.status, state.answer = "completed", "Which booking?"
+        return state
+
+    user = ModelUser(fake_client(as_user), "user-model", "THE PROMPT", temperature=0.7, seed=11)
+    state = RunState(run_id="r", model="agent-model", messages=[])
+    talk = await converse(state, agent, user)
+    assert (talk.end, talk.user_turns) == ("user_stop", 2)
     first, second = seen
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
-    assert first["messages"][0]["content"] == prompt and first["messages"][1]["content"] == GREETING
+    assert first["messages"][0]["content"] == "THE PROMPT"
+    assert first["messages"][1]["content"] == GREETING
     assert [(m["role"], m["content"]) for m in second["messages"][2:]] == [
         ("assistant", "I want to cancel a booking."),
         ("user", "Which booking?"),
     ]
     assert (second["temperature"], second["seed"], second.get("tools")) == (0.7, 11, None)
+    assert [m["role"] for m in state.messages] == ["user", "assistant"]
+
+
+@needs_tau2
+def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None:
+    """The agent's call of a user tau2 does not know comes back as a tool error in the
+    transcript (what the model reads), and the conversation goes on to its end."""
+    from evals.conversation import STOP
+    from evals.environments.tau2 import Tau2Environment
+    from evals.run.settings import EvalSettings
+    from evals.run.taskrun import run_task
+    from evals.tasks import load_tasks
+    from tests.fake_provider import answer, by_turn, calls, fake_client
+
+    tasks = load_tasks(_tau2_tasks(tmp_path, [("airline", "2")], ["Hello.", STOP]))
+    client = fake_client(
+        by_turn([
+            (200, calls(("c1", "get_user_details", '{"user_id": "nobody_here"}'))),
+            (200, answer("I could not find you.")),
+        ])
+    )  # fmt: skip
+
+    async def run() -> Any:
+        opened = Tau2Environment().open(tasks.tasks, None, tmp_path)
+        try:
+            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=10)
+            return await run_task(
+                tasks.tasks[0], settings, "m", "r1", tmp_path, tmp_path / "keep", client, opened
+            ), opened.record(tasks.tasks[0], None)
+        finally:
+            await opened.aclose()
+
+    ran, _ = asyncio.run(run())
+    assert ran.talk is not None and ran.talk.end == "user_stop"
+    assert ran.verdicts == {"tau2": 0.0}
+    (tool_run,) = ran.state.tool_log
+    assert not tool_run.ok
+    tool_message = next(m for m in ran.state.messages if m["role"] == "tool")
+    assert "not found" in tool_message["content"].lower()
+    assert ran.state.messages[0]["role"] == "system"
+    assert "<policy>" in ran.state.messages[0]["content"]

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evals.conversation import AGENTS
 from evals.errors import EvalError
 from evals.report.compare import compare
 from evals.report.summary import summarize_run_file
@@ -30,6 +31,20 @@ INTERRUPTED = (
 
 def register(commands: Any) -> None:
     run = commands.add_parser("run", help="run a task set against the server at LLM_BASE_URL")
+    run.add_argument(
+        "--tasks",
+        type=Path,
+        default=DEFAULT_TASKS,
+        help="task file (JSON, or YAML by its suffix; python -m evals check-tasks checks one)",
+    )
+    run.add_argument("--epochs", type=int, default=1)
+    add_run_flags(run)
+    run.set_defaults(handler=handle)
+
+
+def add_run_flags(run: argparse.ArgumentParser) -> None:
+    """The flags of an eval: servers, sampling, the loop's settings, the user of a
+    conversation, where the run goes (``run`` and ``tau2`` take them all)."""
     run.add_argument(
         "--base-url",
         action="append",
@@ -64,13 +79,6 @@ def register(commands: Any) -> None:
         "of each model)",
     )
     run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
-    run.add_argument(
-        "--tasks",
-        type=Path,
-        default=DEFAULT_TASKS,
-        help="task file (JSON, or YAML by its suffix; python -m evals check-tasks checks one)",
-    )
-    run.add_argument("--epochs", type=int, default=1)
     run.add_argument(
         "--temperature",
         type=float,
@@ -114,7 +122,7 @@ def register(commands: Any) -> None:
         type=Path,
         metavar="RUN_FILE",
         help="go on with an interrupted eval (its run file or .partial): run only what is "
-        "missing, with its settings; only --base-url may change",
+        "missing, with its settings; only --base-url (and --user-base-url) may change",
     )
     run.add_argument(
         "--solver",
@@ -124,8 +132,36 @@ def register(commands: Any) -> None:
         "default), or a workflow whose steps the code fixes: "
         + "; ".join(f"{s.name}: {s.help}" for s in SOLVERS.values() if s.name != "agent"),
     )
+    user = run.add_argument_group("the simulated user of a task that is a conversation")
+    user.add_argument(
+        "--user-model", metavar="NAME", help="the user's model (default: the agent's model)"
+    )
+    user.add_argument(
+        "--user-base-url",
+        metavar="URL",
+        help="an OpenAI-shaped server for the user (default: the eval's own servers)",
+    )
+    user.add_argument(
+        "--user-temperature",
+        type=float,
+        metavar="T",
+        help="the user's sampling temperature (default: --temperature); its seed is the epoch's",
+    )
+    user.add_argument(
+        "--max-user-turns",
+        type=int,
+        default=30,
+        metavar="N",
+        help="the user's messages per conversation before it ends as a step cap (default 30)",
+    )
+    user.add_argument(
+        "--agent",
+        choices=AGENTS,
+        default="model",
+        help="who answers the user: the model, or a scripted agent: oracle (the task's gold "
+        "calls and words, the ceiling under this user) or idle (nothing, the floor)",
+    )
     add_policy_flags(run)
-    run.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -157,6 +193,10 @@ def _run(args: argparse.Namespace) -> None:
     }
     if args.temperature is not None and not 0 <= args.temperature <= 2:
         raise EvalError("--temperature must be between 0 and 2")
+    if args.user_temperature is not None and not 0 <= args.user_temperature <= 2:
+        raise EvalError("--user-temperature must be between 0 and 2")
+    if args.max_user_turns < 1:
+        raise EvalError("--max-user-turns must be at least 1")
     if args.api != "openai" and (args.temperature is not None or args.seed is not None):
         raise EvalError(
             f"--temperature and --seed are sent in the openai shape only, not {args.api}"
@@ -165,7 +205,10 @@ def _run(args: argparse.Namespace) -> None:
     max_turns = args.max_turns if args.max_turns is not None else limits.get("max_turns", 10)
     timeout = args.task_timeout if args.task_timeout is not None else limits.get("task_timeout_s")
     if args.resume:
-        evals = [replace(resumed_settings(args.resume, urls[0], db=args.db), **spread)]
+        resumed = resumed_settings(args.resume, urls[0], db=args.db)
+        if args.user_base_url is not None:  # where the user's model is may move, as --base-url
+            spread["user_base_url"] = args.user_base_url
+        evals = [replace(resumed, **spread)]
     else:
         evals = [
             EvalSettings(
@@ -186,6 +229,11 @@ def _run(args: argparse.Namespace) -> None:
                 seed=args.seed,
                 db=args.db,
                 solver=args.solver,
+                user_model=args.user_model,
+                user_base_url=args.user_base_url,
+                user_temperature=args.user_temperature,
+                max_user_turns=args.max_user_turns,
+                agent=args.agent,
                 **spread,
             )
             for model in models

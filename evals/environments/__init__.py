@@ -5,7 +5,7 @@ the policy its tasks run under by default, and the scripted reading of everythin
 could look at (what the scorer's strategies answer from). ``registry.py`` lists them, one
 line each."""
 
-from evals.environments.base import Environment, Opened, Reading
+from evals.environments.base import Dialogue, Environment, Opened, Reading
 from evals.environments.registry import (
     ENVIRONMENTS,
     environment_of,
@@ -16,6 +16,7 @@ from evals.environments.registry import (
 
 __all__ = [
     "ENVIRONMENTS",
+    "Dialogue",
     "Environment",
     "Opened",
     "Reading",

@@ -35,6 +35,38 @@ class Reading:
     results: str | None = None
 
 
+class Dialogue(Protocol):
+    """What an environment that holds its tasks' conversations itself (τ²) gives one: the
+    agent's system prompt and the user's prompt as it words them (None: the eval's own), the
+    talk to follow as it goes (``heard``: who said it, what), and its own verdict at the end
+    (``judge``: rewards by judge name, for ``judged`` checks; raises ``EvalError`` when the
+    judge fails, and the run is an error)."""
+
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def user_prompt(self) -> str | None: ...
+
+    @property
+    def user_tools(self) -> list[dict[str, Any]]:
+        """The user's own tools (OpenAI tools; τ²'s telecom phone), never the agent's."""
+        ...
+
+    async def user_call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """One of the user's calls, run on the user's side: its result, and if it failed."""
+        ...
+
+    async def heard(self, role: str, text: str) -> None: ...
+
+    async def gold(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+        """The task's gold: the agent's calls (name, arguments) in order, and what it must
+        tell the user (what an oracle agent does)."""
+        ...
+
+    async def judge(self, run_id: str, termination: str) -> dict[str, float]: ...
+
+
 class Opened(Protocol):
     """An environment opened for one eval's tasks."""
 
@@ -49,6 +81,9 @@ class Opened(Protocol):
         """What the task's run record keeps of this environment (``evals.record.environments``);
         ``state`` is None for a task run that never started."""
         ...
+
+    # Optional: ``dialogue(setup) -> Dialogue`` for an environment that holds its tasks'
+    # conversations itself, and ``async aclose()`` for one that keeps a process for the eval.
 
 
 class Environment(Protocol):

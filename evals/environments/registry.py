@@ -8,11 +8,13 @@ from collections.abc import Sequence
 from evals.environments.base import Environment
 from evals.environments.database import DatabaseEnvironment
 from evals.environments.mcp import McpEnvironment
+from evals.environments.tau2 import Tau2Environment
 from evals.environments.workspace import WorkspaceEnvironment
 from evals.record import RunRecord
 from evals.tasks import Task
 
 ENVIRONMENTS: tuple[Environment, ...] = (
+    Tau2Environment(),
     McpEnvironment(),
     DatabaseEnvironment(),
     WorkspaceEnvironment(),

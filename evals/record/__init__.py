@@ -16,6 +16,7 @@ from evals.record.environments import (
     McpData,
     McpServerData,
     OtherData,
+    Tau2Data,
     WorkspaceData,
 )
 from evals.record.files import (
@@ -31,13 +32,23 @@ from evals.record.files import (
     slug,
     task_folder,
 )
-from evals.record.run import ERROR, NOT_RUN, RECORD_VERSION, RunRecord, is_error, read_runs
+from evals.record.run import (
+    ERROR,
+    NOT_RUN,
+    RECORD_VERSION,
+    ConversationRecord,
+    RunRecord,
+    UserRecord,
+    is_error,
+    read_runs,
+)
 from evals.record.spec import PresetRecord, RunSpec, code_version, machine
 
 __all__ = [
     "ERROR",
     "NOT_RUN",
     "RECORD_VERSION",
+    "ConversationRecord",
     "DatabaseData",
     "EnvironmentData",
     "McpData",
@@ -46,6 +57,8 @@ __all__ = [
     "PresetRecord",
     "RunRecord",
     "RunSpec",
+    "Tau2Data",
+    "UserRecord",
     "WorkspaceData",
     "beside",
     "code_version",

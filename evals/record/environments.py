@@ -55,6 +55,22 @@ class McpData(BaseModel):
     database: str | None = None
 
 
+class Tau2Data(BaseModel):
+    """One of τ²-bench's tasks (``evals.environments.tau2``): its domain and τ²'s own id, the
+    tau2 package that ran it, and τ²'s evaluator's verdict: the reward (None: never judged,
+    the run an error) and its parts as τ² writes them (``db_check``, ``communicate_checks``,
+    ``env_assertions``, ``action_checks``, ``reward_breakdown``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["tau2"] = "tau2"
+    domain: str
+    task: str
+    tau2_version: str | None = None
+    reward: float | None = None
+    reward_info: dict[str, Any] | None = None
+
+
 class OtherData(BaseModel):
     """An environment this module has no model for: its name, and what it kept as fields."""
 
@@ -63,7 +79,7 @@ class OtherData(BaseModel):
     name: str
 
 
-_KNOWN = ("workspace", "database", "mcp")
+_KNOWN = ("workspace", "database", "mcp", "tau2")
 
 
 def _tag(value: Any) -> str:
@@ -75,6 +91,7 @@ EnvironmentData = Annotated[
     Annotated[WorkspaceData, Tag("workspace")]
     | Annotated[DatabaseData, Tag("database")]
     | Annotated[McpData, Tag("mcp")]
+    | Annotated[Tau2Data, Tag("tau2")]
     | Annotated[OtherData, Tag("other")],
     Discriminator(_tag),
 ]

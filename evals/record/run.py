@@ -37,6 +37,31 @@ NOT_RUN = "not_run"
 ERROR = "error"
 
 
+class UserRecord(BaseModel):
+    """Who played the user of a conversation: a model (its name and server, its sampling) or
+    a script."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scripted: bool = False
+    model: str | None = None
+    base_url: str | None = None
+    temperature: float | None = None
+    seed: int | None = None
+
+
+class ConversationRecord(BaseModel):
+    """A task run held as a conversation with a simulated user (``evals.conversation``): why
+    it ended (``user_stop``, ``transfer``, ``out_of_scope``, ``agent_stop``, ``step_cap``,
+    ``error``), how many messages the user wrote, and who the user was."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    end: str
+    user_turns: int = 0
+    user: UserRecord = UserRecord()
+
+
 class RunRecord(BaseModel):
     """One task run: what ran (``spec``), on what (``environment``), what happened and the
     verdict."""
@@ -95,6 +120,8 @@ class RunRecord(BaseModel):
     # checked (no known workspace, or written before).
     false_claims: list[str] | None = None
     rescored: dict[str, Any] | None = None  # the first verdict, when checks were applied again
+    # A conversation with a simulated user (None: one question, one answer).
+    conversation: ConversationRecord | None = None
 
     def line(self) -> dict[str, Any]:
         """The record as a run file's line holds it."""

@@ -7,7 +7,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evals.numbers import mean, p95
-from evals.record import ERROR, NOT_RUN, EnvironmentData, McpData, RunRecord, RunSpec
+from evals.record import (
+    ERROR,
+    NOT_RUN,
+    ConversationRecord,
+    EnvironmentData,
+    McpData,
+    RunRecord,
+    RunSpec,
+)
 from evals.scoring.claims import false_claims
 from evals.scoring.evidence import offerable_tools
 from evals.tasks import Task
@@ -63,9 +71,13 @@ def task_record(
     answered_by: list[str],
     server_software: str,
     queue_ms: float = 0.0,
+    conversation: ConversationRecord | None = None,
+    machinery: str | None = None,
 ) -> RunRecord:
     """``queue_ms``: time the run's turns waited for a server with room (an eval's queue); it
-    is recorded apart and left out of wall time, which counts the task's own work."""
+    is recorded apart and left out of wall time, which counts the task's own work.
+    ``machinery``: why the machinery around the loop failed the run (a conversation's user, an
+    environment's judge): an error, whatever the checks say."""
     latencies = [t.latency_ms for t in state.turn_records]
     return RunRecord(
         spec=spec,
@@ -78,14 +90,15 @@ def task_record(
         server_software=server_software,
         status=(
             ERROR
-            if state.provider_unavailable
+            if machinery is not None
+            or state.provider_unavailable
             or state.tool_server_failed
             or state.wall_limit_hit
             or state.prompt_too_long
             else state.status
         ),
         interruption=state.interruption,
-        error=state.error,
+        error=machinery or state.error,
         stop_reason=state.stop_reason,
         turns=state.turns,
         tool_runs=state.tool_runs,
@@ -113,7 +126,8 @@ def task_record(
         call_shaped_text=call_shaped_text(state, _servers_tools(environment)),
         answer=state.answer,
         checks=checks,
-        correct=bool(checks) and all(c["passed"] for c in checks),
+        correct=machinery is None and bool(checks) and all(c["passed"] for c in checks),
+        conversation=conversation,
     )
 
 

@@ -169,6 +169,8 @@ def _prepare(
         task_set=taskset.name,
         task_set_hash=taskset.content_hash,
     )
+    if settings.agent != "model" and settings.label is None:  # a scripted agent, not the model
+        spec = spec.model_copy(update={"label": f"{settings.agent}-agent"})
     model, backend, label = spec.model, spec.backend, str(spec.label)
     out = settings.out or default_out(
         label if settings.solver == "agent" else f"{label}-{settings.solver}"
@@ -231,9 +233,10 @@ async def _one(
     else:
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
-        state = await run_task(
+        ran = await run_task(
             task, ev.settings, ev.spec.model, run_id, scratch, ev.keep, client, opened, epoch
         )
+        state = ran.state
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")
         answered = list(dict.fromkeys(client.answered))
@@ -245,8 +248,10 @@ async def _one(
             epoch=epoch,
             seed=seed,
             state=state,
-            checks=score(task, state),
+            checks=score(task, state, ran.verdicts),
             trace_path=beside(ev.out, trace),
+            conversation=ran.conversation(),
+            machinery=ran.machinery,
             answered_by=answered,
             server_software=", ".join(dict.fromkeys(software[u] for u in answered)),
             queue_ms=client.queue_ms,
@@ -317,6 +322,10 @@ async def run_evals(
             echo(f"a task run raised; the records of the others are kept in {kept}")
             raise raised[0]
     finally:
+        for ev in runs:
+            for opened in ev.opened.values():
+                if hasattr(opened, "aclose"):
+                    await opened.aclose()
         await pool.aclose()
         shutil.rmtree(scratch, ignore_errors=True)
     for ev in runs:

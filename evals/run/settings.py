@@ -57,6 +57,16 @@ class EvalSettings:
     # How each task is solved: "agent" (the loop, under ``policy``) or a workflow
     # (``evals.solvers``).
     solver: str = field(default="agent", metadata=LOOP)
+    # The simulated user of a task that is a conversation (``evals.conversation``): its model
+    # (None: the agent's), its server (None: the eval's servers), its temperature (None: the
+    # eval's) and a cap on its messages. Its seed is the epoch's.
+    user_model: str | None = field(default=None, metadata=LOOP)
+    user_base_url: str | None = field(default=None, metadata=RESUMED_ONLY)
+    user_temperature: float | None = field(default=None, metadata=LOOP)
+    max_user_turns: int = field(default=30, metadata=LOOP)
+    # Who answers the user of a conversation: the model, or a scripted agent (``oracle``: the
+    # task's gold calls and words; ``idle``: nothing), the ceiling and the floor.
+    agent: str = field(default="model", metadata=LOOP)
 
     def epoch_seed(self, epoch: int) -> int | None:
         return None if self.seed is None else self.seed + epoch - 1

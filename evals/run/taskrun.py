@@ -1,20 +1,39 @@
-"""One task run: the loop's settings for an eval, the tools a task runs with (the file tools over
-its workspace, or the SQL tools over its database), and the run itself."""
+"""One task run: the loop's settings for an eval, the tools a task runs with (what its
+environment gives it), and the run itself: one question answered by the task's solver, or a
+conversation with a simulated user (``evals.conversation``)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.environments import Opened, environment_of
+from httpx import MockTransport
+
+from evals.conversation import (
+    GUIDELINES,
+    IDLE_WORDS,
+    ModelUser,
+    ScriptedUser,
+    Talk,
+    User,
+    converse,
+    scripted_agent,
+)
+from evals.environments import Dialogue, Opened, environment_of
+from evals.errors import EvalError
+from evals.record import ConversationRecord, UserRecord
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
 from evals.solvers import TaskRun, solver_named
 from evals.tasks import Task
 from harness.approvals import reject
-from harness.client import ChatClient
+from harness.client import ChatClient, ProviderClient, RetryPolicy
 from harness.errors import ToolServerFailed
 from harness.loop import LoopConfig, run_loop
 from harness.presets import apply
+from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.trace import Recorder
 
@@ -33,6 +52,157 @@ def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
     return apply(base, settings.preset)
 
 
+@dataclass
+class Ran:
+    """A task run: its state; for a conversation, the talk, who the user was, and what the
+    environment's own judge gave it; ``machinery``: why the machinery (the user's side, the
+    judge) failed it, if it did."""
+
+    state: RunState
+    talk: Talk | None = None
+    user: UserRecord | None = None
+    verdicts: dict[str, float] = field(default_factory=dict)
+    machinery: str | None = None
+
+    def conversation(self) -> ConversationRecord | None:
+        if self.talk is None:
+            return None
+        user = self.user or UserRecord()
+        return ConversationRecord(end=self.talk.end, user_turns=self.talk.user_turns, user=user)
+
+
+async def _agent(
+    state: RunState,
+    client: ChatClient,
+    setup: Setup,
+    config: LoopConfig,
+    recorder: Recorder,
+    approvals: str,
+) -> RunState:
+    """The loop on ``state`` until it stops, a call awaiting approval declined when the eval
+    says so (the model reads why and goes on)."""
+    await run_loop(state, client, setup, config, recorder)
+    return await _declined(state, client, setup, config, recorder, approvals)
+
+
+async def _declined(
+    state: RunState,
+    client: ChatClient,
+    setup: Setup,
+    config: LoopConfig,
+    recorder: Recorder,
+    approvals: str,
+) -> RunState:
+    """A run stopped on a call awaiting approval, the call declined (when the eval says so)
+    and the run gone on until it stops otherwise."""
+    while (
+        approvals == "reject"
+        and state.interruption
+        and state.interruption.get("type") == "approval"
+    ):
+        reject(state, state.interruption["call_id"], EVAL_REJECTION)
+        await run_loop(state, client, setup, config, recorder)
+    return state
+
+
+@asynccontextmanager
+async def _user(
+    task: Task,
+    settings: EvalSettings,
+    model: str,
+    client: ChatClient,
+    prompt: str,
+    epoch: int,
+    dialogue: Dialogue | None,
+) -> AsyncIterator[tuple[User, UserRecord]]:
+    """The conversation's user: the task's script, or a model prompted with ``prompt`` (with
+    the user's own tools where the environment gives it some)."""
+    assert task.user is not None
+    if task.user.script is not None:
+        yield ScriptedUser(list(task.user.script)), UserRecord(scripted=True)
+        return
+    temperature = (
+        settings.user_temperature if settings.user_temperature is not None
+        else settings.temperature
+    )  # fmt: skip
+    seed = settings.epoch_seed(epoch)
+    name = settings.user_model or model
+    record = UserRecord(
+        model=name, base_url=settings.user_base_url, temperature=temperature, seed=seed
+    )
+    tools = dialogue.user_tools if dialogue is not None else []
+    call = dialogue.user_call if tools and dialogue is not None else None
+
+    def user(on: ChatClient) -> ModelUser:
+        return ModelUser(on, name, prompt, temperature, seed, tools=tools, call=call)
+
+    if settings.user_base_url is None:
+        yield user(client), record
+        return
+    async with ProviderClient(settings.user_base_url) as own:
+        yield user(own), record
+
+
+async def _agent_client(agent: str, dialogue: Dialogue | None, client: ChatClient) -> ChatClient:
+    """The agent's side: the model (``client``), or a scripted agent: the oracle makes the
+    task's gold calls and says what it must; the idle agent does nothing."""
+    if agent == "model":
+        return client
+    if agent == "idle":
+        handler = scripted_agent([], IDLE_WORDS)
+    elif dialogue is None:
+        raise EvalError(f"--agent {agent}: this environment knows no gold actions")
+    else:
+        calls, words = await dialogue.gold()
+        handler = scripted_agent(calls, " ".join(["Done.", *words]))
+    retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
+    return ProviderClient("http://agent.invalid/v1", retry=retry, transport=MockTransport(handler))
+
+
+async def _conversation(
+    ran: Ran,
+    task: Task,
+    settings: EvalSettings,
+    client: ChatClient,
+    setup: Setup,
+    dialogue: Dialogue | None,
+    config: LoopConfig,
+    recorder: Recorder,
+    epoch: int,
+) -> None:
+    state = ran.state
+    assert task.user is not None
+    user_client, client = client, await _agent_client(settings.agent, dialogue, client)
+    if dialogue is not None and dialogue.system is not None:
+        state.messages.insert(0, {"role": "system", "content": dialogue.system})
+    prompt = (
+        dialogue.user_prompt if dialogue is not None and dialogue.user_prompt is not None
+        else GUIDELINES.format(scenario=task.user.scenario)
+    )  # fmt: skip
+    async with _user(task, settings, state.model, user_client, prompt, epoch, dialogue) as (
+        user,
+        who,
+    ):
+        ran.user = who
+
+        async def agent(s: RunState) -> RunState:
+            return await _agent(s, client, setup, config, recorder, settings.approvals)
+
+        heard = dialogue.heard if dialogue is not None else None
+        kwargs = {"heard": heard} if heard is not None else {}
+        ran.talk = await converse(
+            state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
+        )
+    if ran.talk.error is not None:
+        ran.machinery = ran.talk.error
+        return
+    if dialogue is not None and not (state.provider_unavailable or state.prompt_too_long):
+        try:
+            ran.verdicts = await dialogue.judge(state.run_id, ran.talk.end.tau2)
+        except EvalError as exc:
+            ran.machinery = str(exc)
+
+
 async def run_task(
     task: Task,
     settings: EvalSettings,
@@ -43,13 +213,15 @@ async def run_task(
     client: ChatClient,
     opened: Opened,
     epoch: int = 1,
-) -> RunState:
+) -> Ran:
     """One task on a fresh workspace, with what its environment (``opened`` for this eval)
     gives it; its state file and trace are kept under ``keep``."""
     config = loop_config(settings, epoch)
-    solver = solver_named(settings.solver)
     state = new_run(model, task.question, run_id=run_id)
+    if task.user is not None:  # the user's words open the conversation, not the question
+        state.messages = []
     state.meta["task_tools"] = task.tools
+    ran = Ran(state)
     earlier = set_aside_attempt(keep, run_id)
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     if earlier is not None:
@@ -57,17 +229,20 @@ async def run_task(
     environment = environment_of(task).name
     try:
         async with opened.setup(task, scratch / run_id / "workspace") as setup:
-            run = TaskRun(task, environment, state, client, setup, config, recorder)
-            await solver.solve(run)
-            while (
-                settings.approvals == "reject"
-                and state.interruption
-                and state.interruption.get("type") == "approval"
-            ):
-                reject(state, state.interruption["call_id"], EVAL_REJECTION)
-                await run_loop(state, client, setup, config, recorder)
+            if task.user is not None:
+                dialogue = opened.dialogue(setup) if hasattr(opened, "dialogue") else None
+                await _conversation(
+                    ran, task, settings, client, setup, dialogue, config, recorder, epoch
+                )
+            else:
+                run = TaskRun(task, environment, state, client, setup, config, recorder)
+                await solver_named(settings.solver).solve(run)
+                await _declined(state, client, setup, config, recorder, settings.approvals)
     except ToolServerFailed as exc:  # the tools' servers failed to start (or to stop)
         state.status, state.error, state.tool_server_failed = "failed", str(exc), True
         recorder.event(state, "run_stopped", status="failed", error=state.error)
         recorder.checkpoint(state)
-    return state
+    if ran.machinery is not None:
+        recorder.event(state, "machinery_failed", error=ran.machinery)
+        recorder.checkpoint(state)
+    return ran

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -166,6 +167,11 @@ class RunEvidence:
     read once, however many checks ask (the run is over: its state no longer changes)."""
 
     state: RunState
+    # What an environment's own judge gave the run, by judge (``evals.tasks.Judged``).
+    verdicts: Mapping[str, float] = field(default_factory=dict)
+
+    def judged(self, by: str) -> float | None:
+        return self.verdicts.get(by)
 
     @cached_property
     def answer(self) -> str:
@@ -200,10 +206,12 @@ class RunEvidence:
         return answers.credits(answer, self.answer)
 
 
-def check_passes(check: Check, state: RunState) -> bool:
+def check_passes(
+    check: Check, state: RunState, verdicts: Mapping[str, float] | None = None
+) -> bool:
     """Whether ``check`` passes on the finished run ``state``; the logic is the check kind's
     own (``evals.tasks.checks``)."""
-    return check.passes(RunEvidence(state))
+    return check.passes(RunEvidence(state, verdicts or {}))
 
 
 def describe(check: Check) -> str:
@@ -211,8 +219,12 @@ def describe(check: Check) -> str:
     return f"{check.kind} {json.dumps(fields, ensure_ascii=False)}"
 
 
-def score(task: Task, state: RunState) -> list[dict[str, Any]]:
-    evidence = RunEvidence(state)
+def score(
+    task: Task, state: RunState, verdicts: Mapping[str, float] | None = None
+) -> list[dict[str, Any]]:
+    """Each of ``task``'s checks on the finished run; ``verdicts``: what an environment's own
+    judge gave it (a ``judged`` check reads it)."""
+    evidence = RunEvidence(state, verdicts or {})
     return [
         {"check": describe(c), "kind": c.kind, "passed": c.passes(evidence)} for c in task.checks
     ]

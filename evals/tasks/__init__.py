@@ -47,6 +47,7 @@ from evals.tasks.checks import (
     TypedAnswer,
     YesNo,
 )
+from evals.tasks.users import Tau2Ref, UserScenario
 from harness.mcp.servers import ServerConfig
 
 __all__ = [
@@ -76,8 +77,10 @@ __all__ = [
     "Task",
     "TaskFileError",
     "TaskSet",
+    "Tau2Ref",
     "ToolCalled",
     "TypedAnswer",
+    "UserScenario",
     "YesNo",
     "chance_of",
     "checks_hash",
@@ -153,6 +156,11 @@ class Task(BaseModel):
     # What the system prompt says the run works on (``{workspace}``: its folder); none: the
     # environment's own words.
     intro: str | None = None
+    # A simulated user the task is a conversation with (``evals.conversation``); none: the
+    # question is asked once and answered once.
+    user: UserScenario | None = None
+    # One of τ²-bench's tasks (``evals.environments.tau2``), run in τ²'s own environment.
+    tau2: Tau2Ref | None = None
 
     @field_validator("id")
     @classmethod
@@ -187,6 +195,10 @@ class Task(BaseModel):
             asked["repository"] = self.repository.model_dump()
         if self.intro is not None:
             asked["intro"] = self.intro
+        if self.user is not None:
+            asked["user"] = self.user.model_dump(exclude_none=True)
+        if self.tau2 is not None:
+            asked["tau2"] = self.tau2.model_dump()
         if self.mcp_servers is not None:
             asked["mcpServers"] = {
                 n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
@@ -220,9 +232,10 @@ class Task(BaseModel):
 
     @property
     def grounded(self) -> bool:
-        """Its checks ask for an answer and for the tool result that answer must come from."""
+        """Its checks ask for an answer and for the tool result that answer must come from, or
+        its environment's own judge looks at the state the run left (``judged``)."""
         kinds = {c.kind for c in self.checks}
-        return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
+        return "judged" in kinds or (bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS))
 
 
 def _digest(value: Any) -> str:

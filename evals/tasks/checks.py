@@ -46,6 +46,10 @@ class Evidence(Protocol):
         that succeeded)."""
         ...
 
+    def judged(self, by: str) -> float | None:
+        """The reward the environment's own judge ``by`` gave the run (None: it gave none)."""
+        ...
+
     def credits(self, answer: TypedAnswer) -> bool:
         """Whether the stated answer commits to ``answer``'s expected candidate and to no
         competing one (how commitment is read is :mod:`evals.scoring.answers`)."""
@@ -189,6 +193,20 @@ class StatusIs(_Check):
         return run.status == self.value
 
 
+class Judged(_Check):
+    """The environment's own judge passed the run: ``by`` names it (``tau2``: τ²-bench's
+    evaluator, which replays the conversation's calls and compares the final database, what
+    the agent said and the environment's assertions with the task's). A run passes on full
+    reward, as τ²'s metrics count a success."""
+
+    kind: Literal["judged"]
+    by: Literal["tau2"]
+
+    def passes(self, run: Evidence) -> bool:
+        reward = run.judged(self.by)
+        return reward is not None and abs(reward - 1.0) <= 1e-6
+
+
 class _Answer(_Check):
     """What kind of answer the task wants and the candidates it is chosen from: the answer is
     credited when it commits to the expected candidate and to no competing one. How an answer's
@@ -292,6 +310,7 @@ Check = Annotated[
     | ObservedValue
     | Received
     | StatusIs
+    | Judged
     | Answer,
     Field(discriminator="kind"),
 ]

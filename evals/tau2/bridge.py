@@ -71,6 +71,11 @@ class Tau2(PipeWorker):
         )  # fmt: skip
         return str(answer["content"]), bool(answer["failed"])
 
+    async def gold(self, key: str) -> dict[str, Any]:
+        """The task's gold: the agent's ``actions`` ([name, arguments] each) and what it must
+        ``communicate``."""
+        return await self.ask({"op": "gold", "key": key})
+
     async def say(self, key: str, role: str, content: str) -> None:
         await self.ask({"op": "say", "key": key, "role": role, "content": content})
 

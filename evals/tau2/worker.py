@@ -21,6 +21,8 @@ says it is ready and which tau2 it is:
   one tool call executed in that environment; its result as text and whether it failed
   (``failed``). The
   call and its result join the conversation's trajectory.
+- ``{"op": "gold", "key": K}``: the conversation's task's gold actions of the agent and what
+  the agent must say (an oracle agent's script).
 - ``{"op": "say", "key": K, "role": "assistant"|"user", "content": TEXT}``: a message of the
   conversation, for the trajectory.
 - ``{"op": "evaluate", "key": K, "termination": REASON}``: tau2's own evaluator on the finished
@@ -91,6 +93,11 @@ class Conversations:
                 {
                     "id": str(task.id),
                     "scenario": str(task.user_scenario),
+                    # Why the user calls, in the scenario's words (what a report names it by).
+                    "reason": str(
+                        getattr(task.user_scenario.instructions, "reason_for_call", None)
+                        or task.user_scenario.instructions
+                    ),
                     "reward_basis": [str(b.value) for b in criteria.reward_basis],
                 }
             )
@@ -108,12 +115,18 @@ class Conversations:
             message_history=list(state.message_history or []) if state else [],
         )
         self.open_[key] = {"domain": domain, "task": task, "env": env, "messages": []}
+        from tau2.agent.llm_agent import AGENT_INSTRUCTION
+        from tau2.agent.llm_agent import SYSTEM_PROMPT as AGENT_PROMPT
         from tau2.user.user_simulator import SYSTEM_PROMPT, get_global_user_sim_guidelines
 
         user = [t.openai_schema for t in env.get_user_tools()] if env.user_tools else []
         guidelines = get_global_user_sim_guidelines(use_tools=bool(user))
         return {
             "policy": env.get_policy(),
+            # tau2's own agent system prompt: its instruction and the domain's policy.
+            "system": AGENT_PROMPT.format(
+                agent_instruction=AGENT_INSTRUCTION, domain_policy=env.get_policy()
+            ),
             "tools": [t.openai_schema for t in env.get_tools()],
             "user_tools": user,
             # tau2's own user simulator prompt: its guidelines and the task's scenario.
@@ -137,6 +150,18 @@ class Conversations:
         result = conversation["env"].get_response(call)
         messages.append(result)
         return {"content": str(result.content), "failed": bool(result.error)}
+
+    def gold(self, key: str) -> dict[str, Any]:
+        """The conversation's task's gold: the agent's actions (name, arguments) in order, and
+        what the agent must tell the user (an oracle agent's script)."""
+        criteria = self.open_[key]["task"].evaluation_criteria
+        actions = [
+            [a.name, a.arguments]
+            for a in (criteria.actions if criteria else None) or []
+            if a.requestor == "assistant"
+        ]
+        communicate = list((criteria.communicate_info if criteria else None) or [])
+        return {"actions": actions, "communicate": communicate}
 
     def say(self, key: str, role: str, content: str) -> dict[str, Any]:
         from tau2.data_model.message import AssistantMessage, UserMessage
@@ -194,6 +219,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
             str(request["key"]), str(request["name"]), dict(request["arguments"]),
             str(request.get("requestor", "assistant")),
         )  # fmt: skip
+    if op == "gold":
+        return CONVERSATIONS.gold(str(request["key"]))
     if op == "say":
         return CONVERSATIONS.say(str(request["key"]), str(request["role"]), str(request["content"]))
     if op == "evaluate":

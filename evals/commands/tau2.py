@@ -1,0 +1,106 @@
+"""``python -m evals tau2``: τ²-bench's conversations through the loop, a simulated user on the
+other side, judged by τ²'s own evaluator; ``tau2-tasks`` writes a split's task file."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from evals.commands.run import add_run_flags, handle
+from evals.errors import EvalError
+from evals.tau2.tasks import build, taskset_file
+
+DOMAINS = ("airline", "retail", "telecom")
+# With --trials K above 1 and no --temperature: trials sampled here, so that pass^k means
+# something (greedy trials repeat one transcript); seeds 1..K.
+TRIAL_TEMPERATURE, TRIAL_SEED = 0.7, 1
+# The agent's model calls over one conversation, unless --max-turns says (τ² caps a
+# conversation at 200 messages of every side).
+CONVERSATION_TURNS = 60
+
+
+def register(commands: Any) -> None:
+    tau2 = commands.add_parser(
+        "tau2",
+        help="tau2-bench's conversations (airline, retail, telecom) through the loop, "
+        "judged by tau2's evaluator",
+    )
+    tau2.add_argument("--domain", choices=DOMAINS, default="airline")
+    tau2.add_argument(
+        "--split",
+        default="test",
+        help="test, train, or a task set tau2 names (telecom: small, full); default test",
+    )
+    tau2.add_argument(
+        "--trials",
+        type=int,
+        default=1,
+        metavar="K",
+        help="tries of each task, for pass^k (k = 1..K); above 1 they are sampled at "
+        f"--temperature (default {TRIAL_TEMPERATURE}), trial t with seed --seed + t - 1 "
+        f"(default {TRIAL_SEED})",
+    )
+    tau2.add_argument(
+        "--task-ids",
+        metavar="A,B",
+        help="only these tasks (this project's ids, airline-2, or tau2's own)",
+    )
+    add_run_flags(tau2)
+    tau2.set_defaults(handler=_tau2)
+
+    tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")
+    tasks.add_argument("--domain", choices=DOMAINS, required=True)
+    tasks.add_argument("--split", default="test")
+    tasks.add_argument("--out", type=Path, help="default: evals/tasks/tau2/DOMAIN-SPLIT.json")
+    tasks.set_defaults(handler=_tasks)
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    out = asyncio.run(
+        build(args.domain, args.split, args.out or taskset_file(args.domain, args.split))
+    )
+    print(f"wrote {out}")
+    return 0
+
+
+def _tau2(args: argparse.Namespace) -> int:
+    if args.trials < 1:
+        raise EvalError("--trials must be at least 1")
+    tasks = taskset_file(args.domain, args.split)
+    if not tasks.exists():  # a split not committed: read from tau2's package for this run
+        tasks = asyncio.run(build(args.domain, args.split, Path("results/local/tau2") / tasks.name))
+    if args.task_ids:
+        tasks = _only(tasks, [i for i in args.task_ids.split(",") if i])
+    args.tasks, args.epochs = tasks, args.trials
+    if args.max_turns is None:  # the agent's model calls over a whole conversation
+        args.max_turns = CONVERSATION_TURNS
+    if args.trials > 1 and args.temperature is None and args.resume is None:
+        args.temperature = TRIAL_TEMPERATURE
+        args.seed = TRIAL_SEED if args.seed is None else args.seed
+        print(
+            f"evals: {args.trials} trials sampled at temperature {args.temperature}, "
+            f"seeds {args.seed}..{args.seed + args.trials - 1} (--temperature sets another)"
+        )
+    return handle(args)
+
+
+def _only(tasks: Path, wanted: list[str]) -> Path:
+    """A task file of the tasks of ``tasks`` that ``wanted`` names, beside the results."""
+    from evals.tasks import TaskSet, load_tasks, write_taskset
+
+    taskset = load_tasks(tasks)
+    chosen = [
+        t for t in taskset.tasks
+        if t.id in wanted or (t.tau2 is not None and t.tau2.task in wanted)
+    ]  # fmt: skip
+    found = {t.id for t in chosen} | {t.tau2.task for t in chosen if t.tau2 is not None}
+    missing = [w for w in wanted if w not in found]
+    if missing:
+        raise EvalError(f"no task {', '.join(missing)} in {tasks}")
+    slug = "-".join(t.id for t in chosen)[:60]
+    out = Path("results/local/tau2") / f"{taskset.name}-{slug}.json"
+    subset = TaskSet(name=taskset.name, description=taskset.description, tasks=chosen)
+    write_taskset(subset, out)
+    return out

@@ -1,0 +1,193 @@
+"""τ²-bench's domains as an environment: a task names one of τ²'s tasks (``tau2``); its run is
+a conversation (``evals.conversation``) whose tools, agent system prompt, user prompt and
+verdict are τ²'s own, served by τ²'s package in its own virtualenv behind a pipe
+(``evals.tau2``).
+
+Each task run opens a fresh τ² environment in the task's initial state; the agent's calls run
+there (a call τ² refuses comes back as a tool error the model reads); every message joins τ²'s
+trajectory; at the end τ²'s evaluator replays the trajectory and judges it. An evaluator that
+raises (a replay that does not match, a failure of its own) is the machinery's fault: the run
+is an error, never a 0. The user's tools (telecom's phone) stay on the user's side: the agent
+is never offered them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.environments.base import Reading
+from evals.errors import EvalError
+from evals.record import Tau2Data
+from evals.tasks import Task
+from evals.tau2.bridge import Tau2
+from harness.errors import ToolError, ToolServerFailed
+from harness.setup import Setup
+from harness.state import RunState
+from harness.tools import Tool, ToolContext
+from harness.workspace import create_workspace
+
+
+class JudgeFailed(EvalError):
+    """τ²'s evaluator raised on a finished conversation: the run is an error."""
+
+
+def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
+    """τ²'s tools as the loop's, each call executed in the conversation's τ² environment."""
+
+    def proxy(name: str) -> Callable[[dict[str, Any], ToolContext], Awaitable[str]]:
+        async def call(args: dict[str, Any], _: ToolContext) -> str:
+            content, failed = await tau2.call(key, name, args)
+            if failed:
+                raise ToolError(content)
+            return content
+
+        return call
+
+    return [
+        Tool(
+            spec["function"]["name"],
+            spec["function"].get("description", ""),
+            spec["function"].get("parameters") or {"type": "object", "properties": {}},
+            proxy(spec["function"]["name"]),
+            read_only=False,  # τ²'s tools change its database; none is served from a cache
+            needs_approval=False,  # the domain's policy is the agent's to follow
+        )
+        for spec in specs
+    ]
+
+
+@dataclass
+class _Talk:
+    """One conversation in flight: its key in the worker and what τ² opened it with."""
+
+    task: Task
+    key: str
+    system: str
+    user_prompt: str
+    user_tools: list[dict[str, Any]]
+
+
+class Tau2Dialogue:
+    """What the run's conversation takes from τ² (``evals.run.taskrun``): the agent's system
+    prompt, the user's prompt, the trajectory to follow and the verdict."""
+
+    def __init__(self, opened: _Opened, talk: _Talk) -> None:
+        self._opened, self._talk = opened, talk
+
+    @property
+    def system(self) -> str:
+        return self._talk.system
+
+    @property
+    def user_prompt(self) -> str:
+        return self._talk.user_prompt
+
+    @property
+    def user_tools(self) -> list[dict[str, Any]]:
+        return self._talk.user_tools
+
+    async def user_call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        return await self._opened.worker().call(self._talk.key, name, arguments, "user")
+
+    async def gold(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+        found = await self._opened.worker().gold(self._talk.key)
+        calls = [(str(name), dict(arguments)) for name, arguments in found["actions"]]
+        return calls, [str(c) for c in found["communicate"]]
+
+    async def heard(self, role: str, text: str) -> None:
+        await self._opened.worker().say(self._talk.key, role, text)
+
+    async def judge(self, run_id: str, termination: str) -> dict[str, float]:
+        """τ²'s evaluator on the finished conversation; its reward and parts are kept for the
+        record. Raises :class:`JudgeFailed` when it raises."""
+        try:
+            judged = await self._opened.worker().evaluate(self._talk.key, termination)
+        except EvalError as exc:
+            raise JudgeFailed(f"tau2's evaluator failed: {exc}") from exc
+        self._opened.verdicts[run_id] = (float(judged["reward"]), dict(judged["info"]))
+        return {"tau2": float(judged["reward"])}
+
+
+class _Opened:
+    def __init__(self) -> None:
+        self._tau2: Tau2 | None = None
+        self._lock = asyncio.Lock()
+        self._talks: dict[Path, _Talk] = {}
+        self.verdicts: dict[str, tuple[float, dict[str, Any]]] = {}
+
+    def worker(self) -> Tau2:
+        assert self._tau2 is not None, "a conversation runs only inside its setup"
+        return self._tau2
+
+    async def _started(self) -> Tau2:
+        async with self._lock:
+            if self._tau2 is None:
+                tau2 = Tau2()
+                await tau2.start()
+                self._tau2 = tau2
+            return self._tau2
+
+    @asynccontextmanager
+    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
+        assert task.tau2 is not None
+        try:
+            tau2 = await self._started()
+            key = str(folder)
+            opened = await tau2.open(key, task.tau2.domain, task.tau2.task)
+        except EvalError as exc:  # the machinery's: the run is an error, the eval goes on
+            raise ToolServerFailed(f"tau2 could not open the task: {exc}") from exc
+        workspace = create_workspace(folder, files={})
+        tools = _proxies(tau2, key, opened["tools"])
+        talk = _Talk(task, key, opened["system"], opened["user_prompt"], opened["user_tools"])
+        self._talks[workspace.root] = talk
+        try:
+            # τ²'s own system prompt goes as it is: the loop writes none of its own.
+            yield Setup(tools, workspace, system_prompt=False)
+        finally:
+            self._talks.pop(workspace.root, None)
+
+    def dialogue(self, setup: Setup) -> Tau2Dialogue:
+        return Tau2Dialogue(self, self._talks[setup.workspace.root])
+
+    def record(self, task: Task, state: RunState | None) -> Tau2Data:
+        assert task.tau2 is not None
+        reward, info = (None, None)
+        if state is not None and state.run_id in self.verdicts:
+            reward, info = self.verdicts[state.run_id]
+        version = self._tau2.version if self._tau2 is not None else None
+        return Tau2Data(
+            domain=task.tau2.domain,
+            task=task.tau2.task,
+            tau2_version=version,
+            reward=reward,
+            reward_info=info,
+        )
+
+    async def aclose(self) -> None:
+        if self._tau2 is not None:
+            await self._tau2.aclose()
+            self._tau2 = None
+
+
+class Tau2Environment:
+    name = "tau2"
+    # τ²'s tools are its domains' (read from its package when a task opens).
+    tool_names: frozenset[str] = frozenset()
+    default_policy = "no-helpers"  # τ²'s agent: its own prompt, nothing of ours added
+
+    def holds(self, task: Task) -> bool:
+        return task.tau2 is not None
+
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
+        for task in tasks:
+            if task.user is None:
+                raise EvalError(f"tau2 task {task.id} has no user: a tau2 task is a conversation")
+        return _Opened()
+
+    async def read_all(self, task: Task, scratch: Path) -> Reading:
+        raise EvalError("a tau2 task has no question-blind reading: its facts are τ²'s database")

