@@ -189,6 +189,20 @@ class Talk:
     user_turns: int = 0
     said: list[dict[str, str]] = field(default_factory=list)
     error: str | None = None
+    # How many tool calls the agent had made when the user wrote each of its messages.
+    calls_before: list[int] = field(default_factory=list)
+
+    def user_messages(self) -> list[tuple[str, int, str | None]]:
+        """Each of the user's messages, with the agent's calls made before it and the agent's
+        words it replied to (None for the first)."""
+        found: list[tuple[str, int, str | None]] = []
+        before: str | None = None
+        for message in self.said:
+            if message["role"] == "assistant":
+                before = message["content"]
+                continue
+            found.append((message["content"], self.calls_before[len(found)], before))
+        return found
 
 
 Heard = Callable[[str, str], Awaitable[None]]
@@ -222,6 +236,7 @@ async def converse(
             return talk
         talk.user_turns += 1
         talk.said.append({"role": "user", "content": text})
+        talk.calls_before.append(len(state.tool_log))
         recorder.event(state, "user", turn=talk.user_turns, content=text)
         await heard("user", text)
         if (end := user_end(text)) is not None:

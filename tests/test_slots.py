@@ -325,3 +325,21 @@ def test_a_unified_cache_gives_each_sequence_its_own_text() -> None:
         assert min(a.cache_n, b.cache_n) > 60
     finally:
         engine.close()
+
+
+def test_two_conversations_taking_turns_each_keep_their_prefix(
+    served: tuple[str, LlamaBackend],
+) -> None:
+    """An agent and its simulated user take turns on one server: neither's request lands on
+    the sequence holding the other's prefix, so each turn reads only its own new tokens (a
+    tie went to the first free sequence, and each evicted the other every turn)."""
+    url, _ = served
+    agent = "You are a booking agent. Policy 41c: " + "Check the id, then act. " * 20
+    user = "You play a customer with reservation QX7. " + "Speak briefly, one line. " * 20
+    turns = []
+    for n in range(2):
+        for system in (agent, user):
+            reply = chat(url, f"Turn {n}: say ok.", system=system, max_tokens=2)
+            turns.append(reply["timings"])
+    later = turns[2:]  # each side's second turn: its own prefix is still cached
+    assert all(t["cache_n"] > 0.8 * (t["cache_n"] + t["prompt_n"]) for t in later), turns

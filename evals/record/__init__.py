@@ -39,6 +39,7 @@ from evals.record.run import (
     ConversationRecord,
     RunRecord,
     UserRecord,
+    UserTurn,
     is_error,
     read_runs,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "RunSpec",
     "Tau2Data",
     "UserRecord",
+    "UserTurn",
     "WorkspaceData",
     "beside",
     "code_version",

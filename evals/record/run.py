@@ -50,6 +50,18 @@ class UserRecord(BaseModel):
     seed: int | None = None
 
 
+class UserTurn(BaseModel):
+    """One message of a simulated user, how many tool calls the agent had made before it, and
+    the agent's words it replied to (None: it opened the talk): what the user's error rules
+    read (``evals.report.users``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    calls_before: int = 0
+    replying_to: str | None = None
+
+
 class ConversationRecord(BaseModel):
     """A task run held as a conversation with a simulated user (``evals.conversation``): why
     it ended (``user_stop``, ``transfer``, ``out_of_scope``, ``agent_stop``, ``step_cap``,
@@ -60,6 +72,7 @@ class ConversationRecord(BaseModel):
     end: str
     user_turns: int = 0
     user: UserRecord = UserRecord()
+    said: list[UserTurn] = []
 
 
 class RunRecord(BaseModel):

@@ -23,7 +23,7 @@ from evals.conversation import (
 )
 from evals.environments import Dialogue, Opened, environment_of
 from evals.errors import EvalError
-from evals.record import ConversationRecord, UserRecord
+from evals.record import ConversationRecord, UserRecord, UserTurn
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
 from evals.solvers import TaskRun, solver_named
@@ -68,7 +68,12 @@ class Ran:
         if self.talk is None:
             return None
         user = self.user or UserRecord()
-        return ConversationRecord(end=self.talk.end, user_turns=self.talk.user_turns, user=user)
+        said = [
+            UserTurn(text=t, calls_before=n, replying_to=r) for t, n, r in self.talk.user_messages()
+        ]
+        return ConversationRecord(
+            end=self.talk.end, user_turns=self.talk.user_turns, user=user, said=said
+        )
 
 
 async def _agent(

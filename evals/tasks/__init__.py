@@ -290,6 +290,7 @@ def write_taskset(taskset: TaskSet, out: Path) -> None:
                 task.pop(name)
     keys = ["name", "description", "mcpServers", "intro", "tasks"]
     ordered = {k: data[k] for k in keys if k in data}
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

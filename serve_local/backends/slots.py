@@ -34,6 +34,11 @@ from serve_local.toolgrammar import CallConstraint
 MIN_COPY_GAIN = 16
 
 
+def worth(shared: int) -> int:
+    """A shared prefix as a choice of sequence counts it: too short to save work, nothing."""
+    return shared if shared >= MIN_COPY_GAIN else 0
+
+
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -129,6 +134,8 @@ class SlotEngine:
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._batch = LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=1, verbose=False)
         self._cached: list[list[int]] = [[] for _ in range(slots)]  # tokens in each sequence
+        self._used = [0] * slots  # when each sequence was last given a request (admissions)
+        self._admitted = 0
         self._busy: list[_Job | None] = [None] * slots
         self._waiting: list[_Job] = []
         self._wake = threading.Condition()
@@ -282,7 +289,10 @@ class SlotEngine:
                 coming = max((min(common_prefix(t, tokens), room) for t in reading), default=0)
                 if coming >= max(shares) + MIN_COPY_GAIN:
                     continue
-                seq = max(free, key=lambda s: shares[s])
+                # The free sequence that shares the most; where none shares enough to count,
+                # the one used longest ago, so that two conversations taking turns (an agent
+                # and its simulated user) each keep their own prefix.
+                seq = max(free, key=lambda s: (worth(shares[s]), -self._used[s]))
                 best = max(range(self.slots), key=lambda s: shares[s])
                 keep = shares[seq]
                 source = best if shares[best] >= keep + MIN_COPY_GAIN else None
@@ -294,6 +304,8 @@ class SlotEngine:
             job.seq, job.cache_n, job.pos, job.todo = seq, keep, keep, tokens[keep:]
             job.admitted = time.perf_counter()
             self._busy[seq] = job
+            self._admitted += 1
+            self._used[seq] = self._admitted
             self.peak = max(self.peak, self.in_flight)
 
     def _place(self, seq: int, source: int | None, keep: int) -> None:

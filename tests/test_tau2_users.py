@@ -1,0 +1,63 @@
+"""The simulated user's error rules: each flags what it names on labelled turns, and leaves a
+user who does its part alone."""
+
+from __future__ import annotations
+
+from evals.conversation import STOP, TRANSFER
+from evals.record import UserTurn
+from evals.report.users import flags
+
+SCENARIO = """Instructions:
+	Domain: airline
+	Reason for call:
+		You want to cancel reservation EHGLP3.
+	Known info:
+		You are Emma Kim. Your user id is emma_kim_9957."""
+
+
+def _rules(*turns: tuple[str, int, str | None], acts: bool = True) -> list[tuple[int, str]]:
+    said = [UserTurn(text=t, calls_before=n, replying_to=r) for t, n, r in turns]
+    return [(f.turn, f.rule) for f in flags(SCENARIO, said, acts=acts)]
+
+
+def test_a_user_that_does_its_part_is_not_flagged() -> None:
+    assert (
+        _rules(
+            ("Hi, I'd like to cancel my reservation EHGLP3. My user id is emma_kim_9957.", 0, None),
+            ("Yes, please go ahead.", 2, "Your flight ABC123 costs $300. Shall I cancel EHGLP3?"),
+            ("Flight ABC123, yes, that's the one.", 3, "Cancelled; refund to card 4421."),
+            (STOP, 3, "Anything else?"),
+        )
+        == []
+    )
+
+
+def test_a_user_that_speaks_as_the_agent_is_flagged() -> None:
+    assert _rules(("Hello! How can I assist you today?", 0, None)) == [(1, "plays_agent")]
+    assert _rules(("Is there anything else I can help you with?", 0, None)) == [(1, "plays_agent")]
+
+
+def test_a_user_that_stops_before_the_agent_acted_is_flagged_only_where_acts_count() -> None:
+    opening = ("Cancel EHGLP3 please.", 0, None)
+    assert _rules(opening, (STOP, 0, "Sure.")) == [(2, "early_stop")]
+    assert _rules(opening, (STOP, 0, "Sure."), acts=False) == []
+    assert _rules(opening, (TRANSFER, 1, "Transferring you.")) == []
+    assert _rules((STOP, 0, None)) == [(1, "empty_stop")]
+
+
+def test_a_user_that_writes_out_its_instructions_is_flagged() -> None:
+    found = _rules(("Reason for call: You want to cancel reservation EHGLP3.", 0, None))
+    assert found == [(1, "leaks")]
+    assert _rules(("<scenario> cancel </scenario>", 0, None)) == [(1, "leaks")]
+
+
+def test_a_user_that_states_an_identifier_nobody_gave_it_is_flagged() -> None:
+    assert _rules(("My reservation is XYZ789, user id emma_kim_1234.", 0, None)) == [
+        (1, "unknown_fact")
+    ]
+    # One the agent said first is known to the user; e-mails count as identifiers.
+    assert _rules(
+        ("Cancel EHGLP3.", 0, None),
+        ("Yes, QQ77RR is the one.", 1, "I see flight QQ77RR on it."),
+        ("Send it to emma@example.com", 1, "Where should the receipt go?"),
+    ) == [(3, "unknown_fact")]
