@@ -249,5 +249,7 @@ async def run_task(
         recorder.checkpoint(state)
     if ran.machinery is not None:
         recorder.event(state, "machinery_failed", error=ran.machinery)
+    if ran.talk is not None or ran.machinery is not None:
+        # A talk the user ended before the agent's loop ran has no state file yet.
         recorder.checkpoint(state)
     return ran
