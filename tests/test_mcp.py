@@ -456,3 +456,56 @@ def test_each_python_mcp_servers_venv_is_pinned_whole_with_hashes(server: str) -
         (n.lower().replace("_", "-"), v) for n, v in re.findall(r"^(\S+)==(\S+)$", frozen, re.M)
     }
     assert held == pinned
+
+
+@pytest.mark.parametrize("approvals", ["approve", "reject"])
+async def test_a_conversation_over_an_mcp_server_is_judged_by_the_state_it_left(
+    tmp_path: Path, approvals: str
+) -> None:
+    """The README's conversation example through the real filesystem server from npm: a
+    scripted user asks for a change, the agent reads and writes with the server's tools, and
+    the ``after`` check reads the file once the talk is over. With the write approved the
+    check passes; declined, the file is unchanged and it fails."""
+    from evals.conversation import STOP
+    from evals.tasks import write_taskset
+
+    example = load_tasks(Path("examples/my-conversation.yaml"))
+    (task,) = example.tasks
+    assert task.user is not None and task.user.script is None
+    task.user.script = ["Hi, please cancel my order 1042, I ordered the wrong size.", STOP]
+    tasks = tmp_path / "conversation.json"
+    write_taskset(example, tasks)
+    seen: list[list[str]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        folder = re.search(r"files in (\S+)\. Look", body["messages"][0]["content"])
+        assert folder is not None
+        seen.append([m["role"] for m in body["messages"]])
+        path = f"{folder.group(1)}/orders.md"
+        made = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if made == 0:
+            return httpx.Response(
+                200, json=calls(("c1", "read_text_file", json.dumps({"path": path})))
+            )
+        if made == 1:
+            content = "# Orders\n1041: shipped\n1042: cancelled\n1043: pending\n"
+            arguments = json.dumps({"path": path, "content": content})
+            return httpx.Response(200, json=calls(("c2", "write_file", arguments)))
+        return httpx.Response(200, json=answer("Order 1042 is cancelled."))
+
+    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
+        settings = EvalSettings(
+            base_url=url, model="fake", tasks=tasks, out=tmp_path / "r.jsonl", approvals=approvals
+        )
+        (record,) = read_runs(await run_eval(settings, echo=lambda _: None))
+    assert record.conversation is not None
+    assert (record.conversation.end, record.conversation.user_turns) == ("user_stop", 2)
+    assert record.conversation.user.scripted
+    assert [t.calls_before for t in record.conversation.said] == [0, 2]
+    assert record.conversation.said[1].replying_to == "Order 1042 is cancelled."
+    (after,) = [c for c in record.checks if c["kind"] == "after"]
+    assert (after["passed"], record.correct) == ((True, True) if approvals == "approve"
+                                                 else (False, False))  # fmt: skip
+    assert seen[0][1:] == ["user"]  # the user's words open the talk, not the task's question
+    assert record.question == task.question

@@ -98,9 +98,11 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
     run.add_argument(
         "--approvals",
-        choices=["reject", "stop"],
+        choices=["reject", "approve", "stop"],
         default="reject",
-        help="a call needing approval: decline it and go on, or stop the task",
+        help="a call needing approval: decline it and go on (the default: the task set is "
+        "read-only), approve it (a task set that changes its fresh workspace: a user's "
+        "request, checked by an after check), or stop the task",
     )
     run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
     run.add_argument("--label", help="name of this run in comparisons")

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.record import RunRecord, committed, is_error, read_runs
+from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import by_task, pass_hat_k, wilson
@@ -62,8 +62,11 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     right = sum(r.correct for r in judged)
     interval = wilson(right, len(judged)) if judged else None
     curve = [pass_hat_k(judged, k) for k in range(2, min(trials, most_k) + 1)]
-    rewards = [r.environment.reward for r in judged if getattr(r.environment, "reward", None)
-               is not None]  # fmt: skip
+    rewards = [
+        r.environment.reward
+        for r in judged
+        if isinstance(r.environment, Tau2Data) and r.environment.reward is not None
+    ]
     ends = Counter(r.conversation.end for r in records if r.conversation is not None)
     flagged = user_errors(judged, _scenarios(records))
     share = f"{flagged.flagged}/{flagged.turns}" if flagged.turns else "–"

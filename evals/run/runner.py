@@ -248,7 +248,7 @@ async def _one(
             epoch=epoch,
             seed=seed,
             state=state,
-            checks=score(task, state, ran.verdicts),
+            checks=score(task, state, ran.verdicts, ran.after),
             trace_path=beside(ev.out, trace),
             conversation=ran.conversation(),
             machinery=ran.machinery,

@@ -34,7 +34,8 @@ class EvalSettings:
     label: str | None = field(default=None, metadata=RESUMED_ONLY)
     out: Path | None = None
     # A call that needs approval: "reject" declines it with a reason the model reads and goes
-    # on (the task set is read-only); "stop" records the run as interrupted.
+    # on (the task set is read-only); "approve" lets it run (a task set that changes its
+    # fresh workspace); "stop" records the run as interrupted.
     approvals: str = field(default="reject", metadata=LOOP)
     # The wire shape: openai (chat completions) or anthropic (Messages).
     api: str = field(default="openai", metadata=RESUMED_ONLY)

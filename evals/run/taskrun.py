@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from httpx import MockTransport
 
@@ -27,14 +28,16 @@ from evals.record import ConversationRecord, UserRecord, UserTurn
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
 from evals.solvers import TaskRun, solver_named
-from evals.tasks import Task
-from harness.approvals import reject
+from evals.tasks import After, Task
+from evals.tasks.checks import after_key
+from harness.approvals import approve, reject
 from harness.client import ChatClient, ProviderClient, RetryPolicy
 from harness.errors import ToolServerFailed
 from harness.loop import LoopConfig, run_loop
 from harness.presets import apply
 from harness.setup import Setup
 from harness.state import RunState, new_run
+from harness.tools import ToolContext
 from harness.trace import Recorder
 
 EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
@@ -63,6 +66,8 @@ class Ran:
     user: UserRecord | None = None
     verdicts: dict[str, float] = field(default_factory=dict)
     machinery: str | None = None
+    # The results of the task's ``after`` checks' calls, made once the run was over.
+    after: dict[str, str] = field(default_factory=dict)
 
     def conversation(self) -> ConversationRecord | None:
         if self.talk is None:
@@ -98,14 +103,18 @@ async def _declined(
     recorder: Recorder,
     approvals: str,
 ) -> RunState:
-    """A run stopped on a call awaiting approval, the call declined (when the eval says so)
+    """A run stopped on a call awaiting approval, the call decided as the eval says (declined
+    with a reason the model reads, or approved: a task set that changes its fresh workspace)
     and the run gone on until it stops otherwise."""
     while (
-        approvals == "reject"
+        approvals in ("reject", "approve")
         and state.interruption
         and state.interruption.get("type") == "approval"
     ):
-        reject(state, state.interruption["call_id"], EVAL_REJECTION)
+        if approvals == "approve":
+            approve(state, state.interruption["call_id"])
+        else:
+            reject(state, state.interruption["call_id"], EVAL_REJECTION)
         await run_loop(state, client, setup, config, recorder)
     return state
 
@@ -208,6 +217,43 @@ async def _conversation(
             ran.machinery = str(exc)
 
 
+def _filled(value: Any, workspace: str) -> Any:
+    """``value`` with ``{workspace}`` in its strings made the run's folder."""
+    if isinstance(value, str):
+        return value.replace("{workspace}", workspace)
+    if isinstance(value, list):
+        return [_filled(v, workspace) for v in value]
+    if isinstance(value, dict):
+        return {k: _filled(v, workspace) for k, v in value.items()}
+    return value
+
+
+async def _afterwards(task: Task, setup: Setup, run_id: str) -> dict[str, str]:
+    """Each ``after`` check's call (``{workspace}`` in its arguments: the run's folder), made
+    on what the run left, before its environment is torn down: its result by call. Only a
+    read-only tool is called; any other, or one the run does not have, is answered with why,
+    and the check fails on it."""
+    tools = {t.name: t for t in setup.tools}
+    found: dict[str, str] = {}
+    for check in task.checks:
+        if not isinstance(check, After):
+            continue
+        tool = tools.get(check.tool)
+        if tool is None:
+            result = f"refused: the run has no tool {check.tool}"
+        elif not tool.read_only:
+            result = f"refused: {check.tool} is not read-only"
+        else:
+            context = ToolContext(setup.workspace, idempotency_key=f"{run_id}-after")
+            arguments = _filled(check.arguments, str(setup.workspace.root))
+            try:
+                result = await tool.fn(arguments, context)
+            except Exception as exc:  # the check fails on it, and says why
+                result = f"refused: {exc.__class__.__name__}: {exc}"
+        found[after_key(check.tool, check.arguments)] = result
+    return found
+
+
 async def run_task(
     task: Task,
     settings: EvalSettings,
@@ -243,6 +289,7 @@ async def run_task(
                 run = TaskRun(task, environment, state, client, setup, config, recorder)
                 await solver_named(settings.solver).solve(run)
                 await _declined(state, client, setup, config, recorder, settings.approvals)
+            ran.after = await _afterwards(task, setup, run_id)
     except ToolServerFailed as exc:  # the tools' servers failed to start (or to stop)
         state.status, state.error, state.tool_server_failed = "failed", str(exc), True
         recorder.event(state, "run_stopped", status="failed", error=state.error)

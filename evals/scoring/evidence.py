@@ -27,6 +27,7 @@ from typing import Any
 import evals.scoring.answers as answers
 from evals.environments import tool_names
 from evals.tasks import Check, Task, TypedAnswer
+from evals.tasks.checks import after_key
 from harness.policies.submit import submit_tool
 from harness.state import RunState, ToolRun, signature
 from harness.workspace import normal_name
@@ -169,9 +170,14 @@ class RunEvidence:
     state: RunState
     # What an environment's own judge gave the run, by judge (``evals.tasks.Judged``).
     verdicts: Mapping[str, float] = field(default_factory=dict)
+    # Results of the calls made once the run was over, by ``after_key`` (``evals.tasks.After``).
+    after: Mapping[str, str] = field(default_factory=dict)
 
     def judged(self, by: str) -> float | None:
         return self.verdicts.get(by)
+
+    def afterwards(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        return self.after.get(after_key(tool, arguments))
 
     @cached_property
     def answer(self) -> str:
@@ -220,11 +226,15 @@ def describe(check: Check) -> str:
 
 
 def score(
-    task: Task, state: RunState, verdicts: Mapping[str, float] | None = None
+    task: Task,
+    state: RunState,
+    verdicts: Mapping[str, float] | None = None,
+    after: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Each of ``task``'s checks on the finished run; ``verdicts``: what an environment's own
-    judge gave it (a ``judged`` check reads it)."""
-    evidence = RunEvidence(state, verdicts or {})
+    judge gave it (a ``judged`` check reads it); ``after``: the results of the calls its
+    ``after`` checks made once the run was over."""
+    evidence = RunEvidence(state, verdicts or {}, after or {})
     return [
         {"check": describe(c), "kind": c.kind, "passed": c.passes(evidence)} for c in task.checks
     ]

@@ -27,6 +27,7 @@ from evals.tasks.checks import (
     ANSWER_TYPES,
     CHECK_KINDS,
     EVIDENCE_KINDS,
+    After,
     Answer,
     Check,
     Contains,
@@ -55,6 +56,7 @@ __all__ = [
     "ANSWER_TYPES",
     "DEFAULT_TASKS",
     "EVIDENCE_KINDS",
+    "After",
     "Answer",
     "Check",
     "Contains",
@@ -233,9 +235,11 @@ class Task(BaseModel):
     @property
     def grounded(self) -> bool:
         """Its checks ask for an answer and for the tool result that answer must come from, or
-        its environment's own judge looks at the state the run left (``judged``)."""
+        look at the state the run left (``after``, or the environment's own judge)."""
         kinds = {c.kind for c in self.checks}
-        return "judged" in kinds or (bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS))
+        if kinds & {"judged", "after"}:  # the state the run left, read by the check itself
+            return True
+        return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
 
 
 def _digest(value: Any) -> str:

@@ -8,6 +8,7 @@ registry: a new kind is one model with ``kind`` and ``passes``, and one line the
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal, Protocol, cast, get_args, get_origin
 
@@ -44,6 +45,11 @@ class Evidence(Protocol):
     def results(self, tool: str | None) -> list[str]:
         """The text of every result of ``tool`` (None: of any tool) the run received (calls
         that succeeded)."""
+        ...
+
+    def afterwards(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """The result of ``tool`` called with ``arguments`` once the run was over, on what it
+        left (None: no such call was made)."""
         ...
 
     def judged(self, by: str) -> float | None:
@@ -193,6 +199,27 @@ class StatusIs(_Check):
         return run.status == self.value
 
 
+def after_key(tool: str, arguments: dict[str, Any]) -> str:
+    """How a call made after the run is named among its results."""
+    return json.dumps([tool, arguments], sort_keys=True, ensure_ascii=False)
+
+
+class After(_Check):
+    """The state the run left: ``tool`` (one of the run's read-only tools), called with
+    ``arguments`` once the run is over, returns a result holding every ``result_contains``
+    (case-insensitive). What a conversation must have changed: the order's status, the file
+    written, the row updated."""
+
+    kind: Literal["after"]
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = {}
+    result_contains: list[str] = Field(min_length=1)
+
+    def passes(self, run: Evidence) -> bool:
+        result = run.afterwards(self.tool, self.arguments)
+        return result is not None and all(s.lower() in result.lower() for s in self.result_contains)
+
+
 class Judged(_Check):
     """The environment's own judge passed the run: ``by`` names it (``tau2``: τ²-bench's
     evaluator, which replays the conversation's calls and compares the final database, what
@@ -310,6 +337,7 @@ Check = Annotated[
     | ObservedValue
     | Received
     | StatusIs
+    | After
     | Judged
     | Answer,
     Field(discriminator="kind"),
