@@ -141,6 +141,7 @@ def _tau2_tasks(tmp_path: Path, picks: list[tuple[str, str]], script: list[str] 
     for task in tasks:
         assert task.user is not None
         task.user.script = script
+    tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / "tau2.json"
     write_taskset(TaskSet(name="tau2-picked", tasks=tasks), out)
     return out
@@ -186,6 +187,13 @@ def test_oracle_and_idle_agents_through_the_whole_path_score_one_and_zero(
         (False, "completed", 0.0),
     ]
     assert all(r.tool_runs == 0 for r in idle)
+
+    # A user whose first word is a stop: the talk ends before the agent's loop runs, and the
+    # run is still a finished, judged one.
+    silent = _tau2_tasks(tmp_path / "silent", [("airline", "2")], [STOP])
+    (record,) = _eval(silent, scripted_url, tmp_path, "--agent", "idle")
+    assert (record.status, record.turns, record.correct) == ("completed", 0, False)
+    assert record.conversation is not None and record.conversation.end == "user_stop"
 
 
 @needs_tau2

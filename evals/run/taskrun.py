@@ -207,6 +207,8 @@ async def _conversation(
         ran.talk = await converse(
             state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
         )
+    if state.status == "running":  # the user ended the talk before the agent's loop ran
+        state.status = "completed"
     if ran.talk.error is not None:
         ran.machinery = ran.talk.error
         return
