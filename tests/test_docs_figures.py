@@ -226,3 +226,11 @@ def test_the_tool_schema_tables_are_what_the_committed_runs_give() -> None:
     assert block(DOCS, "tool-schemas-sets") == tool_schemas.sets_table(runs)
     ours = runs[1]
     assert len(ours["forced"]) == 135 and tool_schemas.misses(ours) == []
+
+
+def test_the_tau2_page_is_what_the_committed_conversation_runs_give() -> None:
+    from evals.report import tau2
+
+    assert block(tau2.PAGE, "tau2-runs") == tau2.runs_table(), "run python -m evals tau2-report"
+    assert block(tau2.PAGE, "tau2-user-rules") == tau2.rules_table()
+    assert block(tau2.PAGE, "tau2-anchors") == tau2.anchors_table()

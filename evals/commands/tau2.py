@@ -50,11 +50,25 @@ def register(commands: Any) -> None:
     add_run_flags(tau2)
     tau2.set_defaults(handler=_tau2)
 
+    report = commands.add_parser(
+        "tau2-report",
+        help="fill docs/tau2.md from the conversation runs committed under results/tau2/",
+    )
+    report.set_defaults(handler=_report)
+
     tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")
     tasks.add_argument("--domain", choices=DOMAINS, required=True)
     tasks.add_argument("--split", default="test")
     tasks.add_argument("--out", type=Path, help="default: evals/tasks/tau2/DOMAIN-SPLIT.json")
     tasks.set_defaults(handler=_tasks)
+
+
+def _report(_: argparse.Namespace) -> int:
+    from evals.report.tau2 import PAGE, write_page
+
+    changed = write_page()
+    print(f"{PAGE}: " + (", ".join(changed) + " rewritten" if changed else "unchanged"))
+    return 0
 
 
 def _tasks(args: argparse.Namespace) -> int:

@@ -87,6 +87,10 @@ class Transcript:
     error: str | None
     interruption: dict[str, Any] | None
     files: list[str] = field(default_factory=list)  # the kept files this transcript came from
+    # A conversation's: what the user said after the agent's last turn (its stop word), and
+    # how the talk ended (its end, the user, the environment's reward where it gave one).
+    closing: list[str] = field(default_factory=list)
+    ended: str | None = None
 
 
 @dataclass
@@ -221,13 +225,36 @@ def transcript(run: Run, index: int, number: int, record: RunRecord) -> Transcri
         status=record.status,
         correct=record.correct,
         system=next((m["content"] for m in state.messages if m["role"] == "system"), ""),
-        user=next(m["content"] for m in state.messages if m["role"] == "user"),
+        user=next((m["content"] for m in state.messages if m["role"] == "user"), record.question),
         turns=turns,
         checks=record.checks,
         answer=record.answer,
         error=record.error,
         interruption=record.interruption,
         files=[str(p.name) for p in (state_file, trace_file) if p is not None],
+        closing=asked + _unsent(record, state),
+        ended=_ended(record),
+    )
+
+
+def _unsent(record: RunRecord, state: RunState) -> list[str]:
+    """A conversation's user messages the agent never read: the one that ended it."""
+    talk = record.conversation
+    if talk is None or not talk.said:
+        return []
+    sent = sum(1 for m in state.messages if m["role"] == "user")
+    return [t.text for t in talk.said[sent:]]
+
+
+def _ended(record: RunRecord) -> str | None:
+    talk = record.conversation
+    if talk is None:
+        return None
+    user = "a script" if talk.user.scripted else (talk.user.model or "?")
+    reward = getattr(record.environment, "reward", None)
+    judged = "" if reward is None else f"; reward {reward:g}"
+    return (
+        f"conversation ended: {talk.end} after {talk.user_turns} user turns (user: {user}){judged}"
     )
 
 

@@ -23,6 +23,7 @@ from evals.studies.serving import (
     scale,
     serving,
     slots_report,
+    tau2_replay,
     throughput,
 )
 from evals.studies.serving.common import Echo, Part
@@ -44,6 +45,7 @@ PARTS: dict[str, Part] = {
         ladder.PART,
         draft.PART,
         analyst_turns.PART,
+        tau2_replay.PART,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
@@ -60,6 +62,7 @@ SHOWN = (
     "throughput",
     "scale",
     "slots",
+    "tau2",
 )
 
 

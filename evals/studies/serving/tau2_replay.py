@@ -1,0 +1,181 @@
+"""One τ² conversation replayed through our server and llama.cpp's ``llama-server`` side by side
+(``make bench BENCH_PARTS=tau2``): the agent's and the user's requests in the order the
+conversation made them, each server with two slots, so that each side can keep its own prefix.
+
+The conversation is a committed one (``results/tau2``), rebuilt request by request: the agent's
+from its state file (τ²'s system prompt and tools, the talk so far), the user's from the
+record (τ²'s user prompt, the greeting, the talk from the user's side). Every request asks for
+a few tokens greedily, so both servers read the same prompts whatever they reply; what is
+measured is the prompt work: the tokens each request computes (``prompt_n``) against the tokens
+new to it (its prompt less the prompt of the same side's request before it, whose prefix it
+extends), and the time the whole conversation takes. Target: computed ≤ 1.3 × new on ours, and
+ours no slower than llama-server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from evals.conversation import GREETING
+from evals.record import kept_file, read_runs, read_text
+from evals.report.markdown import table
+from evals.studies.serving.common import Echo, Figures, Part, server_process
+from evals.tau2.bridge import Tau2
+from harness.persist import parse
+from serve_local import llama_server
+from serve_local.models import QWEN_CODER
+from serve_local.process import serve_command
+
+ROOT = Path(__file__).resolve().parents[3]
+RUN = ROOT / "results" / "tau2" / "airline-test-qwen2.5-coder-1.5b.jsonl"
+THREADS, SLOTS, CTX = 2, 2, 16384
+MAX_TOKENS = 8
+TARGET_COMPUTED = 1.3  # prompt tokens computed / tokens new to each request
+SERVERS = ("ours", "llama-server")
+
+
+def _chosen(run: Path) -> Any:
+    """The conversation replayed: the run's one with the most requests of both sides."""
+    records = [r for r in read_runs(run) if r.conversation is not None and r.run_id]
+    return max(
+        records,
+        key=lambda r: (r.turns + len(r.conversation.said if r.conversation else []), r.task_id),
+    )
+
+
+async def _opened(domain: str, task: str) -> dict[str, Any]:
+    async with Tau2() as tau2:
+        return await tau2.open("bench", domain, task)
+
+
+def requests(run: Path = RUN) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """The chosen conversation's requests in order: (side, body), and its task id."""
+    record = _chosen(run)
+    state_file = kept_file(run, f"{record.run_id}.json")
+    if state_file is None or record.conversation is None:
+        raise SystemExit(f"{run}: the state of {record.task_id} is not kept")
+    state = parse(read_text(state_file), state_file)
+    opened = asyncio.run(_opened(record.environment.domain, record.environment.task))
+    said = record.conversation.said
+    user_messages = [{"role": "system", "content": opened["user_prompt"]},
+                     {"role": "user", "content": GREETING}]  # fmt: skip
+    ordered: list[tuple[str, dict[str, Any]]] = []
+    n_user = 0
+    for i, message in enumerate(state.messages):
+        if message["role"] == "user":  # a user turn: its request first, then the agent's
+            turn = said[n_user]
+            if turn.replying_to is not None:
+                user_messages.append({"role": "user", "content": turn.replying_to})
+            ordered.append(("user", {"messages": list(user_messages)}))
+            user_messages.append({"role": "assistant", "content": turn.text})
+            n_user += 1
+        if message["role"] == "assistant":
+            body = {"messages": state.messages[:i], "tools": opened["tools"]}
+            ordered.append(("agent", body))
+    return record.task_id, ordered
+
+
+def _send(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    payload = {"model": QWEN_CODER, "temperature": 0, "max_tokens": MAX_TOKENS, **body}
+    start = time.perf_counter()
+    response = httpx.post(f"{url}/chat/completions", json=payload, timeout=900)
+    wall_ms = (time.perf_counter() - start) * 1000
+    response.raise_for_status()
+    reply = response.json()
+    timings = reply.get("timings") or {}
+    return {
+        "wall_ms": round(wall_ms, 1),
+        "prompt_tokens": (reply.get("usage") or {}).get("prompt_tokens"),
+        "prompt_n": timings.get("prompt_n"),
+        "cache_n": timings.get("cache_n"),
+    }
+
+
+def _new_tokens(rows: list[dict[str, Any]], who: str) -> list[int]:
+    """Tokens new to each request: its prompt less the same side's previous prompt."""
+    last: dict[str, int] = {}
+    new = []
+    for row in rows:
+        sent = int(row[who]["prompt_tokens"] or 0)
+        new.append(max(sent - last.get(row["side"], 0), 0))
+        last[row["side"]] = sent
+    return new
+
+
+def run(echo: Echo) -> Figures:
+    peer_args = llama_server.command(QWEN_CODER, None, threads=THREADS, slots=SLOTS,
+                                     ctx_size=CTX)  # fmt: skip
+    task, ordered = requests()
+    agent = sum(side == "agent" for side, _ in ordered)
+    echo(f"   {task}: {len(ordered)} requests ({agent} agent, {len(ordered) - agent} user)")
+    ours_args = serve_command("llama", model=QWEN_CODER, threads=THREADS, slots=SLOTS, ctx=CTX,
+                              log_level="warning")  # fmt: skip
+    rows: list[dict[str, Any]] = [{"side": side} for side, _ in ordered]
+    for who, args in zip(SERVERS, (ours_args, peer_args), strict=True):
+        with server_process(args) as (url, _, _):  # one model process at a time
+            for row, (_, body) in zip(rows, ordered, strict=True):
+                row[who] = _send(url, body)
+        echo(f"   {who}: {sum(r[who]['wall_ms'] for r in rows) / 1000:,.1f} s")
+    figures: Figures = {"task": task, "requests": len(rows), "slots": SLOTS, "rows": rows}
+    for who in SERVERS:
+        new = _new_tokens(rows, who)
+        computed = [int(r[who]["prompt_n"] or 0) for r in rows]
+        figures[who] = {
+            "seconds": round(sum(r[who]["wall_ms"] for r in rows) / 1000, 1),
+            "sent": sum(int(r[who]["prompt_tokens"] or 0) for r in rows),
+            "new": sum(new),
+            "computed": sum(computed),
+            "computed_over_new": round(sum(computed) / max(sum(new), 1), 3),
+        }
+    figures["time_ratio"] = round(
+        figures["ours"]["seconds"] / figures["llama-server"]["seconds"], 3
+    )
+    return figures
+
+
+def render(f: Figures) -> list[str]:
+    rows = [
+        [
+            who,
+            f[who]["sent"],
+            f[who]["new"],
+            f[who]["computed"],
+            f"{f[who]['computed_over_new']:.2f}",
+            f"{f[who]['seconds']:,.1f}",
+        ]
+        for who in SERVERS
+    ]
+    ours = f["ours"]
+    met_prefix = ours["computed_over_new"] <= TARGET_COMPUTED
+    met_time = f["time_ratio"] <= 1.0
+    return [
+        f"One τ² conversation ({f['task']}, {f['requests']} requests of the agent and its user "
+        f"in their order) replayed through each server with {f['slots']} slots, {MAX_TOKENS} "
+        "tokens asked per request, so both read the same prompts.",
+        "",
+        table(
+            [
+                "server",
+                "prompt tokens sent",
+                "new to each request",
+                "computed",
+                "computed / new",
+                "seconds",
+            ],
+            rows,
+        ),
+        f"Target computed ≤ {TARGET_COMPUTED} × new on ours: "
+        f"{'met' if met_prefix else 'missed'} ({ours['computed_over_new']:.2f}); ours against "
+        f"llama-server's time: {f['time_ratio']:.2f} ({'met' if met_time else 'missed'}).",
+    ]
+
+
+def docs(f: Figures) -> list[tuple[Path, str, str]]:
+    return [(ROOT / "docs" / "tau2.md", "tau2-bench", "\n".join(render(f)) + "\n")]
+
+
+PART = Part("tau2", run, render, docs)
