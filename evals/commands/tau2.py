@@ -56,6 +56,15 @@ def register(commands: Any) -> None:
     )
     report.set_defaults(handler=_report)
 
+    sample = commands.add_parser(
+        "tau2-sample",
+        help="draw user turns at random from the committed conversation runs, to label",
+    )
+    sample.add_argument("--n", type=int, default=120, help="user turns to draw (default 120)")
+    sample.add_argument("--seed", type=int, default=7)
+    sample.add_argument("--out", type=Path, help="default: results/tau2/user-labels.jsonl")
+    sample.set_defaults(handler=_sample)
+
     tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")
     tasks.add_argument("--domain", choices=DOMAINS, required=True)
     tasks.add_argument("--split", default="test")
@@ -68,6 +77,24 @@ def _report(_: argparse.Namespace) -> int:
 
     changed = write_page()
     print(f"{PAGE}: " + (", ".join(changed) + " rewritten" if changed else "unchanged"))
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    import json
+
+    from evals.report.tau2 import LABELS, conversation_runs, scenarios_of
+    from evals.report.users import sample_turns
+
+    out = args.out or LABELS
+    if out.exists():
+        raise EvalError(f"{out} exists (labels are never overwritten); name another --out")
+    runs = conversation_runs()
+    scenarios = {k: v for _, records in runs for k, v in scenarios_of(records).items()}
+    rows = sample_turns(runs, scenarios, args.n, args.seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"wrote {out}: {len(rows)} user turns (seed {args.seed}) to label ok or error")
     return 0
 
 

@@ -12,13 +12,15 @@ from pathlib import Path
 from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
-from evals.report.stats import by_task, pass_hat_k, wilson
+from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
 from evals.report.users import user_errors
 from evals.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"
 PAGE = ROOT / "docs" / "tau2.md"
+# The labelled sample of user turns (``python -m evals tau2-sample``, then read and labelled).
+LABELS = RESULTS / "user-labels.jsonl"
 ENDS = ("user_stop", "transfer", "out_of_scope", "agent_stop", "step_cap", "error")
 
 # The published anchors the page sets ours beside: (model, airline, retail, telecom) as their
@@ -42,6 +44,15 @@ def _who(records: Sequence[RunRecord]) -> tuple[str, str]:
     return agent, user
 
 
+def conversation_runs(folder: Path = RESULTS) -> list[tuple[str, list[RunRecord]]]:
+    """Every committed conversation run under ``folder``: its name and records."""
+    return [(path.stem, read_runs(path)) for path in committed(folder, "*.jsonl")]
+
+
+def scenarios_of(records: Sequence[RunRecord]) -> dict[str, str]:
+    return _scenarios(records)
+
+
 def _scenarios(records: Sequence[RunRecord]) -> dict[str, str]:
     """Each task's user scenario, read from the task file the run names (none: no rules on
     facts)."""
@@ -58,9 +69,8 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     judged = [r for r in records if not is_error(r)]
     agent, user = _who(records)
     trials = min((len(v) for v in by_task(judged).values()), default=0)
-    first = pass_hat_k(judged, 1) if judged else None
-    right = sum(r.correct for r in judged)
-    interval = wilson(right, len(judged)) if judged else None
+    # pass^1 is the accuracy with the task as the unit (each task the share of its trials).
+    first = accuracy(judged) if judged else None
     curve = [pass_hat_k(judged, k) for k in range(2, min(trials, most_k) + 1)]
     rewards = [
         r.environment.reward
@@ -75,7 +85,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         agent,
         user,
         f"{len(by_task(judged))} × {trials}",
-        "–" if first is None or interval is None else f"{first:.1%} [{interval.interval}]",
+        "–" if first is None else first.interval(),
         " / ".join(f"{v:.1%}" for v in curve if v is not None) or "–",
         f"{sum(rewards) / len(rewards):.2f}" if rewards else "–",
         ", ".join(f"{e} {ends[e]}" for e in ENDS if ends[e]) or "–",
@@ -113,6 +123,30 @@ def rules_table(folder: Path = RESULTS) -> str:
     return table(["run", "user turns", *RULES, "conversations flagged"], rows)
 
 
+def labels_text(path: Path = LABELS) -> str:
+    """The labelled sample: the user's error rate with its interval, and how the rules meet
+    the labels."""
+    import json
+
+    from evals.report.users import agreement
+
+    if not path.exists():
+        return "No user turn is labelled yet.\n"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    found = agreement(rows)
+    if not found.labelled:
+        return "No user turn is labelled yet.\n"
+    rate = wilson(found.errors, found.labelled)
+    ok = found.labelled - found.errors
+    return (
+        f"{found.labelled} user turns drawn at random (seed in `{path.name}`'s command, "
+        f"labelled by reading before any reward was looked at): {found.errors} are the "
+        f"user's errors, {rate.interval()} (95 % interval). The rules flag "
+        f"{found.flagged_errors} of those {found.errors} and {found.flagged_ok} of the {ok} "
+        "turns labelled ok.\n"
+    )
+
+
 def anchors_table() -> str:
     rows = [[name, f"{a:.1f}", f"{r:.1f}", f"{t:.1f}"] for name, a, r, t in ANCHORS]
     return table(["published (pass^1, %)", "airline", "retail", "telecom"], rows)
@@ -124,5 +158,6 @@ def write_page(page: Path = PAGE, folder: Path = RESULTS) -> list[str]:
         "tau2-runs": runs_table(folder),
         "tau2-user-rules": rules_table(folder),
         "tau2-anchors": anchors_table(),
+        "tau2-user-labels": labels_text(),
     }
     return [name for name, text in blocks.items() if fill(page, name, text)]

@@ -116,3 +116,76 @@ def user_errors(records: Sequence[RunRecord], scenarios: dict[str, str]) -> User
         flagged_talks += bool(found)
         by_rule.update(f.rule for f in found)
     return UserErrors(turns, flagged, dict(by_rule), talks, flagged_talks)
+
+
+# The labelled sample: user turns drawn at random (a stated seed) from committed conversation
+# runs, written without rewards or rule flags, then labelled by reading each turn against its
+# scenario and the agent's words before it.
+LABELS = ("ok", "error")
+
+
+def sample_turns(
+    runs: Sequence[tuple[str, Sequence[RunRecord]]],
+    scenarios: dict[str, str],
+    n: int,
+    seed: int,
+) -> list[dict[str, object]]:
+    """``n`` user turns drawn at random with ``seed`` from the runs' finished conversations
+    (every turn when they hold fewer), each with what its label needs and no verdict."""
+    import random
+
+    pool: list[dict[str, object]] = [
+        {
+            "run": name,
+            "task_id": r.task_id,
+            "epoch": r.epoch,
+            "turn": i,
+            "scenario": scenarios.get(r.task_id, ""),
+            "replying_to": turn.replying_to,
+            "calls_before": turn.calls_before,
+            "text": turn.text,
+            # The talk before it, from the user's side: its earlier turns, in order.
+            "earlier": [t.model_dump() for t in r.conversation.said[: i - 1]],
+            "label": None,
+            "why": None,
+        }
+        for name, records in runs
+        for r in records
+        if r.conversation is not None and r.status not in ("error", "not_run")
+        for i, turn in enumerate(r.conversation.said, start=1)
+    ]
+    chosen = random.Random(seed).sample(range(len(pool)), min(n, len(pool)))
+    return [pool[i] for i in sorted(chosen)]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The labelled sample against the rules: turns labelled, labelled errors, and how the
+    rules' flags meet the labels."""
+
+    labelled: int
+    errors: int
+    flagged_errors: int  # errors a rule flagged
+    flagged_ok: int  # turns labelled ok that a rule flagged
+
+
+def agreement(labelled: Sequence[dict[str, object]]) -> Agreement:
+    """The rules applied to each labelled turn in its conversation (its scenario, the turns
+    and the agent's words before it) beside its label."""
+    errors = flagged_errors = flagged_ok = 0
+    done = [row for row in labelled if row.get("label") in LABELS]
+    for row in done:
+        turn = UserTurn(
+            text=str(row["text"]),
+            calls_before=int(str(row.get("calls_before") or 0)),
+            replying_to=None if row.get("replying_to") is None else str(row["replying_to"]),
+        )
+        earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
+        found = flags(str(row.get("scenario") or ""), [*earlier, turn])
+        flagged = any(f.turn == len(earlier) + 1 for f in found)
+        if row["label"] == "error":
+            errors += 1
+            flagged_errors += flagged
+        else:
+            flagged_ok += flagged
+    return Agreement(len(done), errors, flagged_errors, flagged_ok)
