@@ -181,6 +181,13 @@ def test_oracle_and_idle_agents_through_the_whole_path_score_one_and_zero(
         assert (record.conversation.end, record.conversation.user_turns) == ("user_stop", 2)
         assert record.conversation.user.scripted and record.spec.label == "oracle-agent"
         assert record.tool_runs > 0 and record.tools_called
+    # The HTML report shows the talk turn by turn: the user's words, the agent's calls, the
+    # user's closing stop word, and how the conversation ended.
+    from evals.report.view import render
+
+    html = render(sorted(tmp_path.glob("run*.jsonl")))
+    assert "Hello, I need help." in html and STOP in html
+    assert "conversation ended: user_stop after 2 user turns (user: a script); reward 1" in html
     idle = _eval(tasks, scripted_url, tmp_path, "--agent", "idle")
     assert [(r.correct, r.status, r.environment.reward) for r in idle] == [
         (False, "completed", 0.0),
