@@ -325,3 +325,73 @@ def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None
     assert "not found" in tool_message["content"].lower()
     assert ran.state.messages[0]["role"] == "system"
     assert "<policy>" in ran.state.messages[0]["content"]
+
+
+@pytest.mark.parametrize("toggles", [True, False])
+@needs_tau2
+def test_telecoms_user_holds_the_phone_and_the_agent_never_sees_its_tools(
+    tmp_path: Path, toggles: bool
+) -> None:
+    """Dual control: the user model is offered the phone's tools and its calls run on the
+    user's side of tau2's environment (the task's fix is the user's: turn roaming on), where
+    tau2's assertions read them; the agent is offered only its own tools."""
+    import httpx
+
+    from evals.environments.tau2 import Tau2Environment
+    from evals.run.settings import EvalSettings
+    from evals.run.taskrun import run_task
+    from evals.tasks import load_tasks
+    from tests.fake_provider import answer, calls, fake_client
+
+    task_id = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+
+    async def picked() -> Any:
+        from evals.tasks import TaskSet, write_taskset
+        from evals.tau2.tasks import as_taskset
+
+        async with Tau2() as tau2:
+            listed = [t for t in await tau2.tasks("telecom", "small") if t["id"] == task_id]
+        out = tmp_path / "telecom.json"
+        write_taskset(
+            TaskSet(name="t", tasks=as_taskset("telecom", "small", listed, "").tasks), out
+        )
+        return load_tasks(out).tasks[0]
+
+    task = asyncio.run(picked())
+    agent_tools: list[list[str]] = []
+    user_tools: list[list[str]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        offered = [t["function"]["name"] for t in body.get("tools") or []]
+        if "<scenario>" not in body["messages"][0]["content"]:  # the agent
+            agent_tools.append(offered)
+            return httpx.Response(200, json=answer("Please turn roaming on, then try again."))
+        user_tools.append(offered)
+        own = [m for m in body["messages"] if m["role"] == "assistant"]
+        if not own:
+            return httpx.Response(200, json=answer("My mobile data is not working abroad."))
+        if toggles and not any(m["role"] == "tool" for m in body["messages"]):
+            return httpx.Response(200, json=calls(("u1", "toggle_roaming", "{}")))
+        return httpx.Response(200, json=answer("###STOP###"))
+
+    async def run() -> Any:
+        opened = Tau2Environment().open([task], None, tmp_path)
+        try:
+            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=10)
+            client = fake_client(handle)
+            return await run_task(
+                task, settings, "m", "r1", tmp_path, tmp_path / "keep", client, opened
+            )
+        finally:
+            await opened.aclose()
+
+    ran = asyncio.run(run())
+    assert ran.state.error is None, ran.state.error
+    assert ran.talk is not None and ran.talk.end == "user_stop"
+    assert ran.verdicts == {"tau2": 1.0 if toggles else 0.0}
+    assert agent_tools and all("toggle_roaming" not in tools for tools in agent_tools)
+    assert all("enable_roaming" in tools for tools in agent_tools)
+    assert user_tools and all("toggle_roaming" in tools for tools in user_tools)
+    # The user's calls are its own: none is in the agent's transcript.
+    assert not any(r.name == "toggle_roaming" for r in ran.state.tool_log)

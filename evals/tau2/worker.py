@@ -70,11 +70,18 @@ class Conversations:
     def _task(self, domain: str, task_id: str) -> Any:
         from tau2.registry import registry
 
-        if (domain, task_id) not in self.tasks:
-            for split in ("test", "train", None):
-                loader = registry.get_tasks_loader(domain)
-                for task in loader(split) if split else loader():
-                    self.tasks.setdefault((domain, str(task.id)), task)
+        # Every task set the domain has, in turn, until the task is found (telecom's "small"
+        # and "full" sets are not among its splits).
+        for split in ("test", "train", None, "small", "full"):
+            if (domain, task_id) in self.tasks:
+                break
+            loader = registry.get_tasks_loader(domain)
+            try:
+                found = loader(split) if split else loader()
+            except Exception:  # a task set this domain does not have
+                continue
+            for task in found:
+                self.tasks.setdefault((domain, str(task.id)), task)
         try:
             return self.tasks[(domain, task_id)]
         except KeyError:
