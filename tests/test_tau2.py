@@ -289,8 +289,9 @@ async def test_the_model_user_is_prompted_as_tau2_prompts_its_user_and_sees_the_
 
 @needs_tau2
 def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None:
-    """The agent's call of a user tau2 does not know comes back as a tool error in the
-    transcript (what the model reads), and the conversation goes on to its end."""
+    """The agent's calls that cannot run (a tool tau2 lacks, arguments its schema refuses, a
+    user it does not know) come back as tool errors in the transcript (what the model reads),
+    and the conversation goes on to its end."""
     from evals.conversation import STOP
     from evals.environments.tau2 import Tau2Environment
     from evals.run.settings import EvalSettings
@@ -301,6 +302,8 @@ def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None
     tasks = load_tasks(_tau2_tasks(tmp_path, [("airline", "2")], ["Hello.", STOP]))
     client = fake_client(
         by_turn([
+            (200, calls(("c0", "book_a_spaceship", "{}"))),
+            (200, calls(("c9", "get_user_details", '{"user_id": 5}'))),
             (200, calls(("c1", "get_user_details", '{"user_id": "nobody_here"}'))),
             (200, answer("I could not find you.")),
         ])
@@ -319,10 +322,12 @@ def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None
     ran, _ = asyncio.run(run())
     assert ran.talk is not None and ran.talk.end == "user_stop"
     assert ran.verdicts == {"tau2": 0.0}
-    (tool_run,) = ran.state.tool_log
-    assert not tool_run.ok
-    tool_message = next(m for m in ran.state.messages if m["role"] == "tool")
-    assert "not found" in tool_message["content"].lower()
+    # A tool tau2 lacks, arguments its schema refuses, a user it does not know: each a tool
+    # error in the transcript, and the talk goes on to its end.
+    results = {m["tool_call_id"]: m["content"] for m in ran.state.messages if m["role"] == "tool"}
+    assert "book_a_spaceship" in results["c0"] and "user_id" in results["c9"]
+    assert "not found" in results["c1"].lower()
+    assert [r.ok for r in ran.state.tool_log if r.call_id == "c1"] == [False]
     assert ran.state.messages[0]["role"] == "system"
     assert "<policy>" in ran.state.messages[0]["content"]
 
@@ -395,3 +400,22 @@ def test_telecoms_user_holds_the_phone_and_the_agent_never_sees_its_tools(
     assert user_tools and all("toggle_roaming" in tools for tools in user_tools)
     # The user's calls are its own: none is in the agent's transcript.
     assert not any(r.name == "toggle_roaming" for r in ran.state.tool_log)
+
+
+async def test_a_user_model_that_replies_with_nothing_is_the_machinerys_fault() -> None:
+    from evals.conversation import End, ModelUser, converse
+    from harness.state import RunState
+    from tests.fake_provider import answer, fake_client
+
+    async def agent(state: RunState) -> RunState:
+        raise AssertionError("the agent never runs: the user said nothing")
+
+    user = ModelUser(fake_client(lambda _: httpx_response(answer("  "))), "u", "prompt")
+    talk = await converse(RunState(run_id="r", model="m", messages=[]), agent, user)
+    assert (talk.end, talk.error) == (End.ERROR, "the user model replied with nothing")
+
+
+def httpx_response(body: dict[str, Any]) -> Any:
+    import httpx
+
+    return httpx.Response(200, json=body)
