@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from evals.environments.base import scripted_provider
 from harness.client import ChatClient, TurnOptions
 from harness.state import RunState
 from harness.trace import Recorder
@@ -266,34 +267,10 @@ IDLE_WORDS = "I am sorry, I cannot help with that."
 CLOSING = "Is there anything else I can help you with?"
 
 
-def _completion(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "model": "scripted-agent",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }
-
-
 def scripted_agent(
     calls: Sequence[tuple[str, dict[str, Any]]], words: str
 ) -> Callable[[httpx.Request], httpx.Response]:
     """A provider playing an agent that makes ``calls`` (name, arguments), one a turn, from
     the user's first message on, then says ``words``, then answers every later message with a
     closing line. ``calls`` empty and ``words`` a refusal: the agent that does nothing."""
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        messages = json.loads(request.content)["messages"]
-        made = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
-        said = sum(1 for m in messages if m["role"] == "assistant" and not m.get("tool_calls"))
-        if made < len(calls):
-            name, arguments = calls[made]
-            call = {"name": name, "arguments": json.dumps(arguments)}
-            tool_call = {"id": f"oracle-{made + 1}", "type": "function", "function": call}
-            message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
-        else:
-            message = {"role": "assistant", "content": words if said == 0 else CLOSING}
-        return httpx.Response(200, json=_completion(message))
-
-    return handle
+    return scripted_provider(calls, words, CLOSING)

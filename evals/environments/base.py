@@ -113,18 +113,24 @@ def _completion(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _caller(calls: list[tuple[str, dict[str, Any]]]) -> Callable[[httpx.Request], httpx.Response]:
-    """A provider that makes ``calls`` (tool name, arguments), one a turn, then says it is
-    done."""
+def scripted_provider(
+    calls: Sequence[tuple[str, dict[str, Any]]], words: str = ".", closing: str | None = None
+) -> Callable[[httpx.Request], httpx.Response]:
+    """A provider that makes ``calls`` (tool name, arguments), one a turn, then says ``words``,
+    then answers every later message with ``closing`` (None: ``words`` again)."""
 
     def handle(request: httpx.Request) -> httpx.Response:
-        turn = sum(1 for m in json.loads(request.content)["messages"] if m["role"] == "assistant")
-        if turn >= len(calls):
-            return httpx.Response(200, json=_completion({"role": "assistant", "content": "."}))
-        name, arguments = calls[turn]
-        call = {"name": name, "arguments": json.dumps(arguments)}
-        tool_call = {"id": f"c{turn + 1}", "type": "function", "function": call}
-        message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+        messages = json.loads(request.content)["messages"]
+        made = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
+        said = sum(1 for m in messages if m["role"] == "assistant" and not m.get("tool_calls"))
+        if made < len(calls):
+            name, arguments = calls[made]
+            call = {"name": name, "arguments": json.dumps(arguments)}
+            tool_call = {"id": f"c{made + 1}", "type": "function", "function": call}
+            message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
+        else:
+            text = words if said == 0 or closing is None else closing
+            message = {"role": "assistant", "content": text}
         return httpx.Response(200, json=_completion(message))
 
     return handle
@@ -139,7 +145,7 @@ async def scripted_calls(
     """The real loop and ``tools``, driven by a provider that makes exactly ``calls``: the
     state, and each call's result in order."""
     state = new_run("reading", question)
-    transport = httpx.MockTransport(_caller(calls))
+    transport = httpx.MockTransport(scripted_provider(calls))
     retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
     config = LoopConfig(max_turns=len(calls) + 3)
     async with ProviderClient("http://reading.invalid/v1", retry=retry, transport=transport) as c:

@@ -81,20 +81,6 @@ class Ran:
         )
 
 
-async def _agent(
-    state: RunState,
-    client: ChatClient,
-    setup: Setup,
-    config: LoopConfig,
-    recorder: Recorder,
-    approvals: str,
-) -> RunState:
-    """The loop on ``state`` until it stops, a call awaiting approval declined when the eval
-    says so (the model reads why and goes on)."""
-    await run_loop(state, client, setup, config, recorder)
-    return await _declined(state, client, setup, config, recorder, approvals)
-
-
 async def _declined(
     state: RunState,
     client: ChatClient,
@@ -200,7 +186,8 @@ async def _conversation(
         ran.user = who
 
         async def agent(s: RunState) -> RunState:
-            return await _agent(s, client, setup, config, recorder, settings.approvals)
+            await run_loop(s, client, setup, config, recorder)
+            return await _declined(s, client, setup, config, recorder, settings.approvals)
 
         heard = dialogue.heard if dialogue is not None else None
         kwargs = {"heard": heard} if heard is not None else {}
