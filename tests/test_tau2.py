@@ -419,3 +419,28 @@ def httpx_response(body: dict[str, Any]) -> Any:
     import httpx
 
     return httpx.Response(200, json=body)
+
+
+@needs_tau2
+def test_the_bench_replays_a_committed_conversation_request_by_request() -> None:
+    """The tau2 bench part rebuilds a committed conversation's requests in their order: one
+    per user message (tau2's user prompt, the greeting, the talk from its side) and one per
+    agent turn (tau2's system prompt and tools, the talk so far)."""
+    from evals.conversation import GREETING
+    from evals.record import read_runs
+    from evals.studies.serving import tau2_replay
+
+    if not tau2_replay.RUN.exists():
+        pytest.skip(f"{tau2_replay.RUN} is not committed")
+    task, ordered = tau2_replay.requests()
+    (record,) = [r for r in read_runs(tau2_replay.RUN) if r.task_id == task]
+    assert record.conversation is not None
+    users = [body for side, body in ordered if side == "user"]
+    agents = [body for side, body in ordered if side == "agent"]
+    assert len(users) == len(record.conversation.said) and len(agents) == record.turns
+    assert ordered[0][0] == "user" and users[0]["messages"][1]["content"] == GREETING
+    assert all("<policy>" in body["messages"][0]["content"] for body in agents)
+    assert all(body["tools"] for body in agents)
+    # Each user request after the first ends with the agent's words it answered.
+    said = record.conversation.said
+    assert [u["messages"][-1]["content"] for u in users[1:]] == [t.replying_to for t in said[1:]]

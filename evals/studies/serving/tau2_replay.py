@@ -64,18 +64,22 @@ def requests(run: Path = RUN) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     user_messages = [{"role": "system", "content": opened["user_prompt"]},
                      {"role": "user", "content": GREETING}]  # fmt: skip
     ordered: list[tuple[str, dict[str, Any]]] = []
+
+    def user_request(turn: Any) -> None:
+        if turn.replying_to is not None:
+            user_messages.append({"role": "user", "content": turn.replying_to})
+        ordered.append(("user", {"messages": list(user_messages)}))
+        user_messages.append({"role": "assistant", "content": turn.text})
+
     n_user = 0
     for i, message in enumerate(state.messages):
         if message["role"] == "user":  # a user turn: its request first, then the agent's
-            turn = said[n_user]
-            if turn.replying_to is not None:
-                user_messages.append({"role": "user", "content": turn.replying_to})
-            ordered.append(("user", {"messages": list(user_messages)}))
-            user_messages.append({"role": "assistant", "content": turn.text})
+            user_request(said[n_user])
             n_user += 1
         if message["role"] == "assistant":
-            body = {"messages": state.messages[:i], "tools": opened["tools"]}
-            ordered.append(("agent", body))
+            ordered.append(("agent", {"messages": state.messages[:i], "tools": opened["tools"]}))
+    for turn in said[n_user:]:  # the user's last word (its stop) never reached the agent
+        user_request(turn)
     return record.task_id, ordered
 
 
