@@ -507,3 +507,12 @@ def test_a_corrupt_run_file_is_named_left_out_and_the_report_still_written(
     # Where one run is all there is to read, an unreadable one is still an error.
     with pytest.raises(EvalError, match=r"cut\.jsonl, line 2"):
         load_runs([bad])
+
+
+def test_the_pass_k_figure_draws_one_line_per_run_tried_more_than_once() -> None:
+    from evals.report.svg import pass_curves
+
+    figure = str(pass_curves([("a", [0.8, 0.6, 0.5, 0.45]), ("b", [0.4]), ("c", [0.5, 0.2])], "t"))
+    assert figure.count("<polyline") == 2  # b ran once: a point says nothing of reliability
+    assert "pass^4 45 %" in figure and "pass^2 20 %" in figure
+    assert str(pass_curves([("b", [0.4])], "t")) == ""

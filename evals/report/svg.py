@@ -125,3 +125,52 @@ def histogram(turns: Sequence[int], largest: int, label: str) -> Markup:
         f"{largest}</text></svg>"
     )
     return Markup("".join(parts))
+
+
+def pass_curves(curves: Sequence[tuple[str, Sequence[float]]], title: str) -> Markup:
+    """pass^k against k (1 to the most trials), one line per run: how reliably each run's
+    tasks are solved as the number of tries that must all succeed grows. Runs of one trial
+    (a single point) draw nothing."""
+    curves = [(label, list(values)) for label, values in curves if len(values) > 1]
+    if not curves:
+        return Markup("")
+    most = max(len(values) for _, values in curves)
+    w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def sx(k: int) -> float:
+        return round(LEFT + w * (k - 1) / (most - 1), 1)
+
+    def sy(y: float) -> float:
+        return round(TOP + h * (1 - y), 1)
+
+    parts = [
+        f'<svg class="plot pass-k" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+        f'height="{HEIGHT}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{WIDTH - RIGHT}" y2="{sy(0)}"/>',
+        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{LEFT}" y2="{sy(1)}"/>',
+    ]
+    for y in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" y1="{sy(y)}" x2="{WIDTH - RIGHT}" y2="{sy(y)}"/>'
+            f'<text class="tick" x="{LEFT - 6}" y="{sy(y) + 4}" text-anchor="end">'
+            f"{100 * y:.0f} %</text>"
+        )
+    for k in range(1, most + 1):
+        parts.append(
+            f'<text class="tick" x="{sx(k)}" y="{sy(0) + 16}" text-anchor="middle">{k}</text>'
+        )
+    parts.append(
+        f'<text class="axis-label" x="{LEFT + w / 2}" y="{HEIGHT - 4}" text-anchor="middle">'
+        "k: trials that must all succeed</text>"
+        f'<text class="axis-label" x="12" y="{TOP + h / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {TOP + h / 2})">pass^k</text>'
+    )
+    for label, values in curves:
+        points = " ".join(f"{sx(k)},{sy(v)}" for k, v in enumerate(values, start=1))
+        parts.append(f'<polyline class="curve" points="{points}" data-label="{escape(label)}">'
+                     f"<title>{escape(label)}: "
+                     + ", ".join(f"pass^{k} {100 * v:.0f} %" for k, v in enumerate(values, 1))
+                     + "</title></polyline>")  # fmt: skip
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -28,8 +28,8 @@ from evals.record.bfcl import read_items
 from evals.report import bfcl
 from evals.report.board import Entry, Section, accuracy_of_kind, board
 from evals.report.compare import Run, load_runs
-from evals.report.stats import Accuracy, Proportion, wilson
-from evals.report.svg import Point, histogram, scatter
+from evals.report.stats import Accuracy, Proportion, pass_hat_curve, wilson
+from evals.report.svg import Point, histogram, pass_curves, scatter
 from harness.persist import StateFileError, parse
 from harness.state import RunState, TurnRecord, asked_calls, new_run
 
@@ -291,6 +291,8 @@ class SectionView:
     kind_table: dict[str, list[Accuracy | None]]
     scatter: Markup
     turns: list[Markup]  # one histogram per matrix column
+    # pass^k against k for the runs whose tasks were tried more than once (empty otherwise).
+    pass_k: Markup = field(default_factory=Markup)
 
     def bar(self, entry: Entry) -> dict[str, float]:
         """An accuracy's interval and rate on a 0-100 % bar, in percent."""
@@ -340,7 +342,14 @@ def _section_view(
         for e in section.matrix
     ]
     title = f"{section.task_set}: accuracy against mean ms per model call"
-    return SectionView(section, grid, kinds, kind_table, scatter(points, title), turns)
+    curves = [
+        (f"{e.name} ({e.run.label})", list(pass_hat_curve(e.run.records).values()))
+        for e in section.matrix
+    ]
+    return SectionView(
+        section, grid, kinds, kind_table, scatter(points, title), turns,
+        pass_curves(curves, f"{section.task_set}: pass^k against k"),
+    )  # fmt: skip
 
 
 @dataclass
