@@ -124,8 +124,8 @@ def rules_table(folder: Path = RESULTS) -> str:
 
 
 def labels_text(path: Path = LABELS) -> str:
-    """The labelled sample: the user's error rate with its interval, and how the rules meet
-    the labels."""
+    """The labelled sample: the user's error rate with its interval, how the rules meet the
+    labels, and who was at fault in each failed conversation of the sample."""
     import json
 
     from evals.report.users import agreement
@@ -133,18 +133,29 @@ def labels_text(path: Path = LABELS) -> str:
     if not path.exists():
         return "No user turn is labelled yet.\n"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    found = agreement(rows)
+    turns = [row for row in rows if "turn" in row]
+    found = agreement(turns)
     if not found.labelled:
         return "No user turn is labelled yet.\n"
     rate = wilson(found.errors, found.labelled)
     ok = found.labelled - found.errors
-    return (
-        f"{found.labelled} user turns drawn at random (seed in `{path.name}`'s command, "
-        f"labelled by reading before any reward was looked at): {found.errors} are the "
+    talks = len({row["conversation"] for row in turns})
+    text = (
+        f"{found.labelled} user turns of {talks} conversations drawn at random (`{path.name}`), "
+        f"each labelled by reading before any reward was looked at: {found.errors} are the "
         f"user's errors, {rate.interval()} (95 % interval). The rules flag "
         f"{found.flagged_errors} of those {found.errors} and {found.flagged_ok} of the {ok} "
-        "turns labelled ok.\n"
+        "turns labelled ok."
     )
+    faults = Counter(str(row["fault"]) for row in rows if "fault" in row)
+    if faults:
+        text += (
+            f" Of the sample's {sum(faults.values())} failed conversations, read whole once "
+            "their rewards were known: "
+            + ", ".join(f"{faults[k]} {k}" for k in ("agent", "user", "both") if faults[k])
+            + " at fault."
+        )
+    return text + "\n"
 
 
 def anchors_table() -> str:

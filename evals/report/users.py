@@ -28,6 +28,7 @@ from evals.conversation import OUT_OF_SCOPE, STOP, TRANSFER
 from evals.record import RunRecord, UserTurn
 
 RULES = ("plays_agent", "early_stop", "leaks", "unknown_fact", "empty_stop")
+NOT_JUDGED = ("error", "not_run")
 
 _AGENT_WORDS = re.compile(
     r"\bhow (?:can|may) i (?:help|assist)\b|\bhow can i be of (?:help|assistance)\b"
@@ -118,9 +119,9 @@ def user_errors(records: Sequence[RunRecord], scenarios: dict[str, str]) -> User
     return UserErrors(turns, flagged, dict(by_rule), talks, flagged_talks)
 
 
-# The labelled sample: user turns drawn at random (a stated seed) from committed conversation
-# runs, written without rewards or rule flags, then labelled by reading each turn against its
-# scenario and the agent's words before it.
+# The labelled sample: whole conversations drawn at random (a stated seed) from committed
+# conversation runs, written turn by turn without rewards or rule flags, then labelled by
+# reading each user turn against its scenario and the agent's words before it.
 LABELS = ("ok", "error")
 
 
@@ -130,32 +131,42 @@ def sample_turns(
     n: int,
     seed: int,
 ) -> list[dict[str, object]]:
-    """``n`` user turns drawn at random with ``seed`` from the runs' finished conversations
-    (every turn when they hold fewer), each with what its label needs and no verdict."""
+    """Whole conversations drawn at random with ``seed`` from the runs' finished ones, until
+    their user turns number ``n`` or more (every conversation when they hold fewer): one row
+    per user turn, with what its label needs (its scenario, the agent's words before it, the
+    turns before it) and no reward, verdict or rule flag."""
     import random
 
-    pool: list[dict[str, object]] = [
-        {
-            "run": name,
-            "task_id": r.task_id,
-            "epoch": r.epoch,
-            "turn": i,
-            "scenario": scenarios.get(r.task_id, ""),
-            "replying_to": turn.replying_to,
-            "calls_before": turn.calls_before,
-            "text": turn.text,
-            # The talk before it, from the user's side: its earlier turns, in order.
-            "earlier": [t.model_dump() for t in r.conversation.said[: i - 1]],
-            "label": None,
-            "why": None,
-        }
+    talks = [
+        (name, r)
         for name, records in runs
         for r in records
-        if r.conversation is not None and r.status not in ("error", "not_run")
-        for i, turn in enumerate(r.conversation.said, start=1)
+        if r.conversation is not None and r.conversation.said and r.status not in NOT_JUDGED
     ]
-    chosen = random.Random(seed).sample(range(len(pool)), min(n, len(pool)))
-    return [pool[i] for i in sorted(chosen)]
+    order = random.Random(seed).sample(range(len(talks)), len(talks))
+    rows: list[dict[str, object]] = []
+    for index in order:
+        if len(rows) >= n:
+            break
+        name, r = talks[index]
+        assert r.conversation is not None
+        said = r.conversation.said
+        for i, turn in enumerate(said, start=1):
+            rows.append(
+                {
+                    "conversation": f"{name}/{r.task_id}/e{r.epoch}",
+                    "turn": i,
+                    "scenario": scenarios.get(r.task_id, ""),
+                    "replying_to": turn.replying_to,
+                    "calls_before": turn.calls_before,
+                    "text": turn.text,
+                    # The talk before it, from the user's side: its earlier turns, in order.
+                    "earlier": [t.model_dump() for t in said[: i - 1]],
+                    "label": None,
+                    "why": None,
+                }
+            )
+    return rows
 
 
 @dataclass(frozen=True)
