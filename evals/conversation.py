@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 from evals.environments.base import scripted_provider
-from harness.client import ChatClient, TurnOptions
+from harness.client import ChatClient, ModelReply, TurnOptions
 from harness.state import RunState
 from harness.trace import Recorder
 
@@ -129,6 +129,11 @@ class ModelUser:
     max_tokens: int = 512  # a user that never stops talking is cut, and its turn kept
     tools: list[dict[str, Any]] = field(default_factory=list)
     call: UserCall | None = None
+    # What the user's side cost: requests, tokens, ms, and prompt tokens the server computed.
+    spent: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(("requests", "prompt_tokens",
+                                               "completion_tokens", "ms", "prompt_n"), 0.0)
+    )  # fmt: skip
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _seen: int = 0
 
@@ -151,6 +156,7 @@ class ModelUser:
                 reply = await self.client.chat(self.model, self._messages, tools, options=options)
             except Exception as exc:  # any failure of the user's side is the machinery's
                 raise UserFailed(f"the user model failed: {exc}") from exc
+            self._count(reply)
             calls = reply.message.get("tool_calls") or []
             if calls and self.call is not None:
                 await self._run(calls, reply.message.get("content"))
@@ -161,6 +167,13 @@ class ModelUser:
             self._messages.append({"role": "assistant", "content": text})
             return text
         raise UserFailed(f"the user called its tools {USER_TOOL_ROUNDS} times without a word")
+
+    def _count(self, reply: ModelReply) -> None:
+        self.spent["requests"] += 1
+        self.spent["prompt_tokens"] += reply.prompt_tokens
+        self.spent["completion_tokens"] += reply.completion_tokens
+        self.spent["ms"] += reply.latency_ms
+        self.spent["prompt_n"] += (reply.timings or {}).get("prompt_n") or 0
 
     async def _run(self, calls: list[dict[str, Any]], content: Any) -> None:
         assert self.call is not None

@@ -238,6 +238,8 @@ def test_a_user_model_that_is_down_or_never_stops_and_a_task_tau2_lacks(
     assert (capped[0].conversation.end, capped[0].conversation.user_turns) == ("step_cap", 2)
     assert capped[0].status == "completed" and capped[0].environment.reward == 0.0
     assert capped[0].conversation.user.model and not capped[0].conversation.user.scripted
+    spent = capped[0].conversation.user_spent
+    assert spent is not None and spent["requests"] == 2 and spent["prompt_tokens"] > 0
 
     # Resumed with a user that answers: only the errors run again.
     assert main(["run", "--base-url", scripted_url, "--resume", str(out), "--user-base-url",

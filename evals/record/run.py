@@ -73,6 +73,9 @@ class ConversationRecord(BaseModel):
     user_turns: int = 0
     user: UserRecord = UserRecord()
     said: list[UserTurn] = []
+    # What the user model's side cost (None: a scripted user): requests, prompt and
+    # completion tokens, ms, and the prompt tokens its server computed (``prompt_n``).
+    user_spent: dict[str, float] | None = None
 
 
 class RunRecord(BaseModel):

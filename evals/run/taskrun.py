@@ -66,6 +66,7 @@ class Ran:
     user: UserRecord | None = None
     verdicts: dict[str, float] = field(default_factory=dict)
     machinery: str | None = None
+    user_spent: dict[str, float] | None = None
     # The results of the task's ``after`` checks' calls, made once the run was over.
     after: dict[str, str] = field(default_factory=dict)
 
@@ -77,7 +78,11 @@ class Ran:
             UserTurn(text=t, calls_before=n, replying_to=r) for t, n, r in self.talk.user_messages()
         ]
         return ConversationRecord(
-            end=self.talk.end, user_turns=self.talk.user_turns, user=user, said=said
+            end=self.talk.end,
+            user_turns=self.talk.user_turns,
+            user=user,
+            said=said,
+            user_spent=self.user_spent,
         )
 
 
@@ -194,6 +199,8 @@ async def _conversation(
         ran.talk = await converse(
             state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
         )
+        if isinstance(user, ModelUser):
+            ran.user_spent = {k: round(v, 1) for k, v in user.spent.items()}
     if state.status == "running":  # the user ended the talk before the agent's loop ran
         state.status = "completed"
     if ran.talk.error is not None:
