@@ -196,9 +196,13 @@ async def _conversation(
 
         heard = dialogue.heard if dialogue is not None else None
         kwargs = {"heard": heard} if heard is not None else {}
-        ran.talk = await converse(
-            state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
-        )
+        try:
+            ran.talk = await converse(
+                state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
+            )
+        finally:
+            if client is not user_client and isinstance(client, ProviderClient):
+                await client.aclose()  # a scripted agent's in-process client
         if isinstance(user, ModelUser):
             ran.user_spent = {k: round(v, 1) for k, v in user.spent.items()}
     if state.status == "running":  # the user ended the talk before the agent's loop ran
