@@ -234,8 +234,9 @@ async def _one(
         run_id = f"{ev.eval_id}-{slug(task.id)}-e{epoch}"
         client = PooledClient(pool, ev.servers)
         ran = await run_task(
-            task, ev.settings, ev.spec.model, run_id, scratch, ev.keep, client, opened, epoch
-        )
+            task, ev.settings, ev.spec.model, run_id, scratch, ev.keep, client, opened, epoch,
+            user_client=PooledClient(pool, ev.servers),
+        )  # fmt: skip
         state = ran.state
         keep_compact(state_path(ev.keep, run_id))
         trace = keep_compact(ev.keep / f"{run_id}.trace.jsonl")

@@ -168,16 +168,18 @@ async def _conversation(
     ran: Ran,
     task: Task,
     settings: EvalSettings,
-    client: ChatClient,
+    clients: tuple[ChatClient, ChatClient],
     setup: Setup,
     dialogue: Dialogue | None,
     config: LoopConfig,
     recorder: Recorder,
     epoch: int,
 ) -> None:
+    """``clients``: the agent model's and the user model's."""
     state = ran.state
     assert task.user is not None
-    user_client, client = client, await _agent_client(settings.agent, dialogue, client)
+    model_client, user_client = clients
+    client = await _agent_client(settings.agent, dialogue, model_client)
     if dialogue is not None and dialogue.system is not None:
         state.messages.insert(0, {"role": "system", "content": dialogue.system})
     prompt = (
@@ -201,7 +203,7 @@ async def _conversation(
                 state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
             )
         finally:
-            if client is not user_client and isinstance(client, ProviderClient):
+            if client is not model_client and isinstance(client, ProviderClient):
                 await client.aclose()  # a scripted agent's in-process client
         if isinstance(user, ModelUser):
             ran.user_spent = {k: round(v, 1) for k, v in user.spent.items()}
@@ -264,9 +266,12 @@ async def run_task(
     client: ChatClient,
     opened: Opened,
     epoch: int = 1,
+    user_client: ChatClient | None = None,
 ) -> Ran:
     """One task on a fresh workspace, with what its environment (``opened`` for this eval)
-    gives it; its state file and trace are kept under ``keep``."""
+    gives it; its state file and trace are kept under ``keep``. ``user_client``: where a
+    conversation's user model is asked when the eval names no server of its own for it (None:
+    ``client``); apart from the agent's, so the agent's queue time is its own."""
     config = loop_config(settings, epoch)
     state = new_run(model, task.question, run_id=run_id)
     if task.user is not None:  # the user's words open the conversation, not the question
@@ -283,8 +288,9 @@ async def run_task(
             if task.user is not None:
                 dialogue = opened.dialogue(setup) if hasattr(opened, "dialogue") else None
                 await _conversation(
-                    ran, task, settings, client, setup, dialogue, config, recorder, epoch
-                )
+                    ran, task, settings, (client, user_client or client), setup, dialogue,
+                    config, recorder, epoch,
+                )  # fmt: skip
             else:
                 run = TaskRun(task, environment, state, client, setup, config, recorder)
                 await solver_named(settings.solver).solve(run)
