@@ -61,3 +61,16 @@ def test_a_user_that_states_an_identifier_nobody_gave_it_is_flagged() -> None:
         ("Yes, QQ77RR is the one.", 1, "I see flight QQ77RR on it."),
         ("Send it to emma@example.com", 1, "Where should the receipt go?"),
     ) == [(3, "unknown_fact")]
+
+
+def test_a_user_that_repeats_the_agents_words_is_flagged() -> None:
+    confused = "I'm sorry, but I'm not sure what you're asking. Could you please clarify?"
+    assert _rules(("Cancel EHGLP3.", 0, None), (confused, 1, confused)) == [(2, "echoes")]
+    # Eight of the agent's words in a row, quoted back.
+    heard = "Your reservation EHGLP3 has two passengers and one checked bag in economy."
+    assert _rules(
+        ("Cancel EHGLP3.", 0, None),
+        ("Yes: has two passengers and one checked bag in economy, right.", 1, heard),
+    ) == [(2, "echoes")]
+    # Answering with a few of its words is talking, not echoing.
+    assert _rules(("Cancel EHGLP3.", 0, None), ("Yes, two passengers.", 1, heard)) == []

@@ -15,6 +15,8 @@ agent. The rules are cheap and blind to the reward; a labelled sample read turn 
 - ``unknown_fact``: the user states an identifier (a user id, a reservation or order code, an
   e-mail) that neither its scenario nor anything said before it holds: an invented fact.
 - ``empty_stop``: the user's first message is already a stop word: no request was made.
+- ``echoes``: the user repeats the agent's words it replies to (all of them, or a long run of
+  them) instead of answering: a parrot, not a customer.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from evals.conversation import OUT_OF_SCOPE, STOP, TRANSFER
 from evals.record import RunRecord, UserTurn
 
-RULES = ("plays_agent", "early_stop", "leaks", "unknown_fact", "empty_stop")
+RULES = ("plays_agent", "early_stop", "leaks", "unknown_fact", "empty_stop", "echoes")
 NOT_JUDGED = ("error", "not_run")
 
 _AGENT_WORDS = re.compile(
@@ -59,6 +61,22 @@ class Flag:
     evidence: str
 
 
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def _echoes(text: str, heard: str | None) -> bool:
+    """The user's message is the agent's words again: the same words, or eight or more of
+    them in a row taken from what the agent said."""
+    mine, theirs = _words(text), _words(heard or "")
+    if not mine or not theirs:
+        return False
+    if mine == theirs:
+        return True
+    said = mine.split()
+    return len(said) >= 8 and any(" ".join(said[i : i + 8]) in theirs for i in range(len(said) - 7))
+
+
 def _identifiers(text: str) -> set[str]:
     return {m.group(0).lstrip("#").lower() for m in _IDENTIFIER.finditer(text)}
 
@@ -79,6 +97,8 @@ def flags(scenario: str, said: Sequence[UserTurn], acts: bool = True) -> list[Fl
             found.append(Flag(n, "empty_stop", text[:80]))
         elif stops and acts and turn.calls_before == 0:
             found.append(Flag(n, "early_stop", text[:80]))
+        if not stops and _echoes(text, turn.replying_to):
+            found.append(Flag(n, "echoes", text[:80]))
         if match := _SCAFFOLD.search(text):
             found.append(Flag(n, "leaks", match.group(0)))
         invented = sorted(_identifiers(text) - known)
