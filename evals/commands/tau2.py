@@ -62,7 +62,7 @@ def register(commands: Any) -> None:
     )
     sample.add_argument("--n", type=int, default=120, help="user turns to draw (default 120)")
     sample.add_argument("--seed", type=int, default=7)
-    sample.add_argument("--out", type=Path, help="default: results/tau2/user-labels.jsonl")
+    sample.add_argument("--out", type=Path, help="default: results/tau2/labels/user-turns.jsonl")
     sample.set_defaults(handler=_sample)
 
     tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")

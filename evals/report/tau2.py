@@ -19,8 +19,9 @@ from evals.tasks import load_tasks
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"
 PAGE = ROOT / "docs" / "tau2.md"
-# The labelled sample of user turns (``python -m evals tau2-sample``, then read and labelled).
-LABELS = RESULTS / "user-labels.jsonl"
+# The labelled sample of user turns (``python -m evals tau2-sample``, then read and labelled),
+# beside the runs, not among them.
+LABELS = RESULTS / "labels" / "user-turns.jsonl"
 ENDS = ("user_stop", "transfer", "out_of_scope", "agent_stop", "step_cap", "error")
 
 # The published anchors the page sets ours beside: (model, airline, retail, telecom) as their
@@ -144,8 +145,12 @@ def labels_text(path: Path = LABELS) -> str:
         f"{found.labelled} user turns of {talks} conversations drawn at random (`{path.name}`), "
         f"each labelled by reading before any reward was looked at: {found.errors} are the "
         f"user's errors, {rate.interval()} (95 % interval). The rules flag "
-        f"{found.flagged_errors} of those {found.errors} and {found.flagged_ok} of the {ok} "
-        "turns labelled ok."
+        f"{found.flagged_errors} of those {found.errors}"
+        + (
+            f" and {found.flagged_ok} of the {ok} turns labelled ok."
+            if ok
+            else "; no turn was labelled ok."
+        )
     )
     faults = Counter(str(row["fault"]) for row in rows if "fault" in row)
     if faults:

@@ -4,7 +4,7 @@ A conversation's score is only as good as the user that held it. Each rule reads
 message (``evals.record.UserTurn``) against the task's scenario and the talk before it, and
 names a way the user failed its part; a flagged turn is evidence against the user, not the
 agent. The rules are cheap and blind to the reward; a labelled sample read turn by turn
-(``results/tau2/user-labels.jsonl``) measures how far they can be trusted.
+(``results/tau2/labels/user-turns.jsonl``) measures how far they can be trusted.
 
 - ``plays_agent``: the user speaks as the agent would (offers help, asks how it can assist):
   the roles are swapped, and the agent is left without a request.
