@@ -117,6 +117,12 @@ def _tau2(args: argparse.Namespace) -> int:
     args.tasks, args.epochs = tasks, args.trials
     if args.max_turns is None:  # the agent's model calls over a whole conversation
         args.max_turns = CONVERSATION_TURNS
+    if args.concurrency is None and args.user_base_url is None and args.resume is None:
+        # A conversation's agent and user each hold a sequence of the server: one talk per
+        # two slots keeps both prefixes cached (make serve-local SLOTS=2).
+        args.concurrency = 1
+        print("evals: one conversation at a time (its agent and its user take two slots); "
+              "--concurrency N for more, with a server of 2N slots")  # fmt: skip
     if args.trials > 1 and args.temperature is None and args.resume is None:
         args.temperature = TRIAL_TEMPERATURE
         args.seed = TRIAL_SEED if args.seed is None else args.seed
