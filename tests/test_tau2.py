@@ -446,3 +446,23 @@ def test_the_bench_replays_a_committed_conversation_request_by_request() -> None
     # Each user request after the first ends with the agent's words it answered.
     said = record.conversation.said
     assert [u["messages"][-1]["content"] for u in users[1:]] == [t.replying_to for t in said[1:]]
+
+
+@needs_tau2
+def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """`evals tau2`: the committed airline test split, one task chosen by its tau2 id, the
+    oracle agent, the scripted server's model as the user (it never says a stop word, so the
+    talk ends at the user's cap, which tau2's evaluator scores 0); one conversation at a time."""
+    from evals.cli import main
+    from evals.record import read_runs
+
+    out = tmp_path / "tau2.jsonl"
+    assert main(["tau2", "--domain", "airline", "--task-ids", "2", "--agent", "oracle",
+                 "--max-user-turns", "2", "--base-url", scripted_url, "--out", str(out)]) == 0  # fmt: skip
+    (record,) = read_runs(out)
+    assert (record.task_id, record.spec.task_set) == ("airline-2", "tau2-airline-test")
+    assert record.conversation is not None and record.conversation.end == "step_cap"
+    assert (record.status, record.correct, record.environment.reward) == ("completed", False, 0.0)
+    assert record.spec.loop is not None and record.spec.loop["max_turns"] == 60
