@@ -459,8 +459,8 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     from evals.record import read_runs
 
     out = tmp_path / "tau2.jsonl"
-    assert main(["tau2", "--domain", "airline", "--task-ids", "2", "--agent", "oracle",
-                 "--max-user-turns", "2", "--base-url", scripted_url, "--out", str(out)]) == 0  # fmt: skip
+    flags = ["--agent", "oracle", "--max-user-turns", "2", "--base-url", scripted_url]
+    assert main(["tau2", "--domain", "airline", "--task-ids", "2", *flags, "--out", str(out)]) == 0
     (record,) = read_runs(out)
     assert (record.task_id, record.spec.task_set) == ("airline-2", "tau2-airline-test")
     assert record.conversation is not None and record.conversation.end == "step_cap"
