@@ -16,9 +16,9 @@ from evals.report.bfcl import summarize as bfcl_summarize
 from evals.report.summary import summarize
 from tests.helpers import ROOT, run_record
 
-# Run files of the eval runner; BFCL's items and the Agents SDK's answers are records of
-# their own.
-OTHER_KINDS = ("bfcl", "agents_sdk")
+# Run files of the eval runner; BFCL's items, the Agents SDK's answers and the labelled
+# samples (results/tau2/labels) are records of their own.
+OTHER_KINDS = ("bfcl", "agents_sdk", "labels")
 
 
 def committed_run_files() -> list[Path]:
