@@ -139,7 +139,7 @@ def test_committed_lists_only_what_git_tracks(tmp_path: Path) -> None:
 
 def test_make_compare_with_no_run_files(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
-    for folder in ("runs", "workflows", "sql", "superseded"):
+    for folder in ("runs", "workflows", "sql", "mcp", "tau2", "superseded"):
         subprocess.run(["rm", "-rf", str(clone / "results" / folder)], check=True)
     done = _make(clone, "compare", "report")
     assert done.returncode == 0, done.stdout + done.stderr

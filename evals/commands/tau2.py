@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from evals.commands.run import add_run_flags, handle
 from evals.errors import EvalError
+from evals.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
+from evals.report.users import sample_turns
+from evals.tasks import TaskSet, load_tasks, write_taskset
 from evals.tau2.tasks import build, taskset_file
 
 DOMAINS = ("airline", "retail", "telecom")
@@ -73,19 +77,12 @@ def register(commands: Any) -> None:
 
 
 def _report(_: argparse.Namespace) -> int:
-    from evals.report.tau2 import PAGE, write_page
-
     changed = write_page()
     print(f"{PAGE}: " + (", ".join(changed) + " rewritten" if changed else "unchanged"))
     return 0
 
 
 def _sample(args: argparse.Namespace) -> int:
-    import json
-
-    from evals.report.tau2 import LABELS, conversation_runs, scenarios_of
-    from evals.report.users import sample_turns
-
     out = args.out or LABELS
     if out.exists():
         raise EvalError(f"{out} exists (labels are never overwritten); name another --out")
@@ -135,8 +132,6 @@ def _tau2(args: argparse.Namespace) -> int:
 
 def _only(tasks: Path, wanted: list[str]) -> Path:
     """A task file of the tasks of ``tasks`` that ``wanted`` names, beside the results."""
-    from evals.tasks import TaskSet, load_tasks, write_taskset
-
     taskset = load_tasks(tasks)
     chosen = [
         t for t in taskset.tasks

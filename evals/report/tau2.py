@@ -5,6 +5,7 @@ committed under ``results/tau2/``; a test renders the blocks again and compares.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
-from evals.report.users import user_errors
+from evals.report.users import RULES, agreement, user_errors
 from evals.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,8 +110,6 @@ def runs_table(folder: Path = RESULTS) -> str:
 
 def rules_table(folder: Path = RESULTS) -> str:
     """The user's flagged turns by rule, per committed run."""
-    from evals.report.users import RULES
-
     rows = []
     for path in committed(folder, "*.jsonl"):
         records = [r for r in read_runs(path) if not is_error(r)]
@@ -127,10 +126,6 @@ def rules_table(folder: Path = RESULTS) -> str:
 def labels_text(path: Path = LABELS) -> str:
     """The labelled sample: the user's error rate with its interval, how the rules meet the
     labels, and who was at fault in each failed conversation of the sample."""
-    import json
-
-    from evals.report.users import agreement
-
     if not path.exists():
         return "No user turn is labelled yet.\n"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
