@@ -40,6 +40,30 @@ def _ticks(low: float, high: float) -> list[float]:
     return ticks
 
 
+def _share_y(y: float) -> float:
+    """Where a share (0 to 1) sits on a plot's y axis."""
+    return round(TOP + (HEIGHT - TOP - BOTTOM) * (1 - y), 1)
+
+
+def _share_frame(kind: str, title: str) -> list[str]:
+    """A plot's opening, its two axes and its grid of shares, 0 to 100 %."""
+    sy = _share_y
+    parts = [
+        f'<svg class="plot {kind}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+        f'height="{HEIGHT}" role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{WIDTH - RIGHT}" y2="{sy(0)}"/>',
+        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{LEFT}" y2="{sy(1)}"/>',
+    ]
+    for y in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" y1="{sy(y)}" x2="{WIDTH - RIGHT}" y2="{sy(y)}"/>'
+            f'<text class="tick" x="{LEFT - 6}" y="{sy(y) + 4}" text-anchor="end">'
+            f"{100 * y:.0f} %</text>"
+        )
+    return parts
+
+
 def scatter(points: Sequence[Point], title: str) -> Markup:
     """Accuracy (0 to 100 %) against mean ms per model call on a log axis (latencies span two
     orders of magnitude across the ladder); the Pareto front as a step line."""
@@ -54,22 +78,8 @@ def scatter(points: Sequence[Point], title: str) -> Markup:
     def sx(x: float) -> float:
         return round(LEFT + w * (math.log10(x) - math.log10(low)) / span, 1)
 
-    def sy(y: float) -> float:
-        return round(TOP + h * (1 - y), 1)
-
-    parts = [
-        f'<svg class="plot scatter" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
-        f'height="{HEIGHT}" role="img" aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
-        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{WIDTH - RIGHT}" y2="{sy(0)}"/>',
-        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{LEFT}" y2="{sy(1)}"/>',
-    ]
-    for y in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(
-            f'<line class="grid" x1="{LEFT}" y1="{sy(y)}" x2="{WIDTH - RIGHT}" y2="{sy(y)}"/>'
-            f'<text class="tick" x="{LEFT - 6}" y="{sy(y) + 4}" text-anchor="end">'
-            f"{100 * y:.0f} %</text>"
-        )
+    sy = _share_y
+    parts = _share_frame("scatter", title)
     for x in _ticks(low, high):
         parts.append(
             f'<text class="tick" x="{sx(x)}" y="{sy(0) + 16}" text-anchor="middle">{x:,.0f}</text>'
@@ -140,22 +150,8 @@ def pass_curves(curves: Sequence[tuple[str, Sequence[float]]], title: str) -> Ma
     def sx(k: int) -> float:
         return round(LEFT + w * (k - 1) / (most - 1), 1)
 
-    def sy(y: float) -> float:
-        return round(TOP + h * (1 - y), 1)
-
-    parts = [
-        f'<svg class="plot pass-k" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
-        f'height="{HEIGHT}" role="img" aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
-        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{WIDTH - RIGHT}" y2="{sy(0)}"/>',
-        f'<line class="axis" x1="{LEFT}" y1="{sy(0)}" x2="{LEFT}" y2="{sy(1)}"/>',
-    ]
-    for y in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(
-            f'<line class="grid" x1="{LEFT}" y1="{sy(y)}" x2="{WIDTH - RIGHT}" y2="{sy(y)}"/>'
-            f'<text class="tick" x="{LEFT - 6}" y="{sy(y) + 4}" text-anchor="end">'
-            f"{100 * y:.0f} %</text>"
-        )
+    sy = _share_y
+    parts = _share_frame("pass-k", title)
     for k in range(1, most + 1):
         parts.append(
             f'<text class="tick" x="{sx(k)}" y="{sy(0) + 16}" text-anchor="middle">{k}</text>'
