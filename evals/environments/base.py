@@ -103,6 +103,18 @@ class Environment(Protocol):
     async def read_all(self, task: Task, scratch: Path) -> Reading: ...
 
 
+def filled(value: Any, workspace: str) -> Any:
+    """A call's arguments with ``{workspace}`` in their strings, at any depth, made the run's
+    folder (a reading call's, an ``after`` check's)."""
+    if isinstance(value, str):
+        return value.replace("{workspace}", workspace)
+    if isinstance(value, list):
+        return [filled(v, workspace) for v in value]
+    if isinstance(value, dict):
+        return {k: filled(v, workspace) for k, v in value.items()}
+    return value
+
+
 def _completion(message: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": "chatcmpl-reading",

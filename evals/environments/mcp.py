@@ -21,9 +21,8 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
 
-from evals.environments.base import Reading, scripted_calls
+from evals.environments.base import Reading, filled, scripted_calls
 from evals.errors import EvalError
 from evals.record import McpData, McpServerData
 from evals.tasks import Task
@@ -189,17 +188,10 @@ class McpEnvironment:
         folder = scratch / task.id / "reading" / "workspace"
         async with opened.setup(task, folder) as setup:
             root = str(setup.workspace.root)
-            calls = [(tool, _filled(args, root)) for tool, args in task.reading]
+            calls = [(tool, filled(args, root)) for tool, args in task.reading]
             state, results = await scripted_calls(
                 task.question, calls, setup.tools, setup.workspace
             )
         labels = [f"{tool} {json.dumps(args, sort_keys=True)}" for tool, args in task.reading]
         contents = dict(zip(labels, results, strict=True))
         return Reading(state, [], contents, results="\n".join(results))
-
-
-def _filled(args: dict[str, Any], workspace: str) -> dict[str, Any]:
-    """A reading call's arguments with ``{workspace}`` in its strings made the run's folder."""
-    return {
-        k: v.replace("{workspace}", workspace) if isinstance(v, str) else v for k, v in args.items()
-    }

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from httpx import MockTransport
 
@@ -23,6 +22,7 @@ from evals.conversation import (
     scripted_agent,
 )
 from evals.environments import Dialogue, Opened, environment_of
+from evals.environments.base import filled
 from evals.errors import EvalError
 from evals.record import ConversationRecord, UserRecord, UserTurn
 from evals.run.resume import set_aside_attempt
@@ -219,17 +219,6 @@ async def _conversation(
             ran.machinery = str(exc)
 
 
-def _filled(value: Any, workspace: str) -> Any:
-    """``value`` with ``{workspace}`` in its strings made the run's folder."""
-    if isinstance(value, str):
-        return value.replace("{workspace}", workspace)
-    if isinstance(value, list):
-        return [_filled(v, workspace) for v in value]
-    if isinstance(value, dict):
-        return {k: _filled(v, workspace) for k, v in value.items()}
-    return value
-
-
 async def _afterwards(task: Task, setup: Setup, run_id: str) -> dict[str, str]:
     """Each ``after`` check's call (``{workspace}`` in its arguments: the run's folder), made
     on what the run left, before its environment is torn down: its result by call. Only a
@@ -247,7 +236,7 @@ async def _afterwards(task: Task, setup: Setup, run_id: str) -> dict[str, str]:
             result = f"refused: {check.tool} is not read-only"
         else:
             context = ToolContext(setup.workspace, idempotency_key=f"{run_id}-after")
-            arguments = _filled(check.arguments, str(setup.workspace.root))
+            arguments = filled(check.arguments, str(setup.workspace.root))
             try:
                 result = await tool.fn(arguments, context)
             except Exception as exc:  # the check fails on it, and says why
