@@ -52,10 +52,6 @@ def conversation_runs(folder: Path = RESULTS) -> list[tuple[str, list[RunRecord]
 
 
 def scenarios_of(records: Sequence[RunRecord]) -> dict[str, str]:
-    return _scenarios(records)
-
-
-def _scenarios(records: Sequence[RunRecord]) -> dict[str, str]:
     """Each task's user scenario, read from the task file the run names (none: no rules on
     facts)."""
     task_set = records[0].spec.task_set
@@ -80,7 +76,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         if isinstance(r.environment, Tau2Data) and r.environment.reward is not None
     ]
     ends = Counter(r.conversation.end for r in records if r.conversation is not None)
-    flagged = user_errors(judged, _scenarios(records))
+    flagged = user_errors(judged, scenarios_of(records))
     share = f"{flagged.flagged}/{flagged.turns}" if flagged.turns else "–"
     return [
         name,
@@ -113,7 +109,7 @@ def rules_table(folder: Path = RESULTS) -> str:
     rows = []
     for path in committed(folder, "*.jsonl"):
         records = [r for r in read_runs(path) if not is_error(r)]
-        found = user_errors(records, _scenarios(records)) if records else None
+        found = user_errors(records, scenarios_of(records)) if records else None
         if found is None or not found.turns:
             continue
         rows.append([path.stem, found.turns, *(found.by_rule.get(rule, 0) for rule in RULES),
