@@ -14,9 +14,19 @@ import pytest
 from evals.environments import environment_of
 from evals.record import RunRecord
 from evals.report.stats import PairingError, paired
-from evals.scoring.evidence import score
+from evals.scoring.evidence import received, score
 from evals.studies import strategies
-from evals.tasks import Facts, ListOf, NumberIs, Task, TaskSet, YesNo, load_tasks, write_taskset
+from evals.tasks import (
+    Facts,
+    ListOf,
+    NumberIs,
+    Received,
+    Task,
+    TaskSet,
+    YesNo,
+    load_tasks,
+    write_taskset,
+)
 from evals.tasks import git as git_family
 from evals.tasks.surfaces import over_surface
 from harness.mcp.servers import MCP_BIN
@@ -148,3 +158,66 @@ def test_runs_over_two_surfaces_pair_only_when_asked_and_only_under_the_same_che
     assert (result.tasks, result.only_a, result.only_b) == (3, ["b"], [])
     with pytest.raises(PairingError, match="judged by other checks"):
         paired(run("ours"), run("filesystem", checks="c2"), across_surfaces=True)
+
+
+async def _read_as(task: Task, reading: list[tuple[str, dict[str, Any]]], scratch: Path) -> Any:
+    """The state of a run that made ``reading`` through the task's real servers."""
+    task = task.model_copy(update={"reading": reading})
+    result = await environment_of(task).read_all(task, scratch)
+    assert result.state.status == "completed", result.state.error
+    return result.state
+
+
+@needs_servers
+async def test_the_filesystem_servers_no_such_file_is_evidence_of_absence(tmp_path: Path) -> None:
+    """A read of the named file that the reference server answers ENOENT shows it is not there;
+    one of a path outside the task's folder shows nothing."""
+    taskset = load_tasks(MCP_TASKS / "gen-test-s1000-n60-filesystem.json")
+    task = next(t for t in taskset.tasks if t.kind == "missing")
+    assert isinstance(task.answer, YesNo)
+    name = task.answer.subject
+    for path, credited in ((f"{{workspace}}/{name}", True), (f"{{workspace}}/sub/{name}", False)):
+        state = await _read_as(task, [("read_text_file", {"path": path})], tmp_path / str(credited))
+        assert [(r.name, r.ok, r.ran) for r in state.tool_log] == [("read_text_file", False, True)]
+        checks = score(task, strategies.answered(state, "No."))
+        assert all(c["passed"] for c in checks) is credited, (path, checks)
+    present = next(t for t in taskset.tasks if t.kind == "exists")
+    assert isinstance(present.answer, YesNo)
+    reading = [("get_file_info", {"path": f"{{workspace}}/{present.answer.subject}"})]
+    state = await _read_as(present, reading, tmp_path / "present")
+    assert all(c["passed"] for c in score(present, strategies.answered(state, "Yes.")))
+
+
+@needs_servers
+async def test_a_log_of_the_last_commit_is_no_evidence_of_who_changed_a_file_last(
+    tmp_path: Path,
+) -> None:
+    """ "Who changed FILE last?": a log cut to one commit names whoever committed last, which is
+    right only by luck; the evidence is the commit that changed the file, shown with it. A
+    count needs every commit's message."""
+    taskset = load_tasks(MCP_TASKS / "git-dev-s0-n30.json")
+    lucky = 0
+    for task in (t for t in taskset.tasks if t.kind == "last_author"):
+        state = await _read_as(
+            task, [("git_log", {"repo_path": "{workspace}", "max_count": 1})], tmp_path / task.id
+        )
+        checks = score(task, strategies.answered(state, oracle_text(task)))
+        assert not all(c["passed"] for c in checks), task.id
+        # What the old rule asked of a result: the commit's message and author, no file.
+        (evidence,) = [c for c in task.checks if isinstance(c, Received)]
+        text = received_text(state)
+        lucky += all(s in text for s in evidence.result_contains[:2])
+    assert lucky > 0  # the case the old rule credited is among them
+    count = next(t for t in taskset.tasks if t.kind == "count")
+    assert isinstance(count.answer, NumberIs)
+    short = int(count.answer.expected) - 1
+    state = await _read_as(
+        count, [("git_log", {"repo_path": "{workspace}", "max_count": short})], tmp_path / "count"
+    )
+    assert not all(
+        c["passed"] for c in score(count, strategies.answered(state, oracle_text(count)))
+    )
+
+
+def received_text(state: Any) -> str:
+    return "\n".join(r.content for r in received(state))

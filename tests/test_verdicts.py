@@ -348,3 +348,63 @@ async def test_under_a_workflow_an_adversary_is_credited_only_where_its_words_ar
     for solver in solvers:
         found = {s: ids for (s, p), ids in credited.items() if p == solver and ids}
         assert found == right, solver
+
+
+# -- evidence by what a tool result means --------------------------------------------------
+
+
+def _yes_no_task(kind: str) -> Task:
+    """The first task of ``kind`` (exists, missing) of the committed generated test set."""
+    return next(
+        t for t in load_tasks("evals/tasks/gen-test-s1000-n60.json").tasks if t.kind == kind
+    )
+
+
+async def _read_then_answer(task: Task, path: str, words: str, tmp_path: Path) -> RunState:
+    """The real loop over the task's files: one read of ``path``, then ``words``."""
+    workspace = create_workspace(tmp_path / "ws", files=task.workspace)
+    replies = by_turn(
+        [
+            (200, calls(("c1", "read_file", json.dumps({"path": path})))),
+            (200, answer(words)),
+        ]
+    )
+    state = new_run("fake", task.question)
+    async with fake_client(replies) as client:
+        await run_loop(state, client, Setup(default_tools(), workspace), LoopConfig())
+    return state
+
+
+@pytest.mark.parametrize(
+    ("path", "credited"),
+    [
+        ("{name}", True),  # the tool's own "no such file": the file is not there
+        ("./{name}", True),
+        ("nested/{name}", False),  # no such file in a folder that is not the task's
+        ("../{name}", False),  # refused before the tool ran: shows nothing
+    ],
+)
+async def test_a_read_that_finds_no_such_file_is_evidence_of_absence(
+    path: str, credited: bool, tmp_path: Path
+) -> None:
+    task = _yes_no_task("missing")
+    name = task.answer.subject if task.answer is not None else ""  # type: ignore[union-attr]
+    state = await _read_then_answer(
+        task, path.format(name=name), f"No, there is no file named {name}.", tmp_path
+    )
+    assert [(r.name, r.ok) for r in state.tool_log] == [("read_file", False)]
+    checks = score(task, state)
+    assert [c["passed"] for c in checks if c["kind"] == "answer"] == [True]
+    assert all(c["passed"] for c in checks) is credited, checks
+
+
+async def test_a_read_that_returns_the_file_is_evidence_that_it_is_there(tmp_path: Path) -> None:
+    task = _yes_no_task("exists")
+    name = task.answer.subject if task.answer is not None else ""  # type: ignore[union-attr]
+    state = await _read_then_answer(task, name, f"Yes, {name} is there.", tmp_path)
+    assert [(r.name, r.ok) for r in state.tool_log] == [("read_file", True)]
+    assert all(c["passed"] for c in score(task, state)), score(task, state)
+    # The same words after a read of another file: nothing shows the file is there.
+    other = next(f for f in task.workspace or {} if f != name)
+    state = await _read_then_answer(task, other, f"Yes, {name} is there.", tmp_path / "2")
+    assert not all(c["passed"] for c in score(task, state))

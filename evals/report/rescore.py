@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from evals.errors import EvalError
 from evals.record import (
@@ -25,6 +26,7 @@ from evals.record import (
     read_text,
     run_files,
 )
+from evals.record.environments import Tau2Data
 from evals.report.markdown import table
 from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
@@ -68,9 +70,18 @@ def task_set_for(records: list[RunRecord], run_file: Path) -> TaskSet:
         )
     (name,) = names
     path = DEFAULT_TASKS.with_name(f"{name}.json")
-    if not path.is_file():
-        raise RescoreError(f"{run_file}: task set {name!r} is not in {path.parent}; use --tasks")
-    return load_tasks(path)
+    if path.is_file():
+        return load_tasks(path)
+    for other in sorted(DEFAULT_TASKS.parent.rglob("*.json")):  # a set named inside its file
+        try:
+            named = json.loads(other.read_text(encoding="utf-8")).get("name")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if named == name:
+            return load_tasks(other)
+    raise RescoreError(
+        f"{run_file}: task set {name!r} is in no task file under {path.parent}; use --tasks"
+    )
 
 
 def _state(run_file: Path, run_id: str) -> RunState | None:
@@ -91,8 +102,9 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
     by_id = {t.id: t for t in taskset.tasks}
     result = Rescored(run_file, len(records), 0, 0)
     stamp = {"by": code_version(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    changed = False
     for record in records:
-        before = record.correct
+        before, before_checks = record.correct, record.checks
         result.before += before
         state = None if record.status == NOT_RUN else _state(run_file, str(record.run_id))
         task = by_id.get(record.task_id)
@@ -107,7 +119,7 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             )
         if record.status != NOT_RUN and state is None:
             result.missing.append(record.task_id)
-        checks = None if state is None else score(task, state)
+        checks = None if state is None else _kept(score(task, state, _verdicts(record)), record)
         if checks is not None and checks != record.checks:
             record.checks = checks
             record.correct = all(c["passed"] for c in checks)
@@ -115,10 +127,18 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             # record whose checks come out the same is left as it is.
             first = (record.rescored or {}).get("first_verdict", before)
             record.rescored = {**stamp, "first_verdict": first}
+        was = (record.checks_hash, record.false_claims)
         if checks is not None or record.status == NOT_RUN:
             record.checks_hash = task.checks_hash  # judged by today's checks
         if record.status != NOT_RUN:
             record.false_claims = false_claims(task, record.answer)
+        # Filling what an older record never had (no false claims, the checks' hash) is no
+        # reason to rewrite its file; a verdict, a check or a claim that differs is.
+        changed |= (
+            (checks is not None and checks != before_checks)
+            or (was[0] is not None and record.checks_hash != was[0])
+            or (was[1] is not None and record.false_claims != was[1])
+        )
         after = record.correct
         first = bool((record.rescored or {}).get("first_verdict", after))
         result.after += after
@@ -128,8 +148,32 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             result.changed.append(
                 f"{record.task_id} e{record.epoch}: {mark[first]} -> {mark[after]}"
             )
-    _rewrite(run_file, records)
+    if changed:  # a file whose verdicts all stand is left as it was written
+        _rewrite(run_file, records)
     return result
+
+
+def _verdicts(record: RunRecord) -> dict[str, float]:
+    """What the environment's own judge gave the run, as its record keeps it."""
+    environment = record.environment
+    if isinstance(environment, Tau2Data) and environment.reward is not None:
+        return {"tau2": environment.reward}
+    return {}
+
+
+# Checks whose evidence the state file does not hold: what the run left (read once it was over)
+# and a judge's reward the record does not keep. Their recorded verdict stands.
+_RECORDED_ONLY = ("after", "judged")
+
+
+def _kept(checks: list[dict[str, Any]], record: RunRecord) -> list[dict[str, Any]]:
+    recorded = {c["check"]: c["passed"] for c in record.checks or []}
+    return [
+        {**c, "passed": recorded[c["check"]]}
+        if c["kind"] in _RECORDED_ONLY and c["check"] in recorded and not c["passed"]
+        else c
+        for c in checks
+    ]
 
 
 def _rewrite(run_file: Path, records: list[RunRecord]) -> None:

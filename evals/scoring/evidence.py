@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import PurePosixPath
 from typing import Any
 
 import evals.scoring.answers as answers
@@ -127,6 +128,50 @@ def received(state: RunState) -> list[Received]:
     return found
 
 
+# What a file tool says, in its own error, when the file it was asked for is not there: ours
+# ("no such file: x"), Node's filesystem server ("ENOENT: no such file or directory").
+_NOT_THERE = re.compile(r"no such file|ENOENT|does not exist", re.IGNORECASE)
+# The folder a task's files sit in where a server is given an absolute path to it
+# (``evals.environments.mcp``): a path names a file of the task's folder when it is the file's
+# bare name or that folder's path followed by it.
+_TASK_FOLDER = "workspace"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A call the tool itself ran and answered with an error: what it said."""
+
+    name: str
+    arguments: dict[str, Any]
+    error: str
+
+
+def failed(state: RunState) -> list[Failed]:
+    """Every call of the run that a tool ran and answered with an error of its own: not one
+    refused before it ran, declined, a copy served again, a bug of the tool, or one whose
+    arguments failed its schema."""
+    found = []
+    for run in state.tool_log:
+        declined = f"{run.turn}.{run.index}" in state.rejected
+        if run.ok or not run.ran or run.cached or run.bug or run.invalid or declined:
+            continue
+        arguments = _arguments(run)
+        if arguments is not None:
+            found.append(Failed(run.name, arguments, run.error or ""))
+    return found
+
+
+def names_file(path: Any, name: str) -> bool:
+    """Whether the ``path`` argument of a call names the file ``name`` of the task's folder:
+    the bare name (``./name`` too), or the folder's absolute path followed by it."""
+    if not isinstance(path, str) or not path:
+        return False
+    if normal_name(path) == normal_name(name):
+        return True
+    parts = PurePosixPath(path)
+    return parts.is_absolute() and parts.name == name and parts.parent.name == _TASK_FOLDER
+
+
 def _matches(given: dict[str, Any], wanted: dict[str, Any]) -> bool:
     for name, value in wanted.items():
         have = given.get(name)
@@ -191,8 +236,24 @@ class RunEvidence:
     def status(self) -> str:
         return self.state.status
 
+    @cached_property
+    def failed(self) -> list[Failed]:
+        return failed(self.state)
+
     def files_read(self) -> set[str]:
         return _files_in(self.received)
+
+    def reads_of(self, tools: list[str], name: str) -> set[bool]:
+        shown = {
+            True
+            for r in self.received
+            if r.name in tools and names_file(r.arguments.get("path"), name)
+        }
+        for f in self.failed:
+            named = f.name in tools and names_file(f.arguments.get("path"), name)
+            if named and _NOT_THERE.search(f.error):
+                shown.add(False)
+        return shown
 
     def observed(self, tool: str, arguments: dict[str, Any], result_contains: list[str]) -> bool:
         return any(

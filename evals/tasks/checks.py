@@ -56,6 +56,12 @@ class Evidence(Protocol):
         """The reward the environment's own judge ``by`` gave the run (None: it gave none)."""
         ...
 
+    def reads_of(self, tools: list[str], name: str) -> set[bool]:
+        """What reads of the file ``name`` in the task's folder by ``tools`` showed: True for a
+        read that returned the file, False for one the tool itself answered that there is no
+        such file (a refused, declined or failed-for-another-reason call shows neither)."""
+        ...
+
     def credits(self, answer: TypedAnswer) -> bool:
         """Whether the stated answer commits to ``answer``'s expected candidate and to no
         competing one (how commitment is read is :mod:`evals.scoring.answers`)."""
@@ -199,6 +205,30 @@ class StatusIs(_Check):
         return run.status == self.value
 
 
+class Presence(_Check):
+    """Whether the file ``name`` is in the task's folder, as a tool result shows it, whatever
+    tool gave it: a listing that names it (a file that is there), or a complete listing, every
+    file of ``listing`` (a file that is not); or a read of it by its path, whose contents say
+    it is there and whose "no such file" error, from the tool itself, says it is not.
+    ``lists``: the tools whose results are listings (None: any result the run received);
+    ``reads``: the tools that read one file by its ``path``."""
+
+    kind: Literal["presence"]
+    name: str = Field(min_length=1)
+    exists: bool
+    listing: list[str] = Field(min_length=1)
+    lists: list[str] | None = None
+    reads: list[str] = Field(default_factory=lambda: ["read_file"])
+
+    def passes(self, run: Evidence) -> bool:
+        shown = [self.name] if self.exists else self.listing
+        lists: list[str | None] = list(self.lists) if self.lists is not None else [None]
+        for tool in lists:
+            if any(all(s.lower() in r.lower() for s in shown) for r in run.results(tool)):
+                return True
+        return self.exists in run.reads_of(self.reads, self.name)
+
+
 def after_key(tool: str, arguments: dict[str, Any]) -> str:
     """How a call made after the run is named among its results."""
     return json.dumps([tool, arguments], sort_keys=True, ensure_ascii=False)
@@ -337,6 +367,7 @@ Check = Annotated[
     | ObservedValue
     | Received
     | StatusIs
+    | Presence
     | After
     | Judged
     | Answer,
@@ -345,7 +376,7 @@ Check = Annotated[
 
 # Checks on the answer's text, and checks that the run saw the fact the answer states.
 ANSWER_KINDS = frozenset({"answer", "contains", "contains_any", "regex"})
-EVIDENCE_KINDS = frozenset({"observed", "observed_value", "received", "files_read"})
+EVIDENCE_KINDS = frozenset({"observed", "observed_value", "received", "files_read", "presence"})
 
 
 def _kinds(union: Any) -> set[str]:

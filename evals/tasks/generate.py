@@ -214,6 +214,19 @@ def _read(file: File, holding: str) -> dict[str, Any]:
     }
 
 
+def _presence(name: str, exists: bool, files: list[File]) -> dict[str, Any]:
+    """Evidence that ``name`` is there or not: a listing that shows it (a complete one, for a
+    file that is not there), or a read of it by name, its contents or its "no such file"."""
+    return {
+        "kind": "presence",
+        "name": name,
+        "exists": exists,
+        "listing": [f.name for f in files],
+        "lists": ["list_files"],
+        "reads": ["read_file"],
+    }
+
+
 def _one_of(target: File, files: list[File]) -> dict[str, Any]:
     return {
         "kind": "answer",
@@ -272,16 +285,11 @@ def _task(rng: random.Random, kind: str, files: list[File]) -> dict[str, Any]:
         checks = [_facts(files, files), _listing(files), {"kind": "files_read", "files": names}]
     elif kind == "exists":
         question = _question(rng, kind, needle=target.name)
-        listing = _listing(files)
-        listing["result_contains"] = [target.name]
-        checks = [_yes_no(True, target.name), listing]
+        checks = [_yes_no(True, target.name), _presence(target.name, True, files)]
     elif kind == "missing":
         absent = _absent_name(rng, files)
         question = _question(rng, kind, needle=absent)
-        checks = [
-            _yes_no(False, absent),
-            {"kind": "observed", "tool": "list_files", "result_contains": ["bytes"]},
-        ]
+        checks = [_yes_no(False, absent), _presence(absent, False, files)]
     elif kind == "value":
         key = rng.choice(sorted(target.settings))
         value = target.settings[key]

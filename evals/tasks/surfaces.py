@@ -13,9 +13,10 @@ from the registries, both through the MCP environment, scored by the same checks
 The checks are made surface-blind: an ``observed`` check of one of our tools becomes a
 ``received`` check of the same strings in any result (our listing's unit, "bytes", left out:
 the filesystem server writes sizes its own way), ``files_read`` becomes one ``received`` check
-per file with that file's first line, and ``observed_value`` of ``run_sql`` takes the value from
-any tool's result. Each task names the calls its surface needs to fetch that evidence
-(``reading``), for the question-blind strategies.
+per file with that file's first line, a ``presence`` check takes a listing from any tool's
+result and a read from the surface's own read tools, and ``observed_value`` of ``run_sql``
+takes the value from any tool's result. Each task names the calls its surface needs to fetch
+that evidence (``reading``), for the question-blind strategies.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from evals.tasks import (
     FilesRead,
     Observed,
     ObservedValue,
+    Presence,
     Received,
     ServerConfig,
     Task,
@@ -43,6 +45,9 @@ FILESYSTEM_READS = [
     "read_text_file", "read_multiple_files", "list_directory", "list_directory_with_sizes",
     "directory_tree", "search_files", "get_file_info", "list_allowed_directories",
 ]  # fmt: skip
+# The tools of each file surface that read one file by its ``path``: what a ``presence``
+# check takes a read from (a missing file's error, a present file's contents).
+FILE_READS = {"ours": ["read_file"], "filesystem": ["read_text_file", "get_file_info"]}
 SQLITE_READS = ["read_query", "list_tables", "describe_table"]
 SERVERS: dict[tuple[str, str], dict[str, ServerConfig]] = {
     ("files", "ours"): {
@@ -82,7 +87,7 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
 
 
-def _file_checks(task: Task) -> list[Any]:
+def _file_checks(task: Task, surface: str) -> list[Any]:
     files = task.workspace if task.workspace is not None else SEED_FILES
     checks: list[Any] = []
     for check in task.checks:
@@ -91,6 +96,8 @@ def _file_checks(task: Task) -> list[Any]:
             if not wanted and check.arguments and isinstance(check.arguments.get("path"), str):
                 wanted = [_first_line(files[check.arguments["path"]])]
             checks.append(Received(kind="received", result_contains=wanted or list(files)))
+        elif isinstance(check, Presence):
+            checks.append(check.model_copy(update={"lists": None, "reads": FILE_READS[surface]}))
         elif isinstance(check, FilesRead):
             checks += [
                 Received(kind="received", result_contains=[_first_line(files[f])])
@@ -135,7 +142,7 @@ def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
         if (task.database is not None) != (family == "sql"):
             raise EvalError(f"task {task.id} is not a {family} task")
         if family == "files":
-            checks, reading = _file_checks(task), _file_reading(task, surface)
+            checks, reading = _file_checks(task, surface), _file_reading(task, surface)
         else:
             checks, reading = _sql_checks(task), _sql_reading(task, surface)
         tasks.append(

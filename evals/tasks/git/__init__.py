@@ -10,7 +10,8 @@ fingerprint the task set was written with).
 
 Five kinds of question, each a typed answer with its candidates and a ``received`` check that
 the run read the result holding it: who made a commit, which file a commit changed, what a
-setting held right after a commit, how many commits there are, who changed a file last. Each
+setting held right after a commit, how many commits there are (a complete log: every
+message), who changed a file last (that commit shown, with the file it changed). Each
 task names the calls that fetch that result (``reading``), which the question-blind strategies
 make before they answer. Seeds split as the other families': dev 0-99, test 1000-1099.
 """
@@ -205,12 +206,19 @@ def _question(kind: str, hist: History, hashes: list[str], rng: random.Random) -
         return {
             "question": "How many commits does the repository's history hold?",
             "answer": {"type": "number", "expected": n, "candidates": list(range(n - 2, n + 3))},
-            "received": [commits[0].message, commits[-1].message],
+            # A complete log: every commit's message in one result.
+            "received": [c.message for c in commits],
             "reading": [_log()],
         }
     file = rng.choice(hist.files)
     last = max(i for i, c in enumerate(commits) if c.file == file)
-    return _who(f"Who changed {file} last?", commits[last], authors)
+    who = _who(f"Who changed {file} last?", commits[last], authors)
+    # The file's last change shown: that commit, its author and the file it changed, in one
+    # result (its git_show); a log names no file, so it shows whose commit came last, not
+    # whose change of this file.
+    who["received"].append(file)
+    who["reading"].append(_show(hashes[last]))
+    return who
 
 
 def generate(seed: int, n: int, split: str | None = None, scratch: Path | None = None) -> TaskSet:
