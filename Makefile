@@ -282,12 +282,18 @@ report: $(STAMP_DEV) chromium
 	@$(committed_report)
 	$(PY) -m evals screenshot results/report.html --out results/report.png
 
-# Today's checks applied again to every committed run (records and summaries rewritten; each
-# record keeps its first verdict), then the paired comparisons, the grader check, the
-# comparison, the sweep's report and the HTML report.
+# Today's checks applied again to every committed run (a run file whose verdicts change is
+# rewritten with its summaries; each record keeps its first verdict), then the paired
+# comparisons, the grader check, the benchmark's verdicts read from its run files, the
+# workflows' report, the comparison, the sweep's report and the HTML report.
+RESCORED_RUNS = $(RUNS) $(wildcard results/mcp results/leaderboard results/leaderboard/slots4 \
+	results/sql results/sql/runs results/sql/dev results/workflows results/superseded/runs \
+	results/superseded/mcp results/server results/slots results/tau2)
 rescore: $(STAMP_DEV)
-	$(PY) -m evals rescore $(RUNS) --report results/rescore.md
+	$(PY) -m evals rescore $(RESCORED_RUNS) --report results/rescore.md
 	@$(paired_all)
+	$(PY) -m evals bench --render-only
+	$(PY) -m evals workflows-report --out results/workflows.md
 	@$(grader_check)
 	$(PY) -m evals sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
 	@$(call compare_into,results)

@@ -7,8 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 from evals.record import read_runs
-from evals.studies import grader_check
+from evals.scoring.evidence import RunEvidence
+from evals.studies import evidence_check, grader_check
 from evals.studies.heldout import SIZE, family
+from evals.tasks import Presence
+from evals.tasks.named import load_named
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,3 +51,22 @@ def test_the_readme_quotes_the_held_out_figure_the_corpus_gives() -> None:
 
     held = grader_check.replay(grader_check.read_corpus(grader_check.HELDOUT))
     assert block(grader_check.README, "grader-heldout") == grader_check.heldout_sentence(held)
+
+
+def test_the_evidence_rules_agree_with_runs_labelled_by_reading() -> None:
+    """Every row names a committed run; the evidence checks agree with the reading on each,
+    for every kind of evidence; a label turned over is a disagreement, and a read taken as
+    evidence is refused by the checks that asked for a listing alone."""
+    rows = evidence_check.read_rows()
+    assert {r.kind for r in rows} == {"listing", "read as evidence", "git history"}
+    assert any(r.label for r in rows) and not all(r.label for r in rows)
+    judged = evidence_check.judge(rows)
+    assert [j.row.ref for j in judged if not j.agrees] == []
+    flipped = [r.model_copy(update={"label": not r.label}) for r in rows[:5]]
+    assert not any(j.agrees for j in evidence_check.judge(flipped))
+    read = next(r for r in rows if r.kind == "read as evidence" and r.label)
+    task = next(t for t in load_named(read.task_set).tasks if t.id == read.task)  # type: ignore[union-attr]
+    presence = next(c for c in task.checks if isinstance(c, Presence))
+    state = evidence_check._state(read)
+    assert presence.passes(RunEvidence(state))
+    assert not presence.model_copy(update={"reads": []}).passes(RunEvidence(state))

@@ -32,7 +32,8 @@ from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
 from evals.scoring.claims import false_claims
 from evals.scoring.evidence import score
-from evals.tasks import DEFAULT_TASKS, TaskSet, load_tasks
+from evals.tasks import TaskSet, load_tasks
+from evals.tasks.named import TASKS_DIR, load_named
 from harness.state import RunState
 
 
@@ -62,26 +63,19 @@ class Rescored:
 
 def task_set_for(records: list[RunRecord], run_file: Path) -> TaskSet:
     """The task set a run was made from, as its file reads today: the one its records name,
-    looked up beside the default task set."""
+    found by that name under the task folder (``evals.tasks.named``)."""
     names = {r.spec.task_set for r in records}
-    if len(names) != 1 or None in names:
+    (name,) = names if len(names) == 1 else (None,)
+    if name is None:
         raise RescoreError(
             f"{run_file}: its records name no single task set ({names}); use --tasks"
         )
-    (name,) = names
-    path = DEFAULT_TASKS.with_name(f"{name}.json")
-    if path.is_file():
-        return load_tasks(path)
-    for other in sorted(DEFAULT_TASKS.parent.rglob("*.json")):  # a set named inside its file
-        try:
-            named = json.loads(other.read_text(encoding="utf-8")).get("name")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if named == name:
-            return load_tasks(other)
-    raise RescoreError(
-        f"{run_file}: task set {name!r} is in no task file under {path.parent}; use --tasks"
-    )
+    taskset = load_named(name)
+    if taskset is None:
+        raise RescoreError(
+            f"{run_file}: task set {name!r} is in no task file under {TASKS_DIR}; use --tasks"
+        )
+    return taskset
 
 
 def _state(run_file: Path, run_id: str) -> RunState | None:

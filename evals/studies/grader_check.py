@@ -33,6 +33,7 @@ from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.answers import commitment
 from evals.scoring.evidence import RunEvidence, stated
+from evals.studies import evidence_check
 from evals.studies.heldout import SEED as HELDOUT_SEED
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
@@ -311,6 +312,12 @@ def main(corpus: Path, out: Path | None, heldout: Path | None = HELDOUT) -> int:
     text = markdown(replayed, corpus)
     if heldout is not None:
         text += "\n" + heldout_section(held, heldout)
+    try:
+        evidence = evidence_check.judge(evidence_check.read_rows())
+    except evidence_check.EvidenceCorpusError as exc:
+        print(f"grader-check: {exc}", file=sys.stderr)
+        return 2
+    text += "\n" + evidence_check.section(evidence)
     print(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -328,6 +335,13 @@ def main(corpus: Path, out: Path | None, heldout: Path | None = HELDOUT) -> int:
                 for r in replayed
                 if not r.agrees
             ],
+            "evidence": {
+                "rows": len(evidence),
+                "agreeing": sum(j.agrees for j in evidence),
+                "disagreements": [
+                    {**j.row.model_dump(), "credited": j.credited} for j in evidence if not j.agrees
+                ],
+            },
         }
         out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         if held and heldout == HELDOUT:
@@ -335,4 +349,5 @@ def main(corpus: Path, out: Path | None, heldout: Path | None = HELDOUT) -> int:
             if corpus == CORPUS:
                 fill(POLICIES, "grader-corpora", corpora_sentences(replayed, held))
         print(f"wrote {out} and {out.with_suffix('.json')}")
-    return 0 if passed(replayed) else 1
+    evidence_agrees = sum(j.agrees for j in evidence) >= TARGET * len(evidence)
+    return 0 if passed(replayed) and evidence_agrees else 1

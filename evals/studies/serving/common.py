@@ -43,6 +43,9 @@ class Part:
     render: Callable[[Figures], list[str]]
     # Blocks of the docs its figures write: (page, block name, text), see evals.report.docs.
     docs: Callable[[Figures], list[tuple[Path, str, str]]] | None = None
+    # For a part whose figures include verdicts of its committed run files: those figures
+    # again from the files as they read now (after ``evals rescore``), nothing measured again.
+    rescored: Callable[[Figures], Figures] | None = None
 
 
 def peak_rss_mb(pid: int) -> float | None:

@@ -192,6 +192,20 @@ def agree_all(rows: list[dict[str, Any]], first: int, tokenize: Any) -> None:
             row["agreement"] = agreement(Path(base["run_file"]), Path(row["run_file"]), tokenize)
 
 
+def rescored(figures: Figures) -> Figures:
+    """The verdicts again from the committed run files as they read now (after ``evals
+    rescore``): each row's count of right answers and its agreement with one slot. What was
+    measured (times, tokens, memory) stays."""
+    rows = [dict(row) for row in figures["rows"]]
+    found = [r for r in rows if r.get("run_file") and Path(r["run_file"]).exists()]
+    if not found:
+        return figures
+    for row in found:
+        row["correct"] = sum(bool(r.correct) for r in read_runs(Path(row["run_file"])))
+    agree_all(rows, figures["levels"][0], vocabulary_tokenizer())
+    return {**figures, "rows": rows}
+
+
 def vocabulary_tokenizer() -> Any:
     """The default model's tokenizer (its vocabulary only), for where transcripts part."""
     import llama_cpp

@@ -10,6 +10,7 @@ from evals.report.markdown import table
 from evals.studies.serving.common import Figures, Part, fmt
 from evals.studies.serving.slots import (
     TARGET_SPEEDUP,
+    rescored,
     run,
 )
 
@@ -216,4 +217,4 @@ def docs(s: Figures) -> list[tuple[Path, str, str]]:
     return [(DOCS_PAGE, "slots-table", text)]
 
 
-PART = Part("slots", run, render, docs)
+PART = Part("slots", run, render, docs, rescored)
