@@ -28,8 +28,13 @@ ENDS = ("user_stop", "transfer", "out_of_scope", "agent_stop", "step_cap", "erro
 # The published anchors the page sets ours beside: (model, airline, retail, telecom) as their
 # sources state them (pass^1, %), on τ²'s original task sets.
 ANCHORS = [
-    ("Qwen3-4B-Instruct-2507 (its model card)", 24.0, 40.4, 13.2),
-    ("GPT-4.1-mini (τ²-bench leaderboard)", 48.7, 61.4, 48.9),
+    (
+        "Qwen3-4B-Instruct-2507 ([its model card](https://huggingface.co/Qwen/Qwen3-4B-Instruct-2507))",
+        24.0,
+        40.4,
+        13.2,
+    ),
+    ("GPT-4.1-mini ([τ²-bench leaderboard](https://taubench.com))", 48.7, 61.4, 48.9),
 ]
 
 
