@@ -10,6 +10,7 @@ import httpx
 
 from evals.record import RunRecord, RunSpec, WorkspaceData
 from evals.run.recorder import task_record
+from evals.scoring.verdict import Verdict
 from evals.tasks import Task
 from harness.state import RunState
 
@@ -128,7 +129,7 @@ def record_of(state: RunState, model: str = "m", question: str = "q") -> RunReco
         epoch=1,
         seed=None,
         state=state,
-        checks=[],
+        verdict=Verdict(checks=[], checks_hash=task.checks_hash, false_claims=[]),
         trace_path=None,
         answered_by=[],
         server_software="",

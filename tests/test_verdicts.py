@@ -19,6 +19,7 @@ from evals.record import read_records
 from evals.report.rescore import RescoreError, rescore
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring import files_read, received, score, stated
+from evals.scoring.verdict import passed, verdict_of
 from evals.studies.adversaries import run_adversaries, weak, write
 from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
 from harness.approvals import reject
@@ -408,3 +409,17 @@ async def test_a_read_that_returns_the_file_is_evidence_that_it_is_there(tmp_pat
     other = next(f for f in task.workspace or {} if f != name)
     state = await _read_then_answer(task, other, f"Yes, {name} is there.", tmp_path / "2")
     assert not all(c["passed"] for c in score(task, state))
+
+
+def test_a_run_is_right_by_one_rule_everywhere() -> None:
+    """Judged by at least one check, every one passed: the runner's record, rescore and the
+    strategies read it from evals.scoring.verdict, so a run never judged is never right."""
+    assert not passed([]) and not passed(None)
+    assert passed([{"passed": True}]) and not passed([{"passed": True}, {"passed": False}])
+    task = next(t for t in load_tasks().tasks if t.id == "count")
+    state = new_run("m", task.question)
+    state.status, state.answer = "completed", "There are 3 files."
+    verdict = verdict_of(task, state)
+    assert [c["kind"] for c in verdict.checks] == [c.kind for c in task.checks]
+    assert not verdict.correct  # right words, but no listing received
+    assert verdict.checks_hash == task.checks_hash and verdict.false_claims == []

@@ -32,6 +32,7 @@ from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
 from evals.scoring.claims import false_claims
 from evals.scoring.evidence import score
+from evals.scoring.verdict import passed
 from evals.tasks import TaskSet, load_tasks
 from evals.tasks.named import TASKS_DIR, load_named
 from harness.state import RunState
@@ -116,7 +117,7 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
         checks = None if state is None else _kept(score(task, state, _verdicts(record)), record)
         if checks is not None and checks != record.checks:
             record.checks = checks
-            record.correct = all(c["passed"] for c in checks)
+            record.correct = passed(checks)
             # The first verdict a record had stays named, however often it is rescored; a
             # record whose checks come out the same is left as it is.
             first = (record.rescored or {}).get("first_verdict", before)

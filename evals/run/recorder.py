@@ -16,8 +16,8 @@ from evals.record import (
     RunRecord,
     RunSpec,
 )
-from evals.scoring.claims import false_claims
 from evals.scoring.evidence import offerable_tools
+from evals.scoring.verdict import Verdict
 from evals.tasks import Task
 from harness.state import RunState
 from serve_local.callshape import call_spans
@@ -66,7 +66,7 @@ def task_record(
     epoch: int,
     seed: int | None,
     state: RunState,
-    checks: list[dict[str, Any]],
+    verdict: Verdict,
     trace_path: str | None,
     answered_by: list[str],
     server_software: str,
@@ -107,7 +107,7 @@ def task_record(
         cost_usd=round(state.cost_usd, 8),
         wall_ms=round(state.wall_ms - queue_ms, 1),
         queue_ms=round(queue_ms, 1),
-        false_claims=false_claims(task, state.answer),
+        false_claims=verdict.false_claims,
         turn_latency_ms=latencies,
         turn_timings=[t.timings for t in state.turn_records],
         turn_finish_reasons=[t.finish_reason for t in state.turn_records],
@@ -125,8 +125,9 @@ def task_record(
         tools_called=[r.name for r in state.tool_log],
         call_shaped_text=call_shaped_text(state, _servers_tools(environment)),
         answer=state.answer,
-        checks=checks,
-        correct=machinery is None and bool(checks) and all(c["passed"] for c in checks),
+        checks=verdict.checks,
+        # A run the machinery failed is an error, never right, whatever its checks say.
+        correct=machinery is None and verdict.correct,
         conversation=conversation,
     )
 

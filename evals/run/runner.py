@@ -43,7 +43,7 @@ from evals.run.servers import (
 )
 from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
 from evals.run.taskrun import run_task
-from evals.scoring import score
+from evals.scoring.verdict import verdict_of
 from evals.solvers import solver_named
 from evals.tasks import Task, TaskSet, load_tasks
 from harness.faults import crash_point
@@ -249,7 +249,7 @@ async def _one(
             epoch=epoch,
             seed=seed,
             state=state,
-            checks=score(task, state, ran.verdicts, ran.after),
+            verdict=verdict_of(task, state, ran.verdicts, ran.after),
             trace_path=beside(ev.out, trace),
             conversation=ran.conversation(),
             machinery=ran.machinery,

@@ -35,7 +35,7 @@ from statsmodels.stats.multitest import multipletests
 from evals.environments import Reading, environment_of
 from evals.report.markdown import table
 from evals.report.stats import wilson
-from evals.scoring.evidence import score
+from evals.scoring.verdict import verdict_of
 from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo, chance_of
 from harness.state import RunState
 
@@ -263,7 +263,7 @@ async def judge(taskset: TaskSet, scratch: Any) -> list[FamilyReport]:
                 attempt.strategy, Cell(attempt.strategy, attempt.hedge)
             )
             cell.tasks += 1
-            if all(c["passed"] for c in score(task, answered(reading.state, attempt.text))):
+            if verdict_of(task, answered(reading.state, attempt.text)).correct:
                 cell.credited += 1
                 cell.credited_ids.append(task.id)
                 if attempt.intends != UNKNOWN and not _due(attempt.intends, task):
