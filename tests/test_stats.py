@@ -317,3 +317,30 @@ def test_pass_hat_k_is_tau_benchs_estimator_over_tasks() -> None:
     # One epoch each: pass^1 is the accuracy, and the summary keeps it beside pass_k.
     summary = summarize(records([True, False, True]))
     assert summary["pass_hat_k"] == {"1": 0.6667} and summary["pass_k"] == pytest.approx(2 / 3)
+
+
+def test_wilsons_interval_in_closed_form_is_scipys() -> None:
+    from scipy.stats import binomtest
+
+    for n in (1, 2, 6, 20, 60, 388):
+        for k in range(n + 1):
+            ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+            got = wilson(k, n)
+            assert math.isclose(got.low, ci.low, abs_tol=1e-12), (k, n)
+            assert math.isclose(got.high, ci.high, abs_tol=1e-12), (k, n)
+
+
+def test_the_commands_declare_their_flags_without_the_heavy_packages() -> None:
+    """``python -m evals --help`` and every subcommand's flags load no statistics package and no
+    MCP SDK: those are imported by the code that computes a figure or starts a server."""
+    code = (
+        "import sys\n"
+        "from evals.cli import parser\n"
+        "parser()\n"
+        "heavy = ('scipy', 'statsmodels', 'mcp', 'inspect_ai')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert proc.stdout.strip() == "[]", proc.stdout

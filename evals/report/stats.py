@@ -4,7 +4,7 @@ The task is the unit. Epochs of one task are one observation: a task counts as i
 right epochs, so ten identical greedy epochs weigh what one does.
 
 * :func:`wilson`: a 95 % Wilson score interval on k right out of n
-  (``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``).
+  (in closed form, equal to ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``).
 * :func:`accuracy`: a run's accuracy over its tasks: Wilson's interval over the tasks where
   every task's epochs agree, else a t interval on the per-task means (the standard error
   clustered by task; ``statsmodels`` ``DescrStatsW.tconfint_mean``).
@@ -27,15 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from scipy.special import comb
-from scipy.stats import binomtest, bootstrap
-from statsmodels.stats.power import NormalIndPower
-from statsmodels.stats.proportion import proportion_effectsize
-from statsmodels.stats.weightstats import DescrStatsW
-
 from evals.errors import EvalError
 from evals.record import RunRecord, is_error
+
+# numpy, scipy and statsmodels are imported where a figure is computed, so the commands that
+# only declare their flags (``python -m evals --help``) start without them.
+# The normal quantile of a two-sided 95 % interval.
+_Z = 1.959963984540054
 
 CONFIDENCE = 0.95
 RESAMPLES = 9999
@@ -77,8 +75,14 @@ def wilson(k: int, n: int) -> Proportion:
     """k of n with its 95 % Wilson score interval; no runs at all say nothing: [0, 1]."""
     if n == 0:
         return Proportion(0, 0, 0.0, 1.0)
-    ci = binomtest(k, n).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
-    return Proportion(k, n, float(ci.low), float(ci.high))
+    # Wilson's score interval in closed form (what scipy's binomtest(k, n).proportion_ci(
+    # method="wilson") computes; a test holds them equal), without loading scipy.
+    p = k / n
+    centre = (p + _Z**2 / (2 * n)) / (1 + _Z**2 / n)
+    half = _Z * math.sqrt(p * (1 - p) / n + _Z**2 / (4 * n * n)) / (1 + _Z**2 / n)
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return Proportion(k, n, low, high)
 
 
 def by_task(records: Sequence[RunRecord]) -> dict[str, list[bool]]:
@@ -133,6 +137,9 @@ def pass_hat_k(records: Sequence[RunRecord], k: int) -> float | None:
     """pass^k as τ-bench defines it: over tasks, the mean of C(c, k) / C(n, k) for a task right
     in c of its n epochs, the chance that k epochs drawn from its n are all right. None when
     a task has fewer than k epochs (or there is no task)."""
+    import numpy as np
+    from scipy.special import comb
+
     outcomes = by_task(records)
     if not outcomes or k < 1 or any(len(v) < k for v in outcomes.values()):
         return None
@@ -158,6 +165,9 @@ def accuracy_of(summary: dict[str, Any]) -> Accuracy:
 
 
 def accuracy(records: Sequence[RunRecord]) -> Accuracy:
+    import numpy as np
+    from statsmodels.stats.weightstats import DescrStatsW
+
     outcomes = by_task(records)
     epochs = max((len(v) for v in outcomes.values()), default=0)
     if all(len(set(v)) == 1 for v in outcomes.values()):
@@ -177,6 +187,8 @@ def detectable_difference(
     significance, in points, treating the two runs as independent samples of the tasks
     (pairing can only lower it). Without ``baseline``: two rates either side of 50 %, the worst
     case; with it, a rise over that rate (None when no rise within 100 % is detectable)."""
+    from statsmodels.stats.power import NormalIndPower
+
     if tasks < 2:
         return None
     h = float(
@@ -194,6 +206,9 @@ def detectable_difference(
 def tasks_needed(difference: float, baseline: float = 0.5, power: float = POWER) -> int | None:
     """How many tasks a rise of ``difference`` points over ``baseline`` needs to be detected
     with ``power`` at 5 % two-sided significance (independent samples, as above)."""
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
     target = baseline + difference / 100
     if difference <= 0 or target > 1:
         return None
@@ -324,6 +339,8 @@ def _check_same_tasks(
 
 
 def _mean_difference(a: Any, b: Any, axis: int = -1) -> Any:
+    import numpy as np
+
     return np.mean(b - a, axis=axis)
 
 
@@ -351,6 +368,9 @@ def paired_outcomes(
     """B against A from each task's outcomes (one per epoch) in each run, over the tasks both
     have; the caller has made sure the two runs asked the same tasks. A BFCL item or
     conversation is a task here."""
+    import numpy as np
+    from scipy.stats import binomtest, bootstrap
+
     keys = [k for k in got_a if k in got_b]  # in A's order; a task with only errors is left out
     if not keys:
         raise PairingError(f"{label_a} and {label_b} share no task with an outcome")

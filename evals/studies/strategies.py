@@ -29,9 +29,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import binomtest
-from statsmodels.stats.multitest import multipletests
-
 from evals.environments import Reading, environment_of
 from evals.report.markdown import table
 from evals.report.stats import wilson
@@ -213,6 +210,8 @@ class FamilyReport:
 
     def p_value(self, cell: Cell) -> float:
         """One-sided exact binomial test of the strategy's credits against chance."""
+        from scipy.stats import binomtest
+
         if not cell.credited:
             return 1.0
         return float(
@@ -283,6 +282,8 @@ def _mark_above_chance(reports: list[FamilyReport]) -> None:
     tested = [(r, c) for r in reports for c in r.cells.values() if not c.hedge]
     if not tested:
         return
+    from statsmodels.stats.multitest import multipletests
+
     rejected = multipletests([r.p_value(c) for r, c in tested], alpha=ALPHA, method="holm")[0]
     for (report, cell), above in zip(tested, rejected, strict=True):
         if above:

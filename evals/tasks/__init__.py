@@ -50,7 +50,7 @@ from evals.tasks.checks import (
     YesNo,
 )
 from evals.tasks.users import Tau2Ref, UserScenario
-from harness.mcp.servers import ServerConfig
+from harness.mcp.config import ServerConfig
 
 __all__ = [
     "ANSWER_KINDS",

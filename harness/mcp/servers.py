@@ -33,9 +33,9 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.errors import ToolError, ToolServerFailed
+from harness.mcp.config import PLACEHOLDER, ServerConfig
 from harness.schemas import schema_problem
 from harness.tools import Tool, ToolContext
 
@@ -70,37 +70,6 @@ MESSAGE_CAP_BYTES = 16 * 1024 * 1024
 STDERR_CAP_BYTES = 1024 * 1024
 INFO_CAP_CHARS = 200
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
-
-
-class ServerConfig(BaseModel):
-    """One entry of ``mcpServers``: how to start the server, which of its tools to offer
-    (``allow``: only these; ``deny``: all but these), and which to treat as read-only whatever
-    their annotations say (``read_only``: the task file vouches for them, as an Agents SDK
-    user exempts tools from approval; a server that declares no annotations needs it)."""
-
-    model_config = ConfigDict(extra="forbid")
-    command: str = Field(min_length=1)
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    allow: list[str] | None = None
-    deny: list[str] = Field(default_factory=list)
-    read_only: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _one_list(self) -> ServerConfig:
-        if self.allow is not None and self.deny:
-            raise ValueError("name either allow or deny, not both")
-        return self
-
-    def placeholders(self) -> set[str]:
-        """The placeholders this entry uses (``{workspace}``...)."""
-        texts = [*self.args, *self.env.values(), self.cwd or ""]
-        return {m.group(1) for t in texts for m in _PLACEHOLDER.finditer(t)}
-
-    def offers(self, tool: str) -> bool:
-        return (self.allow is None or tool in self.allow) and tool not in self.deny
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:
@@ -115,7 +84,7 @@ def fill(text: str, values: Mapping[str, str]) -> str:
             )
         return values[name]
 
-    return _PLACEHOLDER.sub(one, text)
+    return PLACEHOLDER.sub(one, text)
 
 
 def resolve_command(command: str, env: Mapping[str, str] | None = None) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.tasks import RepositoryRef, Task, TaskSet, write_taskset
-from harness.mcp.servers import ServerConfig
+from harness.mcp.config import ServerConfig
 
 SPLITS = {"dev": range(0, 100), "test": range(1000, 1100)}
 AUTHORS = (
