@@ -33,8 +33,12 @@ def test_a_user_that_does_its_part_is_not_flagged() -> None:
 
 
 def test_a_user_that_speaks_as_the_agent_is_flagged() -> None:
-    assert _rules(("Hello! How can I assist you today?", 0, None)) == [(1, "plays_agent")]
-    assert _rules(("Is there anything else I can help you with?", 0, None)) == [(1, "plays_agent")]
+    assert _rules(("Hello! How can I assist you today?", 0, None)) == [
+        (1, "plays_agent"),
+        (1, "off_scenario"),  # and it says nothing of why it called
+    ]
+    later = ("Is there anything else I can help you with?", 1, "Done.")
+    assert _rules(("Cancel EHGLP3.", 0, None), later) == [(2, "plays_agent")]
 
 
 def test_a_user_that_stops_before_the_agent_acted_is_flagged_only_where_acts_count() -> None:
@@ -65,7 +69,10 @@ def test_a_user_that_states_an_identifier_nobody_gave_it_is_flagged() -> None:
 
 def test_a_user_that_repeats_the_agents_words_is_flagged() -> None:
     confused = "I'm sorry, but I'm not sure what you're asking. Could you please clarify?"
-    assert _rules(("Cancel EHGLP3.", 0, None), (confused, 1, confused)) == [(2, "echoes")]
+    assert _rules(("Cancel EHGLP3.", 0, None), (confused, 1, confused)) == [
+        (2, "plays_agent"),
+        (2, "echoes"),
+    ]
     # Eight of the agent's words in a row, quoted back.
     heard = "Your reservation EHGLP3 has two passengers and one checked bag in economy."
     assert _rules(
@@ -74,3 +81,19 @@ def test_a_user_that_repeats_the_agents_words_is_flagged() -> None:
     ) == [(2, "echoes")]
     # Answering with a few of its words is talking, not echoing.
     assert _rules(("Cancel EHGLP3.", 0, None), ("Yes, two passengers.", 1, heard)) == []
+
+
+def test_a_user_that_refuses_or_asks_to_be_told_more_speaks_as_the_agent() -> None:
+    refusal = "I'm sorry, but I can't assist with that. Could you clarify your request?"
+    assert (1, "plays_agent") in _rules((refusal, 0, None))
+    confused = "I'm sorry, but I'm not sure what you're asking."
+    assert _rules(("I want to cancel EHGLP3.", 0, None), (confused, 0, "Sure.")) == [
+        (2, "plays_agent")
+    ]
+
+
+def test_a_first_message_with_nothing_of_the_scenario_is_off_it() -> None:
+    assert _rules(("Hello there, good day!", 0, None)) == [(1, "off_scenario")]
+    assert _rules(("Hi, please cancel my reservation.", 0, None)) == []
+    # Only the first message: later ones answer what the agent said.
+    assert _rules(("Cancel EHGLP3.", 0, None), ("Yes.", 1, "Shall I?")) == []

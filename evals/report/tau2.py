@@ -140,8 +140,10 @@ def labels_text(path: Path = LABELS) -> str:
     text = (
         f"{found.labelled} user turns of {talks} conversations drawn at random (`{path.name}`), "
         f"each labelled by reading before any reward was looked at: {found.errors} are the "
-        f"user's errors, {rate.interval()} (95 % interval). The rules flag "
-        f"{found.flagged_errors} of those {found.errors}"
+        f"user's errors, {rate.interval()} (95 % interval). The rules, written after reading "
+        "this sample (so this is how well they fit it, not their error rate on turns they never "
+        f"saw; a fresh sample measures that), flag {found.flagged_errors} of those "
+        f"{found.errors}"
         + (
             f" and {found.flagged_ok} of the {ok} turns labelled ok."
             if ok

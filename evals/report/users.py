@@ -29,13 +29,70 @@ from dataclasses import dataclass
 from evals.conversation import OUT_OF_SCOPE, STOP, TRANSFER
 from evals.record import RunRecord, UserTurn
 
-RULES = ("plays_agent", "early_stop", "leaks", "unknown_fact", "empty_stop", "echoes")
+RULES = (
+    "plays_agent", "early_stop", "leaks", "unknown_fact", "empty_stop", "echoes", "off_scenario",
+)  # fmt: skip
 NOT_JUDGED = ("error", "not_run")
 
 _AGENT_WORDS = re.compile(
     r"\bhow (?:can|may) i (?:help|assist)\b|\bhow can i be of (?:help|assistance)\b"
-    r"|\bwhat can i (?:do|help) (?:for|with)\b|\bis there anything (?:else )?i can help\b",
+    r"|\bwhat can i (?:do|help) (?:for|with)\b|\bis there anything (?:else )?i can help\b"
+    # An assistant's refusal and its request to be told more: the customer asks for help,
+    # never turns it down, and has no question of the agent's to have clarified.
+    r"|\bi(?:'m| am) (?:sorry|afraid),? (?:but )?i (?:can(?:'t|not)|am unable to) "
+    r"(?:help|assist)\b|\bnot sure what you(?:'re| are) asking\b"
+    r"|\bclarify (?:your|the) (?:question|request)\b",
     re.IGNORECASE,
+)
+# Words of no substance, left out when a user's first message is held against its scenario.
+_PLAIN = frozenset(
+    [
+        "about",
+        "after",
+        "again",
+        "also",
+        "been",
+        "before",
+        "being",
+        "could",
+        "does",
+        "doing",
+        "from",
+        "have",
+        "hello",
+        "help",
+        "here",
+        "just",
+        "know",
+        "like",
+        "more",
+        "need",
+        "please",
+        "some",
+        "than",
+        "thank",
+        "thanks",
+        "that",
+        "the",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "today",
+        "very",
+        "want",
+        "what",
+        "when",
+        "where",
+        "which",
+        "will",
+        "with",
+        "would",
+        "your",
+        "you",
+    ]
 )
 _SCAFFOLD = re.compile(
     r"<\/?(?:scenario|instructions|policy)>|\b(?:reason for call|known info|unknown info|"
@@ -77,6 +134,11 @@ def _echoes(text: str, heard: str | None) -> bool:
     return len(said) >= 8 and any(" ".join(said[i : i + 8]) in theirs for i in range(len(said) - 7))
 
 
+def _substance(text: str) -> set[str]:
+    """The words of four letters or more that say something (not greetings, not fillers)."""
+    return {w for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _PLAIN}
+
+
 def _identifiers(text: str) -> set[str]:
     return {m.group(0).lstrip("#").lower() for m in _IDENTIFIER.finditer(text)}
 
@@ -99,6 +161,10 @@ def flags(scenario: str, said: Sequence[UserTurn], acts: bool = True) -> list[Fl
             found.append(Flag(n, "early_stop", text[:80]))
         if not stops and _echoes(text, turn.replying_to):
             found.append(Flag(n, "echoes", text[:80]))
+        if n == 1 and not stops and not _substance(text) & _substance(scenario):
+            # Greeted by the agent, the user says why it called: a first message that shares
+            # no word of substance with its scenario has not started on its task.
+            found.append(Flag(n, "off_scenario", text[:80]))
         if match := _SCAFFOLD.search(text):
             found.append(Flag(n, "leaks", match.group(0)))
         invented = sorted(_identifiers(text) - known)
