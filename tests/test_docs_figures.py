@@ -235,3 +235,4 @@ def test_the_tau2_page_is_what_the_committed_conversation_runs_give() -> None:
     assert block(tau2.PAGE, "tau2-user-rules") == tau2.rules_table()
     assert block(tau2.PAGE, "tau2-anchors") == tau2.anchors_table()
     assert block(tau2.PAGE, "tau2-user-labels") == tau2.labels_text()
+    assert block(tau2.PAGE, "tau2-user-heldout") == tau2.heldout_text()

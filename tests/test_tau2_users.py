@@ -3,6 +3,9 @@ user who does its part alone."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from evals.conversation import STOP, TRANSFER
 from evals.record import UserTurn
 from evals.report.users import flags
@@ -97,3 +100,49 @@ def test_a_first_message_with_nothing_of_the_scenario_is_off_it() -> None:
     assert _rules(("Hi, please cancel my reservation.", 0, None)) == []
     # Only the first message: later ones answer what the agent said.
     assert _rules(("Cancel EHGLP3.", 0, None), ("Yes.", 1, "Shall I?")) == []
+
+
+def test_the_held_out_sample_reports_both_readers_and_what_the_rules_miss(tmp_path: Path) -> None:
+    from evals.report.tau2 import heldout_text
+
+    def row(turn: int, text: str, label: str) -> dict[str, object]:
+        return {
+            "conversation": "run/t/e1", "turn": turn, "scenario": SCENARIO, "replying_to": None,
+            "calls_before": 0, "text": text, "earlier": [], "label": label, "why": "read",
+        }  # fmt: skip
+
+    first = [
+        row(1, "Hello! How can I assist you today?", "error"),  # flagged: speaks as the agent
+        row(2, "Cancel EHGLP3, and my dog is called Rex.", "error"),  # an error no rule sees
+        row(3, "Cancel reservation EHGLP3 please.", "ok"),
+    ]
+    second = [{**first[0]}, {**first[1], "label": "ok"}, {**first[2]}]
+    path = tmp_path / "heldout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in first))
+    path.with_suffix(".second-reader.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in second)
+    )
+    text = heldout_text(path)
+    assert "3 user turns of 1 other conversations" in text
+    assert "2 are the user's errors" in text
+    assert "agrees on 2 of 3 turns" in text
+    assert "flag 1 of the 2 errors" in text and "0 of the 1 turns labelled ok" in text
+
+
+def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() -> None:
+    from evals.report.users import sample_turns
+    from tests.helpers import run_record
+
+    def talk(task: str) -> object:
+        said = [
+            {"text": f"{task} one", "calls_before": 0},
+            {"text": f"{task} two", "calls_before": 1},
+        ]
+        return run_record(task_id=task, epoch=1, conversation={"end": "user_stop", "said": said})
+
+    runs = [("run", [talk(t) for t in ("a", "b", "c")])]
+    first = sample_turns(runs, {}, 3, seed=7)  # type: ignore[arg-type]
+    drawn = {str(r["conversation"]) for r in first}
+    assert len(drawn) == 2 and all(r["label"] is None for r in first)  # whole conversations
+    rest = sample_turns(runs, {}, 10, seed=7, exclude=frozenset(drawn))  # type: ignore[arg-type]
+    assert {str(r["conversation"]) for r in rest} == {"run/a/e1", "run/b/e1", "run/c/e1"} - drawn

@@ -67,6 +67,14 @@ def register(commands: Any) -> None:
     sample.add_argument("--n", type=int, default=120, help="user turns to draw (default 120)")
     sample.add_argument("--seed", type=int, default=7)
     sample.add_argument("--out", type=Path, help="default: results/tau2/labels/user-turns.jsonl")
+    sample.add_argument(
+        "--exclude",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="LABELS",
+        help="leave out the conversations of this sample (a held-out sample: repeatable)",
+    )
     sample.set_defaults(handler=_sample)
 
     tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")
@@ -88,7 +96,13 @@ def _sample(args: argparse.Namespace) -> int:
         raise EvalError(f"{out} exists (labels are never overwritten); name another --out")
     runs = conversation_runs()
     scenarios = {k: v for _, records in runs for k, v in scenarios_of(records).items()}
-    rows = sample_turns(runs, scenarios, args.n, args.seed)
+    exclude = frozenset(
+        str(json.loads(line)["conversation"])
+        for path in args.exclude
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    )
+    rows = sample_turns(runs, scenarios, args.n, args.seed, exclude)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     print(f"wrote {out}: {len(rows)} user turns (seed {args.seed}) to label ok or error")

@@ -14,6 +14,7 @@ from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
+from evals.report.users import LABELS as LABEL_WORDS
 from evals.report.users import RULES, agreement, user_errors
 from evals.tasks import load_tasks
 
@@ -23,6 +24,8 @@ PAGE = ROOT / "docs" / "tau2.md"
 # The labelled sample of user turns (``python -m evals tau2-sample``, then read and labelled),
 # beside the runs, not among them.
 LABELS = RESULTS / "labels" / "user-turns.jsonl"
+# A second sample, of conversations outside the first: where the rules' error rate is measured.
+HELDOUT = RESULTS / "labels" / "heldout-turns.jsonl"
 ENDS = ("user_stop", "transfer", "out_of_scope", "agent_stop", "step_cap", "error")
 
 # The published anchors the page sets ours beside: (model, airline, retail, telecom) as their
@@ -161,6 +164,47 @@ def labels_text(path: Path = LABELS) -> str:
     return text + "\n"
 
 
+def heldout_text(path: Path = HELDOUT, second: Path | None = None) -> str:
+    """The held-out sample: conversations outside the first sample, labelled blind by two
+    readers; the user's error rate by the first, and the rules' error rate on turns they were
+    never written from (errors they miss, ok turns they flag)."""
+    second = second or path.with_suffix(".second-reader.jsonl")
+    if not path.exists():
+        return "No held-out sample is labelled yet.\n"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    found = agreement(rows)
+    if not found.labelled:
+        return "No held-out sample is labelled yet.\n"
+    talks = len({row["conversation"] for row in rows})
+    rate = wilson(found.errors, found.labelled)
+    ok = found.labelled - found.errors
+    text = (
+        f"{found.labelled} user turns of {talks} other conversations, drawn at random from "
+        f"those outside the first sample (`{path.name}`, `tau2-sample --seed 8 --exclude "
+        f"{LABELS.name}`), labelled blind to rewards and rules: {found.errors} are the user's "
+        f"errors, {rate.interval()} (95 % interval)."
+    )
+    if second.exists():
+        other = {
+            (r["conversation"], r["turn"]): r.get("label")
+            for r in map(json.loads, second.read_text(encoding="utf-8").splitlines())
+        }
+        both = [r for r in rows if other.get((r["conversation"], r["turn"])) in LABEL_WORDS]
+        same = sum(other[(r["conversation"], r["turn"])] == r["label"] for r in both)
+        text += f" A second reader, labelling apart, agrees on {same} of {len(both)} turns."
+    if found.errors:
+        recall = wilson(found.flagged_errors, found.errors)
+        text += (
+            f" The rules, never written from these turns, flag {found.flagged_errors} of the "
+            f"{found.errors} errors ({recall.interval()})"
+        )
+        text += (
+            f" and {found.flagged_ok} of the {ok} turns labelled ok." if ok else
+            "; no turn was labelled ok."
+        )  # fmt: skip
+    return text + "\n"
+
+
 def anchors_table() -> str:
     rows = [[name, f"{a:.1f}", f"{r:.1f}", f"{t:.1f}"] for name, a, r, t in ANCHORS]
     return table(["published (pass^1, %)", "airline", "retail", "telecom"], rows)
@@ -173,5 +217,6 @@ def write_page(page: Path = PAGE, folder: Path = RESULTS) -> list[str]:
         "tau2-user-rules": rules_table(folder),
         "tau2-anchors": anchors_table(),
         "tau2-user-labels": labels_text(),
+        "tau2-user-heldout": heldout_text(),
     }
     return [name for name, text in blocks.items() if fill(page, name, text)]

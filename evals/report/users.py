@@ -216,11 +216,13 @@ def sample_turns(
     scenarios: dict[str, str],
     n: int,
     seed: int,
+    exclude: frozenset[str] = frozenset(),
 ) -> list[dict[str, object]]:
     """Whole conversations drawn at random with ``seed`` from the runs' finished ones, until
     their user turns number ``n`` or more (every conversation when they hold fewer): one row
     per user turn, with what its label needs (its scenario, the agent's words before it, the
-    turns before it) and no reward, verdict or rule flag."""
+    turns before it) and no reward, verdict or rule flag. ``exclude``: conversations
+    (``RUN/TASK/eEPOCH``) left out, those of a sample already read, so a new one is held out."""
     import random
 
     talks = [
@@ -228,7 +230,8 @@ def sample_turns(
         for name, records in runs
         for r in records
         if r.conversation is not None and r.conversation.said and r.status not in NOT_JUDGED
-    ]
+        and f"{name}/{r.task_id}/e{r.epoch}" not in exclude
+    ]  # fmt: skip
     order = random.Random(seed).sample(range(len(talks)), len(talks))
     rows: list[dict[str, object]] = []
     for index in order:
