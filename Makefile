@@ -138,7 +138,7 @@ $(STAMP_BENCH): $(STAMP_LLAMA) $(STAMP_TF)
 	touch $@
 
 serve-local: $(BACKEND_STAMP) $(STAMP_MODELS)
-	$(PY) -m serve_local.daemon start $(NAME) $(PORT) --timeout 900 -- --backend $(BACKEND) \
+	$(VENV)/bin/loopbench serve --name $(NAME) --port $(PORT) --backend $(BACKEND) \
 		$(if $(MODEL),--model $(MODEL)) $(if $(THREADS),--threads $(THREADS)) $(if $(CTX),--ctx $(CTX)) \
 		--tool-grammar $(TOOL_GRAMMAR) $(if $(filter-out off,$(DRAFT)),--draft $(DRAFT)) \
 		$(if $(filter-out 1,$(SLOTS)),--slots $(SLOTS))
@@ -168,8 +168,7 @@ serve-postgres: $(STAMP_DEV)
 
 # make stop: every server the Makefile started (PostgreSQL too); make stop NAME=smol: that one.
 stop: $(STAMP_DEV)
-	$(PY) -m serve_local.daemon stop $(if $(filter command line,$(origin NAME)),$(NAME))
-	$(if $(filter command line,$(origin NAME)),,$(PY) -m evals stop-postgres)
+	$(VENV)/bin/loopbench stop $(if $(filter command line,$(origin NAME)),$(NAME))
 
 # One scripted run through the real loop: make run SCENARIO=runaway
 run: serve-scripted
@@ -199,7 +198,7 @@ report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out 
 	$(if $(wildcard results/bfcl),--bfcl results/bfcl) $(2)
 
 eval: $(STAMP_DEV)
-	$(PY) -m evals run --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
+	$(VENV)/bin/loopbench eval --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 

@@ -87,3 +87,35 @@ def test_compare_of_every_committed_run_with_plots_prints_no_warning(tmp_path: P
         warnings.simplefilter("error")
         assert main(["compare", str(ROOT / "results" / "runs"), "--plots", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {"task_wall.png", "turn_latency.png"}
+
+
+def test_the_loopbench_command_is_installed_and_leads_to_each_verb(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One command for what users do: installed beside the interpreter by the package's
+    entry point, its help lists the verbs, eval is python -m evals run, serve takes the
+    server's own flags after its own, and any other evals subcommand runs by its name."""
+    import subprocess
+    import sys
+
+    from evals import loopbench
+
+    script = Path(sys.executable).parent / "loopbench"
+    assert script.exists(), "pip install -e . installs the loopbench entry point"
+    shown = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=True)
+    for verb, _ in loopbench.VERBS:
+        assert f"  {verb} " in shown.stdout
+    with pytest.raises(SystemExit) as exited:
+        loopbench.main(["eval", "--help"])
+    assert exited.value.code == 0 and "--policy" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        loopbench.main(["serve", "--help"])
+    assert "--port" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        loopbench.main(["mcp", "serve", "--help"])
+    assert "--workspace" in capsys.readouterr().out
+    assert loopbench.main(["check-tasks", "evals/tasks/files6.json"]) == 0
+    # An unknown verb is argparse's error, naming the choices.
+    with pytest.raises(SystemExit) as exited:
+        loopbench.main(["nonsense"])
+    assert exited.value.code == 2 and "invalid choice" in capsys.readouterr().err

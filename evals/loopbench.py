@@ -1,0 +1,82 @@
+"""``loopbench``: one command for what users do, installed with the package (``pip install .``).
+
+``loopbench serve`` starts the local model server in the background and returns once it
+answers (what ``make serve-local`` does), ``loopbench stop`` stops it, ``loopbench eval`` runs
+a task set against it (``python -m evals run``), ``loopbench mcp serve`` serves this project's
+tools over MCP, and every other subcommand of ``python -m evals`` (``compare``, ``view``,
+``check-tasks``, ``bfcl``, ``tau2``, ``bench``, ``power``, ...) is there under its own name.
+Nothing heavy is imported before the subcommand is known.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+# What users do, in the order the help lists it; the rest are python -m evals's subcommands.
+VERBS = (
+    ("serve", "start the local model server in the background; returns when it answers"),
+    ("stop", "stop the servers started with serve (and the project's PostgreSQL)"),
+    ("eval", "run a task set against the server (python -m evals run)"),
+    ("compare", "compare runs: accuracy, intervals, paired verdicts"),
+    ("view", "one HTML report of the runs, each transcript a click away"),
+    ("check-tasks", "check a task file (JSON or YAML): line, field, what was expected"),
+    ("bfcl", "BFCL's items against the server, judged by BFCL's own checker"),
+    ("tau2", "tau2-bench's conversations: the model as agent, a simulated user"),
+    ("bench", "benchmarks side by side: results/bench.md"),
+    ("power", "how many tasks a difference needs to be seen"),
+    ("mcp", "loopbench mcp serve: this project's file and SQL tools as an MCP server"),
+)
+HELP = (
+    "usage: loopbench COMMAND [ARGS...]\n\n"
+    + "\n".join(f"  {verb:<12} {text}" for verb, text in VERBS)
+    + "\n\nEvery other subcommand of python -m evals runs under its own name "
+    "(loopbench sweep, loopbench rescore, ...); loopbench COMMAND --help says more.\n"
+)
+
+
+def _serve(argv: list[str]) -> int:
+    from serve_local import daemon
+
+    front = argparse.ArgumentParser(
+        prog="loopbench serve",
+        allow_abbrev=False,  # a server flag is never taken for one of these
+        description="Start the local model server in the background (flags after these go to "
+        "python -m serve_local: --backend, --model, --ctx, --slots, --tool-grammar, ...).",
+    )
+    front.add_argument("--name", default="local", help="the server's name (default local)")
+    front.add_argument("--port", type=int, default=8000)
+    front.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for it")
+    known, server = front.parse_known_args(argv)
+    start = ["start", known.name, str(known.port), "--timeout", str(known.timeout), "--"]
+    return daemon.main([*start, *server])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(HELP, end="")
+        return 0
+    verb, rest = args[0], args[1:]
+    if verb == "serve":
+        return _serve(rest)
+    if verb == "stop":
+        from serve_local import daemon
+
+        stopped = daemon.main(["stop", *rest])
+        if rest:  # named servers only
+            return stopped
+        from evals import cli  # and the project's PostgreSQL, as make stop does
+
+        return stopped or cli.main(["stop-postgres"])
+    if verb == "mcp":
+        from harness.mcp.__main__ import main as mcp_main
+
+        return mcp_main(rest)
+    from evals import cli
+
+    return cli.main(["run", *rest] if verb == "eval" else args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
