@@ -283,12 +283,13 @@ report: $(STAMP_DEV) chromium
 
 # Today's checks applied again to every committed run (a run file whose verdicts change is
 # rewritten with its summaries; each record keeps its first verdict), then the paired
-# comparisons, the grader check, the benchmark's verdicts read from its run files, the
+# comparisons, the grader check, the benchmark's verdicts read from its run files (where its
+# transcripts part is counted in the model's tokens: llama-cpp-python and the weights), the
 # workflows' report, the comparison, the sweep's report and the HTML report.
 RESCORED_RUNS = $(RUNS) $(wildcard results/mcp results/leaderboard results/leaderboard/slots4 \
 	results/sql results/sql/runs results/sql/dev results/workflows results/superseded/runs \
 	results/superseded/mcp results/server results/slots results/tau2)
-rescore: $(STAMP_DEV)
+rescore: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals rescore $(RESCORED_RUNS) --report results/rescore.md
 	@$(paired_all)
 	$(PY) -m evals bench --render-only

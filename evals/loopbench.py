@@ -48,6 +48,8 @@ def _serve(argv: list[str]) -> int:
     front.add_argument("--port", type=int, default=8000)
     front.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for it")
     known, server = front.parse_known_args(argv)
+    if server[:1] == ["--"]:  # loopbench serve --port 8002 -- --backend llama
+        server = server[1:]
     start = ["start", known.name, str(known.port), "--timeout", str(known.timeout), "--"]
     return daemon.main([*start, *server])
 

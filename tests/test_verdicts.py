@@ -423,3 +423,101 @@ def test_a_run_is_right_by_one_rule_everywhere() -> None:
     assert [c["kind"] for c in verdict.checks] == [c.kind for c in task.checks]
     assert not verdict.correct  # right words, but no listing received
     assert verdict.checks_hash == task.checks_hash and verdict.false_claims == []
+
+
+def test_only_a_read_of_the_file_in_the_tasks_folder_by_the_tool_itself_shows_it_missing() -> None:
+    from evals.scoring.evidence import RunEvidence, names_file
+
+    folder = "/tmp/loopbench-mcp-0/task-0123456789/workspace"
+    assert names_file("memo.cfg", "memo.cfg") and names_file("./memo.cfg", "memo.cfg")
+    assert names_file(f"{folder}/memo.cfg", "memo.cfg")
+    assert names_file(f"{folder}/sub/../memo.cfg", "memo.cfg")
+    assert not names_file(f"{folder}/workspace/memo.cfg", "memo.cfg")  # a folder not there
+    assert not names_file(f"{folder}/sub/memo.cfg", "memo.cfg")
+    assert not names_file("sub/memo.cfg", "memo.cfg") and not names_file(None, "memo.cfg")
+
+    def run(**how: Any) -> RunEvidence:
+        state = new_run("m", "q")
+        arguments = json.dumps({"path": "memo.cfg"})
+        error = how.pop("error", "no such file: memo.cfg")
+        state.tool_log.append(
+            ToolRun(1, "c1", "read_file", arguments, ok=False, ran=how.pop("ran", True),
+                    error=error, **how)
+        )  # fmt: skip
+        return RunEvidence(state)
+
+    assert run().reads_of(["read_file"], "memo.cfg") == {False}
+    assert run().reads_of(["read_text_file"], "memo.cfg") == set()  # not a read tool here
+    assert run(ran=False).reads_of(["read_file"], "memo.cfg") == set()  # refused before it ran
+    assert run(cached=True).reads_of(["read_file"], "memo.cfg") == set()
+    assert run(bug=True).reads_of(["read_file"], "memo.cfg") == set()
+    assert run(error="refused: outside").reads_of(["read_file"], "memo.cfg") == set()
+    declined = run()
+    declined.state.rejected["1.0"] = "no"
+    assert declined.reads_of(["read_file"], "memo.cfg") == set()
+
+
+def test_on_the_filesystem_server_a_reads_result_is_no_listing() -> None:
+    """read_multiple_files reports a path it could not read inside a successful result: the
+    file's name in it shows nothing, so only the surface's listing tools list."""
+    from evals.tasks.surfaces import over_surface
+
+    taskset = over_surface(load_tasks("evals/tasks/gen-test-s1000-n60.json"), "files", "filesystem")
+    task = next(t for t in taskset.tasks if t.kind == "exists")
+    assert task.answer is not None
+    name = str(task.answer.subject)  # type: ignore[union-attr]
+    state = new_run("m", task.question)
+    text = f"/x/workspace/{name}: Error - Parent directory does not exist"
+    state.messages.append({"role": "tool", "tool_call_id": "c1", "content": text})
+    arguments = json.dumps({"paths": [f"/x/workspace/{name}"]})
+    state.tool_log.append(ToolRun(1, "c1", "read_multiple_files", arguments, ok=True, ran=True))
+    state.status, state.answer = "completed", "Yes."
+    checks = {c["kind"]: c["passed"] for c in score(task, state)}
+    assert checks["answer"] and not checks["presence"]
+
+
+async def test_rescore_leaves_a_file_whose_verdicts_stand_as_it_was_written(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    run_file = tmp_path / "run.jsonl"
+    await run_files6(scripted_url, "scripted:oracle", PLAIN, run_file)
+    written = run_file.stat()
+    rescore([run_file])  # today's checks, as the run was scored: nothing to change
+    assert (run_file.stat().st_ino, run_file.stat().st_mtime_ns) == (
+        written.st_ino,
+        written.st_mtime_ns,
+    )
+    rescore([run_file], stricter(tmp_path))  # a check that now fails: rewritten
+    assert run_file.stat().st_ino != written.st_ino
+
+
+def test_the_loopbench_serve_flags_after_its_own_go_to_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from evals import loopbench
+    from serve_local import daemon
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(daemon, "main", lambda argv: asked.append(argv) or 0)
+    assert loopbench.main(["serve", "--port", "8002", "--", "--backend", "llama"]) == 0
+    assert loopbench.main(["serve", "--model", "m.gguf", "--slots", "2"]) == 0
+    assert asked == [
+        ["start", "local", "8002", "--timeout", "900.0", "--", "--backend", "llama"],
+        ["start", "local", "8000", "--timeout", "900.0", "--", "--model", "m.gguf", "--slots", "2"],
+    ]
+
+
+def test_rescore_keeps_what_the_state_file_cannot_show_and_nothing_else() -> None:
+    from evals.report.rescore import _kept
+    from tests.helpers import run_record
+
+    def check(kind: str, passed: bool) -> dict[str, Any]:
+        return {"check": f"{kind} x", "kind": kind, "passed": passed}
+
+    recorded = [check("after", True), check("judged", True), check("answer", True)]
+    record = run_record(task_id="t", epoch=1, checks=recorded)
+    today = [check("after", False), check("judged", False), check("answer", False)]
+    # No reward kept: the after and judged verdicts stand; the answer is judged again.
+    assert [c["passed"] for c in _kept(today, record, {})] == [True, True, False]
+    # A reward kept: the judge's check is judged again from it.
+    assert [c["passed"] for c in _kept(today, record, {"tau2": 0.0})] == [True, False, False]

@@ -32,7 +32,7 @@ from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
 from evals.scoring.claims import false_claims
 from evals.scoring.evidence import score
-from evals.scoring.verdict import passed
+from evals.scoring.verdict import right
 from evals.tasks import TaskSet, load_tasks
 from evals.tasks.named import TASKS_DIR, load_named
 from harness.state import RunState
@@ -114,10 +114,11 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             )
         if record.status != NOT_RUN and state is None:
             result.missing.append(record.task_id)
-        checks = None if state is None else _kept(score(task, state, _verdicts(record)), record)
+        verdicts = _verdicts(record)
+        checks = None if state is None else _kept(score(task, state, verdicts), record, verdicts)
         if checks is not None and checks != record.checks:
             record.checks = checks
-            record.correct = passed(checks)
+            record.correct = right(checks, record.status)
             # The first verdict a record had stays named, however often it is rescored; a
             # record whose checks come out the same is left as it is.
             first = (record.rescored or {}).get("first_verdict", before)
@@ -156,17 +157,16 @@ def _verdicts(record: RunRecord) -> dict[str, float]:
     return {}
 
 
-# Checks whose evidence the state file does not hold: what the run left (read once it was over)
-# and a judge's reward the record does not keep. Their recorded verdict stands.
-_RECORDED_ONLY = ("after", "judged")
-
-
-def _kept(checks: list[dict[str, Any]], record: RunRecord) -> list[dict[str, Any]]:
+def _kept(
+    checks: list[dict[str, Any]], record: RunRecord, verdicts: dict[str, float]
+) -> list[dict[str, Any]]:
+    """Today's checks, with the recorded verdict of each check whose evidence the state file
+    does not hold: an ``after`` check's (its calls' results are not kept), and a ``judged``
+    one's where the record keeps no reward."""
     recorded = {c["check"]: c["passed"] for c in record.checks or []}
+    kept = {"after"} | (set() if verdicts else {"judged"})
     return [
-        {**c, "passed": recorded[c["check"]]}
-        if c["kind"] in _RECORDED_ONLY and c["check"] in recorded and not c["passed"]
-        else c
+        {**c, "passed": recorded[c["check"]]} if c["kind"] in kept and c["check"] in recorded else c
         for c in checks
     ]
 

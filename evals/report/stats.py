@@ -75,13 +75,15 @@ def wilson(k: int, n: int) -> Proportion:
     """k of n with its 95 % Wilson score interval; no runs at all say nothing: [0, 1]."""
     if n == 0:
         return Proportion(0, 0, 0.0, 1.0)
-    # Wilson's score interval in closed form (what scipy's binomtest(k, n).proportion_ci(
-    # method="wilson") computes; a test holds them equal), without loading scipy.
-    p = k / n
-    centre = (p + _Z**2 / (2 * n)) / (1 + _Z**2 / n)
-    half = _Z * math.sqrt(p * (1 - p) / n + _Z**2 / (4 * n * n)) / (1 + _Z**2 / n)
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
+    # Wilson's score interval in closed form, as scipy's binomtest(k, n).proportion_ci(
+    # method="wilson") computes it (Newcombe 1998; the same operations, so the same floats:
+    # a test holds them equal), without loading scipy.
+    p, q = k / n, 1 - k / n
+    denom = 2 * (n + _Z**2)
+    center = (2 * n * p + _Z**2) / denom
+    delta = _Z / denom * math.sqrt(4 * n * p * q + _Z**2)
+    low = 0.0 if k == 0 else center - delta
+    high = 1.0 if k == n else center + delta
     return Proportion(k, n, low, high)
 
 

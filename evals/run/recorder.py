@@ -17,7 +17,7 @@ from evals.record import (
     RunSpec,
 )
 from evals.scoring.evidence import offerable_tools
-from evals.scoring.verdict import Verdict
+from evals.scoring.verdict import Verdict, right
 from evals.tasks import Task
 from harness.state import RunState
 from serve_local.callshape import call_spans
@@ -79,6 +79,15 @@ def task_record(
     ``machinery``: why the machinery around the loop failed the run (a conversation's user, an
     environment's judge): an error, whatever the checks say."""
     latencies = [t.latency_ms for t in state.turn_records]
+    status = (
+        ERROR
+        if machinery is not None
+        or state.provider_unavailable
+        or state.tool_server_failed
+        or state.wall_limit_hit
+        or state.prompt_too_long
+        else state.status
+    )
     return RunRecord(
         spec=spec,
         environment=environment,
@@ -88,15 +97,7 @@ def task_record(
         timestamp=_now(),
         answered_by=answered_by,
         server_software=server_software,
-        status=(
-            ERROR
-            if machinery is not None
-            or state.provider_unavailable
-            or state.tool_server_failed
-            or state.wall_limit_hit
-            or state.prompt_too_long
-            else state.status
-        ),
+        status=status,
         interruption=state.interruption,
         error=machinery or state.error,
         stop_reason=state.stop_reason,
@@ -126,8 +127,7 @@ def task_record(
         call_shaped_text=call_shaped_text(state, _servers_tools(environment)),
         answer=state.answer,
         checks=verdict.checks,
-        # A run the machinery failed is an error, never right, whatever its checks say.
-        correct=machinery is None and verdict.correct,
+        correct=right(verdict.checks, status),
         conversation=conversation,
     )
 

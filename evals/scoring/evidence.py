@@ -18,6 +18,7 @@ rules hold for every check:
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ def received(state: RunState) -> list[Received]:
 
 # What a file tool says, in its own error, when the file it was asked for is not there: ours
 # ("no such file: x"), Node's filesystem server ("ENOENT: no such file or directory").
-_NOT_THERE = re.compile(r"no such file|ENOENT|does not exist", re.IGNORECASE)
+_NOT_THERE = re.compile(r"no such file|ENOENT", re.IGNORECASE)
 # The folder a task's files sit in where a server is given an absolute path to it
 # (``evals.environments.mcp``): a path names a file of the task's folder when it is the file's
 # bare name or that folder's path followed by it.
@@ -163,13 +164,20 @@ def failed(state: RunState) -> list[Failed]:
 
 def names_file(path: Any, name: str) -> bool:
     """Whether the ``path`` argument of a call names the file ``name`` of the task's folder:
-    the bare name (``./name`` too), or the folder's absolute path followed by it."""
+    the bare name (``./name`` too), or the folder's absolute path followed by it (a folder
+    named ``workspace`` that is not itself inside one: ``…/workspace/workspace/name`` names a
+    file of a folder that is not there)."""
     if not isinstance(path, str) or not path:
         return False
     if normal_name(path) == normal_name(name):
         return True
-    parts = PurePosixPath(path)
-    return parts.is_absolute() and parts.name == name and parts.parent.name == _TASK_FOLDER
+    parts = PurePosixPath(posixpath.normpath(path))
+    return (
+        parts.is_absolute()
+        and parts.name == name
+        and parts.parent.name == _TASK_FOLDER
+        and parts.parent.parent.name != _TASK_FOLDER
+    )
 
 
 def _matches(given: dict[str, Any], wanted: dict[str, Any]) -> bool:

@@ -20,6 +20,13 @@ def passed(checks: Sequence[Mapping[str, Any]] | None) -> bool:
     return bool(checks) and all(c["passed"] for c in checks or ())
 
 
+def right(checks: Sequence[Mapping[str, Any]] | None, status: str) -> bool:
+    """Whether a recorded task run counts as right: its checks passed (:func:`passed`) and the
+    machinery did not fail it (an ``error`` or ``not_run`` status says nothing of the model,
+    whatever its checks say)."""
+    return status not in ("error", "not_run") and passed(checks)
+
+
 @dataclass(frozen=True)
 class Verdict:
     checks: list[dict[str, Any]]  # each check's result, as a record keeps it

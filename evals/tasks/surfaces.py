@@ -13,8 +13,8 @@ from the registries, both through the MCP environment, scored by the same checks
 The checks are made surface-blind: an ``observed`` check of one of our tools becomes a
 ``received`` check of the same strings in any result (our listing's unit, "bytes", left out:
 the filesystem server writes sizes its own way), ``files_read`` becomes one ``received`` check
-per file with that file's first line, a ``presence`` check takes a listing from any tool's
-result and a read from the surface's own read tools, and ``observed_value`` of ``run_sql``
+per file with that file's first line, a ``presence`` check takes a listing from the
+surface's listing tools and a read from its read tools, and ``observed_value`` of ``run_sql``
 takes the value from any tool's result. Each task names the calls its surface needs to fetch
 that evidence (``reading``), for the question-blind strategies.
 """
@@ -48,6 +48,12 @@ FILESYSTEM_READS = [
 # The tools of each file surface that read one file by its ``path``: what a ``presence``
 # check takes a read from (a missing file's error, a present file's contents).
 FILE_READS = {"ours": ["read_file"], "filesystem": ["read_text_file", "get_file_info"]}
+# ... and the tools whose results are listings of the folder (never a read's result, which may
+# name a file it failed to find).
+FILE_LISTS = {
+    "ours": ["list_files"],
+    "filesystem": ["list_directory", "list_directory_with_sizes", "directory_tree", "search_files"],
+}
 SQLITE_READS = ["read_query", "list_tables", "describe_table"]
 SERVERS: dict[tuple[str, str], dict[str, ServerConfig]] = {
     ("files", "ours"): {
@@ -97,7 +103,8 @@ def _file_checks(task: Task, surface: str) -> list[Any]:
                 wanted = [_first_line(files[check.arguments["path"]])]
             checks.append(Received(kind="received", result_contains=wanted or list(files)))
         elif isinstance(check, Presence):
-            checks.append(check.model_copy(update={"lists": None, "reads": FILE_READS[surface]}))
+            update = {"lists": FILE_LISTS[surface], "reads": FILE_READS[surface]}
+            checks.append(check.model_copy(update=update))
         elif isinstance(check, FilesRead):
             checks += [
                 Received(kind="received", result_contains=[_first_line(files[f])])
