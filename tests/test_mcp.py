@@ -366,8 +366,8 @@ async def test_the_readme_example_task_file_runs_on_the_reference_filesystem_ser
     """The lines the README shows: the example task file checks, and a model that looks and
     answers right is credited through the real server from npm."""
     readme = Path("README.md").read_text()
-    assert "evals check-tasks examples/my-tasks.yaml" in readme
-    assert "evals run --tasks examples/my-tasks.yaml" in readme
+    assert "loopbench check-tasks examples/my-tasks.yaml" in readme
+    assert "loopbench eval --tasks examples/my-tasks.yaml" in readme
     example = Path("examples/my-tasks.yaml")
 
     def handle(request: httpx.Request) -> httpx.Response:

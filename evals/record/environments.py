@@ -11,7 +11,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
 
-class WorkspaceData(BaseModel):
+class _Data(BaseModel):
+    """What every environment's record data answers."""
+
+    def offered_tools(self) -> set[str]:
+        """Tools offered to the run beyond this project's own (a server's), by name: what a
+        call written as text may name besides ours."""
+        return set()
+
+
+class WorkspaceData(_Data):
     """A folder of files: nothing beyond what every record keeps."""
 
     model_config = ConfigDict(extra="forbid")
@@ -19,7 +28,7 @@ class WorkspaceData(BaseModel):
     name: Literal["workspace"] = "workspace"
 
 
-class DatabaseData(BaseModel):
+class DatabaseData(_Data):
     """A database: where the data was (``sqlite``, or the PostgreSQL URL without its password)
     and one audit entry per ``run_sql`` call (turn, sql, ms, rows, cut, error, timed_out,
     refused_write)."""
@@ -43,7 +52,7 @@ class McpServerData(BaseModel):
     tools: dict[str, str] = {}
 
 
-class McpData(BaseModel):
+class McpData(_Data):
     """Tools from MCP servers (``evals.environments.mcp``): the servers as started (None: the
     run never started them, or they failed before listing their tools), and the database file
     a ``{database}`` placeholder named, when the task names a bank."""
@@ -54,8 +63,11 @@ class McpData(BaseModel):
     servers: list[McpServerData] | None = None
     database: str | None = None
 
+    def offered_tools(self) -> set[str]:
+        return {name for server in self.servers or [] for name in server.tools}
 
-class Tau2Data(BaseModel):
+
+class Tau2Data(_Data):
     """One of τ²-bench's tasks (``evals.environments.tau2``): its domain and τ²'s own id, the
     tau2 package that ran it, and τ²'s evaluator's verdict: the reward (None: never judged,
     the run an error) and its parts as τ² writes them (``db_check``, ``communicate_checks``,
@@ -71,7 +83,7 @@ class Tau2Data(BaseModel):
     reward_info: dict[str, Any] | None = None
 
 
-class OtherData(BaseModel):
+class OtherData(_Data):
     """An environment this module has no model for: its name, and what it kept as fields."""
 
     model_config = ConfigDict(extra="allow")
@@ -79,7 +91,9 @@ class OtherData(BaseModel):
     name: str
 
 
-_KNOWN = ("workspace", "database", "mcp", "tau2")
+# Every environment with a model of its own: the union's members, each tagged by its name.
+_MODELS: tuple[type[_Data], ...] = (WorkspaceData, DatabaseData, McpData, Tau2Data)
+_KNOWN = tuple(str(m.model_fields["name"].default) for m in _MODELS)
 
 
 def _tag(value: Any) -> str:

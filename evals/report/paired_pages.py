@@ -72,6 +72,26 @@ SURFACES = [
 ]
 
 
+def _folders(run: str) -> Pair:
+    return Pair(
+        f"{run}-folders",
+        f"superseded/mcp/{run}.jsonl",
+        f"mcp/{run}.jsonl",
+        f"mcp/paired-{run}-folders.md",
+    )
+
+
+# Each MCP run whose task folders bore the task's id (results/superseded/mcp) against the same
+# run at neutral folders (docs/mcp.md): results/mcp/paired-RUN-folders.md.
+FOLDERS = [
+    _folders("files6-filesystem-penalized"),
+    _folders("files6-ours-penalized"),
+    _folders("gen-test-s1000-n60-filesystem-penalized"),
+    _folders("gen-test-s1000-n60-ours-penalized"),
+    _folders("git-test-s1000-n60-penalized"),
+]
+
+
 def _slots(entry: str) -> Pair:
     return Pair(
         entry,
@@ -91,6 +111,7 @@ SLOTS = [
 BLOCKS = [
     ([ROOT / "docs" / "policies.md", ROOT / "docs" / "compare.md"], "paired-policies", POLICIES),
     ([ROOT / "docs" / "mcp.md"], "paired-surfaces", SURFACES),
+    ([ROOT / "docs" / "mcp.md"], "paired-folders", FOLDERS),
     ([ROOT / "docs" / "scale.md"], "paired-slots", SLOTS),
 ]
 

@@ -12,7 +12,6 @@ from evals.record import (
     NOT_RUN,
     ConversationRecord,
     EnvironmentData,
-    McpData,
     RunRecord,
     RunSpec,
 )
@@ -33,13 +32,6 @@ def call_shaped_text(state: RunState, offered: set[str] | None = None) -> int:
         for m in state.messages
         if m["role"] == "assistant" and isinstance(m.get("content"), str)
     )
-
-
-def _servers_tools(environment: EnvironmentData) -> set[str]:
-    """The tools MCP servers offered a run (none for this project's own environments)."""
-    if isinstance(environment, McpData):
-        return {name for server in environment.servers or [] for name in server.tools}
-    return set()
 
 
 def _now() -> str:
@@ -124,7 +116,7 @@ def task_record(
         # Calls the server refused to make (arguments its schema rejects, a schema echoed...).
         refused_calls=sum(len(t.refused_calls or []) for t in state.turn_records),
         tools_called=[r.name for r in state.tool_log],
-        call_shaped_text=call_shaped_text(state, _servers_tools(environment)),
+        call_shaped_text=call_shaped_text(state, environment.offered_tools()),
         answer=state.answer,
         checks=verdict.checks,
         correct=right(verdict.checks, status),
