@@ -14,7 +14,7 @@ The checks are made surface-blind: an ``observed`` check of one of our tools bec
 ``received`` check of the same strings in any result (our listing's unit, "bytes", left out:
 the filesystem server writes sizes its own way), ``files_read`` becomes one ``received`` check
 per file with that file's first line, a ``presence`` check takes a listing from the
-surface's listing tools and a read from its read tools, and ``observed_value`` of ``run_sql``
+file surfaces' listing tools and a read from their read tools, and ``observed_value`` of ``run_sql``
 takes the value from any tool's result. Each task names the calls its surface needs to fetch
 that evidence (``reading``), for the question-blind strategies.
 """
@@ -93,7 +93,7 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
 
 
-def _file_checks(task: Task, surface: str) -> list[Any]:
+def _file_checks(task: Task) -> list[Any]:
     files = task.workspace if task.workspace is not None else SEED_FILES
     checks: list[Any] = []
     for check in task.checks:
@@ -103,8 +103,11 @@ def _file_checks(task: Task, surface: str) -> list[Any]:
                 wanted = [_first_line(files[check.arguments["path"]])]
             checks.append(Received(kind="received", result_contains=wanted or list(files)))
         elif isinstance(check, Presence):
-            update = {"lists": FILE_LISTS[surface], "reads": FILE_READS[surface]}
-            checks.append(check.model_copy(update=update))
+            # Every file surface's tools, so the two surfaces of a set keep one set of checks
+            # (a pair compares them): a tool a surface lacks is never called there.
+            lists = [t for s in SURFACES["files"] for t in FILE_LISTS[s]]
+            reads = [t for s in SURFACES["files"] for t in FILE_READS[s]]
+            checks.append(check.model_copy(update={"lists": lists, "reads": reads}))
         elif isinstance(check, FilesRead):
             checks += [
                 Received(kind="received", result_contains=[_first_line(files[f])])
@@ -149,7 +152,7 @@ def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
         if (task.database is not None) != (family == "sql"):
             raise EvalError(f"task {task.id} is not a {family} task")
         if family == "files":
-            checks, reading = _file_checks(task, surface), _file_reading(task, surface)
+            checks, reading = _file_checks(task), _file_reading(task, surface)
         else:
             checks, reading = _sql_checks(task), _sql_reading(task, surface)
         tasks.append(
