@@ -5,13 +5,16 @@ answers (what ``make serve-local`` does), ``loopbench stop`` stops it, ``loopben
 a task set against it (``python -m evals run``), ``loopbench mcp serve`` serves this project's
 tools over MCP, and every other subcommand of ``python -m evals`` (``compare``, ``view``,
 ``check-tasks``, ``bfcl``, ``tau2``, ``bench``, ``power``, ...) is there under its own name.
-Nothing heavy is imported before the subcommand is known.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from evals import cli
+from harness.mcp.__main__ import main as mcp_main
+from serve_local import daemon
 
 # What users do, in the order the help lists it; the rest are python -m evals's subcommands.
 VERBS = (
@@ -36,8 +39,6 @@ HELP = (
 
 
 def _serve(argv: list[str]) -> int:
-    from serve_local import daemon
-
     front = argparse.ArgumentParser(
         prog="loopbench serve",
         allow_abbrev=False,  # a server flag is never taken for one of these
@@ -63,20 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     if verb == "serve":
         return _serve(rest)
     if verb == "stop":
-        from serve_local import daemon
-
         stopped = daemon.main(["stop", *rest])
         if rest:  # named servers only
             return stopped
-        from evals import cli  # and the project's PostgreSQL, as make stop does
-
-        return stopped or cli.main(["stop-postgres"])
+        return stopped or cli.main(["stop-postgres"])  # and the project's PostgreSQL
     if verb == "mcp":
-        from harness.mcp.__main__ import main as mcp_main
-
         return mcp_main(rest)
-    from evals import cli
-
     return cli.main(["run", *rest] if verb == "eval" else args)
 
 

@@ -167,7 +167,7 @@ def test_named_servers_run_side_by_side(tmp_path: Path) -> None:
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{first}/health", timeout=2)
     planned = run_make("-n", "serve-local", "NAME=second", "PORT=8002", run_dir=run_dir)
-    assert "serve_local.daemon start second 8002 " in planned.stdout
+    assert "loopbench serve --name second --port 8002 " in planned.stdout
 
 
 @pytest.mark.parametrize("form", ["old", "another command", "another start"])

@@ -151,7 +151,7 @@ def test_make_eval_takes_the_task_set() -> None:
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    (line,) = [x for x in proc.stdout.splitlines() if "-m evals run" in x]
+    (line,) = [x for x in proc.stdout.splitlines() if "loopbench eval" in x]
     assert "--tasks evals/tasks/gen-test-s1000-n60.json" in line
 
 

@@ -6,6 +6,7 @@ folder named after its task (``12-missing``) told the model the answer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.tasks import Task, TaskSet, load_tasks, write_taskset
+from evals.tau2.bridge import tau2_python
 from harness.workspace import SEED_FILES
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, server_app
@@ -115,3 +117,50 @@ def test_the_scan_finds_a_folder_named_after_its_task() -> None:
     shown = json.dumps({"content": f"[DIR] /tmp/loopbench-mcp/{task.id}/workspace"})
     assert leaks(task, shown) == [task.id, f"/tmp/loopbench-mcp/{task.id}/workspace"]
     assert leaks(task, json.dumps({"content": task.question})) == []
+
+
+TAU2_FILES = sorted(Path("evals/tasks/tau2").glob("*.json"))
+
+
+@pytest.mark.skipif(
+    not tau2_python().exists(), reason="tau2's virtualenv is absent (make tau2-venv)"
+)
+@pytest.mark.parametrize("path", TAU2_FILES, ids=lambda p: p.stem)
+def test_no_tau2_task_id_reaches_the_agent(path: Path, tmp_path: Path) -> None:
+    """A τ² task through the real conversation path (τ²'s environment through its pipe, a
+    user that states a need and stops): every request the agent is sent is free of the task's
+    id and of τ²'s own id for it."""
+    from evals.environments.tau2 import Tau2Environment
+    from evals.run.taskrun import run_task
+    from tests.fake_provider import fake_client
+
+    task = load_tasks(path).tasks[0]
+    assert task.tau2 is not None
+    agent: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if "<scenario>" not in body["messages"][0]["content"]:  # the agent
+            agent.append(request.content.decode())
+            return httpx.Response(200, json=answer("Could you tell me more?"))
+        said = any(m["role"] == "assistant" for m in body["messages"])
+        return httpx.Response(200, json=answer("###STOP###" if said else "I need some help."))
+
+    async def run() -> Any:
+        opened = Tau2Environment().open([task], None, tmp_path)
+        try:
+            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=4)
+            async with fake_client(handle) as client:
+                return await run_task(
+                    task, settings, "m", "r1", tmp_path, tmp_path / "keep", client, opened
+                )
+        finally:
+            await opened.aclose()
+
+    ran = asyncio.run(run())
+    assert ran.state.error is None, ran.state.error
+    assert agent, "the agent was asked nothing"
+    sent = "\n".join(agent)
+    assert task.id not in sent
+    if len(task.tau2.task) >= 6:  # telecom's ids are long names; airline's and retail's numbers
+        assert task.tau2.task not in sent

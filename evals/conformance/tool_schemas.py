@@ -39,6 +39,7 @@ from evals.errors import EvalError
 from evals.report.markdown import table
 from evals.tau2.bridge import Tau2
 from harness.mcp.config import ServerConfig
+from harness.mcp.servers import open_servers
 
 SOURCES = ("pydantic", "tau2", "mcp", "bfcl")
 # A forced call's reply cap: the longest valid call of the corpus on the default model is far
@@ -106,8 +107,6 @@ async def mcp_entries() -> list[Entry]:
         await proc.wait()
         values = {"workspace": str(workspace), "database": str(Path(folder) / "bank.sqlite")}
         for name, config in MCP_SERVERS.items():
-            from harness.mcp.servers import open_servers  # the MCP SDK, only when listing
-
             async with open_servers({name: config}, values, Path(folder) / "logs") as servers:
                 entries += [
                     Entry(f"mcp/{name}", _tool(t.name, t.description, t.parameters))

@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from evals.environments.base import Reading, filled, scripted_calls
 from evals.errors import EvalError
@@ -30,12 +29,10 @@ from evals.tasks import Task
 from evals.tasks.git import build_repository
 from evals.tasks.sql.build import sqlite_file
 from harness.errors import ToolServerFailed
+from harness.mcp.servers import ServerRecord, open_servers, resolve_command
 from harness.setup import Setup
 from harness.state import RunState
 from harness.workspace import Workspace, create_workspace
-
-if TYPE_CHECKING:
-    from harness.mcp.servers import ServerRecord
 
 INTRO = (
     "You are a careful assistant. Use the tools to look before you answer. The folder you "
@@ -75,8 +72,6 @@ class _Opened:
         stable = _claim(task)
         try:
             workspace, values = self._lay_out(task, stable)
-            from harness.mcp.servers import open_servers  # the MCP SDK, only when a run needs it
-
             servers = open_servers(task.mcp_servers, values, folder.parent / "mcp-logs")
             async with servers as started:
                 self.started[key] = started.records
@@ -169,8 +164,6 @@ class McpEnvironment:
                         f"task {task.id}: MCP server {name!r} uses {{database}} but the task "
                         "names no database"
                     )
-                from harness.mcp.servers import resolve_command
-
                 try:
                     resolve_command(config.command)
                 except ToolServerFailed as exc:

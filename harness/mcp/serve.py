@@ -14,17 +14,17 @@ from __future__ import annotations
 import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
-
-import mcp.types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+from typing import TYPE_CHECKING, Any
 
 from harness.sql import open_database, sql_tools
 from harness.state import Call
 from harness.toolrun import run_call
 from harness.tools import Tool, ToolContext, default_tools
 from harness.workspace import Workspace, create_workspace
+
+if TYPE_CHECKING:  # the MCP SDK loads when the server starts (loopbench --help stays quick)
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
 
 # The file tools served: the demo's slow scan_archive stays out.
 FILE_TOOLS = ("list_files", "read_file", "delete_file")
@@ -49,6 +49,8 @@ def served_tools(workspace: Path | None, db: str | None) -> list[Tool]:
 
 
 def _listing(tool: Tool) -> types.Tool:
+    import mcp.types as types
+
     return types.Tool(
         name=tool.name,
         description=tool.description,
@@ -63,10 +65,15 @@ def _listing(tool: Tool) -> types.Tool:
 
 
 def _text(text: str, error: bool = False) -> types.CallToolResult:
+    import mcp.types as types
+
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
 
 
 def server(tools: list[Tool], workspace: Workspace) -> Server[Any]:
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
     """The MCP server for ``tools`` over ``workspace``."""
     by_name = {t.name: t for t in tools}
 
@@ -94,6 +101,8 @@ def server(tools: list[Tool], workspace: Workspace) -> Server[Any]:
 
 
 async def serve(workspace: Path | None, db: str | None, scratch: Path) -> None:
+    from mcp.server.stdio import stdio_server
+
     """Serve over stdin and stdout until the client closes them. With no ``workspace``, the
     SQL tools run over an empty folder under ``scratch``."""
     folder = Workspace(workspace) if workspace else create_workspace(scratch, files={})

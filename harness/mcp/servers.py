@@ -28,16 +28,17 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from harness.errors import ToolError, ToolServerFailed
 from harness.mcp.config import PLACEHOLDER, ServerConfig
 from harness.schemas import schema_problem
 from harness.tools import Tool, ToolContext
+
+if TYPE_CHECKING:  # the MCP SDK loads when a server starts, not when a task file is read
+    from mcp import ClientSession
 
 __all__ = [
     "MCP_BIN",
@@ -243,6 +244,9 @@ async def _start(
     """The server started, initialized and its tools listed, each answer awaited at most
     ``timeout_s`` (the session's own read timeout: a scope of ours around it could not be
     left while the transport's task group stays open)."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     env = {k: fill(v, values) for k, v in config.env.items()}
     # Through the relay (harness.mcp.relay): each message and the stderr log under a cap.
     relay = ["-I", "-m", "harness.mcp.relay", str(MESSAGE_CAP_BYTES), str(STDERR_CAP_BYTES)]
