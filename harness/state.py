@@ -35,6 +35,11 @@ class TurnRecord:
     refused_calls: list[dict[str, Any]] | None = None
 
 
+def call_key(turn: int, index: int) -> str:
+    """A call's key within its run: its turn and its place in that turn's reply."""
+    return f"{turn}.{index}"
+
+
 @dataclass
 class ToolRun:
     """One tool call the harness answered: run, refused, served from cache or declined."""
@@ -57,6 +62,11 @@ class ToolRun:
     # What the tool reported about its run (a query's rows, a timeout), as data; None when it
     # reported nothing.
     facts: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        """The call's key (``Call.key``), by which an approval names it."""
+        return call_key(self.turn, self.index)
 
 
 @dataclass
@@ -210,7 +220,7 @@ class Call:
 
     @property
     def key(self) -> str:
-        return f"{self.turn}.{self.index}"
+        return call_key(self.turn, self.index)
 
 
 def signature(name: str, arguments: str) -> str:

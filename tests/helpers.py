@@ -134,3 +134,27 @@ def record_of(state: RunState, model: str = "m", question: str = "q") -> RunReco
         answered_by=[],
         server_software="",
     )
+
+
+def run_tau2_task(
+    task: Task, client: Any, folder: Path, max_turns: int = 10, tasks: list[Task] | None = None
+) -> tuple[Any, Any]:
+    """One τ² task through the real conversation path (τ²'s environment opened for ``tasks``,
+    default the task alone, through its pipe; ``client`` answers both agent and user): the
+    task run, and the record data its environment keeps of a run that never started."""
+    import asyncio
+
+    from evals.environments.tau2 import Tau2Environment
+    from evals.run.settings import EvalSettings
+    from evals.run.taskrun import run_task
+
+    async def run() -> tuple[Any, Any]:
+        opened = Tau2Environment().open(tasks or [task], None, folder)
+        try:
+            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=max_turns)
+            ran = await run_task(task, settings, "m", "r1", folder, folder / "keep", client, opened)
+            return ran, opened.record(task, None)
+        finally:
+            await opened.aclose()
+
+    return asyncio.run(run())

@@ -6,7 +6,6 @@ folder named after its task (``12-missing``) told the model the answer."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
@@ -130,9 +129,8 @@ def test_no_tau2_task_id_reaches_the_agent(path: Path, tmp_path: Path) -> None:
     """A τ² task through the real conversation path (τ²'s environment through its pipe, a
     user that states a need and stops): every request the agent is sent is free of the task's
     id and of τ²'s own id for it."""
-    from evals.environments.tau2 import Tau2Environment
-    from evals.run.taskrun import run_task
     from tests.fake_provider import fake_client
+    from tests.helpers import run_tau2_task
 
     task = load_tasks(path).tasks[0]
     assert task.tau2 is not None
@@ -146,18 +144,7 @@ def test_no_tau2_task_id_reaches_the_agent(path: Path, tmp_path: Path) -> None:
         said = any(m["role"] == "assistant" for m in body["messages"])
         return httpx.Response(200, json=answer("###STOP###" if said else "I need some help."))
 
-    async def run() -> Any:
-        opened = Tau2Environment().open([task], None, tmp_path)
-        try:
-            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=4)
-            async with fake_client(handle) as client:
-                return await run_task(
-                    task, settings, "m", "r1", tmp_path, tmp_path / "keep", client, opened
-                )
-        finally:
-            await opened.aclose()
-
-    ran = asyncio.run(run())
+    ran, _ = run_tau2_task(task, fake_client(handle), tmp_path, max_turns=4)
     assert ran.state.error is None, ran.state.error
     assert agent, "the agent was asked nothing"
     sent = "\n".join(agent)

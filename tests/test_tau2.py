@@ -14,7 +14,7 @@ import pytest
 from evals.record import RunRecord
 from evals.report.stats import pass_hat_k
 from evals.tau2.bridge import Tau2, Tau2Unavailable, tau2_python
-from tests.helpers import run_record
+from tests.helpers import run_record, run_tau2_task
 
 needs_tau2 = pytest.mark.skipif(
     not tau2_python().exists(),
@@ -295,9 +295,6 @@ def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None
     user it does not know) come back as tool errors in the transcript (what the model reads),
     and the conversation goes on to its end."""
     from evals.conversation import STOP
-    from evals.environments.tau2 import Tau2Environment
-    from evals.run.settings import EvalSettings
-    from evals.run.taskrun import run_task
     from evals.tasks import load_tasks
     from tests.fake_provider import answer, by_turn, calls, fake_client
 
@@ -311,17 +308,7 @@ def test_a_call_tau2_refuses_is_an_error_the_agent_reads(tmp_path: Path) -> None
         ])
     )  # fmt: skip
 
-    async def run() -> Any:
-        opened = Tau2Environment().open(tasks.tasks, None, tmp_path)
-        try:
-            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=10)
-            return await run_task(
-                tasks.tasks[0], settings, "m", "r1", tmp_path, tmp_path / "keep", client, opened
-            ), opened.record(tasks.tasks[0], None)
-        finally:
-            await opened.aclose()
-
-    ran, _ = asyncio.run(run())
+    ran, _ = run_tau2_task(tasks.tasks[0], client, tmp_path, tasks=tasks.tasks)
     assert ran.talk is not None and ran.talk.end == "user_stop"
     assert ran.verdicts == {"tau2": 0.0}
     # A tool tau2 lacks, arguments its schema refuses, a user it does not know: each a tool
@@ -344,9 +331,6 @@ def test_telecoms_user_holds_the_phone_and_the_agent_never_sees_its_tools(
     tau2's assertions read them; the agent is offered only its own tools."""
     import httpx
 
-    from evals.environments.tau2 import Tau2Environment
-    from evals.run.settings import EvalSettings
-    from evals.run.taskrun import run_task
     from evals.tasks import load_tasks
     from tests.fake_provider import answer, calls, fake_client
 
@@ -382,18 +366,7 @@ def test_telecoms_user_holds_the_phone_and_the_agent_never_sees_its_tools(
             return httpx.Response(200, json=calls(("u1", "toggle_roaming", "{}")))
         return httpx.Response(200, json=answer("###STOP###"))
 
-    async def run() -> Any:
-        opened = Tau2Environment().open([task], None, tmp_path)
-        try:
-            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=10)
-            client = fake_client(handle)
-            return await run_task(
-                task, settings, "m", "r1", tmp_path, tmp_path / "keep", client, opened
-            )
-        finally:
-            await opened.aclose()
-
-    ran = asyncio.run(run())
+    ran, _ = run_tau2_task(task, fake_client(handle), tmp_path)
     assert ran.state.error is None, ran.state.error
     assert ran.talk is not None and ran.talk.end == "user_stop"
     assert ran.verdicts == {"tau2": 1.0 if toggles else 0.0}

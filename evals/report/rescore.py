@@ -99,7 +99,7 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
     stamp = {"by": code_version(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
     changed = False
     for record in records:
-        before, before_checks = record.correct, record.checks
+        before = record.correct
         result.before += before
         state = None if record.status == NOT_RUN else _state(run_file, str(record.run_id))
         task = by_id.get(record.task_id)
@@ -116,14 +116,15 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
             result.missing.append(record.task_id)
         verdicts = _verdicts(record)
         checks = None if state is None else _kept(score(task, state, verdicts), record, verdicts)
-        if checks is not None and checks != record.checks:
+        rejudged = checks is not None and checks != record.checks
+        if checks is not None and rejudged:
             record.checks = checks
             record.correct = right(checks, record.status)
             # The first verdict a record had stays named, however often it is rescored; a
             # record whose checks come out the same is left as it is.
             first = (record.rescored or {}).get("first_verdict", before)
             record.rescored = {**stamp, "first_verdict": first}
-        was = (record.checks_hash, record.false_claims)
+        hash_was, claims_were = record.checks_hash, record.false_claims
         if checks is not None or record.status == NOT_RUN:
             record.checks_hash = task.checks_hash  # judged by today's checks
         if record.status != NOT_RUN:
@@ -131,9 +132,9 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
         # Filling what an older record never had (no false claims, the checks' hash) is no
         # reason to rewrite its file; a verdict, a check or a claim that differs is.
         changed |= (
-            (checks is not None and checks != before_checks)
-            or (was[0] is not None and record.checks_hash != was[0])
-            or (was[1] is not None and record.false_claims != was[1])
+            rejudged
+            or (hash_was is not None and record.checks_hash != hash_was)
+            or (claims_were is not None and record.false_claims != claims_were)
         )
         after = record.correct
         first = bool((record.rescored or {}).get("first_verdict", after))

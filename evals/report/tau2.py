@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
 from evals.report.docs import fill
@@ -127,12 +128,17 @@ def rules_table(folder: Path = RESULTS) -> str:
     return table(["run", "user turns", *RULES, "conversations flagged"], rows)
 
 
+def _labelled(path: Path) -> list[dict[str, Any]]:
+    """A labelled sample's rows (one user turn each)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
 def labels_text(path: Path = LABELS) -> str:
     """The labelled sample: the user's error rate with its interval, how the rules meet the
     labels, and who was at fault in each failed conversation of the sample."""
     if not path.exists():
         return "No user turn is labelled yet.\n"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    rows = _labelled(path)
     turns = [row for row in rows if "turn" in row]
     found = agreement(turns)
     if not found.labelled:
@@ -171,7 +177,7 @@ def heldout_text(path: Path = HELDOUT, second: Path | None = None) -> str:
     second = second or path.with_suffix(".second-reader.jsonl")
     if not path.exists():
         return "No held-out sample is labelled yet.\n"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    rows = _labelled(path)
     found = agreement(rows)
     if not found.labelled:
         return "No held-out sample is labelled yet.\n"
@@ -185,10 +191,7 @@ def heldout_text(path: Path = HELDOUT, second: Path | None = None) -> str:
         f"errors, {rate.interval()} (95 % interval)."
     )
     if second.exists():
-        other = {
-            (r["conversation"], r["turn"]): r.get("label")
-            for r in map(json.loads, second.read_text(encoding="utf-8").splitlines())
-        }
+        other = {(r["conversation"], r["turn"]): r.get("label") for r in _labelled(second)}
         both = [r for r in rows if other.get((r["conversation"], r["turn"])) in LABEL_WORDS]
         same = sum(other[(r["conversation"], r["turn"])] == r["label"] for r in both)
         text += f" A second reader, labelling apart, agrees on {same} of {len(both)} turns."

@@ -119,7 +119,7 @@ def received(state: RunState) -> list[Received]:
         original = _copied(run, answered.get(key, []), contents) if run.cached else run
         if not run.cached:
             answered.setdefault(key, []).append(run)
-        declined = f"{run.turn}.{run.index}" in state.rejected
+        declined = run.key in state.rejected
         if not run.ok or declined or original is None or not original.ok:
             continue
         arguments = _arguments(run)
@@ -153,7 +153,7 @@ def failed(state: RunState) -> list[Failed]:
     arguments failed its schema."""
     found = []
     for run in state.tool_log:
-        declined = f"{run.turn}.{run.index}" in state.rejected
+        declined = run.key in state.rejected
         if run.ok or not run.ran or run.cached or run.bug or run.invalid or declined:
             continue
         arguments = _arguments(run)

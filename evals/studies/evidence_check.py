@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from evals.errors import EvalError
 from evals.record import kept_file, read_text
 from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.evidence import RunEvidence
+from evals.studies.corpus import read_labelled
 from evals.tasks import EVIDENCE_KINDS, Task
 from evals.tasks.named import load_named
 from harness.state import RunState
@@ -57,14 +58,7 @@ class Judged:
 
 
 def read_rows(path: Path = EVIDENCE_CORPUS) -> list[EvidenceRow]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(EvidenceRow.model_validate(json.loads(line)))
-            except (json.JSONDecodeError, ValidationError) as exc:
-                raise EvidenceCorpusError(f"{path}, line {number}: {exc}") from exc
-    return rows
+    return read_labelled(path, EvidenceRow, EvidenceCorpusError)
 
 
 def _state(row: EvidenceRow) -> RunState:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from evals.errors import EvalError
 from evals.report.docs import fill
@@ -34,6 +34,7 @@ from evals.report.stats import wilson
 from evals.scoring.answers import commitment
 from evals.scoring.evidence import RunEvidence, stated
 from evals.studies import evidence_check
+from evals.studies.corpus import read_labelled
 from evals.studies.heldout import SEED as HELDOUT_SEED
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
@@ -71,19 +72,7 @@ class CorpusError(EvalError):
 
 
 def read_corpus(path: Path = CORPUS) -> list[Row]:
-    rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise CorpusError(f"{path}: cannot read the corpus ({exc.strerror})") from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(Row.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            raise CorpusError(f"{path}, line {number}: {exc}") from exc
-    return rows
+    return read_labelled(path, Row, CorpusError)
 
 
 @dataclass(frozen=True)

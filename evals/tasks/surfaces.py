@@ -45,15 +45,15 @@ FILESYSTEM_READS = [
     "read_text_file", "read_multiple_files", "list_directory", "list_directory_with_sizes",
     "directory_tree", "search_files", "get_file_info", "list_allowed_directories",
 ]  # fmt: skip
-# The tools of each file surface that read one file by its ``path``: what a ``presence``
-# check takes a read from (a missing file's error, a present file's contents).
-FILE_READS = {"ours": ["read_file"], "filesystem": ["read_text_file", "get_file_info"]}
-# ... and the tools whose results are listings of the folder (never a read's result, which may
-# name a file it failed to find).
-FILE_LISTS = {
-    "ours": ["list_files"],
-    "filesystem": ["list_directory", "list_directory_with_sizes", "directory_tree", "search_files"],
-}
+# What a ``presence`` check takes, on either file surface (one set of checks for both, so a
+# pair compares them; a tool a surface lacks is never called there): the tools that read one
+# file by its ``path`` (a missing file's error, a present file's contents), ours then the
+# filesystem server's, and those whose results list the folder (never a read's result, which
+# may name a file it failed to find).
+PRESENCE_READS = ["read_file", "read_text_file", "get_file_info"]
+PRESENCE_LISTS = [
+    "list_files", "list_directory", "list_directory_with_sizes", "directory_tree", "search_files",
+]  # fmt: skip
 SQLITE_READS = ["read_query", "list_tables", "describe_table"]
 SERVERS: dict[tuple[str, str], dict[str, ServerConfig]] = {
     ("files", "ours"): {
@@ -103,11 +103,8 @@ def _file_checks(task: Task) -> list[Any]:
                 wanted = [_first_line(files[check.arguments["path"]])]
             checks.append(Received(kind="received", result_contains=wanted or list(files)))
         elif isinstance(check, Presence):
-            # Every file surface's tools, so the two surfaces of a set keep one set of checks
-            # (a pair compares them): a tool a surface lacks is never called there.
-            lists = [t for s in SURFACES["files"] for t in FILE_LISTS[s]]
-            reads = [t for s in SURFACES["files"] for t in FILE_READS[s]]
-            checks.append(check.model_copy(update={"lists": lists, "reads": reads}))
+            update = {"lists": list(PRESENCE_LISTS), "reads": list(PRESENCE_READS)}
+            checks.append(check.model_copy(update=update))
         elif isinstance(check, FilesRead):
             checks += [
                 Received(kind="received", result_contains=[_first_line(files[f])])

@@ -109,7 +109,7 @@ def _assistant(message: dict[str, Any], text: str, model: str) -> ChatMessageAss
 def _tool_error(run: ToolRun, state: RunState) -> ToolCallError:
     from inspect_ai.tool import ToolCallError
 
-    key = f"{run.turn}.{run.index}"
+    key = run.key
     if key in state.rejected:
         return ToolCallError("approval", f"rejected: {state.rejected[key] or 'no reason given'}")
     if run.invalid:
