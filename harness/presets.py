@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.config import LoopConfig
+from harness.plugins import PluginWarning
 from harness.policies.base import Setting, UnknownSetting
 from harness.policies.registry import SETTINGS, defaults, settings_of
 
@@ -115,7 +117,12 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("loop policy (each flag overrides the --policy preset)")
     g.add_argument("--policy", default=PLAIN, help=f"a preset of {PRESETS_FILE.name}")
     for setting in SETTINGS.values():
-        _flag(g, setting)
+        try:
+            _flag(g, setting)
+        except argparse.ArgumentError as exc:  # a plugin's setting named as one of the loop's
+            warnings.warn(
+                f"setting {setting.name!r} has no flag: {exc}", PluginWarning, stacklevel=2
+            )
 
 
 def policy_from_args(args: argparse.Namespace) -> Preset:

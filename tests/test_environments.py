@@ -1,12 +1,14 @@
 """What a task runs on, as one seam: every committed task runs on the environment that holds
-it, and a new environment is one object and one registry line (the run, the record, the
-scorer and the strategies follow)."""
+it, and a new environment is one module and one registry line: its task fields, its record
+data, its gathering rule, its tools, the scorer and the strategies follow. The new environment
+here is the wall clock of tests/plugins/loopbench-clock, a package of its own (which
+tests/test_plugins.py installs through its entry points); here it enters the registry as one
+line would add it."""
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +16,15 @@ import httpx
 import pytest
 
 from evals import environments
-from evals.environments import Reading, environment_of, registry
-from evals.environments.base import scripted_calls
+from evals.environments import environment_of, installed, registry
 from evals.errors import EvalError
-from evals.record import OtherData, WorkspaceData, read_runs
+from evals.record import WorkspaceData, read_runs
+from evals.record import environments as record_environments
 from evals.run.runner import EvalSettings, run_eval
 from evals.scoring.evidence import offerable_tools, stated
 from evals.studies import strategies
-from evals.tasks import Task, TaskSet, load_tasks
-from harness.setup import Setup
-from harness.state import RunState
-from harness.tools import Tool, ToolContext
-from harness.workspace import create_workspace
+from evals.tasks import fields as task_fields
+from evals.tasks import load_tasks, task_file_problems
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app, turn_of
 
@@ -41,74 +40,49 @@ def test_every_committed_task_runs_where_its_family_says() -> None:
     assert stated('{"name": "read_clock"}') == '{"name": "read_clock"}'
 
 
-async def _read_clock(args: dict[str, Any], ctx: ToolContext) -> str:
-    return "It is 09:41."
-
-
-CLOCK = Tool(
-    "read_clock",
-    "The time of day.",
-    {"type": "object", "properties": {}, "additionalProperties": False},
-    _read_clock,
-    read_only=True,
-)
-INTRO = "You read the wall clock for the user."
-
-
-class _OpenedClock:
-    @asynccontextmanager
-    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
-        yield Setup([CLOCK], create_workspace(folder, files={}), intro=INTRO)
-
-    def record(self, task: Task, state: RunState | None) -> OtherData:
-        return OtherData.model_validate({"name": "clock", "reading": "wall clock"})
-
-
-class ClockEnvironment:
-    """A third environment, as a test would add one."""
-
-    name = "clock"
-    tool_names = frozenset({CLOCK.name})
-    default_policy = "all-helps"
-
-    def __init__(self) -> None:
-        self.opened: list[list[str]] = []
-
-    def holds(self, task: Task) -> bool:
-        return task.kind == "clock"
-
-    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _OpenedClock:
-        self.opened.append([t.id for t in tasks])
-        return _OpenedClock()
-
-    async def read_all(self, task: Task, scratch: Path) -> Reading:
-        workspace = create_workspace(scratch / task.id, files={})
-        state, results = await scripted_calls(
-            task.question, [("read_clock", {})], [CLOCK], workspace
-        )
-        return Reading(state, [], {"read_clock": results[0]}, results=results[0])
+PLUGIN = Path(__file__).parent / "plugins" / "loopbench-clock"
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> ClockEnvironment:
-    env = ClockEnvironment()
+def clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The clock's module, its environment in the registry (one line), and the registries of
+    task fields and record data restored afterwards."""
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    monkeypatch.setattr(task_fields, "_FIELDS", dict(task_fields._FIELDS))
+    monkeypatch.setattr(record_environments, "_MODELS", dict(record_environments._MODELS))
+    module = importlib.import_module("loopbench_clock.environment")
+    env = installed(module.ClockEnvironment())
     monkeypatch.setattr(registry, "ENVIRONMENTS", (env, *registry.ENVIRONMENTS))
-    return env
+    return module
+
+
+CHECKS: list[dict[str, Any]] = [{"kind": "contains", "value": "09:41"}]
 
 
 def _clock_tasks(tmp_path: Path) -> Path:
-    checks: list[dict[str, Any]] = [{"kind": "contains", "value": "09:41"}]
     tasks = [
-        {"id": "clock", "question": "What time is it?", "kind": "clock", "checks": checks},
-        {"id": "files", "question": "How many files are there?", "checks": checks},
+        {"id": "t1", "question": "What time is it?", "clock": {"zone": "UTC"}, "checks": CHECKS},
+        {"id": "files", "question": "How many files are there?", "checks": CHECKS},
     ]
     path = tmp_path / "clock.json"
     path.write_text(json.dumps({"name": "clock", "tasks": tasks}))
     return path
 
 
-async def test_a_new_environment_is_one_object_and_one_registry_line(
-    clock: ClockEnvironment, tmp_path: Path
+async def _eval(tmp_path: Path, handle: Any, name: str, **settings: Any) -> dict[str, Any]:
+    with running_server(server_app(handle, "fake")) as url:
+        done = await run_eval(
+            EvalSettings(
+                base_url=url, model="fake", tasks=_clock_tasks(tmp_path),
+                out=tmp_path / name, **settings,
+            ),
+            echo=lambda _: None,
+        )  # fmt: skip
+    return {r.task_id: r for r in read_runs(done)}
+
+
+async def test_a_new_environment_is_one_module_and_one_registry_line(
+    clock: Any, tmp_path: Path
 ) -> None:
     seen: list[dict[str, Any]] = []
 
@@ -122,51 +96,85 @@ async def test_a_new_environment_is_one_object_and_one_registry_line(
             reply = answer("It is 09:41." if "read_clock" in offered else "Three files.")
         return httpx.Response(200, json=reply)
 
-    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
-        settings = EvalSettings(
-            base_url=url, model="fake", tasks=_clock_tasks(tmp_path), out=tmp_path / "run.jsonl"
-        )
-        records = {r.task_id: r for r in read_runs(await run_eval(settings, echo=lambda _: None))}
-    assert clock.opened == [["clock"]]  # opened once, for the tasks it holds
-    # The run: its tools offered, its intro in the system prompt, its record field filled.
+    records = await _eval(tmp_path, handle, "run.jsonl")
+    # Its task field, typed, from the task file; a task without it runs on files.
+    task = load_tasks(_clock_tasks(tmp_path)).tasks[0]
+    assert task.fields_of(clock.ClockFields) == clock.ClockFields(zone="UTC")
+    assert environment_of(task).name == "clock"
+    # The run: its tools offered, its intro in the system prompt.
     clock_requests = [b for b in seen if b["messages"][1]["content"] == "What time is it?"]
     assert {t["function"]["name"] for b in clock_requests for t in b["tools"]} == {"read_clock"}
-    assert INTRO in clock_requests[0]["messages"][0]["content"]
-    assert records["clock"].tools_called == ["read_clock"] and records["clock"].correct
-    assert records["clock"].environment == OtherData.model_validate(
-        {"name": "clock", "reading": "wall clock"}
-    )
-    assert environments.environment_of_record(records["clock"]) is clock
+    assert clock.INTRO in clock_requests[0]["messages"][0]["content"]
+    assert records["t1"].tools_called == ["read_clock"] and records["t1"].correct
+    # Its record data, read back from the run file typed by its own model.
+    assert records["t1"].environment == clock.ClockData(zone="UTC", reads=1)
+    assert isinstance(records["t1"].environment, clock.ClockData)
+    assert environments.environment_of_record(records["t1"]).name == "clock"
     # The other task ran on the workspace, as before.
     assert records["files"].environment == WorkspaceData() and not records["files"].correct
     # The scorer: a call of its tool written as text is a call, not an answer.
     assert "read_clock" in offerable_tools()
     assert stated('{"name": "read_clock"}').strip() == ""
     # The strategies answer from its reading: copying the clock's result is credited.
-    taskset = TaskSet(name="clock", tasks=[load_tasks(_clock_tasks(tmp_path)).tasks[0]])
-    reading = await environments.environment_of(taskset.tasks[0]).read_all(
-        taskset.tasks[0], tmp_path / "read"
-    )
+    reading = await environment_of(task).read_all(task, tmp_path / "read")
     assert reading.results == "It is 09:41."
-    assert [s.strategy for s in strategies.attempts(taskset.tasks[0], reading)]
+    assert [s.strategy for s in strategies.attempts(task, reading)]
 
 
-async def test_a_workflow_on_an_environment_it_cannot_gather_from_says_so(
-    clock: ClockEnvironment, tmp_path: Path
+async def test_a_workflow_gathers_by_the_environments_own_rule(clock: Any, tmp_path: Path) -> None:
+    """The chain workflow asks the environment how its evidence is gathered: the clock's rule
+    reads the clock once, and the model answers from it."""
+    asked: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        asked.append(body)
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        return httpx.Response(200, json=answer(results[0] if results else "no idea"))
+
+    records = await _eval(tmp_path, handle, "chain.jsonl", solver="chain")
+    assert records["t1"].tools_called == ["read_clock"] and records["t1"].correct
+    assert records["t1"].environment == clock.ClockData(zone="UTC", reads=1)
+
+
+async def test_a_workflow_on_an_environment_without_a_gathering_rule_says_so(
+    clock: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The workflows ask gather(), one line per environment, never the environment's name:
-    one that has no line there is a clear error naming it, before any model call."""
+    """An environment that declares no ``gather``: the workflows refuse its tasks with an
+    error naming it, before any model call."""
+
+    class Sundial(clock.ClockEnvironment):  # type: ignore[misc]
+        name = "sundial"
+        gather = None
+
+    monkeypatch.setattr(registry, "ENVIRONMENTS", (Sundial(), *registry.ENVIRONMENTS))
     asked: list[dict[str, Any]] = []
 
     def handle(request: httpx.Request) -> httpx.Response:
         asked.append(json.loads(request.content))
         return httpx.Response(200, json=answer("09:41"))
 
-    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
-        settings = EvalSettings(
-            base_url=url, model="fake", tasks=_clock_tasks(tmp_path), out=tmp_path / "w.jsonl",
-            solver="chain",
-        )  # fmt: skip
-        with pytest.raises(EvalError, match="gather evidence on a task's 'clock' environment"):
-            await run_eval(settings, echo=lambda _: None)
+    with pytest.raises(EvalError, match="gather evidence on a task's 'sundial' environment"):
+        await _eval(tmp_path, handle, "w.jsonl", solver="chain")
     assert asked == []
+
+
+def test_an_environments_task_fields_are_checked_with_the_file_and_line(
+    clock: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: bad\ntasks:\n  - id: t1\n    question: What time is it?\n"
+        "    clock: {zone: Mars}\n    checks: [{kind: contains, value: x}]\n"
+    )
+    _, problems = task_file_problems(bad)
+    assert problems == [
+        f"{bad}, line 3: tasks.0: Value error, clock.zone: Input should be 'UTC' or "
+        "'Asia/Ho_Chi_Minh'"
+    ]
+    # Where no environment declares the key, it is an unknown field like any other.
+    monkeypatch.setattr(task_fields, "_FIELDS", {})
+    _, problems = task_file_problems(_clock_tasks(tmp_path))
+    assert problems == [
+        f"{tmp_path / 'clock.json'}, line 1: tasks.0.clock: Extra inputs are not permitted"
+    ]

@@ -443,11 +443,11 @@ def _policy_texts() -> list[str]:
     from evals.solvers import base, evaluate_optimize, gather
 
     prompts = [system_prompt(apply(LoopConfig(), preset(n))) for n in presets()]
-    workflow_tools = [gather._pick_tool("files", ["a"]), evaluate_optimize.VERDICT]
+    workflow_tools = [base.pick_tool("files", ["a"]), evaluate_optimize.VERDICT]
     return [
         *prompts,
         base.SYSTEM,
-        *gather.TEXTS,
+        *gather.texts(),
         *evaluate_optimize.TEXTS,
         *(t.description + json.dumps(t.parameters) for t in workflow_tools),
         NUDGE,

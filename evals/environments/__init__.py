@@ -1,9 +1,10 @@
-"""What a task runs on: a workspace of files, or a database. Each environment is one module
-with one object (``base.Environment``): which tasks it holds, what it opens once per eval,
-the tools and system-prompt intro a task runs with, the fields it adds to the task's record,
-the policy its tasks run under by default, and the scripted reading of everything a task
-could look at (what the scorer's strategies answer from). ``registry.py`` lists them, one
-line each."""
+"""What a task runs on: a workspace of files, a database, MCP servers' tools, one of τ²'s
+domains, or an environment another package adds (``loopbench.environments``). Each is one
+module with one object (``base.Environment``): which tasks it holds, what it opens once per
+eval, the tools and system-prompt intro a task runs with, the fields it adds to the task's
+record and to its task file, the policy its tasks run under by default, how a workflow gathers
+its evidence, and the scripted reading of everything a task could look at (what the scorer's
+strategies answer from). ``registry.py`` lists them, one line each."""
 
 from evals.environments.base import Dialogue, Environment, Opened, Reading
 from evals.environments.registry import (
@@ -11,6 +12,7 @@ from evals.environments.registry import (
     environment_of,
     environment_of_record,
     held_by,
+    installed,
     tool_names,
 )
 
@@ -23,5 +25,6 @@ __all__ = [
     "environment_of",
     "environment_of_record",
     "held_by",
+    "installed",
     "tool_names",
 ]

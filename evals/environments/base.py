@@ -18,7 +18,7 @@ from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.setup import Setup
-from harness.state import RunState, new_run
+from harness.state import RunState, ToolRun, new_run
 from harness.tools import Tool
 from harness.workspace import Workspace
 
@@ -86,7 +86,37 @@ class Opened(Protocol):
     # conversations itself, and ``async aclose()`` for one that keeps a process for the eval.
 
 
+class Gathering(Protocol):
+    """What a workflow's gathering step can do (``evals.solvers.base.Steps`` is one): run the
+    code's own calls, ask the model, answer the model's calls, let it pick among names."""
+
+    tools: dict[str, Tool]
+
+    def content(self, run: ToolRun) -> str: ...
+
+    async def run_tools(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolRun]: ...
+
+    async def answer_calls(self) -> list[ToolRun]: ...
+
+    async def ask(self, text: str | None, offer: Sequence[Tool] = ()) -> dict[str, Any]: ...
+
+    async def pick(self, kind: str, names: list[str], text: str) -> list[str]: ...
+
+
 class Environment(Protocol):
+    """An environment, as the registry (``registry.py``) lists it. Beyond what is declared
+    here, one may have:
+
+    * ``data``: the model of what its records keep (``evals.record.Data``; none: its records
+      read as ``OtherData``), registered by the registry;
+    * ``task_fields``: the models of the fields it adds to its tasks (``evals.tasks.TaskFields``),
+      registered by the registry, so its task files load;
+    * ``gather(steps, route, repair)``: how a workflow gathers what a task of it holds
+      (``evals.solvers``; none: the workflows refuse its tasks, saying so);
+    * ``texts``: every text its gathering can put before the model (checked for what must
+      never reach it).
+    """
+
     name: str
     # Every tool this environment can offer: what a call written as text may name.
     tool_names: frozenset[str]

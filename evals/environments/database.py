@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from evals.environments.base import Reading, scripted_calls
+from evals.environments.base import Gathering, Reading, scripted_calls
 from evals.errors import EvalError
 from evals.record import DatabaseData
 from evals.tasks import DatabaseRef, Task
@@ -78,6 +78,11 @@ def _ref(task: Task) -> DatabaseRef:
     return task.database
 
 
+PICK_TABLES = "Choose the tables whose first rows you need to see to answer the question."
+WRITE_QUERY = "Write one SQL query that answers the question, and run it with run_sql."
+REPAIR = "That query failed; the error is above. Write one corrected query and run it with run_sql."
+SAMPLE_ROWS = 5
+
 # What the system prompt shows under ``overview_in_prompt``: the schema, as describe lists it.
 OVERVIEW = "The database's tables, as describe lists them:\n{schema}"
 
@@ -105,6 +110,7 @@ class DatabaseEnvironment:
     name = "database"
     tool_names = frozenset({RUN_SQL_TOOL, DESCRIBE_TOOL})
     default_policy = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
+    texts = (PICK_TABLES, WRITE_QUERY, REPAIR)
 
     def holds(self, task: Task) -> bool:
         return task.database is not None
@@ -130,3 +136,28 @@ class DatabaseEnvironment:
         state, results = await scripted_calls(task.question, calls, tools, workspace)
         contents = dict(zip([DESCRIBE_TOOL, *queries], results, strict=True))
         return Reading(state, [], contents, results="\n".join(contents.values()))
+
+    async def gather(self, steps: Gathering, route: bool = False, repair: bool = False) -> None:
+        """Describe the database, then one query the model writes, run by the code (``route``:
+        first the first rows of the tables the model picks; ``repair``: one more query when the
+        first one failed)."""
+        (described,) = await steps.run_tools([(DESCRIBE_TOOL, {})])
+        if route:
+            tables = list((described.facts or {}).get("tables") or [])
+            chosen = await steps.pick("tables", tables, PICK_TABLES)
+            await steps.run_tools(
+                [
+                    (RUN_SQL_TOOL, {"query": f"SELECT * FROM {t} LIMIT {SAMPLE_ROWS}"})
+                    for t in chosen
+                ]
+            )
+        run_sql = steps.tools[RUN_SQL_TOOL]
+        text = WRITE_QUERY
+        for _ in range(2 if repair else 1):
+            reply = await steps.ask(text, offer=[run_sql])
+            if not reply.get("tool_calls"):
+                return
+            ran = await steps.answer_calls()
+            if all(r.ok for r in ran):
+                return
+            text = REPAIR

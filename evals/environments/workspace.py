@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from evals.environments.base import Reading, scripted_calls
+from evals.environments.base import Gathering, Reading, scripted_calls
 from evals.record import WorkspaceData
 from evals.tasks import Task
 from harness.setup import Setup
@@ -25,10 +25,14 @@ class _Opened:
         return WorkspaceData()
 
 
+PICK_FILES = "Choose the files you need to read to answer the question."
+
+
 class WorkspaceEnvironment:
     name = "workspace"
     tool_names = frozenset(t.name for t in default_tools())
     default_policy = "all-helps"  # the sweep's best for the default model on files6
+    texts = (PICK_FILES,)
 
     def holds(self, task: Task) -> bool:
         return True  # every task that names nothing else runs on files
@@ -45,3 +49,13 @@ class WorkspaceEnvironment:
         state, results = await scripted_calls(task.question, calls, default_tools(), workspace)
         listed = listed_names(results[0])
         return Reading(state, listed or names, dict(zip(names, results[1:], strict=True)))
+
+    async def gather(self, steps: Gathering, route: bool = False, repair: bool = False) -> None:
+        """List the files and read each one (``route``: the ones the model picks; a read is not
+        repaired)."""
+        (listing,) = await steps.run_tools([("list_files", {})])
+        names = listed_names(steps.content(listing))
+        if route:
+            names = await steps.pick("files", names, PICK_FILES)
+        if names:
+            await steps.run_tools([("read_file", {"path": n}) for n in names])

@@ -11,6 +11,7 @@ records through these models.
 """
 
 from evals.record.environments import (
+    Data,
     DatabaseData,
     EnvironmentData,
     McpData,
@@ -18,6 +19,7 @@ from evals.record.environments import (
     OtherData,
     Tau2Data,
     WorkspaceData,
+    register,
 )
 from evals.record.files import (
     beside,
@@ -50,6 +52,7 @@ __all__ = [
     "NOT_RUN",
     "RECORD_VERSION",
     "ConversationRecord",
+    "Data",
     "DatabaseData",
     "EnvironmentData",
     "McpData",
@@ -73,6 +76,7 @@ __all__ = [
     "read_records",
     "read_runs",
     "read_text",
+    "register",
     "relink",
     "run_files",
     "slug",

@@ -1,18 +1,23 @@
 """What a record keeps of the environment its task ran on: one small model per environment,
-named by ``name``, the record's ``environment`` field a union of them tagged by that name. An
-environment (``evals.environments``) fills its own and nothing else. A new environment with
-figures of its own adds its model here and one member to the union; until then (or for one a
-test adds) its record reads as :class:`OtherData`, its name and what it kept as given."""
+named by ``name``, the record's ``environment`` field one of them, chosen by that name among
+the models registered (:func:`register`). An environment (``evals.environments``) fills its own
+and nothing else. This project's are declared here, so a record reads typed wherever it is
+read; a new environment declares its model in its own module (its ``data``), and the
+environments' registry registers it. A record of an environment with no model registered reads
+as :class:`OtherData`, its name and what it kept as given."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import BaseModel, ConfigDict, PlainValidator, SerializeAsAny
 
 
-class _Data(BaseModel):
-    """What every environment's record data answers."""
+class Data(BaseModel):
+    """What every environment's record data answers; each model names itself by a ``name``
+    field whose default is the environment's name."""
+
+    name: str
 
     def offered_tools(self) -> set[str]:
         """Tools offered to the run beyond this project's own (a server's), by name: what a
@@ -20,7 +25,7 @@ class _Data(BaseModel):
         return set()
 
 
-class WorkspaceData(_Data):
+class WorkspaceData(Data):
     """A folder of files: nothing beyond what every record keeps."""
 
     model_config = ConfigDict(extra="forbid")
@@ -28,7 +33,7 @@ class WorkspaceData(_Data):
     name: Literal["workspace"] = "workspace"
 
 
-class DatabaseData(_Data):
+class DatabaseData(Data):
     """A database: where the data was (``sqlite``, or the PostgreSQL URL without its password)
     and one audit entry per ``run_sql`` call (turn, sql, ms, rows, cut, error, timed_out,
     refused_write)."""
@@ -52,7 +57,7 @@ class McpServerData(BaseModel):
     tools: dict[str, str] = {}
 
 
-class McpData(_Data):
+class McpData(Data):
     """Tools from MCP servers (``evals.environments.mcp``): the servers as started (None: the
     run never started them, or they failed before listing their tools), and the database file
     a ``{database}`` placeholder named, when the task names a bank."""
@@ -67,7 +72,7 @@ class McpData(_Data):
         return {name for server in self.servers or [] for name in server.tools}
 
 
-class Tau2Data(_Data):
+class Tau2Data(Data):
     """One of τ²-bench's tasks (``evals.environments.tau2``): its domain and τ²'s own id, the
     tau2 package that ran it, and τ²'s evaluator's verdict: the reward (None: never judged,
     the run an error) and its parts as τ² writes them (``db_check``, ``communicate_checks``,
@@ -83,7 +88,7 @@ class Tau2Data(_Data):
     reward_info: dict[str, Any] | None = None
 
 
-class OtherData(_Data):
+class OtherData(Data):
     """An environment this module has no model for: its name, and what it kept as fields."""
 
     model_config = ConfigDict(extra="allow")
@@ -91,21 +96,33 @@ class OtherData(_Data):
     name: str
 
 
-# Every environment with a model of its own: the union's members, each tagged by its name.
-_MODELS: tuple[type[_Data], ...] = (WorkspaceData, DatabaseData, McpData, Tau2Data)
-_KNOWN = tuple(str(m.model_fields["name"].default) for m in _MODELS)
+# The models by the name of their environment: this project's, and those registered.
+_MODELS: dict[str, type[Data]] = {}
 
 
-def _tag(value: Any) -> str:
-    name = value.get("name") if isinstance(value, dict) else getattr(value, "name", None)
-    return name if name in _KNOWN else "other"
+def register(model: type[Data]) -> type[Data]:
+    """``model`` read for records that name its environment (its ``name`` field's default);
+    registering a second model under one name is an error."""
+    name = model.model_fields["name"].default
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{model.__name__}: record data names its environment in a 'name' default")
+    if _MODELS.get(name, model) is not model:
+        raise ValueError(f"two record data models for the environment {name!r}")
+    _MODELS[name] = model
+    return model
 
 
-EnvironmentData = Annotated[
-    Annotated[WorkspaceData, Tag("workspace")]
-    | Annotated[DatabaseData, Tag("database")]
-    | Annotated[McpData, Tag("mcp")]
-    | Annotated[Tau2Data, Tag("tau2")]
-    | Annotated[OtherData, Tag("other")],
-    Discriminator(_tag),
-]
+for _model in (WorkspaceData, DatabaseData, McpData, Tau2Data):
+    register(_model)
+
+
+def _read(value: Any) -> Data:
+    if isinstance(value, Data):
+        return value
+    name = value.get("name") if isinstance(value, dict) else None
+    return _MODELS.get(name, OtherData).model_validate(value)  # type: ignore[arg-type]
+
+
+# A record's ``environment``: the model its name is registered under, written with its own
+# fields.
+EnvironmentData = Annotated[SerializeAsAny[Data], PlainValidator(_read)]

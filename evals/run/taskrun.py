@@ -271,7 +271,7 @@ async def run_task(
     recorder = Recorder(state_dir=keep, trace_path=keep / f"{run_id}.trace.jsonl")
     if earlier is not None:
         recorder.event(state, "attempt", attempt=earlier + 1, earlier=f"{run_id}.attempt-{earlier}")
-    environment = environment_of(task).name
+    environment = environment_of(task)
     try:
         async with opened.setup(task, scratch / run_id / "workspace") as setup:
             if task.user is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import harness.hooks as hooks
+from evals.environments import Environment
 from evals.tasks import Task
 from harness.cancel import CancelToken
 from harness.client import ChatClient
@@ -30,12 +31,12 @@ SYSTEM = (
 
 @dataclass(frozen=True)
 class TaskRun:
-    """What a solver is given for one task: the task and the environment it runs on (by
-    name), the run's state and client, what the environment set up (its tools over the run's
+    """What a solver is given for one task: the task and the environment it runs on, the
+    run's state and client, what the environment set up (its tools over the run's
     workspace), the loop's settings and the recorder."""
 
     task: Task
-    environment: str
+    environment: Environment
     state: RunState
     client: ChatClient
     setup: Setup
@@ -79,7 +80,7 @@ class Steps:
 
     @property
     def environment(self) -> str:
-        return self.run.environment
+        return self.run.environment.name
 
     @property
     def state(self) -> RunState:
@@ -155,6 +156,18 @@ class Steps:
         record_turn(self.state, reply, self.config.prices, self.run.recorder)
         return reply.message
 
+    async def pick(self, kind: str, names: list[str], text: str) -> list[str]:
+        """The names the model picks among ``names`` (the call grammar holds it to them); every
+        name where it picks none it may have."""
+        if not names:
+            return []
+        reply = await self.ask(text, offer=[pick_tool(kind, names)])
+        if reply.get("tool_calls"):
+            await self.answer_calls()
+        chosen = arguments_of(reply).get("names")
+        picked = [n for n in names if isinstance(chosen, list) and n in chosen]
+        return picked or names
+
 
 def said(message: dict[str, Any]) -> str:
     return str(message.get("content") or "")
@@ -181,6 +194,24 @@ def noted(name: str, description: str, parameters: dict[str, Any], reply: str) -
         return reply
 
     return Tool(name, description, parameters, note, read_only=True)
+
+
+def pick_tool(kind: str, names: list[str]) -> Tool:
+    """The tool a workflow offers to pick some of ``names`` (of ``kind``: files, tables)."""
+    parameters = {
+        "type": "object",
+        "properties": {
+            "names": {
+                "type": "array",
+                "items": {"type": "string", "enum": names},
+                "minItems": 1,
+                "uniqueItems": True,
+            }
+        },
+        "required": ["names"],
+        "additionalProperties": False,
+    }
+    return noted(f"choose_{kind}", f"Name the {kind} to read.", parameters, "Noted.")
 
 
 Flow = Callable[[Steps], Awaitable[str]]

@@ -1,4 +1,6 @@
-"""Every loop policy, in the order the loop consults them; one line adds one.
+"""Every loop policy, in the order the loop consults them; one line adds one. Policies other
+packages declare under the ``loopbench.settings`` entry point (``harness.plugins``) come after
+this project's, each with its own settings and flags.
 
 The order is the order of the settings in a record and of the hooks within a step: the
 offered tools are filtered before submit is added and before a tool is wrapped; dedupe answers
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.plugins import loaded
 from harness.policies import (
     act_after_error,
     conclude_on_limit,
@@ -36,7 +39,7 @@ from harness.policies import (
 )
 from harness.policies.base import Hook, Setting, UnknownSetting
 
-POLICIES: tuple[Hook, ...] = (
+BUILT_IN: tuple[Hook, ...] = (
     tools.POLICY,
     tool_choice.POLICY,
     parallel_tool_calls.POLICY,
@@ -59,6 +62,22 @@ POLICIES: tuple[Hook, ...] = (
     sql_limits.POLICY,
     overview_in_prompt.POLICY,
 )
+
+
+def _plugin(found: object) -> Hook:
+    """A plugin's policy, if it is one whose name and settings no policy has taken."""
+    policy = found() if isinstance(found, type) else found
+    if not isinstance(policy, Hook):
+        raise TypeError(f"{policy!r} is not a harness.policies.base.Hook")
+    names = {p.name for p in BUILT_IN}
+    settings = {s.name for p in BUILT_IN for s in p.settings}
+    taken = sorted({s.name for s in policy.settings} & settings)
+    if policy.name in names or taken:
+        raise ValueError(f"its name or settings are taken: {policy.name!r} {taken}")
+    return policy
+
+
+POLICIES: tuple[Hook, ...] = (*BUILT_IN, *loaded("loopbench.settings", _plugin))
 
 SETTINGS: dict[str, Setting[Any]] = {s.name: s for p in POLICIES for s in p.settings}
 assert len(SETTINGS) == sum(len(p.settings) for p in POLICIES), "two policies share a setting"

@@ -4,30 +4,74 @@ An entry names the module, which declares its command-line options (``OPTIONS``)
 the backend from them (``from_args``). A backend module imports llama.cpp or torch only when
 its backend is built (each is heavy, and an optional install), so listing every backend's
 options for the parser costs no more than importing the modules.
+
+Backends other packages declare under the ``loopbench.backends`` entry point, each naming its
+module (``clock = "loopbench_clock.backend"``), come after these; one whose module fails to
+import, or lacks ``OPTIONS`` or ``from_args``, is named in a warning and left out.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import warnings
+from functools import cache
+from importlib.metadata import entry_points
+from types import ModuleType
 from typing import Any, cast
 
 from serve_local.backends.base import Backend
 from serve_local.backends.options import Option
+from serve_local.errors import StartupError
 
-BACKENDS: dict[str, str] = {
+BUILT_IN: dict[str, str] = {
     "scripted": "serve_local.backends.scripted",
     "llama": "serve_local.backends.llama",
     "transformers": "serve_local.backends.transformers",
 }
 DEFAULT = "llama"
+GROUP = "loopbench.backends"
+
+# Every backend by name: this project's, then the plugins' (their modules, not yet imported).
+BACKENDS: dict[str, str] = {
+    **BUILT_IN,
+    **{e.name: e.value for e in entry_points(group=GROUP) if e.name not in BUILT_IN},
+}
+
+
+class PluginWarning(UserWarning):
+    """A backend plugin left out: which one, and why."""
+
+
+def _module(name: str) -> ModuleType | None:
+    """The backend's module; a plugin's that fails to import or lacks what a backend module
+    has is None, with a warning naming it."""
+    try:
+        module = _imported(BACKENDS[name])
+        lacking = [a for a in ("OPTIONS", "from_args") if not hasattr(module, a)]
+        if lacking:
+            raise AttributeError(f"its module has no {', '.join(lacking)}")
+        return module
+    except Exception as exc:
+        if name in BUILT_IN:
+            raise
+        warnings.warn(
+            f"{GROUP}: plugin {name!r} ({BACKENDS[name]}) left out: {type(exc).__name__}: {exc}",
+            PluginWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+@cache
+def _imported(module: str) -> ModuleType:
+    return importlib.import_module(module)
 
 
 def declared() -> dict[str, tuple[Option, ...]]:
-    """Every backend's options, by backend name."""
-    return {
-        name: tuple(importlib.import_module(module).OPTIONS) for name, module in BACKENDS.items()
-    }
+    """Every backend's options, by backend name (a plugin left out has none)."""
+    modules = {name: _module(name) for name in BACKENDS}
+    return {name: tuple(m.OPTIONS) for name, m in modules.items() if m is not None}
 
 
 def taken_by(backend: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -39,5 +83,7 @@ def taken_by(backend: str, options: dict[str, Any]) -> dict[str, Any]:
 
 def build(args: argparse.Namespace) -> Backend:
     """The backend ``args.backend`` names, from its module's ``from_args``."""
-    module = importlib.import_module(BACKENDS[args.backend])
+    module = _module(args.backend)
+    if module is None:
+        raise StartupError(f"backend {args.backend!r} could not be loaded (see the warning above)")
     return cast(Backend, module.from_args(args))

@@ -1,0 +1,272 @@
+"""The task model: a question, the checks that score it, and what it runs on (a workspace of
+files, a database, a repository, MCP servers, one of τ²'s tasks, or fields an environment
+declares, ``evals.tasks.fields``); a task set; what a question-blind guess scores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from evals.tasks.checks import (
+    ANSWER_KINDS,
+    EVIDENCE_KINDS,
+    Check,
+    Facts,
+    ListOf,
+    NumberIs,
+    OneOf,
+    TypedAnswer,
+    YesNo,
+)
+from evals.tasks.fields import HELD, F, TaskFields, add, split, validated
+from evals.tasks.users import Tau2Ref, UserScenario
+from harness.mcp.config import ServerConfig
+
+
+class DatabaseRef(BaseModel):
+    """The database a task's questions are asked about: a generated one, named by its source
+    and seed, with the fingerprint of the rows the expected answers were computed on."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["bank"] = "bank"
+    seed: int
+    fingerprint: str = Field(min_length=1)
+
+
+class RepositoryRef(BaseModel):
+    """A git repository a task's questions are asked about, laid out in its workspace: a
+    generated history, named by its seed, with the fingerprint of its commits."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["history"] = "history"
+    seed: int
+    fingerprint: str = Field(min_length=1)
+
+
+# The MCP servers a task runs with, in the shape desktop clients use (``mcpServers``).
+_SERVERS = Field(
+    default=None,
+    validation_alias=AliasChoices("mcpServers", "mcp_servers"),
+    serialization_alias="mcpServers",
+)
+
+
+# A task id names the task's folders (its scratch space, its state and trace files): letters,
+# digits, '.', '_' and '-', starting with a letter or digit, so that no id can be a path.
+TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    checks: list[Check] = Field(min_length=1)
+    # The tools this task needs, offered under the ``task`` tools policy. A task that declares
+    # none is read-only, and that policy offers it the read-only tools.
+    tools: list[str] | None = None
+    # The files this task's workspace holds (name -> content); none: the three default files.
+    workspace: dict[str, str] | None = None
+    # The family a generated task belongs to (count, largest, ...): how results are grouped.
+    kind: str | None = None
+    # The database the task runs on (the sql family); none: a workspace of files.
+    database: DatabaseRef | None = None
+    # The git repository its workspace holds (the git family); none: plain files.
+    repository: RepositoryRef | None = None
+    # The MCP servers whose tools it runs with (``evals.environments.mcp``); none: this
+    # project's own tools. A task set's ``mcpServers`` apply to its tasks that name none.
+    mcp_servers: dict[str, ServerConfig] | None = _SERVERS
+    # The calls that fetch every result this task's evidence checks ask for (tool, arguments):
+    # what the question-blind strategies read first, on an environment whose tools are a
+    # server's (evals.studies.strategies).
+    reading: list[tuple[str, dict[str, Any]]] | None = None
+    # What the system prompt says the run works on (``{workspace}``: its folder); none: the
+    # environment's own words.
+    intro: str | None = None
+    # A simulated user the task is a conversation with (``evals.conversation``); none: the
+    # question is asked once and answered once.
+    user: UserScenario | None = None
+    # One of τ²-bench's tasks (``evals.environments.tau2``), run in τ²'s own environment.
+    tau2: Tau2Ref | None = None
+    # Fields an environment declares (``evals.tasks.fields``), by key: written at the task's
+    # top level in a task file, held here typed.
+    environment_fields: dict[str, SerializeAsAny[TaskFields]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hold_environment_fields(cls, data: Any) -> Any:
+        return split(data)
+
+    @field_validator("environment_fields", mode="before")
+    @classmethod
+    def _read_environment_fields(cls, held: Any) -> Any:
+        return validated(held) if isinstance(held, dict) else held
+
+    @model_serializer(mode="wrap")
+    def _environment_fields_at_top(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            data.update(data.pop(HELD, None) or {})
+        return data
+
+    def fields_of(self, model: type[F]) -> F | None:
+        """The task's fields of ``model``'s key, or None where it has none."""
+        found = self.environment_fields.get(model.key)
+        return found if isinstance(found, model) else None
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, value: str) -> str:
+        if not TASK_ID.fullmatch(value):
+            raise ValueError(
+                f"task id {value!r} must be letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit, at most 128 characters (it names the task's folders)"
+            )
+        return value
+
+    @field_validator("workspace")
+    @classmethod
+    def _plain_names(cls, files: dict[str, str] | None) -> dict[str, str] | None:
+        for name in files or {}:
+            if not name or "/" in name or "\\" in name or name.startswith("."):
+                raise ValueError(f"workspace file {name!r} is not a plain file name")
+        return files
+
+    @property
+    def task_hash(self) -> str:
+        """What the model is asked: the question, the workspace and the tools, hashed. Runs of
+        one task name under different hashes were asked different things."""
+        asked: dict[str, Any] = {
+            "question": self.question,
+            "workspace": self.workspace,
+            "tools": self.tools,
+        }
+        if self.database is not None:  # absent from file tasks, so their hashes stay
+            asked["database"] = self.database.model_dump()
+        if self.repository is not None:
+            asked["repository"] = self.repository.model_dump()
+        if self.intro is not None:
+            asked["intro"] = self.intro
+        if self.user is not None:
+            asked["user"] = self.user.model_dump(exclude_none=True)
+        if self.tau2 is not None:
+            asked["tau2"] = self.tau2.model_dump()
+        if self.mcp_servers is not None:
+            asked["mcpServers"] = {
+                n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
+            }
+        for key, fields in sorted(self.environment_fields.items()):
+            asked[key] = fields.model_dump(exclude_none=True)
+        return _digest(asked)
+
+    @property
+    def checks_hash(self) -> str:
+        """How the answer is judged: the checks, hashed."""
+        return _digest([c.model_dump(exclude_none=True) for c in self.checks])
+
+    @property
+    def answer(self) -> TypedAnswer | None:
+        """The typed answer this task wants, when its checks state one."""
+        typed = (c for c in self.checks if isinstance(c, TypedAnswer))
+        return next(typed, None)
+
+    @property
+    def family(self) -> str:
+        """What the task is grouped under where tasks are compared as one kind: its answer's
+        type, and for one-of and number answers its kind (the largest, a count, ...). Yes/no
+        questions pool, so the family holds both answers."""
+        answer = self.answer
+        if answer is None:
+            return self.kind or self.id
+        if answer.type in ("one_of", "number", "list"):
+            return f"{answer.type}: {self.kind}" if self.kind else answer.type
+        if answer.type == "facts":
+            return "facts: every file" if len(answer.expected) > 1 else "facts: one file"
+        return answer.type
+
+    @property
+    def grounded(self) -> bool:
+        """Its checks ask for an answer and for the tool result that answer must come from, or
+        look at the state the run left (``after``, or the environment's own judge)."""
+        kinds = {c.kind for c in self.checks}
+        if kinds & {"judged", "after"}:  # the state the run left, read by the check itself
+            return True
+        return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
+
+
+def register_fields(model: type[F]) -> type[F]:
+    """Tasks may carry ``model`` (``evals.tasks.fields``) under its key; a key the task model
+    has, or that another model holds, is an error."""
+    aliases = (f.validation_alias for f in Task.model_fields.values())
+    taken = set(Task.model_fields) | {a for a in aliases if isinstance(a, str)} | {"mcpServers"}
+    return add(model, taken)
+
+
+def _digest(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+class TaskSet(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: str
+    description: str = ""
+    # Servers, and the system prompt's opening, for every task that names none of its own.
+    mcp_servers: dict[str, ServerConfig] | None = _SERVERS
+    intro: str | None = None
+    tasks: list[Task] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _defaults_to_tasks(self) -> TaskSet:
+        for task in self.tasks:
+            if task.mcp_servers is None and self.mcp_servers is not None:
+                task.mcp_servers = dict(self.mcp_servers)
+            if task.intro is None and self.intro is not None:
+                task.intro = self.intro
+        return self
+
+    @field_validator("tasks")
+    @classmethod
+    def _unique_ids(cls, tasks: list[Task]) -> list[Task]:
+        seen: set[str] = set()
+        for task in tasks:
+            if task.id in seen:
+                raise ValueError(f"task id {task.id!r} appears twice")
+            seen.add(task.id)
+        return tasks
+
+    @property
+    def content_hash(self) -> str:
+        """A hash of every task's content (``task_hash``) in order: two runs asked the same
+        questions exactly when their task sets' hashes agree."""
+        return _digest([t.task_hash for t in self.tasks])
+
+
+def chance_of(task: Task) -> float:
+    """One over the number of answers a question-blind strategy chooses among."""
+    match task.answer:
+        case OneOf(candidates=c):
+            return 1 / len(c)
+        case NumberIs(candidates=c):
+            return 1 / len(set(c))
+        case YesNo():
+            return 0.5
+        case Facts(facts=facts, expected=expected):
+            return 1 / len(facts) if len(expected) == 1 else 1 / (2 ** len(facts) - 1)
+        case ListOf(candidates=c, expected=expected):
+            return 1 / math.comb(len(c), len(expected))
+    return 0.0

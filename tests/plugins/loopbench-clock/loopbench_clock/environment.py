@@ -1,0 +1,88 @@
+"""The wall clock as an environment: its tasks carry the clock's time zone (``clock: {zone:
+...}``), its records keep the zone and how often the clock was read, and a workflow gathers its
+evidence by reading the clock. Nothing here is loopbench's own code: it reaches loopbench
+through the entry point its ``pyproject.toml`` declares."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from evals.environments.base import Gathering, Reading, scripted_calls
+from evals.record import Data
+from evals.tasks import Task, TaskFields
+from harness.setup import Setup
+from harness.state import RunState
+from harness.tools import Tool, ToolContext
+from harness.workspace import create_workspace
+
+TIMES = {"UTC": "09:41", "Asia/Ho_Chi_Minh": "16:41"}
+INTRO = "You read the wall clock for the user."
+
+
+class ClockFields(TaskFields):
+    """What a clock task names: the zone its clock shows."""
+
+    key = "clock"
+    zone: Literal["UTC", "Asia/Ho_Chi_Minh"]
+
+
+class ClockData(Data):
+    """What a clock task's record keeps: the zone, and how many times the clock was read."""
+
+    name: Literal["clock"] = "clock"
+    zone: str
+    reads: int | None = None
+
+
+def clock_tool(zone: str) -> Tool:
+    async def read(args: dict[str, Any], ctx: ToolContext) -> str:
+        return f"It is {TIMES[zone]}."
+
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+    return Tool("read_clock", "The time of day.", parameters, read, read_only=True)
+
+
+def _zone(task: Task) -> str:
+    fields = task.fields_of(ClockFields)
+    assert fields is not None
+    return fields.zone
+
+
+class _Opened:
+    @asynccontextmanager
+    async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
+        yield Setup([clock_tool(_zone(task))], create_workspace(folder, files={}), intro=INTRO)
+
+    def record(self, task: Task, state: RunState | None) -> ClockData:
+        reads = None if state is None else sum(r.name == "read_clock" for r in state.tool_log)
+        return ClockData(zone=_zone(task), reads=reads)
+
+
+class ClockEnvironment:
+    name = "clock"
+    tool_names = frozenset({"read_clock"})
+    default_policy = "plain"
+    data = ClockData
+    task_fields = (ClockFields,)
+    texts = ()
+
+    def holds(self, task: Task) -> bool:
+        return task.fields_of(ClockFields) is not None
+
+    def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
+        return _Opened()
+
+    async def read_all(self, task: Task, scratch: Path) -> Reading:
+        workspace = create_workspace(scratch / task.id, files={})
+        tool = clock_tool(_zone(task))
+        state, results = await scripted_calls(
+            task.question, [("read_clock", {})], [tool], workspace
+        )
+        return Reading(state, [], {"read_clock": results[0]}, results=results[0])
+
+    async def gather(self, steps: Gathering, route: bool = False, repair: bool = False) -> None:
+        """A workflow reads the clock once."""
+        await steps.run_tools([("read_clock", {})])

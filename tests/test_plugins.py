@@ -1,0 +1,111 @@
+"""Registries open to other packages: a plugin distribution (tests/plugins/loopbench-clock),
+installed by pip into a virtualenv of its own, adds an environment, a loop setting and a
+backend through entry points, and ``python -m evals run`` there runs an eval on its
+environment with its setting; its entries that fail to load are named in warnings and the
+rest works. The virtualenv sees this project's packages (and their entry points) through a
+site directory, so nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from serve_local.inprocess import running_server
+from tests.fake_provider import answer, calls, server_app, turn_of
+
+PLUGIN = Path(__file__).parent / "plugins" / "loopbench-clock"
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A virtualenv with the plugin installed by pip (from a copy, so its build leaves nothing
+    in the repository); this project's packages come from the current environment's site."""
+    root = tmp_path_factory.mktemp("plugin-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
+    python = root / "venv" / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    ours = sysconfig.get_paths()["purelib"]
+    (Path(site) / "loopbench-site.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    source = shutil.copytree(PLUGIN, root / "loopbench-clock")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", str(source)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    yield python
+
+
+def _run(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+
+
+def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
+    venv: Path, tmp_path: Path
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if turn_of(request) == 0:
+            return httpx.Response(200, json=calls(("c1", "read_clock", "{}")))
+        return httpx.Response(200, json=answer("IT IS 16:41."))
+
+    tasks = tmp_path / "clock.yaml"
+    tasks.write_text(
+        "name: clock\ntasks:\n  - id: t1\n    question: What time is it?\n"
+        "    clock: {zone: Asia/Ho_Chi_Minh}\n    checks: [{kind: contains, value: '16:41'}]\n"
+    )
+    out = tmp_path / "run.jsonl"
+    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
+        ran = _run(
+            venv, "-m", "evals", "run", "--tasks", str(tasks), "--base-url", url,
+            "--model", "fake", "--shout", "on", "--out", str(out), cwd=tmp_path,
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    # The plugin's environment held the task: its tool and intro; its setting in the prompt.
+    assert [t["function"]["name"] for t in seen[0]["tools"]] == ["read_clock"]
+    system = seen[0]["messages"][0]["content"]
+    assert "You read the wall clock" in system and "Answer in capital letters." in system
+    assert seen[1]["messages"][-1]["content"] == "It is 16:41."
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["environment"] == {"name": "clock", "zone": "Asia/Ho_Chi_Minh", "reads": 1}
+    assert record["correct"] is True
+    assert record["spec"]["policy"]["settings"]["shout"] is True
+    # The entries that fail to load are named, one warning each, and the rest worked.
+    for group in ("loopbench.environments", "loopbench.settings"):
+        assert f"{group}: plugin 'broken'" in ran.stderr, ran.stderr
+    # Without the flag the setting is at its default, and the prompt has no such rule.
+    listed = _run(venv, "-m", "evals", "run", "--help", cwd=tmp_path)
+    assert "--shout" in listed.stdout
+
+
+def test_a_plugin_adds_a_backend_with_its_own_options(venv: Path, tmp_path: Path) -> None:
+    shown = _run(venv, "-m", "serve_local", "--help", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "options of the clock backend:" in shown.stdout and "--clock-face" in shown.stdout
+    assert "loopbench.backends: plugin 'broken'" in shown.stderr
+    built = _run(
+        venv, "-c",
+        "from serve_local.__main__ import arguments; from serve_local.backends.registry import "
+        "build; print(build(arguments(['--backend', 'clock', '--clock-face', 'dial'])).models())",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert "'backend': 'clock'" in built.stdout and "'face': 'dial'" in built.stdout
