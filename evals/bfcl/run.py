@@ -42,9 +42,8 @@ from evals.run.servers import (
     Server,
     ServerPool,
     discover,
-    in_flight,
+    limited,
     servers_for,
-    share,
 )
 from harness.client import TurnOptions
 from harness.policies.base import UnknownSetting
@@ -214,12 +213,7 @@ async def run_bfcl(
     """
     settings.check()
     servers = servers_for(discover([settings.base_url, *settings.more_base_urls]), settings.model)
-    concurrency = in_flight(settings.concurrency, servers)
-    for server in servers:
-        wanted = share(concurrency, len(servers), settings.per_server)
-        if settings.concurrency is None and settings.per_server is None:
-            wanted = server.slots
-        server.limit = max(server.limit, wanted)
+    concurrency = limited(settings.concurrency, settings.per_server, [servers])
     own = Checker(settings.checker_python) if checker is None else contextlib.nullcontext(checker)
     async with own as checker:
         entries: list[Entry] = []

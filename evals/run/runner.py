@@ -37,9 +37,8 @@ from evals.run.servers import (
     ServerPool,
     discover,
     fetch_models,
-    in_flight,
+    limited,
     servers_for,
-    share,
 )
 from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
 from evals.run.taskrun import run_task
@@ -288,13 +287,7 @@ async def run_evals(
     tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
     servers = discover(first.base_urls)
     runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
-    concurrency = in_flight(first.concurrency, [s for ev in runs for s in ev.servers])
-    for ev in runs:
-        for server in ev.servers:
-            wanted = share(concurrency, len(ev.servers), first.per_server)
-            if first.concurrency is None and first.per_server is None:
-                wanted = server.slots  # each server kept as full as it has slots
-            server.limit = max(server.limit, wanted)
+    concurrency = limited(first.concurrency, first.per_server, [ev.servers for ev in runs])
     if concurrency > 1:
         echo(f"{concurrency} task runs in flight")
     # Epoch by epoch, task by task, the models side by side: every server has work early.

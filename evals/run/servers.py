@@ -145,6 +145,24 @@ def in_flight(concurrency: int | None, servers: Sequence[Server]) -> int:
     return sum(s.slots for s in {s.base_url: s for s in servers}.values())
 
 
+def limited(
+    concurrency: int | None, per_server: int | None, groups: Sequence[Sequence[Server]]
+) -> int:
+    """The task runs in flight (``in_flight`` over every server), with each server's limit
+    raised to its share of them: ``per_server`` where given, else the runs spread evenly over
+    the servers of its group (one model's), else, with neither given, its own slots."""
+    if concurrency is not None and concurrency < 1:
+        raise EvalError("--concurrency must be at least 1")
+    total = in_flight(concurrency, [s for group in groups for s in group])
+    for group in groups:
+        for server in group:
+            wanted = share(total, len(group), per_server)
+            if concurrency is None and per_server is None:
+                wanted = server.slots  # each server kept as full as it has slots
+            server.limit = max(server.limit, wanted)
+    return total
+
+
 @dataclass
 class ServerPool:
     """The requests of one command and a client per server. A request goes to the least busy
