@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from evals.record import RunRecord, RunSpec, WorkspaceData
+from evals.record.bfcl import read_items
 from evals.run.recorder import task_record
 from evals.scoring.verdict import Verdict
 from evals.tasks import Task
@@ -158,3 +159,14 @@ def run_tau2_task(
             await opened.aclose()
 
     return asyncio.run(run())
+
+
+def flat_items(path: str | Path) -> list[dict[str, Any]]:
+    """A BFCL run file's records, each as one mapping (what ran, BFCL's run and the item side
+    by side), for tests that compare them with raw lines and with each other."""
+    flat = []
+    for record in read_items(path):
+        line = record.line()
+        del line["spec"], line["bfcl"]
+        flat.append({**record.header, **line})
+    return flat

@@ -29,9 +29,9 @@ from evals.bfcl.items import DEFAULT_CATEGORIES, Item, function_name
 from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.errors import EvalError
-from evals.record.bfcl import read_items
 from evals.report.bfcl import summarize_bfcl_run
 from serve_local.inprocess import running_server
+from tests.helpers import flat_items
 
 needs_bfcl = pytest.mark.skipif(
     not bfcl_python().exists(),
@@ -191,7 +191,7 @@ async def _run(
     out = await run_bfcl(
         settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
     )
-    return out, read_items(out)
+    return out, flat_items(out)
 
 
 def _summary(out: Path) -> dict[str, Any]:
@@ -380,7 +380,7 @@ async def test_resume_asks_only_the_items_without_a_record(
         out = await run_bfcl(
             settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
         )
-    after = read_items(out)
+    after = flat_items(out)
     assert out == tmp_path / "interrupted.jsonl" and not partial.exists()
     # The same items in the same order; the kept records untouched, the rest asked once each.
     assert [r["id"] for r in after] == [r["id"] for r in before]
@@ -601,7 +601,7 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
             checker=checker,
             summarize=summarize_bfcl_run,
         )
-    assert len(read_items(done)) == 8
+    assert len(flat_items(done)) == 8
 
 
 @needs_bfcl

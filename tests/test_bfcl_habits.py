@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from evals.record.bfcl import ItemRecord
 from evals.report.bfcl_habits import agreement, conversation, replies
+
+
+def _item(**fields: Any) -> ItemRecord:
+    """A BFCL item record with what a test names; the rest plain."""
+    calls = [{"name": c["function"], **c} for c in fields.pop("calls", [])]
+    return ItemRecord.model_validate(
+        {"spec": {"model": "m"}, "bfcl": {}, "id": "i", "category": "simple", "calls": calls,
+         **fields}
+    )  # fmt: skip
 
 
 def _turn(*steps: tuple[list[tuple[str, str]], str | None]) -> dict[str, Any]:
@@ -20,18 +30,18 @@ def _turn(*steps: tuple[list[tuple[str, str]], str | None]) -> dict[str, Any]:
 def test_a_conversation_counts_repeats_and_turns_without_a_call() -> None:
     mv = ("mv", '{"source": "a", "destination": "b"}')
     items = [
-        {
-            "valid": False,
-            "error_type": "multi_turn:instance_state_mismatch",
-            "force_quit": False,
-            "turns": [
+        _item(
+            valid=False,
+            error_type="multi_turn:instance_state_mismatch",
+            force_quit=False,
+            turns=[
                 _turn(([mv], None), ([mv], None), ([mv, ("mkdir", '{"dir_name": "b"}')], None)),
                 _turn(([], "To move it, use the mv function.")),  # prose only
                 _turn(([], None)),  # nothing
                 _turn(([mv], None)),  # not the call just before (mkdir was)
             ],
-        },
-        {"valid": True, "error_type": None, "force_quit": True, "turns": [_turn(([mv], ""))]},
+        ),
+        _item(valid=True, error_type=None, force_quit=True, turns=[_turn(([mv], ""))]),
     ]
     c = conversation(items)
     assert (c["conversations"], c["passed"], c["force_quit"]) == (2, 1, 1)
@@ -42,14 +52,14 @@ def test_a_conversation_counts_repeats_and_turns_without_a_call() -> None:
 
 
 def test_replies_are_counted_by_shape() -> None:
-    call = {"name": "f", "function": "f", "arguments": "{}"}
+    call = {"function": "f", "arguments": "{}"}
     items = [
-        {"calls": [call], "content": None, "finish_reason": "tool_calls"},
-        {"calls": [call, call], "content": None, "finish_reason": "tool_calls"},
-        {"calls": [], "content": '```json\n{"name": "f", "arguments": {}}\n```'},
-        {"calls": [], "content": "def f():\n" + "x" * 10, "finish_reason": "length"},
-        {"calls": [call], "schema_problems": ["'a' is required"], "request_error": None},
-        {"calls": [], "content": None, "request_error": "HTTP 500"},
+        _item(calls=[call], content=None, finish_reason="tool_calls"),
+        _item(calls=[call, call], content=None, finish_reason="tool_calls"),
+        _item(calls=[], content='```json\n{"name": "f", "arguments": {}}\n```'),
+        _item(calls=[], content="def f():\n" + "x" * 10, finish_reason="length"),
+        _item(calls=[call], schema_problems=["'a' is required"], request_error=None),
+        _item(calls=[], content=None, request_error="HTTP 500"),
     ]
     r = replies(items)
     assert r == {
@@ -59,8 +69,8 @@ def test_replies_are_counted_by_shape() -> None:
 
 
 def test_two_runs_agree_item_by_item() -> None:
-    def item(i: str, valid: bool, args: str) -> dict[str, Any]:
-        return {"id": i, "valid": valid, "calls": [{"function": "f", "arguments": args}]}
+    def item(i: str, valid: bool, args: str) -> ItemRecord:
+        return _item(id=i, valid=valid, calls=[{"function": "f", "arguments": args}])
 
     a = [item("1", True, "{}"), item("2", False, '{"x": 1}'), item("3", True, "{}")]
     b = [item("1", True, "{}"), item("2", False, '{"x": 2}'), item("4", True, "{}")]

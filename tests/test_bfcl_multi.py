@@ -22,9 +22,9 @@ from evals.bfcl.items import MULTI_TURN
 from evals.bfcl.multi import Entry
 from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.errors import EvalError
-from evals.record.bfcl import read_items
 from evals.report.bfcl import summarize_bfcl_run
 from serve_local.inprocess import running_server
+from tests.helpers import flat_items
 
 needs_bfcl = pytest.mark.skipif(
     not bfcl_python().exists(),
@@ -143,7 +143,7 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
                 settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
             )
         assert _summary(out)["categories"][category]["correct"] == 2
-        records += read_items(out)
+        records += flat_items(out)
     assert len(records) == 2 * len(MULTI_TURN)
     wrong = [(r["id"], r["error_type"], r["errors"][:1]) for r in records if not r["valid"]]
     assert wrong == []
@@ -169,7 +169,7 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
         out = tmp_path / "silent.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=3, out=out)
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
-    records = read_items(out)
+    records = flat_items(out)
     assert len(records) == 3
     assert not any(r["valid"] for r in records)
     assert {r["error_type"] for r in records} == {"multi_turn:empty_turn_model_response"}
@@ -196,7 +196,7 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
             base_url=url, categories=("multi_turn_base",), limit=2, preset="focused", out=out
         )
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
-        before = read_items(out)
+        before = flat_items(out)
         partial = tmp_path / "cut.jsonl.partial"
         partial.write_text(out.read_text().splitlines(keepends=True)[0])
         resumed = resumed_settings(partial, base_url=url)
@@ -204,7 +204,7 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
         done = await run_bfcl(
             resumed, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
         )
-    after = read_items(done)
+    after = flat_items(done)
     assert [r["id"] for r in after] == [r["id"] for r in before]
     assert after[0] == before[0] and all(r["valid"] for r in after)
     assert {r["policy"] for r in after} == {"focused"}
@@ -236,7 +236,7 @@ async def test_a_reply_cut_without_a_call_ends_the_turn_as_in_bfcl(
         out = tmp_path / "cut.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
-    (record,) = read_items(out)
+    (record,) = flat_items(out)
     assert record["request_error"] is None and not record["valid"]
     assert record["model_calls"] == len(record["turns"]) == len(base[record["id"]].turns)
     assert all(len(t["steps"]) == 1 for t in record["turns"])
@@ -290,7 +290,7 @@ async def test_a_models_keys_and_names_never_run_as_code_in_bfcl(
         out = tmp_path / "hostile.jsonl"
         settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
-    (record,) = read_items(out)
+    (record,) = flat_items(out)
     assert not key_marker.exists() and not name_marker.exists()
     assert record["request_error"] is None and record["error_type"] is not None
     first = record["turns"][0]["steps"][0]

@@ -25,7 +25,7 @@ from evals.bfcl.bridge import Checker
 from evals.bfcl.items import Item
 from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.errors import EvalError
-from evals.record.bfcl import read_item_records
+from evals.record.bfcl import read_items
 from evals.report import bfcl_peer
 from evals.report.bfcl import summarize_bfcl_run
 from evals.report.docs import block
@@ -164,7 +164,7 @@ def test_inspects_bfcl_on_our_items_through_a_real_server(tmp_path: Path) -> Non
         ours_file = asyncio.run(
             run_bfcl(settings, echo=lambda _: None, summarize=summarize_bfcl_run)
         )
-        records = read_item_records(ours_file)
+        records = read_items(ours_file)
         assert [r.valid for r in records] == [True, True, True]
         ids, categories = peer.peer_ids(records)
         roles.update({ids[1]: "wrong", ids[2]: "no JSON"})

@@ -11,10 +11,10 @@ import pytest
 from evals.errors import RunFileError
 from evals.record import RECORD_VERSION, DatabaseData, committed, read_records, read_runs
 from evals.record.bfcl import RECORD_VERSION as BFCL_VERSION
-from evals.record.bfcl import read_item_records, read_items
+from evals.record.bfcl import read_items
 from evals.report.bfcl import summarize as bfcl_summarize
 from evals.report.summary import summarize
-from tests.helpers import ROOT, run_record
+from tests.helpers import ROOT, flat_items, run_record
 
 # Run files of the eval runner; BFCL's items, the Agents SDK's answers and the labelled
 # samples (results/tau2/labels) are records of their own.
@@ -134,9 +134,9 @@ def test_every_committed_bfcl_item_reads_through_the_typed_model_and_its_summary
     assert len(files) >= 10
     for path in files:
         raw = read_records(path)
-        records = read_item_records(path)
+        records = read_items(path)
         assert all(r.record_version == BFCL_VERSION for r in records)
-        for line, seen in zip(raw, read_items(path), strict=True):
+        for line, seen in zip(raw, flat_items(path), strict=True):
             assert {k: seen[k] for k in line if k != "record_version"} == {
                 k: v for k, v in line.items() if k != "record_version"
             }

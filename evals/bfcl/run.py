@@ -33,7 +33,7 @@ from evals.bfcl.multi import Entry, conversation_key, entry_record, judge, loop_
 from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
 from evals.record import PresetRecord, RunSpec
-from evals.record.bfcl import BfclRun, ItemRecord, header, read_item_records, read_items, view
+from evals.record.bfcl import BfclRun, ItemRecord, header, read_items
 from evals.run.driver import RunFile, drive
 from evals.run.progress import Progress
 from evals.run.runner import RESULTS, Summarize, default_out, served_spec
@@ -133,23 +133,23 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
     records = read_items(partial)
     if not records:
         raise EvalError(f"{partial} holds no record yet: start the run again instead")
-    first = records[0]
-    if first["categories_asked"] is None:  # a version-1 record written before resume
+    spec, run = records[0].spec, records[0].bfcl
+    if run.categories_asked is None:  # a version-1 record written before resume
         raise EvalError(
             f"{partial} was written before runs could be resumed (its records do not say which "
             "categories were asked): start the run again instead"
         )
     return BfclSettings(
         base_url=where.pop("base_url"),
-        model=first["model"],
-        categories=tuple(first["categories_asked"]),
-        limit=first["limit"],
-        seed=first["seed"],
+        model=spec.model,
+        categories=tuple(run.categories_asked),
+        limit=run.limit,
+        seed=run.seed if run.seed is not None else 0,
         out=out,
-        label=first["label"],
-        max_tokens=first["max_tokens"],
+        label=spec.label,
+        max_tokens=run.max_tokens,
         resume=partial,
-        preset=first.get("policy") or PLAIN,
+        preset=spec.policy.name if spec.policy else PLAIN,
         **where,
     )
 
@@ -306,23 +306,23 @@ def _kept(settings: BfclSettings, context: dict[str, Any], items: list[Item]) ->
     """The records a resumed run keeps: those of the items still drawn, from the same model."""
     if settings.resume is None:
         return []
-    records = read_item_records(settings.resume)
-    kept = [view(r) for r in records]
-    was, now = kept[0].get("model_sha256"), context["model_sha256"]
+    records = read_items(settings.resume)
+    first = records[0].header
+    was, now = first.get("model_sha256"), context["model_sha256"]
     if was != now:
         raise EvalError(
-            f"{settings.resume} was run on {kept[0].get('model')} (sha256 {was}); the server "
+            f"{settings.resume} was run on {first.get('model')} (sha256 {was}); the server "
             f"now serves {context['model']} (sha256 {now}): resume against the same weights"
         )
     for key, what in SAME_ON_RESUME:
-        before, after = kept[0].get(key), context[key]
+        before, after = first.get(key), context[key]
         if before != after:
             raise EvalError(
                 f"{settings.resume} was run with {what} {before}; this run has {after}: "
                 f"resume under the same {what}, or start the run again"
             )
     ids = {item.id for item in items}
-    strays = [r["id"] for r in kept if r["id"] not in ids]
+    strays = [r.id for r in records if r.id not in ids]
     if strays:
         raise EvalError(
             f"{settings.resume} holds items this bfcl-eval does not draw ({', '.join(strays[:3])}"

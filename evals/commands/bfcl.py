@@ -14,7 +14,7 @@ from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
 from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
 from evals.errors import EvalError
 from evals.record import run_files
-from evals.record.bfcl import read_item_records
+from evals.record.bfcl import read_items
 from evals.report import bfcl_peer
 from evals.report.bfcl import (
     COMMITTED,
@@ -113,7 +113,7 @@ def bfcl_compare_command(args: argparse.Namespace) -> int:
 def bfcl_peer_command(args: argparse.Namespace) -> int:
     base_url = (args.base_url or base_url_from_env()).rstrip("/")
     try:
-        ids, categories = peer.peer_ids(read_item_records(args.ours))
+        ids, categories = peer.peer_ids(read_items(args.ours))
         model = args.model or str(fetch_models(base_url)[0]["id"])
         ours = asyncio.run(peer.our_requests(ids, categories))
         log = peer.run_inspect(

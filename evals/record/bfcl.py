@@ -4,9 +4,8 @@ What ran is the eval's :class:`~evals.record.spec.RunSpec`, the same model every
 carries, and what BFCL's run fixes besides (its checker's version, the categories asked, the
 sample) is :class:`BfclRun`; both are built once per run and shared by its items. The run
 writes each item through :class:`ItemRecord`; the summaries, the comparison and ``--resume``
-read it through :func:`read_items`, which brings a committed record of any shape to this one
-and shows it to them as one mapping (:func:`view`: what ran, BFCL's run and the item side by
-side, every key there, a missing one as None).
+read it through :func:`read_items`, which brings a committed record of any shape to this one;
+:func:`header` shows what ran and BFCL's run as one mapping, as a summary keys them.
 
 Versions (``record_version``):
 
@@ -93,6 +92,11 @@ class ItemRecord(BaseModel):
     def line(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    @property
+    def header(self) -> dict[str, Any]:
+        """What ran and BFCL's run, as one mapping (:func:`header`)."""
+        return header(self.spec, self.bfcl)
+
 
 _SPEC_FIELDS = tuple(k for k in RunSpec.model_fields if k != "policy")
 _BFCL_FIELDS = tuple(BfclRun.model_fields)
@@ -126,19 +130,6 @@ def header(spec: RunSpec, run: BfclRun) -> dict[str, Any]:
     return flat
 
 
-def view(record: ItemRecord) -> dict[str, Any]:
-    """The record as one mapping, as the summaries and the comparison index it: its
-    :func:`header`, then the item's own fields."""
-    line = record.line()
-    del line["spec"], line["bfcl"]
-    return {**header(record.spec, record.bfcl), **line}
-
-
-def read_item_records(path: str | Path) -> list[ItemRecord]:
+def read_items(path: str | Path) -> list[ItemRecord]:
     """The records of a BFCL run file, each checked and brought to the current version."""
     return [parse(raw, f"{path}, line {n}") for n, raw in enumerate(read_records(path), start=1)]
-
-
-def read_items(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a BFCL run file, each shown as :func:`view` shows it."""
-    return [view(r) for r in read_item_records(path)]

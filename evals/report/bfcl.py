@@ -5,6 +5,7 @@ every run in a folder."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from evals.bfcl.items import RELEVANCE
 from evals.numbers import mean, p95
 from evals.record import run_files
-from evals.record.bfcl import read_items
+from evals.record.bfcl import ItemRecord, read_items
 from evals.report.bfcl_habits import agreement, conversations_table, replies_table
 from evals.report.docs import fill
 from evals.report.markdown import table
@@ -67,9 +68,9 @@ def published_figure(entry: dict[str, Any], category: str) -> float | None:
     return None if figure is None else float(figure)
 
 
-def categories_of(records: list[dict[str, Any]]) -> list[str]:
+def categories_of(records: Sequence[ItemRecord]) -> list[str]:
     """The categories the records hold, the call categories first and relevance after."""
-    found = list(dict.fromkeys(r["category"] for r in records))
+    found = list(dict.fromkeys(r.category for r in records))
     return [c for c in found if c not in RELEVANCE] + [c for c in found if c in RELEVANCE]
 
 
@@ -80,15 +81,15 @@ def call_mean(per_category: dict[str, dict[str, Any]]) -> float | None:
     return sum(rates) / len(rates) if rates else None
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
-    first = records[0] if records else {}
-    latencies = [r["latency_ms"] for r in records if r.get("latency_ms") is not None]
+def summarize(records: Sequence[ItemRecord]) -> dict[str, Any]:
+    first = records[0].header if records else {}
+    latencies = [r.latency_ms for r in records if r.latency_ms is not None]
     # An item whose request failed was never answered: it is no "no call" (which irrelevance
     # would credit), and it is left out of every rate, counted under request errors.
-    answered = [r for r in records if r["request_error"] is None]
+    answered = [r for r in records if r.request_error is None]
     per_category = {
-        c: Rate(sum(r["valid"] for r in answered if r["category"] == c),
-                sum(r["category"] == c for r in answered)).record()
+        c: Rate(sum(r.valid for r in answered if r.category == c),
+                sum(r.category == c for r in answered)).record()
         for c in categories_of(records)
     }  # fmt: skip
     near = nearest(first.get("model"))
@@ -102,11 +103,11 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "categories": per_category,
         # BFCL's way: each call category weighs the same, whatever its number of items.
         "call_mean": call_mean(per_category),
-        "calls": sum(len(r["calls"]) for r in records),
-        "invalid_calls": sum(p is not None for r in records for p in r["schema_problems"]),
-        "request_errors": sum(r["request_error"] is not None for r in records),
-        "prompt_tokens": sum(r["prompt_tokens"] for r in records),
-        "completion_tokens": sum(r["completion_tokens"] for r in records),
+        "calls": sum(len(r.calls) for r in records),
+        "invalid_calls": sum(p is not None for r in records for p in r.schema_problems),
+        "request_errors": sum(r.request_error is not None for r in records),
+        "prompt_tokens": sum(r.prompt_tokens for r in records),
+        "completion_tokens": sum(r.completion_tokens for r in records),
         "mean_turn_ms": mean(latencies),
         "p95_turn_ms": p95(latencies),
         "published": None
@@ -347,7 +348,7 @@ def habits_blocks(folder: Path = COMMITTED) -> dict[str, str]:
     """docs/bfcl.md's counted blocks: the multi-turn conversations, the single-turn replies and
     the grammar's two runs item by item."""
 
-    def load(stem: str) -> list[dict[str, Any]]:
+    def load(stem: str) -> list[ItemRecord]:
         return read_items(folder / f"{stem}.jsonl")
 
     off, lazy = (load(stem) for stem in GRAMMAR_PAIR)

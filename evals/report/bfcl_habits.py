@@ -11,9 +11,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from evals.record.bfcl import ItemRecord
 from evals.report.markdown import table
 
-Item = dict[str, Any]  # one record as evals.record.bfcl.view shows it
+Item = ItemRecord
 _FENCE = "```"
 _CALL_TEXT = re.compile(r'\{\s*"name"\s*:')
 
@@ -27,7 +28,7 @@ def conversation(items: Sequence[Item]) -> dict[str, Any]:
     calls = repeats = turns = with_call = prose = empty = 0
     for item in items:
         previous: tuple[str, str] | None = None
-        for turn in item.get("turns") or []:
+        for turn in item.turns or []:
             turns += 1
             steps = turn.get("steps") or []
             made = [c for step in steps for c in _calls(step)]
@@ -43,11 +44,9 @@ def conversation(items: Sequence[Item]) -> dict[str, Any]:
                 empty += 1
     return {
         "conversations": len(items),
-        "passed": sum(bool(i.get("valid")) for i in items),
+        "passed": sum(i.valid for i in items),
         "failures": Counter(
-            str(i.get("error_type") or "?").removeprefix("multi_turn:")
-            for i in items
-            if not i.get("valid")
+            str(i.error_type or "?").removeprefix("multi_turn:") for i in items if not i.valid
         ),
         "calls": calls,
         "repeats": repeats,
@@ -55,7 +54,7 @@ def conversation(items: Sequence[Item]) -> dict[str, Any]:
         "turns_with_call": with_call,
         "prose_only": prose,
         "empty": empty,
-        "force_quit": sum(bool(i.get("force_quit")) for i in items),
+        "force_quit": sum(bool(i.force_quit) for i in items),
     }
 
 
@@ -86,16 +85,16 @@ def conversations_table(runs: Sequence[tuple[str, Sequence[Item]]]) -> str:
 
 def replies(items: Sequence[Item]) -> dict[str, int]:
     """A single-turn run's replies, by shape."""
-    text = [str(i.get("content") or "") for i in items]
+    text = [i.content or "" for i in items]
     return {
         "items": len(items),
-        "with_call": sum(bool(i.get("calls")) for i in items),
-        "several_calls": sum(len(i.get("calls") or []) > 1 for i in items),
+        "with_call": sum(bool(i.calls) for i in items),
+        "several_calls": sum(len(i.calls) > 1 for i in items),
         "fenced": sum(_FENCE in t for t in text),
         "call_text": sum(bool(_CALL_TEXT.search(t)) for t in text),
-        "cap": sum(i.get("finish_reason") == "length" for i in items),
-        "schema": sum(any(i.get("schema_problems") or []) for i in items),
-        "errors": sum(bool(i.get("request_error")) for i in items),
+        "cap": sum(i.finish_reason == "length" for i in items),
+        "schema": sum(any(i.schema_problems) for i in items),
+        "errors": sum(bool(i.request_error) for i in items),
     }
 
 
@@ -117,14 +116,14 @@ def replies_table(runs: Sequence[tuple[str, Sequence[Item]]]) -> str:
 def agreement(a: Sequence[Item], b: Sequence[Item]) -> dict[str, int]:
     """Two runs on the same items: how many both asked, with the same verdict, with the same
     calls (names and arguments, in order)."""
-    by_id = {i["id"]: i for i in b}
-    both = [(i, by_id[i["id"]]) for i in a if i["id"] in by_id]
+    by_id = {i.id: i for i in b}
+    both = [(i, by_id[i.id]) for i in a if i.id in by_id]
 
     def calls(item: Item) -> list[tuple[str, str]]:
-        return [(c["function"], c["arguments"]) for c in item.get("calls") or []]
+        return [(c.function, c.arguments) for c in item.calls]
 
     return {
         "items": len(both),
-        "same_verdict": sum(bool(x.get("valid")) == bool(y.get("valid")) for x, y in both),
+        "same_verdict": sum(x.valid == y.valid for x, y in both),
         "same_calls": sum(calls(x) == calls(y) for x, y in both),
     }

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evals.bfcl.items import RELEVANCE
-from evals.record.bfcl import read_items
+from evals.record.bfcl import ItemRecord, read_items
 from evals.report.bfcl import categories_of
 from evals.report.markdown import table
 from evals.report.stats import Paired, PairingError, paired_outcomes, unshared
@@ -35,28 +34,26 @@ class BfclPairing:
     errors_b: int
 
 
-def _label(path: Path, records: list[dict[str, Any]]) -> str:
-    return str(records[0].get("label") or path.stem)
+def _label(path: Path, records: list[ItemRecord]) -> str:
+    return records[0].spec.label or path.stem
 
 
-def _outcomes(records: list[dict[str, Any]]) -> dict[str, list[bool]]:
-    return {r["id"]: [bool(r["valid"])] for r in records if r["request_error"] is None}
+def _outcomes(records: list[ItemRecord]) -> dict[str, list[bool]]:
+    return {r.id: [r.valid] for r in records if r.request_error is None}
 
 
-def _check_same_items(
-    a: list[dict[str, Any]], b: list[dict[str, Any]], label_a: str, label_b: str
-) -> None:
-    versions = ({r["bfcl_eval"] for r in a}, {r["bfcl_eval"] for r in b})
+def _check_same_items(a: list[ItemRecord], b: list[ItemRecord], label_a: str, label_b: str) -> None:
+    versions = ({r.bfcl.bfcl_eval for r in a}, {r.bfcl.bfcl_eval for r in b})
     if versions[0] != versions[1]:
         raise PairingError(
             f"the runs were judged under different bfcl-eval releases: {label_a} "
             f"{', '.join(sorted(map(str, versions[0])))}, {label_b} "
             f"{', '.join(sorted(map(str, versions[1])))}"
         )
-    questions_b = {r["id"]: r["question"] for r in b}
-    for category in sorted({r["category"] for r in a} & {r["category"] for r in b}):
-        ids_a = {r["id"] for r in a if r["category"] == category}
-        ids_b = {r["id"] for r in b if r["category"] == category}
+    questions_b = {r.id: r.question for r in b}
+    for category in sorted({r.category for r in a} & {r.category for r in b}):
+        ids_a = {r.id for r in a if r.category == category}
+        ids_b = {r.id for r in b if r.category == category}
         if ids_a != ids_b:
             raise PairingError(
                 f"{category}: the runs asked different items "
@@ -64,8 +61,8 @@ def _check_same_items(
                 "--categories, --limit and --seed"
             )
     for r in a:
-        if r["id"] in questions_b and questions_b[r["id"]] != r["question"]:
-            raise PairingError(f"item {r['id']} was asked differently in {label_a} and {label_b}")
+        if r.id in questions_b and questions_b[r.id] != r.question:
+            raise PairingError(f"item {r.id} was asked differently in {label_a} and {label_b}")
 
 
 def pair_runs(path_a: Path, path_b: Path) -> BfclPairing:
@@ -77,7 +74,7 @@ def pair_runs(path_a: Path, path_b: Path) -> BfclPairing:
     if label_a == label_b:
         label_a, label_b = path_a.stem, path_b.stem
     _check_same_items(a, b, label_a, label_b)
-    shared = [c for c in categories_of(a) if c in {r["category"] for r in b}]
+    shared = [c for c in categories_of(a) if c in {r.category for r in b}]
     got_a, got_b = _outcomes(a), _outcomes(b)
     groups = [(c, [c]) for c in shared]
     calls = [c for c in shared if c not in RELEVANCE]
@@ -85,13 +82,13 @@ def pair_runs(path_a: Path, path_b: Path) -> BfclPairing:
         groups.append((CALLS_TOGETHER, calls))
     rows = []
     for title, categories in groups:
-        ids = {r["id"] for r in a if r["category"] in categories}
+        ids = {r.id for r in a if r.category in categories}
         pick_a = {k: v for k, v in got_a.items() if k in ids}
         pick_b = {k: v for k, v in got_b.items() if k in ids}
         if pick_a.keys() & pick_b.keys():
             rows.append((title, paired_outcomes(pick_a, pick_b, label_a, label_b)))
-    left_out = sorted({r["category"] for r in a + b} - set(shared))
-    errors = tuple(sum(r["request_error"] is not None for r in run) for run in (a, b))
+    left_out = sorted({r.category for r in a + b} - set(shared))
+    errors = tuple(sum(r.request_error is not None for r in run) for run in (a, b))
     return BfclPairing(label_a, label_b, rows, left_out, *errors)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
-from evals.record.bfcl import ItemRecord, read_item_records
+from evals.record.bfcl import ItemRecord, read_items
 from evals.report.docs import fill
 from evals.report.markdown import clip, table
 from evals.report.stats import Paired, paired_outcomes, wilson
@@ -157,7 +157,7 @@ def compare(peer_file: Path) -> PeerComparison:
     """The peer run of ``peer_file`` item by item against the run its header names."""
     header, lines = read_peer(peer_file)
     ours_file = (peer_file.parent / header["ours"]).resolve()
-    ours = {r.id: r for r in read_item_records(ours_file)}
+    ours = {r.id: r for r in read_items(ours_file)}
     items: list[PeerItem] = []
     left_out: list[str] = []
     for line in lines:

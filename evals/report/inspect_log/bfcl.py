@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from evals.record.bfcl import read_items
+from evals.record.bfcl import ItemRecord, read_items
 from evals.report.inspect_log.common import messages_of
 from evals.report.stats import wilson
 from harness.state import RunState
@@ -34,49 +34,49 @@ def _state(run_file: Path, item_id: str) -> RunState | None:
     return RunState.from_dict(json.loads(path.read_text())) if path.exists() else None
 
 
-def _sample(run_file: Path, record: dict[str, Any]) -> EvalSample:
+def _sample(run_file: Path, record: ItemRecord) -> EvalSample:
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
 
-    model = str(record["model"])
-    state = _state(run_file, record["id"])
+    model = str(record.spec.model)
+    state = _state(run_file, record.id)
     messages = messages_of(state, model) if state else []
-    finished = datetime.fromisoformat(record["timestamp"]) if record.get("timestamp") else None
-    calls = [f"{c['function']}({c['arguments']})" for c in record["calls"]]
-    tokens = record["prompt_tokens"] + record["completion_tokens"]
+    finished = datetime.fromisoformat(record.timestamp) if record.timestamp else None
+    calls = [f"{c.function}({c.arguments})" for c in record.calls]
+    tokens = record.prompt_tokens + record.completion_tokens
     return EvalSample(
-        id=record["id"],
+        id=record.id,
         epoch=1,
-        input=record["question"] or record["id"],
+        input=record.question or record.id,
         target="",
         messages=messages,
         output=ModelOutput(model=model, choices=[]),
-        error=EvalError(message=record["request_error"], traceback="", traceback_ansi="")
-        if record["request_error"]
+        error=EvalError(message=record.request_error, traceback="", traceback_ansi="")
+        if record.request_error
         else None,
         scores={
             "bfcl": Score(
-                value="C" if record["valid"] else "I",
-                answer="; ".join(calls) or record.get("content"),
-                explanation=record["error_type"] or "valid",
-                metadata={"errors": record["errors"], "category": record["category"]},
+                value="C" if record.valid else "I",
+                answer="; ".join(calls) or record.content,
+                explanation=record.error_type or "valid",
+                metadata={"errors": record.errors, "category": record.category},
             )
         },
         model_usage={
             model: ModelUsage(
-                input_tokens=record["prompt_tokens"],
-                output_tokens=record["completion_tokens"],
+                input_tokens=record.prompt_tokens,
+                output_tokens=record.completion_tokens,
                 total_tokens=tokens,
             )
         },
         completed_at=finished.isoformat() if finished else None,
         metadata={
-            "category": record["category"],
-            "turns": record.get("turns"),
-            "model_calls": record.get("model_calls"),
-            "force_quit": record.get("force_quit"),
-            "policy": record.get("policy"),
+            "category": record.category,
+            "turns": record.turns,
+            "model_calls": record.model_calls,
+            "force_quit": record.force_quit,
+            "policy": record.header["policy"],
         },
     )
 
@@ -95,22 +95,22 @@ def eval_log(run_file: Path) -> EvalLog:
     )
 
     records = read_items(run_file)
-    first = records[0]
-    answered = [r for r in records if r["request_error"] is None]
-    rate = wilson(sum(r["valid"] for r in answered), len(answered))
-    stamps = [r["timestamp"] for r in records if r.get("timestamp")]
+    first = records[0].header
+    answered = [r for r in records if r.request_error is None]
+    rate = wilson(sum(r.valid for r in answered), len(answered))
+    stamps = [r.timestamp for r in records if r.timestamp]
     created = min(stamps) if stamps else datetime.now(UTC).isoformat(timespec="seconds")
-    solver = "harness.loop" if first.get("turns") is not None else "one request"
+    solver = "harness.loop" if records[0].turns is not None else "one request"
     return EvalLog(
         status="success",
         eval=EvalSpec(
             created=created,
-            task="bfcl:" + ",".join(dict.fromkeys(r["category"] for r in records)),
+            task="bfcl:" + ",".join(dict.fromkeys(r.category for r in records)),
             task_display_name=str(first["label"] or run_file.stem),
             dataset=EvalDataset(
                 name="bfcl",
                 samples=len(records),
-                sample_ids=[r["id"] for r in records],
+                sample_ids=[r.id for r in records],
             ),
             model=str(first["model"]),
             model_base_url=first["base_url"],
