@@ -13,7 +13,7 @@ from evals.cli import main
 from evals.record import RunSpec
 from evals.record.bfcl import BfclRun, ItemRecord
 from evals.report.bfcl_paired import CALLS_TOGETHER, markdown, pair_runs
-from evals.report.stats import PairingError
+from evals.report.pairing import PairingError
 
 
 def write_run(

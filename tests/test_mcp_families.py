@@ -13,7 +13,7 @@ import pytest
 
 from evals.environments import environment_of
 from evals.record import RunRecord
-from evals.report.stats import PairingError, paired
+from evals.report.pairing import PairingError, paired
 from evals.scoring.evidence import received, score
 from evals.studies import strategies
 from evals.tasks import (

@@ -21,8 +21,8 @@ from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import discover, in_flight
 from harness.tools import default_tools
-from serve_local.backends.generation import Sampling
 from serve_local.backends.llama import LlamaBackend
+from serve_local.backends.reply import Sampling
 from serve_local.backends.slots import SlotEngine
 from serve_local.models import QWEN_CODER, resolve
 from serve_local.schema import ChatRequest

@@ -18,11 +18,10 @@ import pytest
 
 from evals.record import RunRecord
 from evals.report.compare import compare
+from evals.report.pairing import PairingError, paired
 from evals.report.stats import (
-    PairingError,
     accuracy,
     detectable_difference,
-    paired,
     pass_hat_curve,
     pass_hat_k,
     tasks_needed,

@@ -2,7 +2,7 @@
 
 ``python -m evals bfcl-compare A.jsonl B.jsonl`` pairs the items (single-turn items, or
 multi-turn conversations) both runs asked, category by category, with the same paired test as
-every other comparison here (:func:`evals.report.stats.paired_outcomes`: an exact sign test on
+every other comparison here (:func:`evals.report.pairing.paired_outcomes`: an exact sign test on
 the items where the runs differ, the smallest detectable difference beside every "no
 difference"). Relevance categories stay apart, as BFCL keeps them; the call categories are also
 tested together, item by item, where a run has more than one. An item whose request failed is
@@ -19,7 +19,7 @@ from evals.bfcl.items import RELEVANCE
 from evals.record.bfcl import ItemRecord, read_items
 from evals.report.bfcl import categories_of
 from evals.report.markdown import table
-from evals.report.stats import Paired, PairingError, paired_outcomes, unshared
+from evals.report.pairing import Paired, PairingError, paired_outcomes, unshared
 
 CALLS_TOGETHER = "call categories together"
 

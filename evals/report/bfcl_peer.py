@@ -29,7 +29,8 @@ from evals.errors import EvalError
 from evals.record.bfcl import ItemRecord, read_items
 from evals.report.docs import fill
 from evals.report.markdown import clip, table
-from evals.report.stats import Paired, paired_outcomes, wilson
+from evals.report.pairing import Paired, paired_outcomes
+from evals.report.stats import wilson
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "results" / "bfcl" / "inspect" / "peer.jsonl"

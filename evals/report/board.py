@@ -20,7 +20,8 @@ from pathlib import Path
 from evals.environments import environment_of_record
 from evals.record import is_error
 from evals.report.compare import Run, per_question, rank, solver_of
-from evals.report.stats import Accuracy, PairingError, accuracy, paired
+from evals.report.pairing import PairingError, paired
+from evals.report.stats import Accuracy, accuracy
 from serve_local.catalogue import DEFAULT_NAME, LADDER
 
 # A task set's matrix and transcripts: your runs, the references, then the leaderboard's top

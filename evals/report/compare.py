@@ -13,7 +13,8 @@ from typing import Any
 from evals.errors import RunFileError
 from evals.record import RunRecord, is_error, read_runs, run_files
 from evals.report.markdown import table as markdown_table
-from evals.report.stats import Accuracy, PairingError, accuracy, paired
+from evals.report.pairing import PairingError, paired
+from evals.report.stats import Accuracy, accuracy
 from evals.report.summary import summarize
 from harness.presets import plain_settings
 

@@ -14,7 +14,7 @@ from typing import Any
 from evals.report.compare import load_runs, paired_table
 from evals.report.docs import fill
 from evals.report.markdown import table
-from evals.report.stats import paired
+from evals.report.pairing import paired
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"

@@ -13,7 +13,8 @@ from evals.report.analyst import database_kind, database_of, figures, markdown, 
 from evals.report.analyst_answers import ladder_table, story_table
 from evals.report.compare import load_runs
 from evals.report.markdown import table
-from evals.report.stats import paired, wilson
+from evals.report.pairing import paired
+from evals.report.stats import wilson
 
 ROOT = Path(__file__).resolve().parents[2]
 SQL = ROOT / "results" / "sql"

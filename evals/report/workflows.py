@@ -13,7 +13,8 @@ from pathlib import Path
 from evals.record import RunRecord, committed, is_error
 from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
-from evals.report.stats import PairingError, accuracy, paired
+from evals.report.pairing import PairingError, paired
+from evals.report.stats import accuracy
 from evals.tasks import DEFAULT_TASKS, chance_of, load_tasks
 
 

@@ -33,7 +33,8 @@ from evals.record import is_error, read_runs, slug
 from evals.report.compare import Run, load_runs, per_question, rank
 from evals.report.docs import fill
 from evals.report.markdown import model_label, table
-from evals.report.stats import Paired, detectable_difference, paired, pass_hat_k
+from evals.report.pairing import Paired, paired
+from evals.report.stats import detectable_difference, pass_hat_k
 from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval
 from evals.run.settings import EvalSettings, resumed_settings

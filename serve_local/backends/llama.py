@@ -17,13 +17,9 @@ from serve_local.backends.draft import (
     DraftSettings,
     enable_prompt_lookup,
 )
-from serve_local.backends.generation import (
-    Generated,
-    LocalBackend,
-    ReplyText,
-    Sampling,
-)
+from serve_local.backends.generation import Generated, LocalBackend
 from serve_local.backends.options import MODEL_OPTIONS, Option
+from serve_local.backends.reply import ReplyText, Sampling
 from serve_local.backends.slots import SlotEngine, common_prefix
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve

@@ -13,8 +13,8 @@ from typing import Any, cast
 
 from serve_local import tokens
 from serve_local.backends.base import Completion
-from serve_local.backends.generation import cut_at_stop
 from serve_local.backends.options import Option
+from serve_local.backends.reply import cut_at_stop
 from serve_local.errors import ModelNotFound, StartupError
 from serve_local.faults import FaultCounter, parse_model
 from serve_local.scenarios import SCENARIOS, AnswerKey, Reply, Scenario, Transcript, oracle

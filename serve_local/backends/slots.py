@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from serve_local.backends.generation import Generated, ReplyText, Sampling
+from serve_local.backends.generation import Generated
+from serve_local.backends.reply import ReplyText, Sampling
 from serve_local.toolgrammar import CallConstraint
 
 # A copied prefix must save at least this many tokens over what the target already holds:

@@ -13,14 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from serve_local.backends.generation import (
-    Generated,
-    LocalBackend,
-    Sampling,
-    cut_at_stop,
-)
+from serve_local.backends.generation import Generated, LocalBackend
 from serve_local.backends.llama import CHATML
 from serve_local.backends.options import MODEL_OPTIONS, Option
+from serve_local.backends.reply import Sampling, cut_at_stop
 from serve_local.chat_template import ChatTemplate
 from serve_local.errors import StartupError
 from serve_local.models import ResolvedModel, check_weights, resolve

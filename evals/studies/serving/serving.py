@@ -26,8 +26,8 @@ from evals.studies.serving.common import (
     server_process,
     verdict,
 )
-from serve_local.backends.generation import Sampling
 from serve_local.backends.llama import LlamaBackend
+from serve_local.backends.reply import Sampling
 from serve_local.models import QWEN_CODER, resolve
 from serve_local.process import serve_command
 from serve_local.schema import ChatRequest
