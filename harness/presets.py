@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ __all__ = [
     "plain_settings",
     "policy_from_args",
     "preset",
-    "preset_limits",
     "presets",
 ]
 
@@ -40,10 +39,12 @@ PLAIN = "no-helpers"
 
 @dataclass(frozen=True)
 class Preset:
-    """A named choice of settings, as a run records it."""
+    """A named choice of settings, as a run records it, and the loop limits it names where no
+    flag gives them (``analyst``: 8 turns, 90 s a task; one of :data:`LIMITS`)."""
 
     name: str
     settings: dict[str, Any]
+    limits: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         return {"name": self.name, "settings": dict(self.settings)}
@@ -55,7 +56,8 @@ class Preset:
         changed = {k: v for k, v in overrides.items() if v != self.settings[k]}
         if not changed:
             return self
-        return Preset(f"{self.name}+{','.join(changed)}", {**self.settings, **changed})
+        name = f"{self.name}+{','.join(changed)}"
+        return Preset(name, {**self.settings, **changed}, self.limits)
 
 
 def presets() -> dict[str, dict[str, Any]]:
@@ -65,16 +67,6 @@ def presets() -> dict[str, dict[str, Any]]:
 
 # What a preset may set beyond policy settings: the loop's limits, when no flag gives them.
 LIMITS = ("max_turns", "task_timeout_s")
-
-
-def preset_limits(name: str) -> dict[str, Any]:
-    """The limits a preset names (``analyst``: 8 turns, 90 s a task); a flag overrides them."""
-    entry = presets().get(name.split("+")[0], {})
-    limits: dict[str, Any] = dict(entry.get("limits") or {})
-    unknown = sorted(set(limits) - set(LIMITS))
-    if unknown:
-        raise UnknownSetting(f"policy {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
-    return limits
 
 
 def plain_settings() -> dict[str, Any]:
@@ -89,7 +81,11 @@ def preset(name: str) -> Preset:
         settings = settings_of(known[name]["settings"])
     except UnknownSetting as exc:
         raise UnknownSetting(f"policy {name!r} in {PRESETS_FILE.name}: {exc}") from exc
-    return Preset(name, dict(settings))
+    limits = dict(known[name].get("limits") or {})
+    unknown = sorted(set(limits) - set(LIMITS))
+    if unknown:
+        raise UnknownSetting(f"policy {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
+    return Preset(name, dict(settings), limits)
 
 
 def _on_off(text: str) -> bool:

@@ -24,7 +24,7 @@ from evals.tasks.sql.questions import gold_for
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.policies.query_before_answer import QUERY_FIRST
-from harness.presets import apply, preset, preset_limits
+from harness.presets import apply, preset
 from harness.setup import Setup
 from harness.sql import SQLError, open_database, sql_tools
 from harness.state import RunState, new_run
@@ -230,12 +230,14 @@ def test_the_analyst_preset_is_the_chapters_loop() -> None:
     analyst = preset("analyst").settings
     assert analyst["parallel_tool_calls"] and analyst["conclude_on_limit"]
     assert analyst["statement_timeout_s"] == 15.0 and analyst["error_hints"] == "hinted"
-    assert preset_limits("analyst") == {"max_turns": 8, "task_timeout_s": 90}
-    assert preset_limits("no-helpers") == {}
+    assert preset("analyst").limits == {"max_turns": 8, "task_timeout_s": 90}
+    assert preset("no-helpers").limits == {}
+    # A flag beside the preset keeps its limits.
+    assert preset("analyst").overriding({"dedupe": True}).limits == preset("analyst").limits
     # analyst-schema is analyst with the schema shown, and nothing else changed
     schema = preset("analyst-schema").settings
     assert {k for k in schema if schema[k] != analyst[k]} == {"overview_in_prompt"}
-    assert preset_limits("analyst-schema") == preset_limits("analyst")
+    assert preset("analyst-schema").limits == preset("analyst").limits
 
 
 SCHEMA_LINE = (

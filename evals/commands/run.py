@@ -19,7 +19,7 @@ from evals.solvers import SOLVERS
 from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
 from harness.display import printable
-from harness.presets import add_policy_flags, policy_from_args, preset_limits
+from harness.presets import add_policy_flags, policy_from_args, preset
 from harness.providers import APIS, base_url_for
 from harness.tool_errors import TOOL_ERROR_POLICIES
 
@@ -203,7 +203,7 @@ def _run(args: argparse.Namespace) -> None:
         raise EvalError(
             f"--temperature and --seed are sent in the openai shape only, not {args.api}"
         )
-    limits = preset_limits(args.policy)
+    limits = preset(args.policy).limits
     max_turns = args.max_turns if args.max_turns is not None else limits.get("max_turns", 10)
     timeout = args.task_timeout if args.task_timeout is not None else limits.get("task_timeout_s")
     if args.resume:

@@ -24,7 +24,7 @@ from evals.report.analyst import audit, reply_reuse
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
-from harness.presets import Preset, preset, preset_limits
+from harness.presets import Preset, preset
 from serve_local.catalogue import DEFAULT_NAME
 from serve_local.process import serve_command
 
@@ -96,7 +96,7 @@ def _lowest(records: list[Any]) -> dict[str, Any] | None:
 
 
 def _measure(url: str, label: str, policy: Preset, scratch: Path) -> dict[str, Any]:
-    limits = preset_limits(policy.name)
+    limits = policy.limits
     settings = EvalSettings(
         base_url=url, tasks=_subset(scratch), preset=policy, max_turns=limits["max_turns"],
         task_timeout_s=limits["task_timeout_s"], out=scratch / f"{label}.jsonl",
