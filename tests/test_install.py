@@ -1,0 +1,133 @@
+"""``pip install .`` gives a working ``loopbench`` without make: the package built from a copy
+of the source and installed by pip into a virtualenv of its own carries its data (task sets,
+presets, templates), installs the ``loopbench`` command, and ``loopbench serve``, ``loopbench
+eval`` and ``loopbench stop`` work from a folder outside the repository. The virtualenv takes
+the dependencies already installed here (a plain path to this environment's site, whose
+editable install of the project is not loaded), so nothing is downloaded; ``pip check`` there
+proves the package's declared requirements are met by them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+SOURCE = ("pyproject.toml", "README.md", "evals", "harness", "serve_local")
+
+
+# Every requirement the installed loopbench declares, with the llama extra, met by what is
+# installed (pip check would also judge the packages installed here beside it).
+MET = """
+from importlib.metadata import PackageNotFoundError, distribution, version
+from packaging.requirements import Requirement
+
+unmet = []
+for r in map(Requirement, distribution("loopbench").requires or []):
+    if r.marker is not None and not r.marker.evaluate({"extra": "llama"}):
+        continue
+    try:
+        if not r.specifier.contains(version(r.name), prereleases=True):
+            unmet.append(f"{r} (installed {version(r.name)})")
+    except PackageNotFoundError:
+        unmet.append(f"{r} (not installed)")
+print("unmet: " + "; ".join(unmet) if unmet else "met")
+raise SystemExit(1 if unmet else 0)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The virtualenv's bin folder, loopbench installed there by pip from a copy of the source
+    (so the build leaves nothing in the repository)."""
+    root = tmp_path_factory.mktemp("install")
+    source = root / "source"
+    source.mkdir()
+    for name in SOURCE:
+        if (ROOT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+            shutil.copytree(ROOT / name, source / name, ignore=ignore)
+        elif (ROOT / name).exists():
+            shutil.copy2(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
+    python = root / "venv" / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    # A plain path, after the virtualenv's own site: its .pth files (the editable install of
+    # this project) are not run, so ``evals`` comes from what pip installs.
+    (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", str(source)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    return python.parent
+
+
+def _run(
+    bin_dir: Path, *args: str, cwd: Path, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True, cwd=cwd,
+        timeout=timeout, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd)},
+    )  # fmt: skip
+
+
+def test_the_package_installs_its_command_and_its_data(installed: Path, tmp_path: Path) -> None:
+    where = _run(
+        installed, "python", "-c", "import evals, harness; print(evals.__file__)", cwd=tmp_path
+    )
+    assert where.returncode == 0, where.stderr
+    assert "site-packages" in where.stdout and str(ROOT) not in where.stdout
+    checked = _run(installed, "python", "-c", MET, cwd=tmp_path)
+    assert checked.returncode == 0 and "met" in checked.stdout, checked.stdout + checked.stderr
+    shown = _run(installed, "loopbench", "--help", cwd=tmp_path)
+    assert shown.returncode == 0 and "serve" in shown.stdout and "eval" in shown.stdout
+    # The data files travel with the package: the default task set, the presets.
+    found = _run(
+        installed, "python", "-c",
+        "from evals.tasks import DEFAULT_TASKS; from harness.presets import preset; "
+        "preset('analyst'); print(DEFAULT_TASKS)", cwd=tmp_path,
+    )  # fmt: skip
+    assert found.returncode == 0 and "site-packages" in found.stdout, found.stderr
+    tasks = _run(installed, "loopbench", "check-tasks", found.stdout.strip(), cwd=tmp_path)
+    assert tasks.returncode == 0, tasks.stdout + tasks.stderr
+
+
+def test_loopbench_serve_eval_and_stop_work_without_make(installed: Path, tmp_path: Path) -> None:
+    port = _free_port()
+    served = _run(
+        installed, "loopbench", "serve", "--port", str(port), "--timeout", "120", "--",
+        "--backend", "scripted", cwd=tmp_path,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stdout + served.stderr
+    try:
+        out = tmp_path / "run.jsonl"
+        ran = _run(
+            installed, "loopbench", "eval", "--base-url", f"http://127.0.0.1:{port}/v1",
+            "--out", str(out), cwd=tmp_path,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        records = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(records) == 6 and {r["status"] for r in records} <= {"completed", "max_turns"}
+        # The report's templates travel too.
+        page = _run(installed, "loopbench", "view", str(out), "--out", "report.html", cwd=tmp_path)
+        assert page.returncode == 0, page.stdout + page.stderr
+        assert "<html" in (tmp_path / "report.html").read_text()
+    finally:
+        stopped = _run(installed, "loopbench", "stop", "local", cwd=tmp_path)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
