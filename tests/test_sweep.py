@@ -12,7 +12,8 @@ import pytest
 from evals.errors import EvalError
 from evals.record import read_records
 from evals.report.compare import compare
-from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep, served
+from evals.run.started import Started, served
+from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
 
 
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
@@ -120,8 +121,7 @@ async def test_the_report_can_be_written_again_from_the_run_files(
 
 def test_a_model_the_sweep_serves_is_up_in_the_block_and_stopped_after_it() -> None:
     said: list[str] = []
-    settings = SweepSettings(policies=["no-helpers"], models=["x"], backend="scripted")
-    with served("x", settings, said.append) as url:
+    with served("x", Started(backend="scripted"), said.append) as url:
         assert httpx.get(f"{url}/models", timeout=5).status_code == 200
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/models", timeout=5)
@@ -130,9 +130,8 @@ def test_a_model_the_sweep_serves_is_up_in_the_block_and_stopped_after_it() -> N
         and said[-1] == "stopped the server of x"
     )
     # A server that cannot start is an EvalError that says why.
-    bad = SweepSettings(policies=["no-helpers"], models=["nope"], backend="llama")
     with (
         pytest.raises(EvalError, match=r"could not serve nope: .* exited; see "),
-        served("nope", bad, said.append),
+        served("nope", Started(backend="llama"), said.append),
     ):
         pass

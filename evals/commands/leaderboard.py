@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.commands.run import echo
-from evals.commands.serving_flags import add_serving_flags
 from evals.errors import EvalError
+from evals.run.started import Started, flags
 from evals.studies.leaderboard import LeaderboardSettings, parse_entrants, run_leaderboard, write
 
 
@@ -29,7 +29,7 @@ def register(commands: Any) -> None:
     board.add_argument("--base-url", help="ask this server for every model instead")
     board.add_argument("--max-turns", type=int, default=8)
     board.add_argument("--epochs", type=int, default=1)
-    add_serving_flags(board, "the leaderboard")
+    flags(board, "the leaderboard")
     board.add_argument(
         "--report-only", action="store_true", help="run nothing: the report of what is finished"
     )
@@ -52,10 +52,7 @@ def handle(args: argparse.Namespace) -> int:
             base_url=args.base_url.rstrip("/") if args.base_url else None,
             max_turns=args.max_turns,
             epochs=args.epochs,
-            backend=args.backend,
-            threads=args.threads,
-            tool_grammar=args.tool_grammar,
-            slots=args.slots,
+            started=Started.from_args(args),
         )
         try:
             written = asyncio.run(run_leaderboard(settings, echo=echo))

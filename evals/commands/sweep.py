@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.commands.run import INTERRUPTED, echo
-from evals.commands.serving_flags import add_serving_flags
 from evals.errors import EvalError
+from evals.run.started import Started, flags
 from evals.studies.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS
 
@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
     sweep.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     sweep.add_argument("--max-turns", type=int, default=10)
     sweep.add_argument("--task-timeout", type=float, metavar="S")
-    add_serving_flags(sweep, "the sweep")
+    flags(sweep, "the sweep")
     sweep.add_argument("--out", type=Path, default=Path("results"))
     sweep.set_defaults(handler=handle)
 
@@ -66,10 +66,7 @@ def _sweep(args: argparse.Namespace) -> int:
         tasks=args.tasks,
         max_turns=args.max_turns,
         task_timeout_s=args.task_timeout,
-        backend=args.backend,
-        threads=args.threads,
-        tool_grammar=args.tool_grammar,
-        slots=args.slots,
+        started=Started.from_args(args),
         out=args.out,
     )
     written = asyncio.run(run_sweep(settings, echo=echo))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from evals.report.stats import detectable_difference, pass_hat_k
 from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval
 from evals.run.settings import EvalSettings, resumed_settings
-from evals.studies.sweep import SweepSettings, served
+from evals.run.started import Started, served
 from harness.presets import preset
 
 
@@ -92,10 +92,7 @@ class LeaderboardSettings:
     base_url: str | None = None  # None: serve each model here, one at a time
     max_turns: int | None = 8
     epochs: int = 1
-    backend: str = "llama"
-    threads: int | None = None
-    tool_grammar: str = "lazy"
-    slots: int = 1  # requests each server it starts decodes together (llama backend)
+    started: Started = field(default_factory=Started)  # how the servers it starts are run
 
 
 async def run_leaderboard(
@@ -117,15 +114,7 @@ async def run_leaderboard(
         if settings.base_url is not None:
             await _run_entrants(todo, settings.base_url, settings, echo)
             continue
-        serving = SweepSettings(
-            policies=[],
-            models=[],
-            backend=settings.backend,
-            threads=settings.threads,
-            tool_grammar=settings.tool_grammar,
-            slots=settings.slots,
-        )
-        with served(model, serving, echo) as url:
+        with served(model, settings.started, echo) as url:
             await _run_entrants(todo, url, settings, echo)
     return write(settings.entrants, settings.out)
 

@@ -16,9 +16,8 @@ the machine's load).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,9 @@ from evals.report.markdown import table
 from evals.report.stats import accuracy_of, detectable_difference
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
+from evals.run.started import Started, served
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import preset
-from serve_local.backends.registry import taken_by
-from serve_local.errors import StartupError
-from serve_local.process import serve_command, server_process
 
 
 @dataclass
@@ -45,36 +42,8 @@ class SweepSettings:
     tasks: Path = DEFAULT_TASKS
     max_turns: int | None = 10
     task_timeout_s: float | None = None
-    backend: str = "llama"
-    threads: int | None = None
-    tool_grammar: str = "lazy"
     out: Path = Path("results")
-    slots: int = 1  # requests each server it starts decodes together (llama backend)
-
-
-@contextmanager
-def served(model: str, settings: SweepSettings, echo: Callable[[str], None]) -> Iterator[str]:
-    """A serve_local server for ``model`` in a child process, stopped when the block ends."""
-    wanted = {
-        "model": model,
-        "tool_grammar": settings.tool_grammar,
-        "threads": settings.threads,
-        "slots": settings.slots if settings.slots > 1 else None,
-    }
-    if settings.slots > 1 and "slots" not in taken_by(settings.backend, {"slots": 1}):
-        raise EvalError(
-            f"the {settings.backend} backend decodes one request at a time (no --slots)"
-        )
-    command = serve_command(settings.backend, **taken_by(settings.backend, wanted))
-    stack = ExitStack()
-    try:
-        url, ready_s, pid = stack.enter_context(server_process(command, timeout_s=900))
-    except StartupError as exc:
-        raise EvalError(f"could not serve {model}: {exc}") from exc
-    with stack:
-        echo(f"serving {model} on {url} (pid {pid}, ready in {ready_s:.0f} s)")
-        yield url
-    echo(f"stopped the server of {model}")
+    started: Started = field(default_factory=Started)  # how the servers it starts are run
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,7 +101,7 @@ async def run_sweep(settings: SweepSettings, echo: Callable[[str], None] = print
             continue
         if model is None:
             raise EvalError("without --base-url, name the models to serve with --models")
-        with served(model, settings, echo) as url:
+        with served(model, settings.started, echo) as url:
             rows += await _sweep_model(model, url, settings, echo)
     return write(rows, settings.out)
 
