@@ -11,6 +11,7 @@ import httpx
 from evals.record import RunRecord, RunSpec, WorkspaceData
 from evals.record.bfcl import read_items
 from evals.run.recorder import task_record
+from evals.run.servers import Serving
 from evals.scoring.verdict import Verdict
 from evals.tasks import Task
 from harness.state import RunState
@@ -152,7 +153,9 @@ def run_tau2_task(
     async def run() -> tuple[Any, Any]:
         opened = Tau2Environment().open(tasks or [task], None, folder)
         try:
-            settings = EvalSettings(base_url="http://unused.invalid/v1", max_turns=max_turns)
+            settings = EvalSettings(
+                serving=Serving(base_url="http://unused.invalid/v1"), max_turns=max_turns
+            )
             ran = await run_task(task, settings, "m", "r1", folder, folder / "keep", client, opened)
             return ran, opened.record(task, None)
         finally:

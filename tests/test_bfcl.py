@@ -30,6 +30,7 @@ from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.bfcl.run import resumed_settings as resumed_bfcl_settings
 from evals.errors import EvalError
 from evals.report.bfcl import summarize_bfcl_run
+from evals.run.servers import Serving
 from serve_local.inprocess import running_server
 from tests.helpers import flat_items
 
@@ -187,7 +188,7 @@ def call_anything(item: Item) -> Message:
 async def _run(
     checker: Checker, url: str, tmp_path: Path, **extra: Any
 ) -> tuple[Path, list[dict[str, Any]]]:
-    settings = BfclSettings(base_url=url, out=tmp_path / "bfcl.jsonl", **extra)
+    settings = BfclSettings(serving=Serving(base_url=url), out=tmp_path / "bfcl.jsonl", **extra)
     out = await run_bfcl(
         settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
     )
@@ -332,7 +333,11 @@ def test_without_the_bfcl_virtualenv_the_command_says_how_to_make_it(tmp_path: P
 def test_unknown_category_is_refused_before_any_request(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     with _server([], lambda _: {}, seen) as url, pytest.raises(EvalError, match="simple_python"):
-        asyncio.run(run_bfcl(BfclSettings(base_url=url, categories=("simple",)), echo=print))
+        asyncio.run(
+            run_bfcl(
+                BfclSettings(serving=Serving(base_url=url), categories=("simple",)), echo=print
+            )
+        )
     assert seen == []
 
 
@@ -580,7 +585,10 @@ async def test_a_checker_failure_mid_run_leaves_the_partial_file_whole(
     out = tmp_path / "bfcl.jsonl"
     with _server(items, calling(right_arguments), seen) as url:
         settings = BfclSettings(
-            base_url=url, out=out, limit=4, concurrency=3, categories=("simple_python", "multiple")
+            serving=Serving(base_url=url, concurrency=3),
+            out=out,
+            limit=4,
+            categories=("simple_python", "multiple"),
         )
         with pytest.raises(EvalError, match="the checker went away"):
             await run_bfcl(

@@ -23,6 +23,7 @@ from evals.bfcl.multi import Entry
 from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.errors import EvalError
 from evals.report.bfcl import summarize_bfcl_run
+from evals.run.servers import Serving
 from serve_local.inprocess import running_server
 from tests.helpers import flat_items
 
@@ -138,7 +139,9 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
         with _server(mine, oracle) as url:
             # A run file's name is the user's: spaces and brackets must not reach BFCL's code.
             out = tmp_path / f"oracle {category} (2).jsonl"
-            settings = BfclSettings(base_url=url, categories=(category,), limit=2, seed=3, out=out)
+            settings = BfclSettings(
+                serving=Serving(base_url=url), categories=(category,), limit=2, seed=3, out=out
+            )
             await run_bfcl(
                 settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run
             )
@@ -167,7 +170,9 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
     base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
     with _server(base, silent) as url:
         out = tmp_path / "silent.jsonl"
-        settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=3, out=out)
+        settings = BfclSettings(
+            serving=Serving(base_url=url), categories=("multi_turn_base",), limit=3, out=out
+        )
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
     records = flat_items(out)
     assert len(records) == 3
@@ -177,9 +182,13 @@ async def test_the_ground_truth_replayed_scores_every_entry_and_silence_none(
 
 def test_multi_turn_and_single_turn_categories_run_apart() -> None:
     with pytest.raises(EvalError, match="run simple_python apart from multi_turn_base"):
-        BfclSettings(base_url="http://x", categories=("simple_python", "multi_turn_base")).check()
+        BfclSettings(
+            serving=Serving(base_url="http://x"), categories=("simple_python", "multi_turn_base")
+        ).check()
     with pytest.raises(EvalError, match="multi-turn categories only"):
-        BfclSettings(base_url="http://x", categories=("simple_python",), preset="focused").check()
+        BfclSettings(
+            serving=Serving(base_url="http://x"), categories=("simple_python",), preset="focused"
+        ).check()
 
 
 @needs_bfcl
@@ -193,7 +202,11 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
     with _server(base, oracle) as url:
         out = tmp_path / "run.jsonl"
         settings = BfclSettings(
-            base_url=url, categories=("multi_turn_base",), limit=2, preset="focused", out=out
+            serving=Serving(base_url=url),
+            categories=("multi_turn_base",),
+            limit=2,
+            preset="focused",
+            out=out,
         )
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
         before = flat_items(out)
@@ -234,7 +247,9 @@ async def test_a_reply_cut_without_a_call_ends_the_turn_as_in_bfcl(
     base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
     with _server(base, rambling) as url:
         out = tmp_path / "cut.jsonl"
-        settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
+        settings = BfclSettings(
+            serving=Serving(base_url=url), categories=("multi_turn_base",), limit=1, out=out
+        )
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
     (record,) = flat_items(out)
     assert record["request_error"] is None and not record["valid"]
@@ -288,7 +303,9 @@ async def test_a_models_keys_and_names_never_run_as_code_in_bfcl(
     base = {k: e for k, e in entries.items() if e.category == "multi_turn_base"}
     with _server(base, _hostile(key_marker, name_marker)) as url:
         out = tmp_path / "hostile.jsonl"
-        settings = BfclSettings(base_url=url, categories=("multi_turn_base",), limit=1, out=out)
+        settings = BfclSettings(
+            serving=Serving(base_url=url), categories=("multi_turn_base",), limit=1, out=out
+        )
         await run_bfcl(settings, echo=lambda _: None, checker=checker, summarize=summarize_bfcl_run)
     (record,) = flat_items(out)
     assert not key_marker.exists() and not name_marker.exists()

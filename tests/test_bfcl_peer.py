@@ -29,6 +29,7 @@ from evals.record.bfcl import read_items
 from evals.report import bfcl_peer
 from evals.report.bfcl import summarize_bfcl_run
 from evals.report.docs import block
+from evals.run.servers import Serving
 from serve_local.inprocess import running_server
 from tests.test_bfcl import calling, needs_bfcl, right_arguments, wrong_arguments
 
@@ -159,7 +160,10 @@ def test_inspects_bfcl_on_our_items_through_a_real_server(tmp_path: Path) -> Non
     routes = [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
     with running_server(Starlette(routes=routes)) as url:  # type: ignore[arg-type]
         settings = BfclSettings(
-            base_url=url, out=tmp_path / "ours.jsonl", categories=("simple_python",), limit=3
+            serving=Serving(base_url=url),
+            out=tmp_path / "ours.jsonl",
+            categories=("simple_python",),
+            limit=3,
         )
         ours_file = asyncio.run(
             run_bfcl(settings, echo=lambda _: None, summarize=summarize_bfcl_run)

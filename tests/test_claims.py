@@ -9,6 +9,7 @@ from pathlib import Path
 from evals.record import read_runs
 from evals.report.summary import summarize, summary_markdown
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.scoring import false_claims
 from evals.scoring.answers import credits
 from evals.tasks import DEFAULT_TASKS, load_tasks
@@ -56,7 +57,9 @@ def test_records_carry_the_claims_and_summaries_count_them(
     scripted_url: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "run.jsonl"
-    settings = EvalSettings(base_url=scripted_url, model="scripted:oracle", out=out)
+    settings = EvalSettings(
+        serving=Serving(base_url=scripted_url, model="scripted:oracle"), out=out
+    )
     asyncio.run(run_eval(settings, echo=lambda _: None))
     records = read_runs(out)
     assert all(r.false_claims == [] for r in records)  # checked, nothing false

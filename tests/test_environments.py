@@ -21,6 +21,7 @@ from evals.errors import EvalError
 from evals.record import WorkspaceData, read_runs
 from evals.record import environments as record_environments
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.scoring.evidence import offerable_tools, stated
 from evals.studies import strategies
 from evals.tasks import fields as task_fields
@@ -73,7 +74,7 @@ async def _eval(tmp_path: Path, handle: Any, name: str, **settings: Any) -> dict
     with running_server(server_app(handle, "fake")) as url:
         done = await run_eval(
             EvalSettings(
-                base_url=url, model="fake", tasks=_clock_tasks(tmp_path),
+                serving=Serving(base_url=url, model="fake"), tasks=_clock_tasks(tmp_path),
                 out=tmp_path / name, **settings,
             ),
             echo=lambda _: None,

@@ -18,6 +18,7 @@ import pytest
 from evals.errors import EvalError
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.run.settings import resumed_settings
 from evals.tasks import load_tasks
 from harness.presets import preset
@@ -136,8 +137,7 @@ async def test_task_timeout_stops_one_task_and_the_eval_goes_on(
     )
     out = await run_eval(
         EvalSettings(
-            base_url=scripted_url,
-            model="scripted:slow",
+            serving=Serving(base_url=scripted_url, model="scripted:slow"),
             tasks=tasks,
             out=tmp_path / "slow.jsonl",
             task_timeout_s=0.3,
@@ -202,7 +202,8 @@ async def test_resume_refuses_records_made_with_another_setup(
 ) -> None:
     out = await run_eval(
         EvalSettings(
-            base_url=scripted_url, model="scripted:oracle", out=tmp_path / "run.jsonl",
+            serving=Serving(scripted_url, model="scripted:oracle"),
+            out=tmp_path / "run.jsonl",
             preset=preset("focused"),
         ),
         echo=lambda _: None,

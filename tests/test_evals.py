@@ -15,6 +15,7 @@ from evals.record import RunRecord, kept_at, read_records, read_runs
 from evals.report.compare import compare
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.run.settings import resumed_settings
 from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
@@ -32,7 +33,7 @@ from tests.fake_provider import answer, by_turn, calls, fake_client, server_app
 
 def settings(url: str, tmp_path: Path, model: str, **extra: object) -> EvalSettings:
     extra.setdefault("out", tmp_path / f"{model}.jsonl")
-    return EvalSettings(base_url=url, model=model, **extra)  # type: ignore[arg-type]
+    return EvalSettings(serving=Serving(base_url=url, model=model), **extra)  # type: ignore[arg-type]
 
 
 async def test_oracle_scores_six_of_six(scripted_url: str, tmp_path: Path) -> None:
@@ -297,7 +298,8 @@ async def test_bad_task_file_fails_before_any_model_call(tmp_path: Path) -> None
     bad.write_text('{"name": "x", "tasks": []}')
     with pytest.raises(TaskFileError):
         await run_eval(
-            EvalSettings(base_url="http://127.0.0.1:9/v1", tasks=bad), echo=lambda _: None
+            EvalSettings(serving=Serving(base_url="http://127.0.0.1:9/v1"), tasks=bad),
+            echo=lambda _: None,
         )
 
 

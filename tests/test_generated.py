@@ -16,6 +16,7 @@ import pytest
 
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.studies.adversaries import run_adversaries, weak
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from evals.tasks.generate import KINDS, PHRASINGS, generate, set_name, write
@@ -75,7 +76,9 @@ async def test_the_oracle_answers_every_phrasing_of_every_kind(
     path = tmp_path / "phrasings.json"
     path.write_text(json.dumps(one_task_per_phrasing()))
     settings = EvalSettings(
-        base_url=scripted_url, model="scripted:oracle", tasks=path, out=tmp_path / "o.jsonl"
+        serving=Serving(base_url=scripted_url, model="scripted:oracle"),
+        tasks=path,
+        out=tmp_path / "o.jsonl",
     )
     records = read_records(await run_eval(settings, echo=lambda _: None))
     wrong = {r["task_id"]: r["answer"] for r in records if not r["correct"]}

@@ -21,6 +21,7 @@ from evals.errors import RunFileError
 from evals.record import kept_file, read_records, read_text
 from evals.report.inspect_log import INSTALL, ExportError, export
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from serve_local.process import free_port
 from tests.helpers import ROOT
 from tests.test_report import CHROMIUM, CHROMIUM_FLAGS, needs_browser
@@ -44,8 +45,7 @@ def run_files(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> li
         return [
             await run_eval(
                 EvalSettings(
-                    base_url=scripted_url,
-                    model=f"scripted:{name}",
+                    serving=Serving(base_url=scripted_url, model=f"scripted:{name}"),
                     out=folder / f"{name}.jsonl",
                     label=name,
                     max_turns=6,

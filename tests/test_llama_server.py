@@ -16,6 +16,7 @@ import pytest
 
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from harness.presets import preset
 from serve_local import daemon, llama_server
 from serve_local.models import QWEN_CODER
@@ -70,11 +71,10 @@ async def test_the_eval_runs_against_it_unchanged(peer: str, tmp_path: Path) -> 
     task_file = tmp_path / "two.json"
     task_file.write_text(json.dumps(tasks))
     settings = EvalSettings(
-        base_url=peer,
+        serving=Serving(base_url=peer, concurrency=2),
         tasks=task_file,
         max_turns=2,
         preset=preset("penalized"),
-        concurrency=2,
         out=tmp_path / "peer.jsonl",
     )
     records = read_records(await run_eval(settings, echo=print))

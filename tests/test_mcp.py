@@ -18,6 +18,7 @@ import pytest
 
 from evals.record import McpData, read_runs
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.tasks import load_tasks
 from harness.config import LoopConfig
 from harness.errors import ToolServerFailed
@@ -290,7 +291,9 @@ async def test_a_task_file_in_yaml_runs_its_own_servers_and_a_server_at_fault_is
         return httpx.Response(200, json=answer("The answer is 42."))
 
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
-        settings = EvalSettings(base_url=url, model="fake", tasks=path, out=tmp_path / "r.jsonl")
+        settings = EvalSettings(
+            serving=Serving(base_url=url, model="fake"), tasks=path, out=tmp_path / "r.jsonl"
+        )
         records = {r.task_id: r for r in read_runs(await run_eval(settings, echo=lambda _: None))}
     assert records["answers"].status == "completed" and records["answers"].correct
     environment = records["answers"].environment
@@ -385,7 +388,9 @@ async def test_the_readme_example_task_file_runs_on_the_reference_filesystem_ser
         return httpx.Response(200, json=answer(said))
 
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
-        settings = EvalSettings(base_url=url, model="fake", tasks=example, out=tmp_path / "r.jsonl")
+        settings = EvalSettings(
+            serving=Serving(base_url=url, model="fake"), tasks=example, out=tmp_path / "r.jsonl"
+        )
         records = read_runs(await run_eval(settings, echo=lambda _: None))
     assert [(r.task_id, r.status, r.correct) for r in records] == [
         ("launch-date", "completed", True),
@@ -496,7 +501,10 @@ async def test_a_conversation_over_an_mcp_server_is_judged_by_the_state_it_left(
 
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
         settings = EvalSettings(
-            base_url=url, model="fake", tasks=tasks, out=tmp_path / "r.jsonl", approvals=approvals
+            serving=Serving(base_url=url, model="fake"),
+            tasks=tasks,
+            out=tmp_path / "r.jsonl",
+            approvals=approvals,
         )
         (record,) = read_runs(await run_eval(settings, echo=lambda _: None))
     assert record.conversation is not None

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import SYSTEM_PROMPT, run_loop
@@ -249,9 +250,9 @@ async def test_oracle_eval_gives_the_same_records_in_both_shapes(
     runs = {}
     for api, url in (("openai", scripted_url), ("anthropic", scripted_url.removesuffix("/v1"))):
         settings = EvalSettings(
-            base_url=url if api == "openai" else f"{url}/v1",
-            model="scripted:oracle",
-            api=api,
+            serving=Serving(
+                base_url=url if api == "openai" else f"{url}/v1", model="scripted:oracle", api=api
+            ),
             out=tmp_path / f"{api}.jsonl",
         )
         runs[api] = read_records(await run_eval(settings, echo=lambda _: None))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.scoring.evidence import stated
 from evals.tasks import load_tasks
 from serve_local.callshape import call_spans, scan_calls
@@ -107,7 +108,10 @@ async def test_an_eval_whose_model_answers_ten_thousand_brackets_finishes(tmp_pa
     app = server_app(by_turn([(200, answer("There are 3 files " + "[" * 10_000))]), "brackets")
     out = tmp_path / "brackets.jsonl"
     with running_server(app) as url:  # type: ignore[arg-type]
-        await run_eval(EvalSettings(base_url=url, model="brackets", out=out), echo=lambda _: None)
+        await run_eval(
+            EvalSettings(serving=Serving(base_url=url, model="brackets"), out=out),
+            echo=lambda _: None,
+        )
     records = read_records(out)
     assert [r["task_id"] for r in records] == [t.id for t in load_tasks().tasks]
     assert all(r["status"] == "completed" for r in records)

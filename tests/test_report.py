@@ -20,6 +20,7 @@ from evals.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from evals.report.stats import wilson
 from evals.report.view import render, write_report
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.tasks import generate
 from serve_local.catalogue import DEFAULT_NAME
 
@@ -37,7 +38,9 @@ def _eval(url: str, folder: Path, model: str, **extra: Any) -> Path:
     """An eval in a thread of its own: the module's browser (Playwright's sync API) keeps an
     event loop running in this one while it is open."""
     out = folder / f"{model.removeprefix('scripted:')}.jsonl"
-    settings = EvalSettings(base_url=url, model=model, out=out, label=model, **extra)
+    settings = EvalSettings(
+        serving=Serving(base_url=url, model=model), out=out, label=model, **extra
+    )
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, run_eval(settings, echo=lambda _: None)).result()
 
@@ -255,8 +258,7 @@ def board_runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> P
     folder = tmp_path_factory.mktemp("board")
     generated = generate.write(0, len(generate.KINDS), folder.parent / "gen.json")
     settings = EvalSettings(
-        base_url=scripted_url,
-        model="scripted:oracle",
+        serving=Serving(base_url=scripted_url, model="scripted:oracle"),
         tasks=generated,
         out=folder / "zz-generated.jsonl",
         label="gen",

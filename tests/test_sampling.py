@@ -17,6 +17,7 @@ import pytest
 
 from evals.record import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from harness.presets import Preset, plain_settings
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import SMOLLM2, resolve
@@ -81,7 +82,7 @@ def sampled_eval(url: str, folder: Path, name: str, **extra: Any) -> list[str]:
     """The model's first reply in each epoch, read from the transcripts the eval kept."""
     short = Preset("short", {**plain_settings(), "max_tokens_per_turn": 24})
     settings = EvalSettings(
-        base_url=url,
+        serving=Serving(base_url=url),
         tasks=one_task(folder),
         max_turns=1,
         preset=short,
@@ -118,7 +119,9 @@ async def test_greedy_epochs_warn_that_they_repeat_one_transcript(
 
     async def run(name: str, **extra: Any) -> None:
         settings = EvalSettings(
-            base_url=scripted_url, model="scripted:plan", out=tmp_path / f"{name}.jsonl", **extra
+            serving=Serving(base_url=scripted_url, model="scripted:plan"),
+            out=tmp_path / f"{name}.jsonl",
+            **extra,
         )
         await run_eval(settings, echo=lines.append)
 

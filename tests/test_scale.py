@@ -22,7 +22,7 @@ from evals.errors import EvalError
 from evals.record import RunRecord, kept_at, read_records
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval, run_evals
-from evals.run.servers import Server, ServerPool, server_software, servers_for
+from evals.run.servers import Server, ServerPool, Serving, server_software, servers_for
 from evals.tasks import load_tasks
 from serve_local.app import SERVER, create_app
 from serve_local.backends.base import Completion
@@ -79,7 +79,10 @@ def slow_url() -> Iterator[str]:
 
 
 def oracle(url: str, out: Path, **extra: Any) -> EvalSettings:
-    return EvalSettings(base_url=url, model="scripted:oracle", out=out, **extra)
+    """The oracle's eval at ``url``; where the requests go (``concurrency``, ``per_server``,
+    ``more_base_urls``) among ``extra``."""
+    where = {k: extra.pop(k) for k in ("concurrency", "per_server", "more_base_urls") if k in extra}
+    return EvalSettings(serving=Serving(url, model="scripted:oracle", **where), out=out, **extra)
 
 
 async def test_concurrent_eval_gives_the_records_of_a_serial_one(
@@ -140,7 +143,10 @@ async def test_max_connections_bounds_each_server(tmp_path: Path) -> None:
 async def test_several_models_one_queue_one_run_file_each(slow_url: str, tmp_path: Path) -> None:
     models = ("scripted:oracle", "scripted:plan")
     settings = [
-        EvalSettings(base_url=slow_url, model=m, out=tmp_path / f"{m}.jsonl", concurrency=4)
+        EvalSettings(
+            serving=Serving(base_url=slow_url, model=m, concurrency=4),
+            out=tmp_path / f"{m}.jsonl",
+        )
         for m in models
     ]
     lines: list[str] = []
@@ -445,10 +451,12 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
     with running_server(create_app(backend)) as url:
         common = {"base_url": url, "concurrency": 2, "per_server": 1}
         settings = [
-            EvalSettings(model="scripted:plan", out=tmp_path / "plan.jsonl", **common),
             EvalSettings(
-                model="scripted:oracle", out=tmp_path / "oracle.jsonl", task_timeout_s=1.0,
-                **common,
+                serving=Serving(model="scripted:plan", **common), out=tmp_path / "plan.jsonl"
+            ),
+            EvalSettings(
+                serving=Serving(model="scripted:oracle", **common), out=tmp_path / "oracle.jsonl",
+                task_timeout_s=1.0,
             ),
         ]  # fmt: skip
         await run_evals(settings, echo=print, after_task=after)

@@ -15,6 +15,7 @@ from evals.errors import EvalError
 from evals.record import DatabaseData, RunRecord, read_runs
 from evals.record.run import parse
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.solvers import SOLVERS, solver_named
 from evals.solvers.vote import SAMPLES, TEMPERATURE, majority
 from evals.tasks import load_tasks
@@ -51,7 +52,7 @@ async def _eval(
 
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
         settings = EvalSettings(
-            base_url=url, model="fake", tasks=tasks, out=tmp_path / f"{solver}.jsonl",
+            serving=Serving(url, model="fake"), tasks=tasks, out=tmp_path / f"{solver}.jsonl",
             solver=solver, **more,
         )  # fmt: skip
         records = read_runs(await run_eval(settings, echo=lambda _: None))

@@ -13,6 +13,7 @@ from evals.record import DatabaseData, kept_at, read_runs
 from evals.report.analyst import audit
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.scoring.answers import commitment, credits
 from evals.studies.strategies import judge
 from evals.tasks import ListOf, NumberIs, ObservedValue, load_tasks
@@ -255,8 +256,8 @@ async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_promp
     the tables only. The oracle still answers, and the setting is in the record."""
     tasks, _ = write(1000, 3, tmp_path / "s.json", "test")
     settings = EvalSettings(
-        base_url=scripted_url, model="scripted:oracle", tasks=tasks, preset=preset(policy),
-        max_turns=8, out=tmp_path / "r.jsonl",
+        serving=Serving(scripted_url, model="scripted:oracle"), tasks=tasks,
+        preset=preset(policy), max_turns=8, out=tmp_path / "r.jsonl",
     )  # fmt: skip
     records = read_runs(await run_eval(settings, echo=lambda _: None))
     assert len(records) == 3 and all(r.correct for r in records)
@@ -300,9 +301,9 @@ async def test_the_oracle_answers_every_question_on_sqlite(
     scripted_url: str, tmp_path: Path
 ) -> None:
     settings = EvalSettings(
-        base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
-        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
-    )  # fmt: skip
+        serving=Serving(scripted_url, model="scripted:oracle", concurrency=4),
+        tasks=TASKS / "sql-test-s1000-n60.json",
+        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", )  # fmt: skip
     out = await run_eval(settings, echo=lambda _: None, summarize=summarize_run_file)
     records = read_runs(out)
     assert len(records) == 60 and all(r.correct for r in records), [

@@ -15,6 +15,7 @@ from evals.errors import EvalError
 from evals.record import read_runs
 from evals.run import postgres
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.tasks import load_tasks
 from evals.tasks.sql.build import check_postgres, sqlite_file
 from evals.tasks.sql.questions import gold_for
@@ -117,9 +118,9 @@ async def test_the_oracle_answers_every_question_on_postgres(
     server: postgres.Server, scripted_url: str, tmp_path: Path
 ) -> None:
     settings = EvalSettings(
-        base_url=scripted_url, model="scripted:oracle", tasks=TASKS / "sql-test-s1000-n60.json",
-        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", concurrency=4,
-        db=server.url(),
+        serving=Serving(scripted_url, model="scripted:oracle", concurrency=4),
+        tasks=TASKS / "sql-test-s1000-n60.json",
+        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", db=server.url(),
     )  # fmt: skip
     records = read_runs(await run_eval(settings, echo=lambda _: None))
     assert len(records) == 60 and all(r.correct for r in records), [

@@ -29,6 +29,7 @@ from evals.report.stats import (
 )
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
 from tests.helpers import ROOT, run_record
@@ -216,7 +217,9 @@ def test_runs_over_different_tasks_are_refused() -> None:
 def run(url: str, folder: Path, model: str, tasks: Path = DEFAULT_TASKS) -> tuple[Path, list[str]]:
     lines: list[str] = []
     out = folder / f"{model.removeprefix('scripted:')}-{tasks.stem}.jsonl"
-    settings = EvalSettings(base_url=url, model=model, out=out, label=model, tasks=tasks)
+    settings = EvalSettings(
+        serving=Serving(base_url=url, model=model), out=out, label=model, tasks=tasks
+    )
     return asyncio.run(run_eval(settings, echo=lines.append, summarize=summarize_run_file)), lines
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.tasks import Task, TaskSet, load_tasks, write_taskset
 from evals.tau2.bridge import tau2_python
 from harness.workspace import SEED_FILES
@@ -98,7 +99,9 @@ async def test_no_task_id_or_kind_reaches_the_model(path: Path, tmp_path: Path) 
     small = tmp_path / path.name
     write_taskset(taskset, small)
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
-        settings = EvalSettings(base_url=url, model="fake", tasks=small, out=tmp_path / "r.jsonl")
+        settings = EvalSettings(
+            serving=Serving(base_url=url, model="fake"), tasks=small, out=tmp_path / "r.jsonl"
+        )
         records = read_runs(await run_eval(settings, echo=lambda _: None))
     assert {r.task_id for r in records} == set(sent)
     for record in records:  # each task ran, and its tools answered the calls made

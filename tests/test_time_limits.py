@@ -17,6 +17,7 @@ import httpx
 
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.setup import Setup
@@ -100,7 +101,7 @@ def test_a_limit_reached_by_wall_time_only_is_an_error_and_reruns(tmp_path: Path
     out = tmp_path / "run.jsonl"
     with running_server(server_app(handler, "fake")) as url:
         settings = EvalSettings(
-            base_url=url, model="fake", tasks=tasks, out=out, task_timeout_s=0.5
+            serving=Serving(base_url=url, model="fake"), tasks=tasks, out=out, task_timeout_s=0.5
         )
         asyncio.run(run_eval(settings, echo=lambda _: None))
         (record,) = read_runs(out)
@@ -143,7 +144,9 @@ def test_one_rule_for_a_prompt_over_the_context(tmp_path: Path) -> None:
     for name, handler in (("first", first_too_long), ("grown", grows_too_long)):
         with running_server(server_app(handler, "fake")) as url:
             out = tmp_path / f"{name}.jsonl"
-            settings = EvalSettings(base_url=url, model="fake", tasks=tasks, out=out)
+            settings = EvalSettings(
+                serving=Serving(base_url=url, model="fake"), tasks=tasks, out=out
+            )
             asyncio.run(run_eval(settings, echo=lambda _: None))
         (found[name],) = read_runs(out)
     assert found["first"].status == "error" and "4122" in str(found["first"].error)

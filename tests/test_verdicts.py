@@ -18,6 +18,7 @@ import pytest
 from evals.record import read_records
 from evals.report.rescore import RescoreError, rescore
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.scoring import files_read, received, score, stated
 from evals.scoring.verdict import passed, verdict_of
 from evals.studies.adversaries import run_adversaries, weak, write
@@ -42,7 +43,10 @@ TASK_FILES = sorted(DEFAULT_TASKS.parent.glob("*.json"))
 
 async def run_files6(url: str, model: str, policy: str, out: Path) -> list[dict[str, Any]]:
     settings = EvalSettings(
-        base_url=url, model=model, preset=preset(policy), max_turns=8, out=out, concurrency=6
+        serving=Serving(base_url=url, model=model, concurrency=6),
+        preset=preset(policy),
+        max_turns=8,
+        out=out,
     )
     return read_records(await run_eval(settings, echo=lambda _: None))
 

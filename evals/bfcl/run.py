@@ -36,13 +36,14 @@ from evals.record import PresetRecord, RunSpec
 from evals.record.bfcl import BfclRun, ItemRecord, header, read_items
 from evals.run.driver import RunFile, drive
 from evals.run.progress import Progress
-from evals.run.runner import RESULTS, Summarize, default_out, served_spec
+from evals.run.runner import RESULTS, Summarize, default_out
 from evals.run.servers import (
     PooledClient,
     Server,
     ServerPool,
+    Serving,
     discover,
-    limited,
+    served_spec,
     servers_for,
 )
 from harness.client import TurnOptions
@@ -64,14 +65,10 @@ SAME_ON_RESUME = (
 
 @dataclass(frozen=True)
 class BfclSettings:
-    base_url: str
-    more_base_urls: tuple[str, ...] = ()
-    model: str | None = None
+    serving: Serving  # where the items are asked (the wire shape is OpenAI's)
     categories: tuple[str, ...] = DEFAULT_CATEGORIES
     limit: int | None = None  # items per category; None: all
     seed: int = 0
-    concurrency: int | None = None  # None: as many as the servers have slots
-    per_server: int | None = None
     out: Path | None = None
     label: str | None = None
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
@@ -92,8 +89,7 @@ class BfclSettings:
             )
         if not self.categories:
             raise EvalError("name at least one BFCL category")
-        if self.concurrency is not None and self.concurrency < 1:
-            raise EvalError("--concurrency must be at least 1")
+        self.serving.check()
         if self.limit is not None and self.limit < 1:
             raise EvalError("--limit must be at least 1")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -123,7 +119,8 @@ def partial_of(run_file: Path) -> Path:
 
 def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
     """The settings of the interrupted run ``run_file`` (or its ``.partial``), read from its
-    records; ``where`` may say where the servers are and how many requests are in flight."""
+    records; ``where`` says where the servers are and how many requests are in flight (a
+    :class:`Serving`'s fields but the model, which is the run's)."""
     partial = partial_of(run_file)
     out = partial.with_name(partial.name.removesuffix(".partial"))
     if not partial.exists():
@@ -140,8 +137,7 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
             "categories were asked): start the run again instead"
         )
     return BfclSettings(
-        base_url=where.pop("base_url"),
-        model=spec.model,
+        serving=Serving(**where, model=spec.model),
         categories=tuple(run.categories_asked),
         limit=run.limit,
         seed=run.seed if run.seed is not None else 0,
@@ -150,7 +146,6 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         max_tokens=run.max_tokens,
         resume=partial,
         preset=spec.policy.name if spec.policy else PLAIN,
-        **where,
     )
 
 
@@ -164,7 +159,7 @@ def _header(
     )
     spec = served_spec(
         servers,
-        settings.model,
+        settings.serving.model,
         settings.label,
         api="openai",
         # A multi-turn conversation runs through the loop under a preset; an item is one request.
@@ -212,8 +207,9 @@ async def run_bfcl(
     starting one imports all of bfcl-eval); it stays open. Without it the run starts its own.
     """
     settings.check()
-    servers = servers_for(discover([settings.base_url, *settings.more_base_urls]), settings.model)
-    concurrency = limited(settings.concurrency, settings.per_server, [servers])
+    serving = settings.serving
+    servers = servers_for(discover(serving.base_urls), serving.model)
+    concurrency = serving.limited([servers])
     own = Checker(settings.checker_python) if checker is None else contextlib.nullcontext(checker)
     async with own as checker:
         entries: list[Entry] = []

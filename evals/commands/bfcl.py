@@ -25,7 +25,7 @@ from evals.report.bfcl import (
     write_summaries,
 )
 from evals.report.bfcl_paired import markdown, pair_runs
-from evals.run.servers import fetch_models
+from evals.run.servers import Serving, fetch_models
 from harness.client import base_url_from_env
 from harness.presets import PLAIN
 
@@ -209,8 +209,7 @@ def bfcl_command(args: argparse.Namespace) -> int:
             settings = resumed_settings(args.resume, **where)
         else:
             settings = BfclSettings(
-                **where,
-                model=args.model,
+                serving=Serving(**where, model=args.model),
                 categories=tuple(c.strip() for c in args.categories.split(",") if c.strip()),
                 limit=args.limit,
                 seed=args.seed,

@@ -14,6 +14,7 @@ from evals.errors import EvalError
 from evals.report.compare import compare
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_evals
+from evals.run.servers import Serving
 from evals.run.settings import resumed_settings
 from evals.solvers import SOLVERS
 from evals.tasks import DEFAULT_TASKS
@@ -208,15 +209,14 @@ def _run(args: argparse.Namespace) -> None:
     timeout = args.task_timeout if args.task_timeout is not None else limits.get("task_timeout_s")
     if args.resume:
         resumed = resumed_settings(args.resume, urls[0], db=args.db)
+        resumed = replace(resumed, serving=replace(resumed.serving, **spread))
         if args.user_base_url is not None:  # where the user's model is may move, as --base-url
-            spread["user_base_url"] = args.user_base_url
-        evals = [replace(resumed, **spread)]
+            resumed = replace(resumed, user_base_url=args.user_base_url)
+        evals = [resumed]
     else:
         evals = [
             EvalSettings(
-                base_url=urls[0],
-                api=args.api,
-                model=model,
+                serving=Serving(urls[0], api=args.api, model=model, **spread),
                 tasks=args.tasks,
                 epochs=args.epochs,
                 max_turns=max_turns,
@@ -236,7 +236,6 @@ def _run(args: argparse.Namespace) -> None:
                 user_temperature=args.user_temperature,
                 max_user_turns=args.max_user_turns,
                 agent=args.agent,
-                **spread,
             )
             for model in models
         ]

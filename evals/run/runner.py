@@ -21,9 +21,7 @@ from evals.record import (
     RunRecord,
     RunSpec,
     beside,
-    code_version,
     keep_compact,
-    machine,
     slug,
     task_folder,
 )
@@ -37,7 +35,7 @@ from evals.run.servers import (
     ServerPool,
     discover,
     fetch_models,
-    limited,
+    served_spec,
     servers_for,
 )
 from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
@@ -71,44 +69,6 @@ def result_line(record: RunRecord) -> str:
     return (
         f"turns={record.turns} tools={record.tool_runs} wall={record.wall_ms:>8,.0f}ms"
         f'  {record.question}  -> "{answer}"  {mark}{status}'
-    )
-
-
-def model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
-    """The model's /v1/models entry; servers that disagree on its weights are an error."""
-    entries = [s.entry(requested) for s in servers]
-    weights = {e.get("sha256") for e in entries} - {None}
-    if len(weights) > 1:
-        pairs = zip(servers, entries, strict=True)
-        listed = ", ".join(f"{s.base_url}: {e.get('sha256')}" for s, e in pairs)
-        raise EvalError(f"the servers of {entries[0]['id']!r} serve different weights ({listed})")
-    return entries[0]
-
-
-def served_spec(
-    servers: list[Server], requested: str | None, label: str | None, shape: str = "", **ran: Any
-) -> RunSpec:
-    """What ran, as the servers of the model say it (its weights, backend, tool grammar and
-    draft), with ``ran``: what the eval or the BFCL run fixes besides. Its label, when none is
-    given, is ``MODEL@BACKEND`` and the wire ``shape`` when it is not OpenAI's."""
-    info = model_entry(servers, requested)
-    model = str(info["id"])
-    backend = info.get("backend") or servers[0].kind  # a server not ours names no backend
-    return RunSpec(
-        label=label or f"{model}@{backend}{shape}",
-        model=model,
-        model_sha256=info.get("sha256"),
-        backend=backend,
-        # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
-        tool_grammar=info.get("tool_grammar"),
-        # Speculative decoding (serve_local's --draft), when the server says.
-        draft=info.get("draft"),
-        slots=max(s.slots for s in servers) if any(s.slots > 1 for s in servers) else None,
-        base_url=servers[0].base_url,
-        servers=[{"base_url": s.base_url, "software": s.software} for s in servers],
-        machine=machine(),
-        code_version=code_version(),
-        **ran,
     )
 
 
@@ -151,15 +111,15 @@ class _Eval:
 def _prepare(
     settings: EvalSettings, taskset: TaskSet, servers: list[Server], echo: Callable[[str], None]
 ) -> _Eval:
-    chosen = servers_for(servers, settings.model)
-    shape = "" if settings.api == "openai" else f"/{settings.api}"
+    chosen = servers_for(servers, settings.serving.model)
+    shape = "" if settings.serving.api == "openai" else f"/{settings.serving.api}"
     loop = {k: v for k, v in asdict(settings).items() if k in LOOP_FIELDS}
     spec = served_spec(
         chosen,
-        settings.model,
+        settings.serving.model,
         settings.label,
         shape,
-        api=settings.api,
+        api=settings.serving.api,
         loop=loop,
         policy=PresetRecord(**settings.preset.record()),
         solver=settings.solver,
@@ -189,7 +149,7 @@ def _prepare(
         f"model {model} ({backend}), "
         + (f"policy {settings.preset.name}, " if settings.solver == "agent" else "")
         + (f"solver {settings.solver}, " if settings.solver != "agent" else "")
-        + f"{settings.api} shape, {len(chosen)} server(s) ({software}): "
+        + f"{settings.serving.api} shape, {len(chosen)} server(s) ({software}): "
         + ", ".join(s.base_url for s in chosen)
         + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )
@@ -281,13 +241,12 @@ async def run_evals(
     only when every task has a record. ``resume`` keeps the finished records of an interrupted
     eval and runs only the missing ones.
     """
-    first = evals[0]
-    if first.concurrency is not None and first.concurrency < 1:
-        raise EvalError("--concurrency must be at least 1")
+    first = evals[0].serving
+    first.check()
     tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
     servers = discover(first.base_urls)
     runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
-    concurrency = limited(first.concurrency, first.per_server, [ev.servers for ev in runs])
+    concurrency = first.limited([ev.servers for ev in runs])
     if concurrency > 1:
         echo(f"{concurrency} task runs in flight")
     # Epoch by epoch, task by task, the models side by side: every server has work early.

@@ -1,5 +1,7 @@
-"""The servers an eval talks to: what each serves, what software it is, and a pool that
-spreads requests over the servers of one model, each bounded to its own concurrency.
+"""The servers an eval talks to: what each serves, what software it is, how many task runs are
+in flight and each server's share (``limited``), what ran as the servers say it (``served_spec``,
+the serving part of a run's ``RunSpec``), and a pool that spreads requests over the servers of
+one model, each bounded to its own concurrency.
 
 Batching and scheduling are the serving engine's job (llama-server's slots, vLLM); the pool
 only decides which server gets the next request and how many each has in flight.
@@ -18,6 +20,7 @@ from typing import Any
 import httpx
 
 from evals.errors import EvalError
+from evals.record import RunSpec, code_version, machine
 from harness.cancel import CancelToken
 from harness.client import ModelReply, ProviderClient, TurnOptions, tls_context
 from harness.providers import provider
@@ -130,6 +133,36 @@ def servers_for(servers: list[Server], model: str | None) -> list[Server]:
         offered = sorted({str(e.get("id")) for s in servers for e in s.entries})
         raise EvalError(f"no server serves {model!r}; they serve: {', '.join(offered)}")
     return chosen
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Where an eval's requests go: the servers (``base_url`` and any beside it, each request
+    going to one serving the model), the model asked for (None: the first server's first), the
+    wire shape (``openai``: chat completions; ``anthropic``: Messages), the task runs in flight
+    across every model of one command (None: as many as the servers have slots) and the
+    requests in flight per server (None: spread evenly)."""
+
+    base_url: str
+    more_base_urls: tuple[str, ...] = ()
+    model: str | None = None
+    api: str = "openai"
+    concurrency: int | None = None
+    per_server: int | None = None
+
+    @property
+    def base_urls(self) -> list[str]:
+        return [self.base_url, *self.more_base_urls]
+
+    def check(self) -> None:
+        if self.concurrency is not None and self.concurrency < 1:
+            raise EvalError("--concurrency must be at least 1")
+        if self.per_server is not None and self.per_server < 1:
+            raise EvalError("--max-connections must be at least 1")
+
+    def limited(self, groups: Sequence[Sequence[Server]]) -> int:
+        """The task runs in flight, each server's limit raised to its share (:func:`limited`)."""
+        return limited(self.concurrency, self.per_server, groups)
 
 
 def share(concurrency: int, servers: int, per_server: int | None) -> int:
@@ -254,3 +287,41 @@ class PooledClient:
         self.last = server
         self.answered.append(server.base_url)
         return reply
+
+
+def model_entry(servers: list[Server], requested: str | None) -> dict[str, Any]:
+    """The model's /v1/models entry; servers that disagree on its weights are an error."""
+    entries = [s.entry(requested) for s in servers]
+    weights = {e.get("sha256") for e in entries} - {None}
+    if len(weights) > 1:
+        pairs = zip(servers, entries, strict=True)
+        listed = ", ".join(f"{s.base_url}: {e.get('sha256')}" for s, e in pairs)
+        raise EvalError(f"the servers of {entries[0]['id']!r} serve different weights ({listed})")
+    return entries[0]
+
+
+def served_spec(
+    servers: list[Server], requested: str | None, label: str | None, shape: str = "", **ran: Any
+) -> RunSpec:
+    """What ran, as the servers of the model say it (its weights, backend, tool grammar and
+    draft), with ``ran``: what the eval or the BFCL run fixes besides. Its label, when none is
+    given, is ``MODEL@BACKEND`` and the wire ``shape`` when it is not OpenAI's."""
+    info = model_entry(servers, requested)
+    model = str(info["id"])
+    backend = info.get("backend") or servers[0].kind  # a server not ours names no backend
+    return RunSpec(
+        label=label or f"{model}@{backend}{shape}",
+        model=model,
+        model_sha256=info.get("sha256"),
+        backend=backend,
+        # How the server decodes tool calls (serve_local's --tool-grammar), when it says.
+        tool_grammar=info.get("tool_grammar"),
+        # Speculative decoding (serve_local's --draft), when the server says.
+        draft=info.get("draft"),
+        slots=max(s.slots for s in servers) if any(s.slots > 1 for s in servers) else None,
+        base_url=servers[0].base_url,
+        servers=[{"base_url": s.base_url, "software": s.software} for s in servers],
+        machine=machine(),
+        code_version=code_version(),
+        **ran,
+    )

@@ -10,22 +10,25 @@ from pathlib import Path
 
 from evals.errors import EvalError
 from evals.record import RunRecord, is_error, read_runs, task_folder
+from evals.run.servers import Serving
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import PLAIN, Preset, preset
 from harness.sql.postgres import public_url
 from harness.tool_errors import ToolErrorPolicy
 
 # How a field of EvalSettings is kept: LOOP, in every record's ``loop`` (it changes what a
-# task run does); RESUMED, taken by a resumed eval from the one it continues (not where the
-# servers are, nor how many task runs are in flight: neither changes a record).
+# task run does); RESUMED, taken by a resumed eval from the one it continues (as are the
+# serving's model and wire shape; not where the servers are, nor how many task runs are in
+# flight: neither changes a record).
 LOOP = {"loop": True, "resumed": True}
 RESUMED_ONLY = {"resumed": True}
 
 
 @dataclass
 class EvalSettings:
-    base_url: str
-    model: str | None = field(default=None, metadata=RESUMED_ONLY)
+    # Where the requests go, how many at once, which model in which wire shape (the model and
+    # the shape are kept for a resumed eval; the servers may move).
+    serving: Serving
     tasks: Path = field(default=DEFAULT_TASKS, metadata=RESUMED_ONLY)
     epochs: int = field(default=1, metadata=RESUMED_ONLY)
     max_turns: int | None = field(default=10, metadata=LOOP)
@@ -37,17 +40,10 @@ class EvalSettings:
     # on (the task set is read-only); "approve" lets it run (a task set that changes its
     # fresh workspace); "stop" records the run as interrupted.
     approvals: str = field(default="reject", metadata=LOOP)
-    # The wire shape: openai (chat completions) or anthropic (Messages).
-    api: str = field(default="openai", metadata=RESUMED_ONLY)
     preset: Preset = field(default_factory=lambda: preset(PLAIN))
     # Wall clock per task run; the run is then interrupted.
     task_timeout_s: float | None = field(default=None, metadata=LOOP)
     resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
-    # More servers beside base_url: each request goes to one serving the model.
-    more_base_urls: tuple[str, ...] = ()
-    # Task runs in flight (across every model of one command); None: the servers' slots.
-    concurrency: int | None = None
-    per_server: int | None = None  # requests in flight per server (default: spread evenly)
     # Sampling: None is greedy. Epoch e of a task asks for seed + e - 1, so epochs differ
     # from each other and a rerun repeats them.
     temperature: float | None = field(default=None, metadata=LOOP)
@@ -71,10 +67,6 @@ class EvalSettings:
 
     def epoch_seed(self, epoch: int) -> int | None:
         return None if self.seed is None else self.seed + epoch - 1
-
-    @property
-    def base_urls(self) -> list[str]:
-        return [self.base_url, *self.more_base_urls]
 
 
 LOOP_FIELDS = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("loop"))
@@ -108,10 +100,11 @@ def resumed_settings(run_file: Path, base_url: str, db: str | None = None) -> Ev
             raise TypeError(f"a JSON object was expected, not {type(saved).__name__}")
         kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
         kept["tasks"] = Path(kept["tasks"])
+        serving = Serving(base_url, model=saved.get("model"), api=saved.get("api", "openai"))
         chosen = Preset(str(saved["policy"]["name"]), dict(saved["policy"]["settings"]))
         if db is not None:
             kept["db"] = db
-        return EvalSettings(base_url=base_url, out=out, preset=chosen, resume=run_file, **kept)
+        return EvalSettings(serving=serving, out=out, preset=chosen, resume=run_file, **kept)
     except (KeyError, TypeError, ValueError) as exc:
         what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
         raise EvalError(
@@ -139,6 +132,7 @@ def eval_id(keep: Path, settings: EvalSettings) -> str:
     eval_id = datetime.now().strftime("%H%M%S")
     keep.mkdir(parents=True, exist_ok=True)
     fields = {k: v for k, v in asdict(settings).items() if k in RESUMED}
+    fields.update(model=settings.serving.model, api=settings.serving.api)
     fields["tasks"] = portable(settings.tasks)
     if settings.db is not None:
         fields["db"] = public_url(settings.db)  # a password is never written

@@ -24,6 +24,7 @@ from typing import Any
 from evals.record import read_runs
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
@@ -68,13 +69,11 @@ async def _cell(
     column = policy if solver == "agent" else solver
     out = scratch / f"{scenario}-{column}.jsonl"
     settings = EvalSettings(
-        base_url=url,
-        model=f"scripted:{scenario}",
+        serving=Serving(base_url=url, model=f"scripted:{scenario}", concurrency=4),
         tasks=tasks,
         preset=preset(policy),
         max_turns=8,
         out=out,
-        concurrency=4,
         solver=solver,
     )
     records = read_runs(await run_eval(settings, echo=lambda _: None))

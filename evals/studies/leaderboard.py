@@ -37,6 +37,7 @@ from evals.report.pairing import Paired, paired
 from evals.report.stats import detectable_difference, pass_hat_k
 from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval
+from evals.run.servers import Serving
 from evals.run.settings import EvalSettings, resumed_settings
 from evals.run.started import Started, served
 from harness.presets import preset
@@ -130,8 +131,7 @@ async def _run_entrants(
             eval_settings = resumed_settings(partial, base_url=url)
         else:
             eval_settings = EvalSettings(
-                base_url=url,
-                model=entrant.model,
+                serving=Serving(base_url=url, model=entrant.model),
                 tasks=settings.tasks,
                 epochs=settings.epochs,
                 max_turns=settings.max_turns,

@@ -28,6 +28,7 @@ from evals.report.markdown import table
 from evals.report.stats import accuracy_of, detectable_difference
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
+from evals.run.servers import Serving
 from evals.run.started import Started, served
 from evals.tasks import DEFAULT_TASKS
 from harness.presets import preset
@@ -63,8 +64,7 @@ async def _sweep_model(
     for name in settings.policies:
         label = f"sweep {model or 'default'} {name}"
         eval_settings = EvalSettings(
-            base_url=base_url,
-            model=model,
+            serving=Serving(base_url=base_url, model=model),
             tasks=settings.tasks,
             epochs=settings.epochs,
             max_turns=settings.max_turns,

@@ -23,6 +23,7 @@ from evals.record import read_runs
 from evals.report.analyst import audit, reply_reuse
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from harness.presets import Preset, preset
 from serve_local.catalogue import DEFAULT_NAME
@@ -98,8 +99,9 @@ def _lowest(records: list[Any]) -> dict[str, Any] | None:
 def _measure(url: str, label: str, policy: Preset, scratch: Path) -> dict[str, Any]:
     limits = policy.limits
     settings = EvalSettings(
-        base_url=url, tasks=_subset(scratch), preset=policy, max_turns=limits["max_turns"],
-        task_timeout_s=limits["task_timeout_s"], out=scratch / f"{label}.jsonl",
+        serving=Serving(url), tasks=_subset(scratch), preset=policy,
+        max_turns=limits["max_turns"], task_timeout_s=limits["task_timeout_s"],
+        out=scratch / f"{label}.jsonl",
     )  # fmt: skip
     records = read_runs(asyncio.run(run_eval(settings, echo=lambda _: None)))
     shares = _shares(records)

@@ -17,6 +17,7 @@ from evals.record import RunRecord, read_runs
 from evals.report.markdown import table
 from evals.report.summary import summarize
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from evals.studies.serving.peer import WARM, llama_server_args, load_average, ours_args, send
 from evals.tasks import DEFAULT_TASKS, load_tasks
@@ -75,11 +76,9 @@ def over_levels(
     first: list[RunRecord] = []
     for concurrency in levels:
         settings = EvalSettings(
-            base_url=url,
-            model=model,
+            serving=Serving(base_url=url, model=model, concurrency=concurrency),
             epochs=epochs,
             max_turns=max_turns,
-            concurrency=concurrency,
             preset=preset(policy),
             out=folder / f"{name}-c{concurrency}.jsonl",
             label=f"{name}-c{concurrency}",

@@ -25,6 +25,7 @@ from typing import Any
 from evals.record import RunRecord, read_runs
 from evals.record.files import kept_file, read_text
 from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
 from evals.studies.serving.common import (
     Echo,
     Figures,
@@ -245,7 +246,7 @@ def measure(
             echo(f"   {engine} s{slots}: same requests {same_requests['tokens_per_s']} tokens/s")
             return row
         settings = EvalSettings(
-            base_url=url,
+            serving=Serving(base_url=url),
             tasks=tasks,
             out=run_file,
             max_turns=MAX_TURNS,
