@@ -13,6 +13,7 @@ import pytest
 
 from evals.record import RunRecord
 from evals.report.stats import pass_hat_k
+from evals.tasks import Tau2Ref
 from evals.tau2.bridge import Tau2, Tau2Unavailable, tau2_python
 from tests.helpers import run_record, run_tau2_task
 
@@ -218,8 +219,9 @@ def test_a_user_model_that_is_down_or_never_stops_and_a_task_tau2_lacks(
     taskset = load_tasks(tasks)
     missing = taskset.tasks[0].model_copy(deep=True)
     missing.id = "airline-nowhere"
-    assert missing.tau2 is not None
-    missing.tau2.task = "no-such-task"
+    ref = missing.fields_of(Tau2Ref)
+    assert ref is not None
+    ref.task = "no-such-task"
     taskset.tasks.append(missing)
     write_taskset(taskset, tasks)
 

@@ -13,7 +13,7 @@ from evals.commands.run import add_run_flags, handle
 from evals.errors import EvalError
 from evals.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
 from evals.report.users import sample_turns
-from evals.tasks import TaskSet, load_tasks, write_taskset
+from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
 from evals.tau2.tasks import build, taskset_file
 
 DOMAINS = ("airline", "retail", "telecom")
@@ -147,11 +147,14 @@ def _tau2(args: argparse.Namespace) -> int:
 def _only(tasks: Path, wanted: list[str]) -> Path:
     """A task file of the tasks of ``tasks`` that ``wanted`` names, beside the results."""
     taskset = load_tasks(tasks)
-    chosen = [
-        t for t in taskset.tasks
-        if t.id in wanted or (t.tau2 is not None and t.tau2.task in wanted)
-    ]  # fmt: skip
-    found = {t.id for t in chosen} | {t.tau2.task for t in chosen if t.tau2 is not None}
+
+    def ids(task: Task) -> set[str]:
+        """This project's id and τ²'s own."""
+        ref = task.fields_of(Tau2Ref)
+        return {task.id} | ({ref.task} if ref is not None else set())
+
+    chosen = [t for t in taskset.tasks if ids(t) & set(wanted)]
+    found = set().union(*(ids(t) for t in chosen))
     missing = [w for w in wanted if w not in found]
     if missing:
         raise EvalError(f"no task {', '.join(missing)} in {tasks}")

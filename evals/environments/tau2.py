@@ -23,13 +23,20 @@ from typing import Any
 from evals.environments.base import Reading
 from evals.errors import EvalError
 from evals.record import Tau2Data
-from evals.tasks import Task
+from evals.tasks import Task, Tau2Ref
 from evals.tau2.bridge import Tau2
 from harness.errors import ToolError, ToolServerFailed
 from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
 from harness.workspace import create_workspace
+
+
+def _ref(task: Task) -> Tau2Ref:
+    ref = task.fields_of(Tau2Ref)
+    if ref is None:
+        raise EvalError(f"task {task.id} names no tau2 task")
+    return ref
 
 
 class JudgeFailed(EvalError):
@@ -134,11 +141,11 @@ class _Opened:
 
     @asynccontextmanager
     async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
-        assert task.tau2 is not None
+        ref = _ref(task)
         try:
             tau2 = await self._started()
             key = str(folder)
-            opened = await tau2.open(key, task.tau2.domain, task.tau2.task)
+            opened = await tau2.open(key, ref.domain, ref.task)
         except EvalError as exc:  # the machinery's: the run is an error, the eval goes on
             raise ToolServerFailed(f"tau2 could not open the task: {exc}") from exc
         workspace = create_workspace(folder, files={})
@@ -155,14 +162,14 @@ class _Opened:
         return Tau2Dialogue(self, self._talks[setup.workspace.root])
 
     def record(self, task: Task, state: RunState | None) -> Tau2Data:
-        assert task.tau2 is not None
+        ref = _ref(task)
         reward, info = (None, None)
         if state is not None and state.run_id in self.verdicts:
             reward, info = self.verdicts[state.run_id]
         version = self._tau2.version if self._tau2 is not None else None
         return Tau2Data(
-            domain=task.tau2.domain,
-            task=task.tau2.task,
+            domain=ref.domain,
+            task=ref.task,
             tau2_version=version,
             reward=reward,
             reward_info=info,
@@ -181,7 +188,7 @@ class Tau2Environment:
     default_policy = "no-helpers"  # τ²'s agent: its own prompt, nothing of ours added
 
     def holds(self, task: Task) -> bool:
-        return task.tau2 is not None
+        return task.fields_of(Tau2Ref) is not None
 
     def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
         for task in tasks:

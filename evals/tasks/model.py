@@ -100,8 +100,6 @@ class Task(BaseModel):
     # A simulated user the task is a conversation with (``evals.conversation``); none: the
     # question is asked once and answered once.
     user: UserScenario | None = None
-    # One of τ²-bench's tasks (``evals.environments.tau2``), run in τ²'s own environment.
-    tau2: Tau2Ref | None = None
     # Fields an environment declares (``evals.tasks.fields``), by key: written at the task's
     # top level in a task file, held here typed.
     environment_fields: dict[str, SerializeAsAny[TaskFields]] = {}
@@ -163,8 +161,6 @@ class Task(BaseModel):
             asked["intro"] = self.intro
         if self.user is not None:
             asked["user"] = self.user.model_dump(exclude_none=True)
-        if self.tau2 is not None:
-            asked["tau2"] = self.tau2.model_dump()
         if self.mcp_servers is not None:
             asked["mcpServers"] = {
                 n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
@@ -214,6 +210,11 @@ def register_fields(model: type[F]) -> type[F]:
     aliases = (f.validation_alias for f in Task.model_fields.values())
     taken = set(Task.model_fields) | {a for a in aliases if isinstance(a, str)} | {"mcpServers"}
     return add(model, taken)
+
+
+# The fields of this project's environments declared in this layer, so any task file loads
+# wherever it is read: one of τ²-bench's tasks (``evals.environments.tau2``).
+register_fields(Tau2Ref)
 
 
 def _digest(value: Any) -> str:

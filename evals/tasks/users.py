@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.tasks.fields import TaskFields
+
 
 class UserScenario(BaseModel):
     """The user a task's conversation is held with. ``scenario``: what the user wants, what
@@ -17,10 +19,10 @@ class UserScenario(BaseModel):
     script: list[str] | None = Field(default=None, max_length=200)
 
 
-class Tau2Ref(BaseModel):
-    """One of τ²-bench's tasks, by its domain and its own id: its environment, tools, policy,
-    user and verdict are τ²'s (``evals.environments.tau2``)."""
+class Tau2Ref(TaskFields):
+    """One of τ²-bench's tasks, by its domain and its own id, under the task's ``tau2`` key:
+    its environment, tools, policy, user and verdict are τ²'s (``evals.environments.tau2``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    key = "tau2"
     domain: str = Field(pattern=r"^(airline|retail|telecom)$")
     task: str = Field(min_length=1, max_length=300)
