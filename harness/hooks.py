@@ -1,4 +1,4 @@
-"""The loop's side of the policies: each step asks every registered policy in turn."""
+"""The loop's side of the settings: each step asks every registered hook in turn."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from harness.client import TurnOptions
 from harness.config import LoopConfig
 from harness.policies.base import Prompt, TurnPlan
 from harness.policies.error_hints import shows_hints
-from harness.policies.registry import POLICIES
+from harness.policies.registry import HOOKS
 from harness.setup import Setup
 from harness.state import Ask, Call, RunState
 from harness.toolrun import ToolOutcome
@@ -25,34 +25,34 @@ BASE_PROMPT = INTRO + FINISH  # the plain loop's
 
 def system_prompt(config: LoopConfig, setup: Setup | None = None) -> str:
     """The policies' system prompt, opening with what the run works on (``setup.intro``; a
-    folder of files unless the task source says otherwise); a policy reads the rest of the
+    folder of files unless the task source says otherwise); a hook reads the rest of the
     run's setup from the prompt (``Prompt.setup``)."""
     prompt = Prompt((setup and setup.intro) or INTRO, FINISH, setup=setup)
-    for policy in POLICIES:
-        policy.prompt(config, prompt)
+    for hook in HOOKS:
+        hook.prompt(config, prompt)
     return prompt.text()
 
 
 def offered_tools(tools: list[Tool], config: LoopConfig, declared: list[str] | None) -> list[Tool]:
-    for policy in POLICIES:
-        tools = policy.offer(config, tools, declared)
+    for hook in HOOKS:
+        tools = hook.offer(config, tools, declared)
     return tools
 
 
 def ask(state: RunState, config: LoopConfig, offered: set[str]) -> None:
-    """The first request a policy makes before this turn joins the transcript, recorded in the
+    """The first request a hook makes before this turn joins the transcript, recorded in the
     run's ``asks`` (saved with the state, so a resumed run knows what was said)."""
-    for policy in POLICIES:
-        said = policy.ask(state, config, offered)
+    for hook in HOOKS:
+        said = hook.ask(state, config, offered)
         if said is not None:
             state.messages.append({"role": "user", "content": said.text})
-            state.asks.append(Ask(policy.name, len(state.messages) - 1, said.data))
+            state.asks.append(Ask(hook.name, len(state.messages) - 1, said.data))
             return
 
 
 def answer(state: RunState, config: LoopConfig) -> str | None:
-    for policy in POLICIES:
-        if (found := policy.answer(state, config)) is not None:
+    for hook in HOOKS:
+        if (found := hook.answer(state, config)) is not None:
             return found
     return None
 
@@ -62,8 +62,8 @@ def plan_turn(
 ) -> tuple[list[dict[str, Any]], TurnOptions]:
     """The tools the next request offers and what else it asks."""
     plan = TurnPlan(list(specs))
-    for policy in POLICIES:
-        policy.plan(state, config, plan)
+    for hook in HOOKS:
+        hook.plan(state, config, plan)
     options = TurnOptions(
         tool_choice=plan.tool_choice,
         temperature=config.temperature,
@@ -76,16 +76,16 @@ def plan_turn(
 def answer_call(
     state: RunState, config: LoopConfig, tools: Mapping[str, Tool], call: Call
 ) -> tuple[ToolOutcome, str] | None:
-    """An answer to ``call`` without running its tool, if a policy gives one."""
-    for policy in POLICIES:
-        if (found := policy.answer_call(state, config, tools, call)) is not None:
+    """An answer to ``call`` without running its tool, if a hook gives one."""
+    for hook in HOOKS:
+        if (found := hook.answer_call(state, config, tools, call)) is not None:
             return found
     return None
 
 
 def conclusion(config: LoopConfig, limit: str) -> str | None:
-    for policy in POLICIES:
-        if (text := policy.conclusion(config, limit)) is not None:
+    for hook in HOOKS:
+        if (text := hook.conclusion(config, limit)) is not None:
             return text
     return None
 

@@ -164,11 +164,11 @@ async def test_a_new_policy_is_one_object_and_one_registry_entry(
 ) -> None:
     """Nothing but the registry learns of it: the loop, the flags and the checks follow."""
     policy = _Reminder()
-    monkeypatch.setattr(registry, "POLICIES", (*registry.POLICIES, policy))
+    monkeypatch.setattr(registry, "HOOKS", (*registry.HOOKS, policy))
     monkeypatch.setitem(registry.SETTINGS, "remind", policy.settings[0])
     from harness import hooks
 
-    monkeypatch.setattr(hooks, "POLICIES", registry.POLICIES)
+    monkeypatch.setattr(hooks, "HOOKS", registry.HOOKS)
     missing = calls(("m", "read_file", json.dumps({"path": "nope.txt"})))
     seen, client = recording([missing, answer("A"), answer("B")])
     workspace = create_workspace(tmp_path / "ws")
@@ -211,11 +211,11 @@ async def test_a_setting_that_needs_the_runs_context_reads_it_from_the_setup(
 ) -> None:
     """No keyword threaded through the loop: the hook reads the run's Setup."""
     hook = _ToolCount()
-    monkeypatch.setattr(registry, "POLICIES", (*registry.POLICIES, hook))
+    monkeypatch.setattr(registry, "HOOKS", (*registry.HOOKS, hook))
     monkeypatch.setitem(registry.SETTINGS, "tool_count", hook.settings[0])
     from harness import hooks
 
-    monkeypatch.setattr(hooks, "POLICIES", registry.POLICIES)
+    monkeypatch.setattr(hooks, "HOOKS", registry.HOOKS)
     seen, client = recording([answer("done")])
     setup = Setup(default_tools()[:2], create_workspace(tmp_path / "ws"))
     async with client:

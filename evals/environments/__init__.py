@@ -2,7 +2,7 @@
 domains, or an environment another package adds (``loopbench.environments``). Each is one
 module with one object (``base.Environment``): which tasks it holds, what it opens once per
 eval, the tools and system-prompt intro a task runs with, the fields it adds to the task's
-record and to its task file, the policy its tasks run under by default, how a workflow gathers
+record and to its task file, the preset its tasks run under by default, how a workflow gathers
 its evidence, and the scripted reading of everything a task could look at (what the scorer's
 strategies answer from). ``registry.py`` lists them, one line each."""
 

@@ -120,8 +120,8 @@ class Environment(Protocol):
     name: str
     # Every tool this environment can offer: what a call written as text may name.
     tool_names: frozenset[str]
-    # The loop policy its tasks run under unless told otherwise (make eval, make eval-sql).
-    default_policy: str
+    # The preset its tasks run under unless told otherwise (make eval, make eval-sql).
+    default_preset: str
 
     def holds(self, task: Task) -> bool: ...
 

@@ -109,7 +109,7 @@ class _Opened:
 class DatabaseEnvironment:
     name = "database"
     tool_names = frozenset({RUN_SQL_TOOL, DESCRIBE_TOOL})
-    default_policy = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
+    default_preset = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
     texts = (PICK_TABLES, WRITE_QUERY, REPAIR)
 
     def holds(self, task: Task) -> bool:

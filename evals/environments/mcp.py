@@ -144,7 +144,7 @@ class McpEnvironment:
     tool_names: frozenset[str] = frozenset()
     # The loop's controls that name none of this project's tools (all-helps forces list_files
     # first and its prompt speaks of it): a server's tools meet the same loop as ours.
-    default_policy = "penalized"
+    default_preset = "penalized"
 
     def holds(self, task: Task) -> bool:
         return task.mcp_servers is not None

@@ -19,7 +19,7 @@ from evals.tasks import Task, TaskFields, register_fields
 from harness.plugins import loaded
 
 GROUP = "loopbench.environments"
-_NEEDS = ("name", "tool_names", "default_policy", "holds", "open", "read_all")
+_NEEDS = ("name", "tool_names", "default_preset", "holds", "open", "read_all")
 
 
 def installed(environment: Environment) -> Environment:

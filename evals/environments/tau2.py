@@ -185,7 +185,7 @@ class Tau2Environment:
     name = "tau2"
     # τ²'s tools are its domains' (read from its package when a task opens).
     tool_names: frozenset[str] = frozenset()
-    default_policy = "no-helpers"  # τ²'s agent: its own prompt, nothing of ours added
+    default_preset = "no-helpers"  # τ²'s agent: its own prompt, nothing of ours added
 
     def holds(self, task: Task) -> bool:
         return task.fields_of(Tau2Ref) is not None

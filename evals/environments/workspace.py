@@ -31,7 +31,7 @@ PICK_FILES = "Choose the files you need to read to answer the question."
 class WorkspaceEnvironment:
     name = "workspace"
     tool_names = frozenset(t.name for t in default_tools())
-    default_policy = "all-helps"  # the sweep's best for the default model on files6
+    default_preset = "all-helps"  # the sweep's best for the default model on files6
     texts = (PICK_FILES,)
 
     def holds(self, task: Task) -> bool:

@@ -199,7 +199,7 @@ def references(focus: Entry, candidates: Sequence[Entry]) -> list[Reference]:
         if entry is not None:
             roles.setdefault(entry.index, (entry, []))[1].append(role)
 
-    policy = environment_of_record(focus.run.records[0]).default_policy
+    policy = environment_of_record(focus.run.records[0]).default_preset
     default_runs = [e for e in pool if e.model == DEFAULT_NAME]
     plain = [e for e in default_runs if e.solver == f"agent ({policy})"]
     add(max(plain, key=lambda e: (e.started, e.index)) if plain else None, "default model, "

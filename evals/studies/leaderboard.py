@@ -183,7 +183,7 @@ def comparisons(
     best = best_of(runs, entrants)
     found = []
     for model, top in best.items():
-        default = environment_of_record(runs[top].records[0]).default_policy
+        default = environment_of_record(runs[top].records[0]).default_preset
         fallback = Entrant(model, default)
         if fallback in runs and fallback != top:
             found.append(("default against best", fallback, top, _paired(runs, fallback, top)))
@@ -292,7 +292,7 @@ def readme_verdicts(data: dict[str, Any]) -> str:
 def readme_table(data: dict[str, Any]) -> str:
     """The README's leaderboard: every entrant, each model's best in bold, the file family's
     default policy said."""
-    default = WorkspaceEnvironment.default_policy
+    default = WorkspaceEnvironment.default_preset
     head = ["model", "policy", "correct", "accuracy [95 % CI]", "model calls per question",
             "tokens per question"]  # fmt: skip
     body = [

@@ -32,4 +32,4 @@ class ActAfterError(Hook):
             plan.require("required")
 
 
-POLICY = ActAfterError()
+HOOK = ActAfterError()

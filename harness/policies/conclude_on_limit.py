@@ -35,4 +35,4 @@ class Conclude(Hook):
         return CONCLUDE.format(limit=limit) if CONCLUDE_ON.of(config) else None
 
 
-POLICY = Conclude()
+HOOK = Conclude()

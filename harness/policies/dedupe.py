@@ -38,4 +38,4 @@ class Dedupe(Hook):
         return None
 
 
-POLICY = Dedupe()
+HOOK = Dedupe()

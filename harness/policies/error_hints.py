@@ -32,4 +32,4 @@ class ErrorHints(Hook):
     settings = (ERROR_HINTS,)
 
 
-POLICY = ErrorHints()
+HOOK = ErrorHints()

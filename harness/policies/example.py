@@ -37,4 +37,4 @@ class Example(Hook):
             prompt.examples.append(EXAMPLE.format(finish=finish))
 
 
-POLICY = Example()
+HOOK = Example()

@@ -34,4 +34,4 @@ class Grounding(Hook):
             prompt.rules.append(GROUNDING)
 
 
-POLICY = Grounding()
+HOOK = Grounding()

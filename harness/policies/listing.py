@@ -44,4 +44,4 @@ class Listing(Hook):
         return [replace(t, fn=list_by_size) if t.name == LIST_TOOL else t for t in tools]
 
 
-POLICY = Listing()
+HOOK = Listing()

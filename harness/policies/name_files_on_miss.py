@@ -33,4 +33,4 @@ class NameFiles(Hook):
         return [replace(t, fn=read_naming_files) if t.name == READ_TOOL else t for t in tools]
 
 
-POLICY = NameFiles()
+HOOK = NameFiles()

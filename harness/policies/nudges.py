@@ -53,4 +53,4 @@ class Nudge(Hook):
         return Said(NUDGE_SUBMIT if SUBMIT_ON.of(config) else NUDGE)
 
 
-POLICY = Nudge()
+HOOK = Nudge()

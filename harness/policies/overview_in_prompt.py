@@ -34,4 +34,4 @@ class Overview(Hook):
             prompt.rules.append("\n\n" + overview)
 
 
-POLICY = Overview()
+HOOK = Overview()

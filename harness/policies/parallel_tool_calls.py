@@ -25,4 +25,4 @@ class Parallel(Hook):
             plan.options["parallel_tool_calls"] = False
 
 
-POLICY = Parallel()
+HOOK = Parallel()

@@ -51,4 +51,4 @@ class QueryFirst(Hook):
             plan.require(named(RUN_SQL_TOOL))
 
 
-POLICY = QueryFirst()
+HOOK = QueryFirst()

@@ -46,4 +46,4 @@ class ReadFirst(Hook):
             plan.require("required")
 
 
-POLICY = ReadFirst()
+HOOK = ReadFirst()

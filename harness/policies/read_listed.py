@@ -63,4 +63,4 @@ class ReadListed(Hook):
             plan.require("required")
 
 
-POLICY = ReadListed()
+HOOK = ReadListed()

@@ -40,27 +40,27 @@ from harness.policies import (
 from harness.policies.base import Hook, Setting, UnknownSetting
 
 BUILT_IN: tuple[Hook, ...] = (
-    tools.POLICY,
-    tool_choice.POLICY,
-    parallel_tool_calls.POLICY,
-    submit.POLICY,
-    nudges.POLICY,
-    dedupe.POLICY,
-    repeat_guard.POLICY,
-    sampling.POLICY,
-    example.POLICY,
-    conclude_on_limit.POLICY,
-    listing.POLICY,
-    required_turns.POLICY,
-    act_after_error.POLICY,
-    name_files_on_miss.POLICY,
-    grounding.POLICY,
-    read_before_answer.POLICY,
-    query_before_answer.POLICY,
-    read_listed.POLICY,
-    error_hints.POLICY,
-    sql_limits.POLICY,
-    overview_in_prompt.POLICY,
+    tools.HOOK,
+    tool_choice.HOOK,
+    parallel_tool_calls.HOOK,
+    submit.HOOK,
+    nudges.HOOK,
+    dedupe.HOOK,
+    repeat_guard.HOOK,
+    sampling.HOOK,
+    example.HOOK,
+    conclude_on_limit.HOOK,
+    listing.HOOK,
+    required_turns.HOOK,
+    act_after_error.HOOK,
+    name_files_on_miss.HOOK,
+    grounding.HOOK,
+    read_before_answer.HOOK,
+    query_before_answer.HOOK,
+    read_listed.HOOK,
+    error_hints.HOOK,
+    sql_limits.HOOK,
+    overview_in_prompt.HOOK,
 )
 
 
@@ -77,11 +77,11 @@ def _plugin(found: object) -> Hook:
     return policy
 
 
-POLICIES: tuple[Hook, ...] = (*BUILT_IN, *loaded("loopbench.settings", _plugin))
+HOOKS: tuple[Hook, ...] = (*BUILT_IN, *loaded("loopbench.settings", _plugin))
 
-SETTINGS: dict[str, Setting[Any]] = {s.name: s for p in POLICIES for s in p.settings}
-assert len(SETTINGS) == sum(len(p.settings) for p in POLICIES), "two policies share a setting"
-assert len({p.name for p in POLICIES}) == len(POLICIES), "two policies share a name"
+SETTINGS: dict[str, Setting[Any]] = {s.name: s for p in HOOKS for s in p.settings}
+assert len(SETTINGS) == sum(len(p.settings) for p in HOOKS), "two policies share a setting"
+assert len({p.name for p in HOOKS}) == len(HOOKS), "two policies share a name"
 
 
 def defaults() -> dict[str, Any]:

@@ -75,4 +75,4 @@ class RepeatGuard(Hook):
             plan.require(named(SUBMIT))
 
 
-POLICY = RepeatGuard()
+HOOK = RepeatGuard()

@@ -28,4 +28,4 @@ class RequiredTurns(Hook):
             plan.require("required")
 
 
-POLICY = RequiredTurns()
+HOOK = RequiredTurns()

@@ -61,4 +61,4 @@ class Sampling(Hook):
                 plan.options[wire] = value
 
 
-POLICY = Sampling()
+HOOK = Sampling()

@@ -40,4 +40,4 @@ class SQLLimits(Hook):
     settings = (STATEMENT_TIMEOUT, ROW_CAP)
 
 
-POLICY = SQLLimits()
+HOOK = SQLLimits()

@@ -78,4 +78,4 @@ class Submit(Hook):
         return submitted_answer(state) if SUBMIT_ON.of(config) else None
 
 
-POLICY = Submit()
+HOOK = Submit()

@@ -35,4 +35,4 @@ class ToolChoice(Hook):
             plan.require(named(choice) if choice in offered else "required")
 
 
-POLICY = ToolChoice()
+HOOK = ToolChoice()

@@ -34,4 +34,4 @@ class Offer(Hook):
         return list(tools)
 
 
-POLICY = Offer()
+HOOK = Offer()

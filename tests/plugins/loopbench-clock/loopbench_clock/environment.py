@@ -64,7 +64,7 @@ class _Opened:
 class ClockEnvironment:
     name = "clock"
     tool_names = frozenset({"read_clock"})
-    default_policy = "plain"
+    default_preset = "no-helpers"
     data = ClockData
     task_fields = (ClockFields,)
     texts = ()
