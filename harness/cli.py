@@ -85,7 +85,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--workspace", type=Path, help="default: STATE_DIR/RUN_ID/workspace")
     _loop_flags(run)
-    add_policy_flags(run)
     resume = commands.add_parser("resume", help="go on with a saved run")
     resume.add_argument("run_id")
     decision = resume.add_mutually_exclusive_group()
@@ -99,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--state-dir", type=Path, default=Path("runs"))
         p.add_argument("--trace", type=Path, help="default: STATE_DIR/RUN_ID.trace.jsonl")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_policy_flags(run)  # last: a setting's flag that clashes with the command's is left out
     return parser
 
 

@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 PRESETS_FILE = Path(__file__).with_name("presets.json")
+# Where a parser keeps the names of the settings it has flags for.
+FLAGGED = "_setting_flags"
 PLAIN = "no-helpers"
 
 
@@ -112,19 +114,22 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     (``--dedupe``) means on."""
     g = p.add_argument_group("loop policy (each flag overrides the --policy preset)")
     g.add_argument("--policy", default=PLAIN, help=f"a preset of {PRESETS_FILE.name}")
+    flagged = []
     for setting in SETTINGS.values():
         try:
             _flag(g, setting)
+            flagged.append(setting.name)
         except argparse.ArgumentError as exc:  # a plugin's setting named as one of the loop's
             warnings.warn(
                 f"setting {setting.name!r} has no flag: {exc}", PluginWarning, stacklevel=2
             )
+    # Which settings the flags are: a flag of the command's own is never read as one.
+    p.set_defaults(**{FLAGGED: tuple(flagged)})
 
 
 def policy_from_args(args: argparse.Namespace) -> Preset:
-    given = {
-        name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None
-    }
+    flagged = getattr(args, FLAGGED, tuple(SETTINGS))
+    given = {name: getattr(args, name) for name in flagged if getattr(args, name, None) is not None}
     return preset(args.policy).overriding(given)
 
 

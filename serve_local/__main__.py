@@ -25,12 +25,13 @@ from serve_local.guard import DEFAULT_MAX_BODY_MB, Limits
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line read: the server's own options and the chosen backend's, each at its
     default where not given; an option of another backend is a :class:`StartupError`."""
+    options = registry.declared()  # a plugin that fails to load is left out, with a warning
     parser = argparse.ArgumentParser(
         prog="python -m serve_local",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--backend", default=registry.DEFAULT, choices=list(registry.BACKENDS))
+    parser.add_argument("--backend", default=registry.DEFAULT, choices=list(options))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument(
@@ -50,7 +51,6 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--allow-host adds a name, '*' answers any",
     )
     parser.add_argument("--log-level", default="info")
-    options = registry.declared()
     add_options(parser, options)
     args = parser.parse_args(argv)
     return apply_defaults(args, args.backend, options)

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from evals import environments
-from evals.environments import environment_of, installed, registry
+from evals.environments import registry
+from evals.environments.registry import environment_of, environment_of_record, installed
 from evals.errors import EvalError
 from evals.record import WorkspaceData, read_runs
 from evals.record import environments as record_environments
@@ -110,7 +110,7 @@ async def test_a_new_environment_is_one_module_and_one_registry_line(
     # Its record data, read back from the run file typed by its own model.
     assert records["t1"].environment == clock.ClockData(zone="UTC", reads=1)
     assert isinstance(records["t1"].environment, clock.ClockData)
-    assert environments.environment_of_record(records["t1"]).name == "clock"
+    assert environment_of_record(records["t1"]).name == "clock"
     # The other task ran on the workspace, as before.
     assert records["files"].environment == WorkspaceData() and not records["files"].correct
     # The scorer: a call of its tool written as text is a call, not an answer.
@@ -179,3 +179,33 @@ def test_an_environments_task_fields_are_checked_with_the_file_and_line(
     assert problems == [
         f"{tmp_path / 'clock.json'}, line 1: tasks.0.clock: Extra inputs are not permitted"
     ]
+
+
+def test_an_environment_that_cannot_be_registered_registers_nothing(clock: Any) -> None:
+    """Everything an environment declares is checked before any of it is registered: a task
+    field whose key the task model has leaves no record data behind."""
+    from typing import Literal
+
+    from evals.record import Data
+    from evals.tasks import TaskFields
+
+    class DialData(Data):
+        name: Literal["dial"] = "dial"
+
+    class Taken(TaskFields):
+        key = "question"
+
+    class Dial(clock.ClockEnvironment):  # type: ignore[misc]
+        name = "dial"
+        data = DialData
+        task_fields = (Taken,)
+
+    with pytest.raises(ValueError, match="task field 'question' is taken"):
+        installed(Dial())
+    assert "dial" not in record_environments._MODELS
+
+    class Misnamed(clock.ClockEnvironment):  # type: ignore[misc]
+        name = "sundial"
+
+    with pytest.raises(ValueError, match="its record data names another environment"):
+        installed(Misnamed())

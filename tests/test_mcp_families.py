@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evals.environments import environment_of
+from evals.environments.registry import environment_of
 from evals.record import RunRecord
 from evals.report.pairing import PairingError, paired
 from evals.scoring.evidence import received, score

@@ -88,9 +88,12 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
     assert record["environment"] == {"name": "clock", "zone": "Asia/Ho_Chi_Minh", "reads": 1}
     assert record["correct"] is True
     assert record["spec"]["policy"]["settings"]["shout"] is True
-    # The entries that fail to load are named, one warning each, and the rest worked.
+    # The entries that fail to load, or take a name already registered, are named, one warning
+    # each, and the rest worked.
     for group in ("loopbench.environments", "loopbench.settings"):
         assert f"{group}: plugin 'broken'" in ran.stderr, ran.stderr
+    assert "plugin 'clock-again'" in ran.stderr and "'clock' is already registered" in ran.stderr
+    assert "plugin 'shout-again'" in ran.stderr and "taken: 'shout'" in ran.stderr
     # Without the flag the setting is at its default, and the prompt has no such rule.
     listed = _run(venv, "-m", "evals", "run", "--help", cwd=tmp_path)
     assert "--shout" in listed.stdout
@@ -101,6 +104,10 @@ def test_a_plugin_adds_a_backend_with_its_own_options(venv: Path, tmp_path: Path
     assert shown.returncode == 0, shown.stderr
     assert "options of the clock backend:" in shown.stdout and "--clock-face" in shown.stdout
     assert "loopbench.backends: plugin 'broken'" in shown.stderr
+    assert "plugin 'scripted' (loopbench_clock.backend) left out" in shown.stderr
+    # A backend left out is no choice: asked for, it is refused as unknown.
+    refused = _run(venv, "-m", "serve_local", "--backend", "broken", cwd=tmp_path)
+    assert refused.returncode == 2 and "invalid choice: 'broken'" in refused.stderr
     built = _run(
         venv, "-c",
         "from serve_local.__main__ import arguments; from serve_local.backends.registry import "
@@ -109,3 +116,19 @@ def test_a_plugin_adds_a_backend_with_its_own_options(venv: Path, tmp_path: Path
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     assert "'backend': 'clock'" in built.stdout and "'face': 'dial'" in built.stdout
+
+
+def test_a_plugin_loads_whichever_module_is_imported_first(venv: Path, tmp_path: Path) -> None:
+    """A plugin's own modules imported before the registries (its tests, a user's script) do
+    not leave it half-loaded: the packages they import load no registry."""
+    found = _run(
+        venv, "-c",
+        "import loopbench_clock.environment, loopbench_clock.shout\n"
+        "from evals.environments.registry import ENVIRONMENTS\n"
+        "from harness.policies.registry import SETTINGS\n"
+        "print(sorted(e.name for e in ENVIRONMENTS), 'shout' in SETTINGS)",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert "'clock'" in found.stdout and found.stdout.strip().endswith("True"), found.stdout
+    assert "partially initialized" not in found.stderr, found.stderr

@@ -90,6 +90,8 @@ class BfclSettings:
         if not self.categories:
             raise EvalError("name at least one BFCL category")
         self.serving.check()
+        if self.serving.api != "openai":
+            raise EvalError("BFCL's items are asked in the openai shape only")
         if self.limit is not None and self.limit < 1:
             raise EvalError("--limit must be at least 1")
         if self.max_tokens is not None and self.max_tokens < 1:

@@ -187,8 +187,6 @@ def _run(args: argparse.Namespace) -> None:
         raise EvalError("--out and --resume name one run file; use them with one model")
     if args.out is not None and (args.out.is_dir() or args.out.suffix != ".jsonl"):
         raise EvalError(f"--out {args.out}: name the run file to write, ending in .jsonl")
-    if args.max_connections is not None and args.max_connections < 1:
-        raise EvalError("--max-connections must be at least 1")
     spread = {
         "more_base_urls": tuple(urls[1:]),
         "concurrency": args.concurrency,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evals.environments import environment_of
+from evals.environments.registry import environment_of
 from evals.tasks import load_tasks, task_file_problems, write_taskset
 from evals.tasks.sources import SOURCES, SPLITS
 from evals.tasks.surfaces import SURFACES, over_surface

@@ -4,27 +4,10 @@ module with one object (``base.Environment``): which tasks it holds, what it ope
 eval, the tools and system-prompt intro a task runs with, the fields it adds to the task's
 record and to its task file, the preset its tasks run under by default, how a workflow gathers
 its evidence, and the scripted reading of everything a task could look at (what the scorer's
-strategies answer from). ``registry.py`` lists them, one line each."""
+strategies answer from). ``registry.py`` lists them, one line each; import what it finds from
+there. This package imports only the protocol (``base``), so an environment of another package
+that imports ``evals.environments.base`` loads without the registry."""
 
 from evals.environments.base import Dialogue, Environment, Opened, Reading
-from evals.environments.registry import (
-    ENVIRONMENTS,
-    environment_of,
-    environment_of_record,
-    held_by,
-    installed,
-    tool_names,
-)
 
-__all__ = [
-    "ENVIRONMENTS",
-    "Dialogue",
-    "Environment",
-    "Opened",
-    "Reading",
-    "environment_of",
-    "environment_of_record",
-    "held_by",
-    "installed",
-    "tool_names",
-]
+__all__ = ["Dialogue", "Environment", "Opened", "Reading"]

@@ -23,20 +23,29 @@ _NEEDS = ("name", "tool_names", "default_preset", "holds", "open", "read_all")
 
 
 def installed(environment: Environment) -> Environment:
-    """``environment``, its record data model and task fields registered; what is not an
-    environment is refused, saying what it lacks."""
+    """``environment``, its record data model and task fields registered. What is not an
+    environment, or declares what cannot be registered (record data under another name, a
+    task field's key already taken), is refused, saying why, before anything is registered."""
     lacking = [a for a in _NEEDS if not hasattr(environment, a)]
     if lacking:
         raise TypeError(f"{environment!r} is not an environment: it has no {', '.join(lacking)}")
+    name = environment.name
     data: Any = getattr(environment, "data", None)
+    fields: Any = tuple(getattr(environment, "task_fields", ()))
     if data is not None:
         if not (isinstance(data, type) and issubclass(data, Data)):
-            raise TypeError(f"environment {environment.name!r}: data is not an evals.record.Data")
+            raise TypeError(f"environment {name!r}: data is not an evals.record.Data")
+        if data.model_fields["name"].default != name:
+            raise ValueError(f"environment {name!r}: its record data names another environment")
+        register(data, only_check=True)
+    for model in fields:
+        if not (isinstance(model, type) and issubclass(model, TaskFields)):
+            raise TypeError(f"environment {name!r}: {model!r} is not TaskFields")
+        register_fields(model, only_check=True)
+    if data is not None:
         register(data)
-    for fields in getattr(environment, "task_fields", ()):
-        if not (isinstance(fields, type) and issubclass(fields, TaskFields)):
-            raise TypeError(f"environment {environment.name!r}: {fields!r} is not TaskFields")
-        register_fields(fields)
+    for model in fields:
+        register_fields(model)
     return environment
 
 
@@ -48,14 +57,24 @@ BUILT_IN: tuple[Environment, ...] = (
 )
 
 
-def _plugin(found: Any) -> Environment:
-    environment = found() if isinstance(found, type) else found
-    if getattr(environment, "name", None) in {e.name for e in BUILT_IN}:
-        raise ValueError(f"an environment named {environment.name!r} is already registered")
-    return installed(environment)
+def _plugins() -> list[Environment]:
+    """The environments of other packages, each refused (with a warning naming it) if its name
+    is taken, by this project's or an earlier plugin's."""
+    taken = {e.name for e in BUILT_IN}
+
+    def accepted(found: Any) -> Environment:
+        environment: Environment = found() if isinstance(found, type) else found
+        name = getattr(environment, "name", None)
+        if name in taken:
+            raise ValueError(f"an environment named {name!r} is already registered")
+        installed(environment)
+        taken.add(environment.name)
+        return environment
+
+    return loaded(GROUP, accepted)
 
 
-ENVIRONMENTS: tuple[Environment, ...] = (*loaded(GROUP, _plugin), *BUILT_IN)
+ENVIRONMENTS: tuple[Environment, ...] = (*_plugins(), *BUILT_IN)
 
 
 def environment_of(task: Task) -> Environment:

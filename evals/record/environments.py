@@ -100,15 +100,17 @@ class OtherData(Data):
 _MODELS: dict[str, type[Data]] = {}
 
 
-def register(model: type[Data]) -> type[Data]:
+def register(model: type[Data], only_check: bool = False) -> type[Data]:
     """``model`` read for records that name its environment (its ``name`` field's default);
-    registering a second model under one name is an error."""
+    registering a second model under one name is an error (``only_check``: say so, register
+    nothing)."""
     name = model.model_fields["name"].default
     if not isinstance(name, str) or not name:
         raise TypeError(f"{model.__name__}: record data names its environment in a 'name' default")
     if _MODELS.get(name, model) is not model:
         raise ValueError(f"two record data models for the environment {name!r}")
-    _MODELS[name] = model
+    if not only_check:
+        _MODELS[name] = model
     return model
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.environments import environment_of_record
+from evals.environments.registry import environment_of_record
 from evals.record import is_error
 from evals.report.compare import Run, per_question, rank, solver_of
 from evals.report.pairing import PairingError, paired

@@ -14,7 +14,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from evals.environments import Opened, environment_of, held_by
+from evals.environments import Opened
+from evals.environments.registry import environment_of, held_by
 from evals.errors import EvalError
 from evals.record import (
     PresetRecord,

@@ -184,8 +184,6 @@ def limited(
     """The task runs in flight (``in_flight`` over every server), with each server's limit
     raised to its share of them: ``per_server`` where given, else the runs spread evenly over
     the servers of its group (one model's), else, with neither given, its own slots."""
-    if concurrency is not None and concurrency < 1:
-        raise EvalError("--concurrency must be at least 1")
     total = in_flight(concurrency, [s for group in groups for s in group])
     for group in groups:
         for server in group:

@@ -21,8 +21,9 @@ from evals.conversation import (
     converse,
     scripted_agent,
 )
-from evals.environments import Dialogue, Opened, environment_of
+from evals.environments import Dialogue, Opened
 from evals.environments.base import filled
+from evals.environments.registry import environment_of
 from evals.errors import EvalError
 from evals.record import ConversationRecord, UserRecord, UserTurn
 from evals.run.resume import set_aside_attempt

@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import evals.scoring.answers as answers
-from evals.environments import tool_names
+from evals.environments.registry import tool_names
 from evals.tasks import Check, Task, TypedAnswer
 from evals.tasks.checks import after_key
 from harness.policies.submit import submit_tool

@@ -79,10 +79,6 @@ class Steps:
         return self.run.task
 
     @property
-    def environment(self) -> str:
-        return self.run.environment.name
-
-    @property
     def state(self) -> RunState:
         return self.run.state
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.environments import environment_of_record
+from evals.environments.registry import environment_of_record
 from evals.environments.workspace import WorkspaceEnvironment
 from evals.errors import EvalError
 from evals.record import is_error, read_runs, slug

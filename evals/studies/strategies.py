@@ -29,7 +29,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from evals.environments import Reading, environment_of
+from evals.environments import Reading
+from evals.environments.registry import environment_of
 from evals.report.markdown import table
 from evals.report.stats import wilson
 from evals.scoring.verdict import verdict_of

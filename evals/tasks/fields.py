@@ -30,15 +30,16 @@ HELD = "environment_fields"
 _FIELDS: dict[str, type[TaskFields]] = {}
 
 
-def add(model: type[F], taken: set[str]) -> type[F]:
+def add(model: type[F], taken: set[str], only_check: bool = False) -> type[F]:
     """``model`` held under its key (``evals.tasks.model.register_fields``, which knows the
-    keys the task model has: ``taken``)."""
+    keys the task model has: ``taken``); ``only_check``: refuse what cannot be, hold nothing."""
     key = getattr(model, "key", None)
     if not isinstance(key, str) or not key or key == HELD:
         raise TypeError(f"{model.__name__}: task fields name their key in a 'key' class variable")
     if key in taken or _FIELDS.get(key, model) is not model:
         raise ValueError(f"task field {key!r} is taken")
-    _FIELDS[key] = model
+    if not only_check:
+        _FIELDS[key] = model
     return model
 
 
@@ -50,6 +51,10 @@ def task_fields() -> dict[str, type[TaskFields]]:
 def split(data: Any) -> Any:
     """A task file's task with the registered keys moved under :data:`HELD` (what the task
     model validates); anything else as given."""
+    if isinstance(data, dict) and HELD in data:
+        raise ValueError(
+            f"{HELD!r} is not a task field: write each environment's fields at the top"
+        )
     if not isinstance(data, dict) or not (set(data) & set(_FIELDS)):
         return data
     held = {k: v for k, v in data.items() if k in _FIELDS}

@@ -204,12 +204,12 @@ class Task(BaseModel):
         return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
 
 
-def register_fields(model: type[F]) -> type[F]:
+def register_fields(model: type[F], only_check: bool = False) -> type[F]:
     """Tasks may carry ``model`` (``evals.tasks.fields``) under its key; a key the task model
-    has, or that another model holds, is an error."""
+    has, or that another model holds, is an error (``only_check``: say so, register nothing)."""
     aliases = (f.validation_alias for f in Task.model_fields.values())
     taken = set(Task.model_fields) | {a for a in aliases if isinstance(a, str)} | {"mcpServers"}
-    return add(model, taken)
+    return add(model, taken, only_check)
 
 
 # The fields of this project's environments declared in this layer, so any task file loads

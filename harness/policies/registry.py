@@ -64,20 +64,28 @@ BUILT_IN: tuple[Hook, ...] = (
 )
 
 
-def _plugin(found: object) -> Hook:
-    """A plugin's policy, if it is one whose name and settings no policy has taken."""
-    policy = found() if isinstance(found, type) else found
-    if not isinstance(policy, Hook):
-        raise TypeError(f"{policy!r} is not a harness.policies.base.Hook")
-    names = {p.name for p in BUILT_IN}
-    settings = {s.name for p in BUILT_IN for s in p.settings}
-    taken = sorted({s.name for s in policy.settings} & settings)
-    if policy.name in names or taken:
-        raise ValueError(f"its name or settings are taken: {policy.name!r} {taken}")
-    return policy
+def _plugins() -> list[Hook]:
+    """The hooks of other packages, each refused (with a warning naming it) if its name or one
+    of its settings is taken, by this project's or an earlier plugin's."""
+    names = {h.name for h in BUILT_IN}
+    settings = {s.name for h in BUILT_IN for s in h.settings}
+
+    def accepted(found: object) -> Hook:
+        hook = found() if isinstance(found, type) else found
+        if not isinstance(hook, Hook):
+            raise TypeError(f"{hook!r} is not a harness.policies.base.Hook")
+        own = [s.name for s in hook.settings]
+        taken = sorted(set(own) & settings)
+        if hook.name in names or taken or len(set(own)) < len(own):
+            raise ValueError(f"its name or settings are taken: {hook.name!r} {taken}")
+        names.add(hook.name)
+        settings.update(own)
+        return hook
+
+    return loaded("loopbench.settings", accepted)
 
 
-HOOKS: tuple[Hook, ...] = (*BUILT_IN, *loaded("loopbench.settings", _plugin))
+HOOKS: tuple[Hook, ...] = (*BUILT_IN, *_plugins())
 
 SETTINGS: dict[str, Setting[Any]] = {s.name: s for p in HOOKS for s in p.settings}
 assert len(SETTINGS) == sum(len(p.settings) for p in HOOKS), "two policies share a setting"

@@ -32,15 +32,32 @@ BUILT_IN: dict[str, str] = {
 DEFAULT = "llama"
 GROUP = "loopbench.backends"
 
-# Every backend by name: this project's, then the plugins' (their modules, not yet imported).
-BACKENDS: dict[str, str] = {
-    **BUILT_IN,
-    **{e.name: e.value for e in entry_points(group=GROUP) if e.name not in BUILT_IN},
-}
-
 
 class PluginWarning(UserWarning):
-    """A backend plugin left out: which one, and why."""
+    """A backend plugin left out: which one, and why (``harness.plugins.PluginWarning``'s
+    counterpart: this package imports nothing of ``harness``)."""
+
+
+def _left_out(name: str, module: str, why: str) -> None:
+    warnings.warn(
+        f"{GROUP}: plugin {name!r} ({module}) left out: {why}", PluginWarning, stacklevel=3
+    )
+
+
+def _backends() -> dict[str, str]:
+    """This project's backends, then the plugins' by name (their modules, not yet imported); a
+    plugin whose name is taken is left out, with a warning."""
+    found = dict(BUILT_IN)
+    for entry in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        if entry.name in found:
+            _left_out(entry.name, entry.value, f"a backend named {entry.name!r} is registered")
+        else:
+            found[entry.name] = entry.value
+    return found
+
+
+# Every backend by name.
+BACKENDS: dict[str, str] = _backends()
 
 
 def _module(name: str) -> ModuleType | None:
@@ -55,11 +72,7 @@ def _module(name: str) -> ModuleType | None:
     except Exception as exc:
         if name in BUILT_IN:
             raise
-        warnings.warn(
-            f"{GROUP}: plugin {name!r} ({BACKENDS[name]}) left out: {type(exc).__name__}: {exc}",
-            PluginWarning,
-            stacklevel=3,
-        )
+        _left_out(name, BACKENDS[name], f"{type(exc).__name__}: {exc}")
         return None
 
 
