@@ -189,6 +189,11 @@ def test_multi_turn_and_single_turn_categories_run_apart() -> None:
         BfclSettings(
             serving=Serving(base_url="http://x"), categories=("simple_python",), preset="focused"
         ).check()
+    # Where the items go is checked with the rest: BFCL asks in the openai shape only.
+    with pytest.raises(EvalError, match="openai shape only"):
+        BfclSettings(serving=Serving("http://x", api="anthropic")).check()
+    with pytest.raises(EvalError, match="--concurrency must be at least 1"):
+        BfclSettings(serving=Serving("http://x", concurrency=0)).check()
 
 
 @needs_bfcl
