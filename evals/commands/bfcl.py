@@ -227,7 +227,7 @@ def bfcl_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(
             "evals bfcl: interrupted; every judged item is kept in the .partial file. Go on with "
-            "`python -m evals bfcl --resume RUN_FILE.partial`.",
+            "`loopbench bfcl --resume RUN_FILE.partial`.",
             file=sys.stderr,
         )
         return 130

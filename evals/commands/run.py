@@ -26,7 +26,8 @@ from harness.tool_errors import TOOL_ERROR_POLICIES
 
 INTERRUPTED = (
     "interrupted; every finished task is kept in the .partial file. Go on with "
-    "`python -m evals run --resume RUN_FILE.partial`."
+    "`loopbench eval --resume RUN_FILE.partial` (any run, a tau2 one too; where the servers "
+    "are and --concurrency are not kept: give them again)."
 )
 
 
