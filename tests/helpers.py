@@ -173,3 +173,22 @@ def flat_items(path: str | Path) -> list[dict[str, Any]]:
         del line["spec"], line["bfcl"]
         flat.append({**record.header, **line})
     return flat
+
+
+def venv_with(root: Path, source: Path, site_line: str) -> Path:
+    """A virtualenv under ``root`` with ``source`` installed by pip (offline, no dependencies,
+    no build isolation), its site holding ``site_line`` as a .pth line: how it sees this
+    environment's packages. Its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
+    python = root / "venv" / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(site) / "loopbench-site.pth").write_text(site_line + "\n")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", str(source)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    return python

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
 import pytest
+
+from serve_local.process import free_port
+from tests.helpers import venv_with
 
 ROOT = Path(__file__).parent.parent
 SOURCE = ("pyproject.toml", "README.md", "evals", "harness", "serve_local")
@@ -42,12 +43,6 @@ raise SystemExit(1 if unmet else 0)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The virtualenv's bin folder, loopbench installed there by pip from a copy of the source
@@ -61,20 +56,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(ROOT / name, source / name, ignore=ignore)
         elif (ROOT / name).exists():
             shutil.copy2(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
-    python = root / "venv" / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
     # A plain path, after the virtualenv's own site: its .pth files (the editable install of
     # this project) are not run, so ``evals`` comes from what pip installs.
-    (Path(site) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", str(source)],
-        check=True, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    python = venv_with(root, source, sysconfig.get_paths()["purelib"])
     return python.parent
 
 
@@ -109,7 +93,7 @@ def test_the_package_installs_its_command_and_its_data(installed: Path, tmp_path
 
 
 def test_loopbench_serve_eval_and_stop_work_without_make(installed: Path, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     served = _run(
         installed, "loopbench", "serve", "--port", str(port), "--timeout", "120", "--",
         "--backend", "scripted", cwd=tmp_path,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app, turn_of
+from tests.helpers import venv_with
 
 PLUGIN = Path(__file__).parent / "plugins" / "loopbench-clock"
 ROOT = Path(__file__).parent.parent
@@ -31,20 +31,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A virtualenv with the plugin installed by pip (from a copy, so its build leaves nothing
     in the repository); this project's packages come from the current environment's site."""
     root = tmp_path_factory.mktemp("plugin-venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
-    python = root / "venv" / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
     ours = sysconfig.get_paths()["purelib"]
-    (Path(site) / "loopbench-site.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     source = shutil.copytree(PLUGIN, root / "loopbench-clock")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", str(source)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+    python = venv_with(root, source, f"import site; site.addsitedir({ours!r})")
     yield python
 
 

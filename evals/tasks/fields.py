@@ -43,11 +43,6 @@ def add(model: type[F], taken: set[str], only_check: bool = False) -> type[F]:
     return model
 
 
-def task_fields() -> dict[str, type[TaskFields]]:
-    """Every registered task field model by its key."""
-    return dict(_FIELDS)
-
-
 def split(data: Any) -> Any:
     """A task file's task with the registered keys moved under :data:`HELD` (what the task
     model validates); anything else as given."""
