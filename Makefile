@@ -183,9 +183,10 @@ EVAL_ARGS ?=
 # The task set: files6, or a generated one (python -m evals generate --split test --n 60 ...):
 # make eval TASKS=evals/tasks/gen-test-s1000-n60.json
 TASKS ?= evals/tasks/files6.json
-# The loop policy (harness/presets.json) the sweep found best for the default model on files6:
-# the most accurate, then the fewest turns, then the fewest tokens (results/sweep.md).
-POLICY ?= all-helps
+# The preset (harness/presets.json) the sweep found best for the default model on files6: the
+# most accurate, then the fewest turns, then the fewest tokens (results/sweep.md). POLICY is
+# its older name.
+PRESET ?= $(or $(POLICY),all-helps)
 RUNS := results/runs
 LOCAL := results/local
 # One make invocation, no recursion: options given to make (such as -o) hold for every step.
@@ -198,7 +199,7 @@ report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out 
 	$(if $(wildcard results/bfcl),--bfcl results/bfcl) $(2)
 
 eval: $(STAMP_DEV)
-	$(VENV)/bin/loopbench eval --policy $(POLICY) --tasks $(TASKS) $(EVAL_ARGS)
+	$(VENV)/bin/loopbench eval --preset $(PRESET) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 
@@ -231,15 +232,15 @@ mcp-runs: $(STAMP_DEV) $(STAMP_MCP)
 		gen-test-s1000-n60-ours:penalized gen-test-s1000-n60-filesystem:penalized \
 		git-test-s1000-n60:penalized sql-test-s1000-n60-ours:analyst sql-test-s1000-n60-sqlite:analyst, \
 		$(PY) -m evals run --tasks $(MCP_TASKS)/$(word 1,$(subst :, ,$(r))).json \
-		--policy $(word 2,$(subst :, ,$(r))) --label $(word 1,$(subst :, ,$(r))) \
+		--preset $(word 2,$(subst :, ,$(r))) --label $(word 1,$(subst :, ,$(r))) \
 		--out $(MCP_RUNS)/$(word 1,$(subst :, ,$(r)))-$(word 2,$(subst :, ,$(r))).jsonl &&) true
 
 # The sql family under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
-# [SQL_POLICY=analyst-schema] (the schema in the system prompt)
+# [SQL_PRESET=analyst-schema] (the schema in the system prompt; SQL_POLICY, its older name)
 SQL_TASKS ?= evals/tasks/sql-test-s1000-n60.json
-SQL_POLICY ?= analyst
+SQL_PRESET ?= $(or $(SQL_POLICY),analyst)
 eval-sql: $(STAMP_DEV)
-	$(PY) -m evals run --policy $(SQL_POLICY) --tasks $(SQL_TASKS) $(if $(DB),--db $(DB)) $(EVAL_ARGS)
+	$(PY) -m evals run --preset $(SQL_PRESET) --tasks $(SQL_TASKS) $(if $(DB),--db $(DB)) $(EVAL_ARGS)
 
 # The committed sql runs side by side with the chapter's figures: results/sql/summary.md
 SQL_RUN = results/sql/qwen-coder-1.5b-analyst
@@ -258,7 +259,7 @@ WORKFLOW_TAG ?= local
 eval-workflows: $(STAMP_DEV)
 	for solver in $(WORKFLOWS); do \
 		$(PY) -m evals run --solver $$solver --tasks $(WORKFLOW_TASKS) \
-			$(if $(findstring sql-,$(WORKFLOW_TASKS)),--policy analyst) $(EVAL_ARGS) \
+			$(if $(findstring sql-,$(WORKFLOW_TASKS)),--preset analyst) $(EVAL_ARGS) \
 			--out results/workflows/$(basename $(notdir $(WORKFLOW_TASKS)))-$(WORKFLOW_TAG)-$$solver.jsonl \
 			|| exit 1; \
 	done
@@ -329,14 +330,14 @@ adversaries-fresh: $(STAMP_DEV)
 		> /dev/null && $(PY) -m evals adversaries --strategies-only --out results \
 		--tasks $(LOCAL)/tasks/fresh-$(subst :,-,$(s)).json | tail -3 &&) true
 
-# The task set under each loop policy, for each model; the sweep serves every model itself (one
+# The task set under each preset, for each model; the sweep serves every model itself (one
 # llama server at a time, on a free port): results/sweep.md, sweep.json, plots/sweep.png, and
 # each run's records under results/runs/. make sweep SWEEP_MODELS=smollm2-135m-instruct
-SWEEP_POLICIES ?= no-helpers,required-first,focused,guarded,penalized,submit,submit-note,submit-forced,example,list-first,named-files,by-size,grounding,all-helps,look-twice,look-twice-helped,read-first,read-listed,persist,analyst,analyst-schema,analyst-query-first
+SWEEP_PRESETS ?= no-helpers,required-first,focused,guarded,penalized,submit,submit-note,submit-forced,example,list-first,named-files,by-size,grounding,all-helps,look-twice,look-twice-helped,read-first,read-listed,persist,analyst,analyst-schema,analyst-query-first
 SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,smollm2-135m-instruct
 SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
-	$(PY) -m evals sweep --policies $(SWEEP_POLICIES) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
+	$(PY) -m evals sweep --presets $(SWEEP_PRESETS) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
 		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --slots $(SLOTS) --out results
 
 # The ladder on a generated test set sized to tell rungs 10 points apart (`python -m evals

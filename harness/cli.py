@@ -15,16 +15,16 @@ from typing import Any
 from harness.approvals import NotPending, approve, reject
 from harness.cancel import CancelToken
 from harness.client import base_url_from_env
-from harness.config import LoopConfig
+from harness.config import LoopConfig, add_loop_flags, loop_from_args
 from harness.display import printable
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
 from harness.presets import (
     Preset,
     UnknownSetting,
-    add_policy_flags,
+    add_preset_flags,
     apply,
-    policy_from_args,
+    preset_from_args,
 )
 from harness.prices import Prices
 from harness.providers import APIS, base_url_for, provider
@@ -32,7 +32,6 @@ from harness.scenarios import SCENARIO_TASKS
 from harness.setup import Setup
 from harness.state import RunState, new_run
 from harness.subagent import research_tool
-from harness.tool_errors import TOOL_ERROR_POLICIES
 from harness.tools import Tool, default_tools
 from harness.trace import Recorder
 from harness.workspace import Workspace, create_workspace
@@ -41,16 +40,7 @@ FINISHED = ("completed", "failed")
 
 
 def _loop_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-turns", type=int, default=20)
-    p.add_argument("--budget", type=float, help="stop once this many USD are spent")
-    p.add_argument("--max-tokens", type=int, help="stop once this many tokens are used in all")
-    p.add_argument("--timeout", type=float, help="wall-clock seconds for the whole run")
-    p.add_argument(
-        "--tool-errors",
-        choices=TOOL_ERROR_POLICIES,
-        default="descriptive",
-        help="how a failed tool call is worded for the model (fatal stops the run)",
-    )
+    add_loop_flags(p)
     p.add_argument(
         "--stop-on-permanent-error",
         action="store_true",
@@ -98,25 +88,18 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--state-dir", type=Path, default=Path("runs"))
         p.add_argument("--trace", type=Path, help="default: STATE_DIR/RUN_ID.trace.jsonl")
         p.add_argument("--json", action="store_true", help="print one JSON object")
-    add_policy_flags(run)  # last: a setting's flag that clashes with the command's is left out
+    add_preset_flags(run)  # last: a setting's flag that clashes with the command's is left out
     return parser
 
 
-def _config(args: argparse.Namespace, policy: Preset) -> LoopConfig:
-    config = apply(
-        LoopConfig(
-            max_turns=args.max_turns,
-            max_budget_usd=args.budget,
-            max_total_tokens=args.max_tokens,
-            timeout_s=args.timeout,
-            tool_errors=args.tool_errors,
-            stop_on_permanent_error=args.stop_on_permanent_error,
-            prices=Prices(args.price_in, args.price_out),
-        ),
-        policy,
+def _config(args: argparse.Namespace, chosen: Preset) -> LoopConfig:
+    base = LoopConfig(
+        stop_on_permanent_error=args.stop_on_permanent_error,
+        prices=Prices(args.price_in, args.price_out),
     )
+    config = apply(loop_from_args(args, base), chosen)
     if args.dedupe_all:
-        config = replace(config.with_policy(dedupe=True), dedupe_all=True)
+        config = replace(config.with_settings(dedupe=True), dedupe_all=True)
     return config
 
 
@@ -182,22 +165,22 @@ def _print(state: RunState, as_json: bool) -> None:
 
 
 def _start(args: argparse.Namespace) -> RunState:
-    if args.max_turns < 1:
+    if args.max_turns is not None and args.max_turns < 1:
         raise SystemExit("harness: --max-turns must be at least 1")
     model = args.model or (f"scripted:{args.scenario}" if args.scenario else None)
     if model is None:
         raise SystemExit("harness: --task needs --model (the name the provider serves)")
     task = SCENARIO_TASKS[args.scenario] if args.scenario else args.task
     try:
-        policy = policy_from_args(args)
+        chosen = preset_from_args(args)
     except UnknownSetting as exc:
         raise SystemExit(f"harness: {exc}") from exc
-    config = _config(args, policy)
+    config = _config(args, chosen)
     state = new_run(model, task)
     folder = args.workspace or args.state_dir / state.run_id / "workspace"
     state.meta = {
         "scenario": args.scenario,
-        "policy": policy.record(),
+        "preset": chosen.record(),
         "workspace": str(create_workspace(folder).root),
         "base_url": base_url_for(args.api, args.base_url or base_url_from_env()),
         "api": args.api,

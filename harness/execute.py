@@ -240,7 +240,7 @@ async def answer_pending(
                 cancel=cancel if config.cancel_reaches_tools else CancelToken(),
                 progress=_reporter(recorder, state, call.name),
                 idempotency_key=idempotency_key(state, call),
-                policy=config.policy,
+                settings=config.settings,
             )
             recorder.event(
                 state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments

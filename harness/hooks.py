@@ -24,7 +24,7 @@ BASE_PROMPT = INTRO + FINISH  # the plain loop's
 
 
 def system_prompt(config: LoopConfig, setup: Setup | None = None) -> str:
-    """The policies' system prompt, opening with what the run works on (``setup.intro``; a
+    """The hooks' system prompt, opening with what the run works on (``setup.intro``; a
     folder of files unless the task source says otherwise); a hook reads the rest of the
     run's setup from the prompt (``Prompt.setup``)."""
     prompt = Prompt((setup and setup.intro) or INTRO, FINISH, setup=setup)

@@ -20,9 +20,9 @@ Every iteration first reads what the last saved reply means (``settle``) and ans
 approval are the normal path: a turn already paid for is never asked again, a saved final reply
 completes the run, and a tool whose result is saved never runs again.
 
-Loop policies (which tools, tool choice, submit, nudges, the repeated-call guard, the worked
+The loop's hooks (which tools, tool choice, submit, nudges, the repeated-call guard, the worked
 example...) are objects in ``harness.policies``, each consulted through the hooks of
-``harness.hooks``; their settings are ``LoopConfig.policy``.
+``harness.hooks``; their settings are ``LoopConfig.settings``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from harness.trace import Recorder
 
 __all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
 
-SYSTEM_PROMPT = hooks.BASE_PROMPT  # the plain loop's; harness.hooks.system_prompt for a policy
+SYSTEM_PROMPT = hooks.BASE_PROMPT  # the plain loop's; harness.hooks.system_prompt for a preset
 
 
 def stop(
@@ -146,7 +146,7 @@ async def run_loop(
     """Drive ``state`` until it stops, with what ``setup`` gives the run (its tools over its
     workspace, and what the system prompt may say of it); the state records why it stopped.
 
-    A run that has no system message and no reply yet is given the policies' system prompt
+    A run that has no system message and no reply yet is given the hooks' system prompt
     (unless ``setup.system_prompt`` is False: the messages go as they are)."""
     config, recorder = config or LoopConfig(), recorder or Recorder()
     first = not any(m["role"] in ("system", "assistant") for m in state.messages)

@@ -1,7 +1,8 @@
-"""Named loop policies: presets read from ``presets.json``, and the flags that pick or adjust one.
+"""Presets, named choices of the loop's settings read from ``presets.json``, and the flags that
+pick or adjust one.
 
-A policy is recorded as its name and every setting it ends up with, so a result says exactly
-which loop produced it. A flag given beside ``--policy`` overrides that setting, and the name
+A preset is recorded as its name and every setting it ends up with, so a result says exactly
+which loop produced it. A flag given beside ``--preset`` overrides that setting, and the name
 then carries a ``+`` (``guarded+tool_choice``) so it never passes for the plain preset. The
 flags, their checks and the settings a record holds all come from the registry
 (``harness.policies.registry``).
@@ -25,11 +26,11 @@ __all__ = [
     "PLAIN",
     "Preset",
     "UnknownSetting",
-    "add_policy_flags",
+    "add_preset_flags",
     "apply",
     "plain_settings",
-    "policy_from_args",
     "preset",
+    "preset_from_args",
     "presets",
 ]
 
@@ -52,7 +53,7 @@ class Preset:
         return {"name": self.name, "settings": dict(self.settings)}
 
     def overriding(self, overrides: dict[str, Any]) -> Preset:
-        """This policy with ``overrides`` (those that change a setting); the name carries a
+        """This preset with ``overrides`` (those that change a setting); the name carries a
         ``+`` and the settings changed (``guarded+tool_choice``) so it never passes for this
         one."""
         changed = {k: v for k, v in overrides.items() if v != self.settings[k]}
@@ -67,8 +68,8 @@ def presets() -> dict[str, dict[str, Any]]:
     return data
 
 
-# What a preset may set beyond policy settings: the loop's limits, when no flag gives them.
-LIMITS = ("max_turns", "task_timeout_s")
+# What a preset may set beyond the hooks' settings: the loop's limits, when no flag gives them.
+LIMITS = ("max_turns", "timeout_s")
 
 
 def plain_settings() -> dict[str, Any]:
@@ -78,15 +79,15 @@ def plain_settings() -> dict[str, Any]:
 def preset(name: str) -> Preset:
     known = presets()
     if name not in known:
-        raise UnknownSetting(f"no policy {name!r}; the presets are: {', '.join(known)}")
+        raise UnknownSetting(f"no preset {name!r}; the presets are: {', '.join(known)}")
     try:
         settings = settings_of(known[name]["settings"])
     except UnknownSetting as exc:
-        raise UnknownSetting(f"policy {name!r} in {PRESETS_FILE.name}: {exc}") from exc
+        raise UnknownSetting(f"preset {name!r} in {PRESETS_FILE.name}: {exc}") from exc
     limits = dict(known[name].get("limits") or {})
     unknown = sorted(set(limits) - set(LIMITS))
     if unknown:
-        raise UnknownSetting(f"policy {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
+        raise UnknownSetting(f"preset {name!r}: no limit {', '.join(unknown)}; limits: {LIMITS}")
     return Preset(name, dict(settings), limits)
 
 
@@ -109,11 +110,17 @@ def _flag(group: Any, setting: Setting[Any]) -> None:
         group.add_argument(setting.flag, type=kind, metavar=setting.metavar, help=setting.help)
 
 
-def add_policy_flags(p: argparse.ArgumentParser) -> None:
-    """Every policy setting as a flag; unset flags leave the preset's value. A bare on|off flag
-    (``--dedupe``) means on."""
-    g = p.add_argument_group("loop policy (each flag overrides the --policy preset)")
-    g.add_argument("--policy", default=PLAIN, help=f"a preset of {PRESETS_FILE.name}")
+def add_preset_flags(p: argparse.ArgumentParser) -> None:
+    """``--preset`` (``--policy``, its older name, too) and every setting as a flag; unset
+    flags leave the preset's value. A bare on|off flag (``--dedupe``) means on."""
+    g = p.add_argument_group("the loop's settings (each flag overrides the --preset's)")
+    g.add_argument(
+        "--preset",
+        "--policy",
+        dest="preset",
+        default=PLAIN,
+        help=f"a preset of {PRESETS_FILE.name} (--policy: its older name)",
+    )
     flagged = []
     for setting in SETTINGS.values():
         try:
@@ -127,12 +134,13 @@ def add_policy_flags(p: argparse.ArgumentParser) -> None:
     p.set_defaults(**{FLAGGED: tuple(flagged)})
 
 
-def policy_from_args(args: argparse.Namespace) -> Preset:
+def preset_from_args(args: argparse.Namespace) -> Preset:
+    """The ``--preset`` named, with the settings its flags change."""
     flagged = getattr(args, FLAGGED, tuple(SETTINGS))
     given = {name: getattr(args, name) for name in flagged if getattr(args, name, None) is not None}
-    return preset(args.policy).overriding(given)
+    return preset(args.preset).overriding(given)
 
 
-def apply(config: LoopConfig, policy: Preset) -> LoopConfig:
-    """``config`` with the policy's settings."""
-    return replace(config, policy=policy.settings)
+def apply(config: LoopConfig, chosen: Preset) -> LoopConfig:
+    """``config`` with the preset's settings."""
+    return replace(config, settings=chosen.settings)

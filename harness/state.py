@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 # 2: approvals are keyed by call position (turn.index), not by call id.
-# 3: what loop policies said is recorded in ``asks``, not recognised by its words.
-SCHEMA_VERSION = 3
+# 3: what the loop's hooks said is recorded in ``asks``, not recognised by its words;
+# 4: a request names its ``hook``, a run's meta its ``preset`` and its config's ``settings``.
+SCHEMA_VERSION = 4
 
 Status = Literal[
     "running", "completed", "failed", "max_turns_exceeded", "budget_exceeded", "interrupted"
@@ -71,12 +72,12 @@ class ToolRun:
 
 @dataclass
 class Ask:
-    """A request a loop policy said to the model: which policy, and the message's index.
+    """A request a hook of the loop said to the model: which hook, and the message's index.
 
-    The loop's own record: a policy that needs to know what it asked reads this, never the
+    The loop's own record: a hook that needs to know what it asked reads this, never the
     transcript's text, so no file content or rewording can pass for one."""
 
-    policy: str
+    hook: str
     at: int
     data: dict[str, Any] | None = None
 
@@ -122,7 +123,7 @@ class RunState:
     # the model's own turns is the model's loss instead (``failed``, counted wrong).
     prompt_too_long: bool = False
     child_cost_usd: float = 0.0  # spent by subagent runs, kept apart from this run's own
-    asks: list[Ask] = field(default_factory=list)  # what loop policies said, in order
+    asks: list[Ask] = field(default_factory=list)  # what the loop's hooks said, in order
     meta: dict[str, Any] = field(default_factory=dict)  # how to resume: workspace, settings
     schema_version: int = SCHEMA_VERSION
 
@@ -134,16 +135,16 @@ class RunState:
         fields["asks"] = [Ask(**a) for a in fields.get("asks", [])]
         return cls(**fields)
 
-    def asked(self, policy: str) -> list[Ask]:
-        """What ``policy`` has said in this run, in order."""
-        return [a for a in self.asks if a.policy == policy]
+    def asked(self, hook: str) -> list[Ask]:
+        """What ``hook`` has said in this run, in order."""
+        return [a for a in self.asks if a.hook == hook]
 
-    def just_asked(self, policy: str) -> bool:
-        """The newest message is a request ``policy`` made."""
+    def just_asked(self, hook: str) -> bool:
+        """The newest message is a request ``hook`` made."""
         return (
             bool(self.asks)
             and self.asks[-1].at == len(self.messages) - 1
-            and (self.asks[-1].policy == policy)
+            and (self.asks[-1].hook == hook)
         )
 
     @property
@@ -289,6 +290,8 @@ def _upgrade(fields: dict[str, Any]) -> dict[str, Any]:
         fields = _upgrade_1(fields)
     if version < 3:
         fields = _upgrade_2(fields)
+    if version < 4:
+        fields = _upgrade_3(fields)
     fields["schema_version"] = SCHEMA_VERSION
     return fields
 
@@ -322,6 +325,23 @@ def _upgrade_2(fields: dict[str, Any]) -> dict[str, Any]:
             data = {"unread": unread.pop(0)} if unread else None
             asks.append({"policy": "read_listed", "at": at, "data": data})
     fields["asks"] = asks
+    return fields
+
+
+def _upgrade_3(fields: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 named a request's hook ``policy``, and the meta of a run started by
+    ``python -m harness`` its preset ``policy`` and its config's settings ``policy``."""
+    fields["asks"] = [
+        {("hook" if k == "policy" else k): v for k, v in a.items()} for a in fields.get("asks", [])
+    ]
+    meta = dict(fields.get("meta") or {})
+    if "policy" in meta:
+        meta["preset"] = meta.pop("policy")
+    if isinstance(meta.get("config"), dict) and "policy" in meta["config"]:
+        config = dict(meta["config"])
+        config["settings"] = config.pop("policy")
+        meta["config"] = config
+    fields["meta"] = meta
     return fields
 
 

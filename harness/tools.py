@@ -39,8 +39,8 @@ class ToolContext:
     # What the tool reports about its own run, as data (a query's rows, whether it timed
     # out): saved with the call's record and traced, never read back from the result's text.
     facts: dict[str, Any] = field(default_factory=dict)
-    # The run's policy settings (LoopConfig.policy): a tool reads its own limits here.
-    policy: Mapping[str, Any] = field(default_factory=dict)
+    # The run's settings (LoopConfig.settings): a tool reads its own limits here.
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

@@ -102,7 +102,7 @@ def tool_with(parameters: dict[str, Any]) -> dict[str, Any]:
 
 def run_record(**fields: Any) -> RunRecord:
     """A run record with what a test names and plain values for the rest: what ran (``model``,
-    ``label``, ``policy``...) goes to its spec, a ``database`` or an ``audit`` makes it a task
+    ``label``, ``preset``...) goes to its spec, a ``database`` or an ``audit`` makes it a task
     run on the database."""
     spec = {k: fields.pop(k) for k in list(fields) if k in RunSpec.model_fields}
     kept: dict[str, Any] = {k: fields.pop(k) for k in ("database", "audit") if k in fields}
@@ -147,14 +147,15 @@ def run_tau2_task(
     import asyncio
 
     from evals.environments.tau2 import Tau2Environment
-    from evals.run.settings import EvalSettings
+    from evals.run.settings import EvalSettings, eval_loop
     from evals.run.taskrun import run_task
 
     async def run() -> tuple[Any, Any]:
         opened = Tau2Environment().open(tasks or [task], None, folder)
         try:
             settings = EvalSettings(
-                serving=Serving(base_url="http://unused.invalid/v1"), max_turns=max_turns
+                serving=Serving(base_url="http://unused.invalid/v1"),
+                loop=eval_loop(max_turns=max_turns),
             )
             ran = await run_task(task, settings, "m", "r1", folder, folder / "keep", client, opened)
             return ran, opened.record(task, None)

@@ -93,7 +93,7 @@ def digest(request: dict[str, Any]) -> str:
 
 
 def config_for(settings: dict[str, Any], max_turns: int) -> LoopConfig:
-    return LoopConfig.of(max_turns=max_turns, policy=settings)
+    return LoopConfig.of(max_turns=max_turns, settings=settings)
 
 
 async def replay(state: dict[str, Any], task: Task, config: LoopConfig, scratch: Path) -> list[str]:
@@ -145,7 +145,7 @@ def cases() -> list[tuple[str, RunRecord, dict[str, Any], Task, dict[str, Any]]]
     out = []
     seen_files: dict[str, int] = {}
     for key, record, state, task in committed_runs():
-        own = record.spec.policy.settings if record.spec.policy else {}
+        own = record.spec.preset.settings if record.spec.preset else {}
         out.append((f"{key}:own", record, state, task, own))
         stem = key.split("/")[0]
         if seen_files.get(stem, 0) < SAMPLE_PER_FILE:

@@ -225,7 +225,7 @@ async def test_an_interrupted_multi_turn_run_resumes_with_the_conversations_left
     after = flat_items(done)
     assert [r["id"] for r in after] == [r["id"] for r in before]
     assert after[0] == before[0] and all(r["valid"] for r in after)
-    assert {r["policy"] for r in after} == {"focused"}
+    assert {r["preset"] for r in after} == {"focused"}
     # Exported to Inspect like any other run: a sample per conversation with its transcript.
     from inspect_ai.log import read_eval_log
 

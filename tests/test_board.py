@@ -34,7 +34,7 @@ def run(
         run_record(
             label=label,
             model=model,
-            policy=PresetRecord(name=policy, settings={}) if solver == "agent" else None,
+            preset=PresetRecord(name=policy, settings={}) if solver == "agent" else None,
             solver=solver,
             task_set=task_set,
             task_id=task,

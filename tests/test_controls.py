@@ -120,7 +120,7 @@ def test_a_version_1_state_loads_with_approvals_keyed_by_call_position(tmp_path:
     (tmp_path / "old.json").write_text(json.dumps(v1))
     state = load(tmp_path, "old")
     assert (state.approved, state.rejected) == (["2.0"], {"1.0": "no"})
-    assert state.schema_version == SCHEMA_VERSION == 3
+    assert state.schema_version == SCHEMA_VERSION == 4
 
 
 def test_save_leaves_no_temporary_files(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from evals.errors import EvalError
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
-from evals.run.settings import resumed_settings
+from evals.run.settings import eval_loop, resumed_settings
 from evals.tasks import load_tasks
 from harness.presets import preset
 from serve_local.app import create_app
@@ -83,7 +83,7 @@ def test_a_killed_eval_keeps_its_finished_tasks_and_resume_runs_the_rest(
     assert [r["task_id"] for r in records] == TASK_IDS
     assert records[:3] == kept  # the finished tasks as they were, not run again
     assert all(r["correct"] for r in records)
-    assert {r["spec"]["policy"]["name"] for r in records} == {"focused"}
+    assert {r["spec"]["preset"]["name"] for r in records} == {"focused"}
     assert not partial.exists()
     # Every task's state file is there, the resumed ones under the same eval id.
     states = sorted(p.name for p in (tmp_path / "oracle.runs").glob("*-e1.json"))
@@ -140,7 +140,7 @@ async def test_task_timeout_stops_one_task_and_the_eval_goes_on(
             serving=Serving(base_url=scripted_url, model="scripted:slow"),
             tasks=tasks,
             out=tmp_path / "slow.jsonl",
-            task_timeout_s=0.3,
+            loop=eval_loop(timeout_s=0.3),
         ),
         echo=lambda _: None,
     )
@@ -148,7 +148,7 @@ async def test_task_timeout_stops_one_task_and_the_eval_goes_on(
     assert [r["status"] for r in records] == ["interrupted", "interrupted"]
     assert all(r["interruption"]["type"] == "timeout" for r in records)
     assert all(r["wall_ms"] < 3000 for r in records)  # the 3 s scan never finished
-    assert records[0]["spec"]["loop"]["task_timeout_s"] == 0.3
+    assert records[0]["spec"]["loop"]["timeout_s"] == 0.3
 
 
 def test_a_task_killed_in_flight_starts_a_trace_of_its_own_on_resume(
@@ -194,7 +194,7 @@ def test_a_task_killed_in_flight_starts_a_trace_of_its_own_on_resume(
         ("model_sha256", "abc123", "weights (sha256) 'abc123', and this run would use none"),
         ("tool_grammar", "off", "tool grammar 'off', and this run would use none"),
         ("draft", "prompt-lookup", "draft 'prompt-lookup', and this run would use none"),
-        ("policy", None, "loop policy 'focused' (nudges=5), and this run would use 'focused'"),
+        ("preset", None, "preset 'focused' (nudges=5), and this run would use 'focused'"),
     ],
 )
 async def test_resume_refuses_records_made_with_another_setup(
@@ -209,8 +209,8 @@ async def test_resume_refuses_records_made_with_another_setup(
         echo=lambda _: None,
     )  # fmt: skip
     kept = read_records(out)[:3]
-    if field == "policy":
-        kept[0]["spec"]["policy"]["settings"]["nudges"] = 5
+    if field == "preset":
+        kept[0]["spec"]["preset"]["settings"]["nudges"] = 5
     else:
         kept[0]["spec"][field] = value
     partial = out.with_name(out.name + ".partial")
@@ -228,7 +228,11 @@ async def test_resume_refuses_records_made_with_another_setup(
     [
         ("{not json", "missing or unreadable"),
         ('["a list"]', "a JSON object was expected"),
-        ('{"tasks": "evals/tasks/files6.json", "eval_id": "1"}', "no 'policy'"),
+        ('{"tasks": "evals/tasks/files6.json", "eval_id": "1"}', "no 'preset'"),
+        (
+            '{"tasks": "t.json", "preset": {"name": "p", "settings": {}}, "loop": {"turns": 3}}',
+            "loop: no field turns",
+        ),
         (
             '{"tasks": "t.json", "policy": {"name": "plain", "settings": 3}}',
             "not an eval's settings",
@@ -247,3 +251,45 @@ def test_a_malformed_eval_json_is_named_on_resume(tmp_path: Path, saved: str, wh
     with pytest.raises(EvalError) as caught:
         resumed_settings(partial, "http://127.0.0.1:9/v1")
     assert str(keep / "eval.json") in str(caught.value) and why in str(caught.value)
+
+
+def test_an_eval_saved_before_the_loop_was_one_group_resumes_with_its_loop(
+    tmp_path: Path,
+) -> None:
+    """An eval.json written before the loop's settings were one group kept them beside the
+    eval's own under older names (``budget_usd``, ``task_timeout_s``) and its preset as
+    ``policy``: a resume reads them by today's names. A committed one, its limits set."""
+    from evals.record import task_folder
+
+    committed = ROOT / "results" / "mcp" / "files6-ours-penalized.runs" / "eval.json"
+    saved = json.loads(committed.read_text())
+    assert "loop" not in saved and "policy" in saved and "budget_usd" in saved
+    saved.update(budget_usd=0.25, task_timeout_s=30.0, temperature=0.5, seed=3)
+    keep = task_folder(tmp_path / "run.jsonl")
+    keep.mkdir(parents=True)
+    (keep / "eval.json").write_text(json.dumps(saved))
+    (tmp_path / "run.jsonl.partial").write_text("")
+    resumed = resumed_settings(tmp_path / "run.jsonl.partial", "http://127.0.0.1:9/v1")
+    assert resumed.preset.name == "penalized"
+    assert resumed.preset.settings == saved["policy"]["settings"]
+    loop = resumed.loop
+    assert (loop.max_turns, loop.max_budget_usd, loop.timeout_s) == (10, 0.25, 30.0)
+    assert (loop.temperature, loop.seed, loop.tool_errors) == (0.5, 3, "descriptive")
+    assert resumed.epoch_seed(2) == 4
+
+
+def test_a_saved_eval_keeps_its_loop_under_the_loops_own_names(tmp_path: Path) -> None:
+    from evals.record import task_folder
+    from evals.run.settings import eval_id
+    from harness.config import flagged
+
+    loop = eval_loop(max_budget_usd=1.5, max_total_tokens=900, temperature=0.3, seed=5)
+    settings = EvalSettings(serving=Serving("http://127.0.0.1:9/v1"), loop=loop)
+    keep = task_folder(tmp_path / "run.jsonl")
+    eval_id(keep, settings)
+    saved = json.loads((keep / "eval.json").read_text())
+    assert saved["loop"] == flagged(loop) and saved["loop"]["max_total_tokens"] == 900
+    assert saved["preset"]["name"] == "no-helpers" and "policy" not in saved
+    (tmp_path / "run.jsonl.partial").write_text("")
+    resumed = resumed_settings(tmp_path / "run.jsonl.partial", "http://127.0.0.1:9/v1")
+    assert flagged(resumed.loop) == flagged(loop)

@@ -16,7 +16,7 @@ from evals.report.compare import compare
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
-from evals.run.settings import resumed_settings
+from evals.run.settings import eval_loop, resumed_settings
 from evals.scoring import score
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
 from harness.config import LoopConfig
@@ -96,7 +96,8 @@ async def test_runaway_scores_zero_and_every_task_hits_the_cap(
     scripted_url: str, tmp_path: Path
 ) -> None:
     out = await run_eval(
-        settings(scripted_url, tmp_path, "scripted:runaway", max_turns=4), echo=lambda _: None
+        settings(scripted_url, tmp_path, "scripted:runaway", loop=eval_loop(max_turns=4)),
+        echo=lambda _: None,
     )
     records = read_records(out)
     assert len(records) == 6
@@ -308,7 +309,8 @@ async def test_compare_writes_a_table_and_two_plots(scripted_url: str, tmp_path:
         settings(scripted_url, tmp_path, "scripted:oracle"), echo=lambda _: None
     )
     runaway = await run_eval(
-        settings(scripted_url, tmp_path, "scripted:runaway", max_turns=2), echo=lambda _: None
+        settings(scripted_url, tmp_path, "scripted:runaway", loop=eval_loop(max_turns=2)),
+        echo=lambda _: None,
     )
     text = compare([oracle, runaway], tmp_path / "summary.md", tmp_path / "plots")
     assert "| accuracy | 6/6 = 100 % (95 % CI 61–100 %) | 0/6 = 0 % (95 % CI 0–39 %) |" in text
@@ -402,7 +404,7 @@ def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_pa
             scripted_url,
             "--model",
             "scripted:oracle",
-            "--policy",
+            "--preset",
             "focused",
             "--parallel-tool-calls",
             "on",
@@ -419,7 +421,7 @@ def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_pa
     records = read_records(out)
     assert len(records) == 6
     for record in records:
-        policy = record["spec"]["policy"]
+        policy = record["spec"]["preset"]
         assert policy["name"] == "focused+tool_choice,parallel_tool_calls"
         assert policy["settings"]["tools"] == "task"
         assert (policy["settings"]["tool_choice"], policy["settings"]["parallel_tool_calls"]) == (
@@ -434,4 +436,43 @@ def test_cli_policy_flags_are_recorded_in_every_record(scripted_url: str, tmp_pa
         text=True,
         timeout=60,
     )
-    assert unknown.returncode == 1 and "no policy 'x'" in unknown.stderr
+    assert unknown.returncode == 1 and "no preset 'x'" in unknown.stderr  # --policy: its alias
+
+
+def test_every_flagged_loop_field_is_a_flag_of_each_command_and_kept_where_the_eval_keeps_it(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """A loop limit is its field in ``LoopConfig`` with its flag: every command that runs the
+    loop takes the flag, every record keeps the value under the field's name in
+    ``spec.loop``, and eval.json keeps it for a resume."""
+    import argparse
+
+    from evals.cli import parser
+    from harness.cli import _parser as harness_parser
+    from harness.config import FLAGGED, flagged
+
+    commands = next(a for a in parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    run = next(a for a in harness_parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    takers = {n: commands.choices[n] for n in ("run", "tau2", "sweep", "leaderboard")}
+    takers["harness run"] = run.choices["run"]
+    for name, command in takers.items():
+        dests = {a.dest for a in command._actions if isinstance(a, argparse.Action)}
+        assert set(FLAGGED) <= dests, (name, set(FLAGGED) - dests)
+    out = tmp_path / "run.jsonl"
+    ran = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--base-url", scripted_url, "--model",
+         "scripted:oracle", "--out", str(out), "--budget", "5", "--max-tokens", "90000",
+         "--task-timeout", "60", "--tool-errors", "generic", "--max-turns", "7"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    want = flagged(
+        eval_loop(
+            max_turns=7, max_budget_usd=5.0, max_total_tokens=90000, timeout_s=60.0,
+            tool_errors="generic",
+        )
+    )  # fmt: skip
+    for record in read_records(out):
+        assert {k: record["spec"]["loop"][k] for k in FLAGGED} == want
+    saved = json.loads((out.with_suffix(".runs") / "eval.json").read_text())
+    assert saved["loop"] == want

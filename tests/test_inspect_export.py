@@ -22,6 +22,7 @@ from evals.record import kept_file, read_records, read_text
 from evals.report.inspect_log import INSTALL, ExportError, export
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from serve_local.process import free_port
 from tests.helpers import ROOT
 from tests.test_report import CHROMIUM, CHROMIUM_FLAGS, needs_browser
@@ -48,7 +49,7 @@ def run_files(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> li
                     serving=Serving(base_url=scripted_url, model=f"scripted:{name}"),
                     out=folder / f"{name}.jsonl",
                     label=name,
-                    max_turns=6,
+                    loop=eval_loop(max_turns=6),
                 ),
                 echo=lambda _: None,
             )

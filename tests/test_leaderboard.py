@@ -31,11 +31,11 @@ ENTRANTS = parse_entrants(
 
 def test_entrants_are_parsed_and_bad_ones_refused() -> None:
     assert ENTRANTS[0] == Entrant("scripted:oracle", "read-first")
-    with pytest.raises(EvalError, match="not MODEL:POLICY"):
+    with pytest.raises(EvalError, match="not MODEL:PRESET"):
         parse_entrants("qwen")
     with pytest.raises(EvalError, match="named twice"):
         parse_entrants("m:all-helps,m:all-helps")
-    with pytest.raises(UnknownSetting, match="no policy 'no-such-policy'"):
+    with pytest.raises(UnknownSetting, match="no preset 'no-such-policy'"):
         parse_entrants("m:no-such-policy")
 
 

@@ -17,6 +17,7 @@ import pytest
 from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from harness.presets import preset
 from serve_local import daemon, llama_server
 from serve_local.models import QWEN_CODER
@@ -73,9 +74,9 @@ async def test_the_eval_runs_against_it_unchanged(peer: str, tmp_path: Path) -> 
     settings = EvalSettings(
         serving=Serving(base_url=peer, concurrency=2),
         tasks=task_file,
-        max_turns=2,
         preset=preset("penalized"),
         out=tmp_path / "peer.jsonl",
+        loop=eval_loop(max_turns=2),
     )
     records = read_records(await run_eval(settings, echo=print))
     assert [r["task_id"] for r in records] == ["timeout", "count"]

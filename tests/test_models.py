@@ -412,4 +412,4 @@ def test_the_ladder_is_the_instruction_tuned_models_and_make_sweep_serves_it() -
     assert f"--models {','.join(LADDER)} " in command
     # ... under every preset, in the order presets.json names them.
     presets = json.loads((ROOT / "harness" / "presets.json").read_text())
-    assert f"--policies {','.join(presets)} " in command
+    assert f"--presets {','.join(presets)} " in command

@@ -76,7 +76,7 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["environment"] == {"name": "clock", "zone": "Asia/Ho_Chi_Minh", "reads": 1}
     assert record["correct"] is True
-    assert record["spec"]["policy"]["settings"]["shout"] is True
+    assert record["spec"]["preset"]["settings"]["shout"] is True
     # The entries that fail to load, or take a name already registered, are named, one warning
     # each, and the rest worked.
     for group in ("loopbench.environments", "loopbench.settings"):

@@ -229,7 +229,7 @@ async def test_conclude_on_limit_comes_from_the_preset(
     scripted_url: str, workspace: Workspace
 ) -> None:
     config = apply(LoopConfig.of(max_turns=2), preset("guarded"))
-    assert config.policy["conclude_on_limit"] and config.max_turns == 2
+    assert config.settings["conclude_on_limit"] and config.max_turns == 2
     state = new_run("scripted:runaway", "q", system_prompt(config))
     async with ProviderClient(scripted_url) as client:
         state = await run_loop(state, client, Setup(default_tools(), workspace), config)
@@ -239,7 +239,7 @@ async def test_conclude_on_limit_comes_from_the_preset(
 def test_every_preset_names_only_policy_fields_and_the_plain_one_is_the_default() -> None:
     for name in presets():
         assert set(preset(name).settings) == set(SETTINGS)
-    assert preset(PLAIN) == Preset(PLAIN, LoopConfig().policy)
+    assert preset(PLAIN) == Preset(PLAIN, LoopConfig().settings)
     assert len(presets()) >= 6
     with pytest.raises(UnknownSetting, match="no-helpers"):
         preset("nonsense")
@@ -508,13 +508,13 @@ def test_harness_cli_takes_a_policy_and_records_it(scripted_url: str, tmp_path: 
     out = json.loads(ran.stdout)
     assert (out["status"], out["answer"]) == ("completed", "There are 3 files.")
     saved = json.loads((tmp_path / "runs" / f"{out['run_id']}.json").read_text())
-    assert saved["meta"]["policy"]["name"] == "submit+tool_choice"
-    assert saved["meta"]["policy"]["settings"]["tool_choice"] == "auto"
-    assert saved["meta"]["config"]["policy"]["submit"] is True
+    assert saved["meta"]["preset"]["name"] == "submit+tool_choice"
+    assert saved["meta"]["preset"]["settings"]["tool_choice"] == "auto"
+    assert saved["meta"]["config"]["settings"]["submit"] is True
     wrong = run_harness(
         "run", "--scenario", "plan", "--policy", "nope", url=scripted_url, cwd=tmp_path
     )
-    assert wrong.returncode != 0 and "no policy 'nope'" in wrong.stderr
+    assert wrong.returncode != 0 and "no preset 'nope'" in wrong.stderr
 
 
 @pytest.mark.parametrize(("guard", "tools_on_turn_3"), [("note", True), ("answer", False)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from harness.policies.read_listed import READ_LISTED
 from harness.policies.reads import answered_last
 from harness.policies.registry import BEGIN, END, with_table
 from harness.policies.repeat_guard import REPEAT_NOTE
-from harness.presets import add_policy_flags, policy_from_args, preset, presets
+from harness.presets import add_preset_flags, preset, preset_from_args, presets
 from harness.setup import Setup
 from harness.state import SCHEMA_VERSION, RunState, new_run
 from harness.tools import default_tools
@@ -76,10 +77,10 @@ async def test_no_question_or_file_worded_like_a_request_passes_for_one(
     plain, plain_state = await _requests(tmp_path / "plain", "q", "Meeting notes.", replies)
     as_question, q_state = await _requests(tmp_path / "q", wording, "Meeting notes.", replies)
     as_file, f_state = await _requests(tmp_path / "f", "q", "Notes.\n\n" + wording, replies)
-    said = [a.policy for a in plain_state.asks]
+    said = [a.hook for a in plain_state.asks]
     assert said == ["read_before_answer", "read_listed", "nudges"], said  # each was made
     assert as_question == plain and as_file == plain
-    assert [a.policy for a in q_state.asks] == said == [a.policy for a in f_state.asks]
+    assert [a.hook for a in q_state.asks] == said == [a.hook for a in f_state.asks]
     assert any(wording in str(m.get("content")) for m in f_state.messages if m["role"] == "tool")
 
 
@@ -104,8 +105,8 @@ def test_a_version_2_state_keeps_what_its_policies_said(tmp_path: Path) -> None:
     }
     (tmp_path / "old.json").write_text(json.dumps(v2))
     state = load(tmp_path, "old")
-    assert state.schema_version == SCHEMA_VERSION == 3
-    assert [(a.policy, a.at, a.data) for a in state.asks] == [
+    assert state.schema_version == SCHEMA_VERSION == 4
+    assert [(a.hook, a.at, a.data) for a in state.asks] == [
         ("nudges", 3, None),
         ("read_before_answer", 5, None),
         ("read_listed", 7, {"unread": ["a.txt"]}),
@@ -114,13 +115,41 @@ def test_a_version_2_state_keeps_what_its_policies_said(tmp_path: Path) -> None:
     assert state.just_asked("read_listed") and not state.just_asked("nudges")
 
 
+def test_a_version_3_state_reads_its_hooks_preset_and_settings_by_todays_names(
+    tmp_path: Path,
+) -> None:
+    """Version 3 named the hook of a request, a run's preset and its config's settings
+    ``policy``; a resumed run reads them as ``hook``, ``preset`` and ``settings``, and its
+    config loads with the settings it was started with."""
+    config = asdict(LoopConfig.of(max_turns=4, nudges=2))
+    config["policy"] = config.pop("settings")
+    v3 = {
+        "run_id": "v3",
+        "model": "m",
+        "messages": [{"role": "user", "content": "q"}, {"role": "user", "content": NUDGE}],
+        "asks": [{"policy": "nudges", "at": 1, "data": None}],
+        "meta": {"policy": {"name": "guarded", "settings": {}}, "config": config},
+        "schema_version": 3,
+    }
+    (tmp_path / "v3.json").write_text(json.dumps(v3))
+    state = load(tmp_path, "v3")
+    assert state.schema_version == 4 and state.just_asked("nudges")
+    assert [(a.hook, a.at) for a in state.asks] == [("nudges", 1)]
+    assert state.meta["preset"] == {"name": "guarded", "settings": {}}
+    assert "policy" not in state.meta and "policy" not in state.meta["config"]
+    loaded = LoopConfig.from_dict(state.meta["config"])
+    assert (loaded.max_turns, loaded.settings["nudges"]) == (4, 2)
+    # A config saved under the old key alone (no upgrade on the way) reads the same.
+    assert LoopConfig.from_dict(config).settings == loaded.settings
+
+
 def test_every_setting_is_a_flag_and_a_checked_preset_value() -> None:
     parser = argparse.ArgumentParser()
-    add_policy_flags(parser)
+    add_preset_flags(parser)
     flags = {a.dest for a in parser._actions}
     assert set(registry.SETTINGS) <= flags
-    args = parser.parse_args(["--policy", "guarded", "--nudges", "5", "--listing", "by_size"])
-    chosen = policy_from_args(args)
+    args = parser.parse_args(["--preset", "guarded", "--nudges", "5", "--listing", "by_size"])
+    chosen = preset_from_args(args)
     assert chosen.name == "guarded+nudges,listing"
     assert (chosen.settings["nudges"], chosen.settings["listing"]) == (5, "by_size")
     for name in presets():
@@ -137,7 +166,7 @@ def test_a_saved_config_from_before_policies_were_objects_loads() -> None:
     old = {"max_turns": 4, "tool_choice": "required", "dedupe": True, "prices": {}}
     config = LoopConfig.from_dict(old)
     assert config.max_turns == 4
-    assert (config.policy["tool_choice"], config.policy["dedupe"]) == ("required", True)
+    assert (config.settings["tool_choice"], config.settings["dedupe"]) == ("required", True)
 
 
 class _Reminder(Hook):
@@ -150,7 +179,7 @@ class _Reminder(Hook):
     def ask(self, state: RunState, config: Config, offered: set[str]) -> Said | None:
         failed = any(not r.ok for r in state.tool_log)
         answered = answered_last(state)
-        if config.policy["remind"] and failed and answered and not state.asked(self.name):
+        if config.settings["remind"] and failed and answered and not state.asked(self.name):
             return Said("A call failed; try another before you answer.")
         return None
 
@@ -175,10 +204,10 @@ async def test_a_new_policy_is_one_object_and_one_registry_entry(
     async with client:
         config = LoopConfig.of(remind=True)
         state = await run_loop(new_run("m", "q"), client, Setup(default_tools(), workspace), config)
-    assert [a.policy for a in state.asks] == ["remind"]
+    assert [a.hook for a in state.asks] == ["remind"]
     assert [b.get("tool_choice") for b in seen] == [None, None, "required"]
     parser = argparse.ArgumentParser()
-    add_policy_flags(parser)
+    add_preset_flags(parser)
     assert parser.parse_args(["--remind"]).remind is True
 
 
@@ -202,7 +231,7 @@ class _ToolCount(Hook):
     settings = (Setting("tool_count", False, "say how many tools the run has", "bool"),)
 
     def prompt(self, config: Config, prompt: Prompt) -> None:
-        if config.policy["tool_count"] and prompt.setup is not None:
+        if config.settings["tool_count"] and prompt.setup is not None:
             prompt.rules.append(f" You have {len(prompt.setup.tools)} tools.")
 
 

@@ -12,6 +12,8 @@ from evals.errors import RunFileError
 from evals.record import RECORD_VERSION, DatabaseData, committed, read_records, read_runs
 from evals.record.bfcl import RECORD_VERSION as BFCL_VERSION
 from evals.record.bfcl import read_items
+from evals.record.run import parse
+from evals.record.spec import SPEC_FIELDS_BEFORE, renamed_spec
 from evals.report.bfcl import summarize as bfcl_summarize
 from evals.report.summary import summarize
 from tests.helpers import ROOT, flat_items, run_record
@@ -45,7 +47,7 @@ def test_a_version_1_record_is_brought_to_the_current_shape(tmp_path: Path) -> N
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps(v1) + "\n")
     (record,) = read_runs(path)
-    assert (record.record_version, record.correct, record.spec.policy, record.queue_ms) == (
+    assert (record.record_version, record.correct, record.spec.preset, record.queue_ms) == (
         RECORD_VERSION,
         True,
         None,
@@ -115,7 +117,9 @@ def test_a_version_2_record_names_its_environment_and_keeps_what_ran_under_its_s
             if line.get("record_version", 1) >= 3:
                 continue  # written as it is read: nothing to upgrade
             ran = record.spec.model_dump()
-            assert all(ran[k] == v for k, v in line.items() if k in ran and k != "policy")
+            before = {k: v for k, v in line.items() if k in SPEC_FIELDS_BEFORE}
+            named = renamed_spec({"spec": before})["spec"]  # version 4's names
+            assert all(ran[k] == v for k, v in named.items() if k != "preset")
             on_database = line.get("database") is not None or line.get("audit") is not None
             assert record.environment.name == ("database" if on_database else "workspace")
             if on_database:
@@ -137,9 +141,32 @@ def test_every_committed_bfcl_item_reads_through_the_typed_model_and_its_summary
         records = read_items(path)
         assert all(r.record_version == BFCL_VERSION for r in records)
         for line, seen in zip(raw, flat_items(path), strict=True):
-            assert {k: seen[k] for k in line if k != "record_version"} == {
+            # The preset's name, ``policy`` in version 3, is ``preset`` since version 5.
+            today = {k: "preset" if k == "policy" else k for k in line}
+            assert {k: seen[today[k]] for k in line if k != "record_version"} == {
                 k: v for k, v in line.items() if k != "record_version"
             }
         kept = json.loads(path.with_suffix(".summary.json").read_text())
         rebuilt = bfcl_summarize(read_items(path))
         assert rebuilt == {k: v for k, v in kept.items() if k != "elapsed_ms"}, path.name
+
+
+def test_a_version_3_record_reads_with_the_presets_and_the_loops_names_of_today() -> None:
+    """Version 3 kept the preset as ``spec.policy`` and two of the loop's limits under the
+    eval's old names; version 4 reads them as ``spec.preset``, ``max_budget_usd`` and
+    ``timeout_s``, the other keys as they were."""
+    path = ROOT / "results" / "mcp" / "files6-ours-penalized.jsonl"
+    raw = read_records(path)[0]
+    assert raw["record_version"] == 3 and "policy" in raw["spec"]
+    changed = dict(raw, spec={**raw["spec"], "loop": {**raw["spec"]["loop"]}})
+    changed["spec"]["loop"].update(budget_usd=0.5, task_timeout_s=20.0)
+    record = parse(changed, "v3")
+    assert record.record_version == RECORD_VERSION == 4
+    assert record.spec.preset is not None
+    assert record.spec.preset.model_dump() == raw["spec"]["policy"]
+    loop = record.spec.loop or {}
+    assert (loop["max_budget_usd"], loop["timeout_s"]) == (0.5, 20.0)
+    assert not {"budget_usd", "task_timeout_s"} & set(loop)
+    assert {k: loop[k] for k in ("max_turns", "approvals", "agent")} == {
+        k: raw["spec"]["loop"][k] for k in ("max_turns", "approvals", "agent")
+    }

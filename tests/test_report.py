@@ -21,6 +21,7 @@ from evals.report.stats import wilson
 from evals.report.view import render, write_report
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.tasks import generate
 from serve_local.catalogue import DEFAULT_NAME
 
@@ -77,7 +78,9 @@ def runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     oracle = _eval(scripted_url, folder, "scripted:oracle")
     _add_timings(oracle)
     _as_model(oracle, DEFAULT_NAME, 0)
-    _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), SMALL, 1)
+    _as_model(
+        _eval(scripted_url, folder, "scripted:runaway", loop=eval_loop(max_turns=2)), SMALL, 1
+    )
     _as_model(_eval(scripted_url, folder, "scripted:destructive"), TINY, 2)  # the newest
     return folder
 
@@ -267,7 +270,9 @@ def board_runs(scripted_url: str, tmp_path_factory: pytest.TempPathFactory) -> P
     def make() -> None:
         _as_model(_eval(scripted_url, folder, "scripted:oracle"), DEFAULT_NAME, 0)
         _as_model(_eval(scripted_url, folder, "scripted:plan"), SMALL, 1)
-        _as_model(_eval(scripted_url, folder, "scripted:runaway", max_turns=2), TINY, 2)
+        _as_model(
+            _eval(scripted_url, folder, "scripted:runaway", loop=eval_loop(max_turns=2)), TINY, 2
+        )
         _as_model(_eval(scripted_url, folder, "scripted:destructive"), None, 3)
         _as_model(asyncio.run(run_eval(settings, echo=lambda _: None)), DEFAULT_NAME, 4)
 

@@ -18,6 +18,7 @@ import pytest
 from evals.record import kept_file, read_records, read_text
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from harness.presets import Preset, plain_settings
 from serve_local.backends.llama import LlamaBackend
 from serve_local.models import SMOLLM2, resolve
@@ -84,10 +85,10 @@ def sampled_eval(url: str, folder: Path, name: str, **extra: Any) -> list[str]:
     settings = EvalSettings(
         serving=Serving(base_url=url),
         tasks=one_task(folder),
-        max_turns=1,
         preset=short,
         out=folder / f"{name}.jsonl",
         **extra,
+        loop=eval_loop(max_turns=1),
     )
     run_file = asyncio.run(run_eval(settings, echo=lambda _: None))
     replies = []

@@ -23,6 +23,7 @@ from evals.record import RunRecord, kept_at, read_records
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval, run_evals
 from evals.run.servers import Server, ServerPool, Serving, server_software, servers_for
+from evals.run.settings import eval_loop
 from evals.tasks import load_tasks
 from serve_local.app import SERVER, create_app
 from serve_local.backends.base import Completion
@@ -37,7 +38,7 @@ TASK_IDS = [t.id for t in load_tasks().tasks]
 SAME = ("task_id", "epoch", "status", "turns", "tool_runs", "prompt_tokens",
         "completion_tokens", "cost_usd", "answer", "correct", "tools_called", "stop_reason",
         "turn_finish_reasons", "checks")  # fmt: skip
-SAME_SPEC = ("model", "policy")
+SAME_SPEC = ("model", "preset")
 
 
 def work(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -455,8 +456,9 @@ async def test_a_task_timeout_ends_a_wait_for_a_server_and_the_wait_is_not_wall_
                 serving=Serving(model="scripted:plan", **common), out=tmp_path / "plan.jsonl"
             ),
             EvalSettings(
-                serving=Serving(model="scripted:oracle", **common), out=tmp_path / "oracle.jsonl",
-                task_timeout_s=1.0,
+                serving=Serving(model="scripted:oracle", **common),
+                out=tmp_path / "oracle.jsonl",
+                loop=eval_loop(timeout_s=1.0),
             ),
         ]  # fmt: skip
         await run_evals(settings, echo=print, after_task=after)

@@ -20,6 +20,7 @@ import pytest
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving, discover, in_flight
+from evals.run.settings import eval_loop
 from harness.tools import default_tools
 from serve_local.backends.llama import LlamaBackend
 from serve_local.backends.reply import Sampling
@@ -273,7 +274,7 @@ def test_the_six_tasks_run_four_at_a_time(served: tuple[str, LlamaBackend], tmp_
     engine.peak = 0
     decoded, decode_s = engine.decoded, engine.decode_s
     out = tmp_path / "run.jsonl"
-    settings = EvalSettings(serving=Serving(base_url=url), out=out, max_turns=4)
+    settings = EvalSettings(serving=Serving(base_url=url), out=out, loop=eval_loop(max_turns=4))
     lines: list[str] = []
     asyncio.run(run_eval(settings, echo=lines.append))
     records = read_runs(out)

@@ -16,6 +16,7 @@ from evals.record import DatabaseData, RunRecord, read_runs
 from evals.record.run import parse
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.solvers import SOLVERS, solver_named
 from evals.solvers.vote import SAMPLES, TEMPERATURE, majority
 from evals.tasks import load_tasks
@@ -114,7 +115,9 @@ async def test_vote_samples_one_prefix_and_answers_with_the_majority(tmp_path: P
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         return answer(next(answers))
 
-    records, seen = await _eval(tmp_path, "vote", reply, _one_task(tmp_path, "largest"), seed=7)
+    records, seen = await _eval(
+        tmp_path, "vote", reply, _one_task(tmp_path, "largest"), loop=eval_loop(seed=7)
+    )
     (record,) = records
     assert len(seen) == SAMPLES and record.turns == SAMPLES
     assert {json.dumps(b["messages"]) for b in seen} == {json.dumps(seen[0]["messages"])}
@@ -172,7 +175,12 @@ async def test_a_database_chain_runs_the_query_the_model_writes_and_repairs_it_o
         return answer("The branch has 6 customers.")
 
     records, seen = await _eval(
-        tmp_path, "evaluate-optimize", reply, tasks, preset=preset("analyst"), max_turns=8
+        tmp_path,
+        "evaluate-optimize",
+        reply,
+        tasks,
+        preset=preset("analyst"),
+        loop=eval_loop(max_turns=8),
     )
     (record,) = records
     assert record.tools_called == ["describe", "run_sql", "run_sql", "verdict"]
@@ -190,7 +198,7 @@ async def test_a_database_chain_runs_the_query_the_model_writes_and_repairs_it_o
 async def test_a_workflow_stops_at_the_turn_limit_as_the_loop_does(tmp_path: Path) -> None:
     records, seen = await _eval(
         tmp_path, "vote", lambda b: answer("errors.log"), _one_task(tmp_path, "largest"),
-        max_turns=2,
+        loop=eval_loop(max_turns=2),
     )  # fmt: skip
     (record,) = records
     assert record.status == "max_turns_exceeded" and len(seen) == 2 and not record.correct
@@ -209,6 +217,7 @@ async def test_every_record_names_its_solver_and_an_unknown_one_is_refused(
     # Records from before solvers existed read as the agent's.
     line = records[0].line()
     spec = {k: v for k, v in line.pop("spec").items() if k not in ("solver", "solver_settings")}
+    spec["policy"] = spec.pop("preset")  # its name before version 4
     old = {**line, **spec, "record_version": 2}
     del old["environment"]
     assert parse(old, "old").spec.solver == "agent"

@@ -14,6 +14,7 @@ from evals.report.analyst import audit
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.scoring.answers import commitment, credits
 from evals.studies.strategies import judge
 from evals.tasks import ListOf, NumberIs, ObservedValue, load_tasks
@@ -231,7 +232,7 @@ def test_the_analyst_preset_is_the_chapters_loop() -> None:
     analyst = preset("analyst").settings
     assert analyst["parallel_tool_calls"] and analyst["conclude_on_limit"]
     assert analyst["statement_timeout_s"] == 15.0 and analyst["error_hints"] == "hinted"
-    assert preset("analyst").limits == {"max_turns": 8, "task_timeout_s": 90}
+    assert preset("analyst").limits == {"max_turns": 8, "timeout_s": 90}
     assert preset("no-helpers").limits == {}
     # A flag beside the preset keeps its limits.
     assert preset("analyst").overriding({"dedupe": True}).limits == preset("analyst").limits
@@ -256,8 +257,11 @@ async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_promp
     the tables only. The oracle still answers, and the setting is in the record."""
     tasks, _ = write(1000, 3, tmp_path / "s.json", "test")
     settings = EvalSettings(
-        serving=Serving(scripted_url, model="scripted:oracle"), tasks=tasks,
-        preset=preset(policy), max_turns=8, out=tmp_path / "r.jsonl",
+        serving=Serving(scripted_url, model="scripted:oracle"),
+        tasks=tasks,
+        preset=preset(policy),
+        out=tmp_path / "r.jsonl",
+        loop=eval_loop(max_turns=8),
     )  # fmt: skip
     records = read_runs(await run_eval(settings, echo=lambda _: None))
     assert len(records) == 3 and all(r.correct for r in records)
@@ -270,8 +274,8 @@ async def test_analyst_schema_puts_the_schema_describe_lists_in_the_system_promp
         shown = policy == "analyst-schema"
         assert system["content"].endswith(described) is shown
         assert (SCHEMA_LINE in system["content"]) is shown
-        assert r.spec.policy is not None
-        assert r.spec.policy.settings["overview_in_prompt"] is shown
+        assert r.spec.preset is not None
+        assert r.spec.preset.settings["overview_in_prompt"] is shown
 
 
 async def _describe(bank_file: Path, tmp_path: Path) -> str:
@@ -303,7 +307,10 @@ async def test_the_oracle_answers_every_question_on_sqlite(
     settings = EvalSettings(
         serving=Serving(scripted_url, model="scripted:oracle", concurrency=4),
         tasks=TASKS / "sql-test-s1000-n60.json",
-        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", )  # fmt: skip
+        preset=preset("analyst"),
+        out=tmp_path / "oracle.jsonl",
+        loop=eval_loop(max_turns=8),
+    )  # fmt: skip
     out = await run_eval(settings, echo=lambda _: None, summarize=summarize_run_file)
     records = read_runs(out)
     assert len(records) == 60 and all(r.correct for r in records), [
@@ -528,7 +535,7 @@ async def test_an_answer_before_any_query_succeeded_is_met_once_with_run_sql_req
     seen, state = await _query_first(bank_file, tmp_path, replies)
     assert state.status == "completed"
     assert state.answer == "The total is the sum the query returned."
-    asked = [a.policy for a in state.asks]
+    asked = [a.hook for a in state.asks]
     assert asked == ["query_before_answer"]
     request = seen[3]["messages"][-1]
     assert request["role"] == "user" and request["content"].startswith("None of your queries")
@@ -544,7 +551,7 @@ async def test_the_request_to_query_is_made_once_and_never_after_a_query_succeed
     replies = [calls(("a", "run_sql", BAD_QUERY)), answer("x"), calls(("b", "run_sql", BAD_QUERY))]
     replies += [answer("y")]
     seen, state = await _query_first(bank_file, tmp_path / "once", replies)
-    assert [a.policy for a in state.asks] == ["query_before_answer"]
+    assert [a.hook for a in state.asks] == ["query_before_answer"]
     assert state.answer == "y"
     # A query that succeeded came first: the answer stands.
     seen, state = await _query_first(

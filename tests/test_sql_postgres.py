@@ -16,6 +16,7 @@ from evals.record import read_runs
 from evals.run import postgres
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.tasks import load_tasks
 from evals.tasks.sql.build import check_postgres, sqlite_file
 from evals.tasks.sql.questions import gold_for
@@ -120,7 +121,10 @@ async def test_the_oracle_answers_every_question_on_postgres(
     settings = EvalSettings(
         serving=Serving(scripted_url, model="scripted:oracle", concurrency=4),
         tasks=TASKS / "sql-test-s1000-n60.json",
-        preset=preset("analyst"), max_turns=8, out=tmp_path / "oracle.jsonl", db=server.url(),
+        preset=preset("analyst"),
+        out=tmp_path / "oracle.jsonl",
+        db=server.url(),
+        loop=eval_loop(max_turns=8),
     )  # fmt: skip
     records = read_runs(await run_eval(settings, echo=lambda _: None))
     assert len(records) == 60 and all(r.correct for r in records), [

@@ -19,7 +19,7 @@ from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
     written = await run_sweep(
         SweepSettings(
-            policies=["no-helpers", "guarded"],
+            presets=["no-helpers", "guarded"],
             models=["scripted:oracle", "scripted:duplicate"],
             base_url=scripted_url,
             out=tmp_path,
@@ -41,7 +41,7 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
         assert run_file.parent == tmp_path / "runs"
         assert (run_file.with_name(run_file.stem + ".runs") / "eval.json").exists()
         records = read_records(run_file)
-        assert {r["spec"]["policy"]["name"] for r in records} == {row["policy"]}
+        assert {r["spec"]["preset"]["name"] for r in records} == {row["policy"]}
     duplicate = {r["policy"]: r for r in rows if r["model"] == "scripted:duplicate"}
     # The guard answers the repeated read from the earlier result: one tool run less per task.
     assert (duplicate["no-helpers"]["tool_runs"], duplicate["guarded"]["tool_runs"]) == (18, 12)
@@ -106,7 +106,7 @@ async def test_the_report_can_be_written_again_from_the_run_files(
 ) -> None:
     await run_sweep(
         SweepSettings(
-            policies=["no-helpers", "focused"],
+            presets=["no-helpers", "focused"],
             models=["scripted:duplicate"],
             base_url=scripted_url,
             out=tmp_path / "first",

@@ -18,6 +18,7 @@ import httpx
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.setup import Setup
@@ -101,7 +102,10 @@ def test_a_limit_reached_by_wall_time_only_is_an_error_and_reruns(tmp_path: Path
     out = tmp_path / "run.jsonl"
     with running_server(server_app(handler, "fake")) as url:
         settings = EvalSettings(
-            serving=Serving(base_url=url, model="fake"), tasks=tasks, out=out, task_timeout_s=0.5
+            serving=Serving(base_url=url, model="fake"),
+            tasks=tasks,
+            out=out,
+            loop=eval_loop(timeout_s=0.5),
         )
         asyncio.run(run_eval(settings, echo=lambda _: None))
         (record,) = read_runs(out)

@@ -19,6 +19,7 @@ from evals.record import read_records
 from evals.report.rescore import RescoreError, rescore
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.scoring import files_read, received, score, stated
 from evals.scoring.verdict import passed, verdict_of
 from evals.studies.adversaries import run_adversaries, weak, write
@@ -45,8 +46,8 @@ async def run_files6(url: str, model: str, policy: str, out: Path) -> list[dict[
     settings = EvalSettings(
         serving=Serving(base_url=url, model=model, concurrency=6),
         preset=preset(policy),
-        max_turns=8,
         out=out,
+        loop=eval_loop(max_turns=8),
     )
     return read_records(await run_eval(settings, echo=lambda _: None))
 

@@ -59,7 +59,7 @@ SAME_ON_RESUME = (
     ("draft", "draft setting"),
     ("bfcl_eval", "bfcl-eval"),
     ("checker_model", "checker model entry"),
-    ("policy", "loop policy"),
+    ("preset", "preset"),
 )
 
 
@@ -74,7 +74,7 @@ class BfclSettings:
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
     max_tokens: int | None = None  # reply cap sent with each item; None: the server's default
     resume: Path | None = None  # the .partial file of an interrupted run, to go on with
-    preset: str = PLAIN  # the preset the multi-turn conversations run under (--policy)
+    preset: str = PLAIN  # the preset the multi-turn conversations run under (--preset)
 
     @property
     def multi_turn(self) -> bool:
@@ -104,7 +104,7 @@ class BfclSettings:
                 f"{', '.join(c for c in self.categories if c in MULTI_TURN)}"
             )
         if self.preset != PLAIN and not self.multi_turn:
-            raise EvalError("--policy applies to the multi-turn categories only")
+            raise EvalError("--preset applies to the multi-turn categories only")
         try:
             preset(self.preset)
         except UnknownSetting as exc:  # refused with the list of presets
@@ -147,7 +147,7 @@ def resumed_settings(run_file: Path, **where: Any) -> BfclSettings:
         label=spec.label,
         max_tokens=run.max_tokens,
         resume=partial,
-        preset=spec.policy.name if spec.policy else PLAIN,
+        preset=spec.preset.name if spec.preset else PLAIN,
     )
 
 
@@ -165,7 +165,7 @@ def _header(
         settings.label,
         api="openai",
         # A multi-turn conversation runs through the loop under a preset; an item is one request.
-        policy=preset if settings.multi_turn else None,
+        preset=preset if settings.multi_turn else None,
         solver="agent" if settings.multi_turn else "one-request",
         task_set="bfcl",
     )

@@ -179,10 +179,12 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
         "server's own cap)",
     )
     bfcl.add_argument(
+        "--preset",
         "--policy",
+        dest="preset",
         default=PLAIN,
-        help="the loop policy the multi-turn conversations run under (a preset of "
-        f"harness/presets.json; default {PLAIN}, the plain loop)",
+        help="the preset the multi-turn conversations run under (harness/presets.json; "
+        f"default {PLAIN}, the plain loop)",
     )
     bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
     bfcl.add_argument("--label", help="name of this run in the comparison")
@@ -216,7 +218,7 @@ def bfcl_command(args: argparse.Namespace) -> int:
                 out=args.out,
                 label=args.label,
                 max_tokens=args.max_tokens,
-                preset=args.policy,
+                preset=args.preset,
             )
         asyncio.run(
             run_bfcl(settings, echo=_echo, bar=sys.stderr.isatty(), summarize=summarize_bfcl_run)

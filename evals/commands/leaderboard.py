@@ -11,23 +11,25 @@ from typing import Any
 
 from evals.commands.run import echo
 from evals.errors import EvalError
+from evals.run.settings import eval_loop
 from evals.run.started import Started, flags
 from evals.studies.leaderboard import LeaderboardSettings, parse_entrants, run_leaderboard, write
+from harness.config import add_loop_flags, loop_from_args
 
 
 def register(commands: Any) -> None:
     board = commands.add_parser(
         "leaderboard",
         help="each model under its policies on one task set; DIR/leaderboard.md",
-        description="Runs every MODEL:POLICY without a finished run file under --out "
+        description="Runs every MODEL:PRESET without a finished run file under --out "
         "(resuming an interrupted one), serving each model in turn, then writes "
         "leaderboard.md and .json with the paired tests.",
     )
-    board.add_argument("--entrants", required=True, metavar="MODEL:POLICY,...")
+    board.add_argument("--entrants", required=True, metavar="MODEL:PRESET,...")
     board.add_argument("--tasks", type=Path, required=True)
     board.add_argument("--out", type=Path, required=True, metavar="DIR")
     board.add_argument("--base-url", help="ask this server for every model instead")
-    board.add_argument("--max-turns", type=int, default=8)
+    add_loop_flags(board)
     board.add_argument("--epochs", type=int, default=1)
     flags(board, "the leaderboard")
     board.add_argument(
@@ -50,7 +52,7 @@ def handle(args: argparse.Namespace) -> int:
             tasks=args.tasks,
             out=args.out,
             base_url=args.base_url.rstrip("/") if args.base_url else None,
-            max_turns=args.max_turns,
+            loop=loop_from_args(args, eval_loop(max_turns=8)),
             epochs=args.epochs,
             started=Started.from_args(args),
         )

@@ -15,14 +15,14 @@ from evals.report.compare import compare
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_evals
 from evals.run.servers import Serving
-from evals.run.settings import resumed_settings
+from evals.run.settings import eval_loop, resumed_settings
 from evals.solvers import SOLVERS
 from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
+from harness.config import add_loop_flags, loop_from_args
 from harness.display import printable
-from harness.presets import add_policy_flags, policy_from_args, preset
+from harness.presets import add_preset_flags, preset, preset_from_args
 from harness.providers import APIS, base_url_for
-from harness.tool_errors import TOOL_ERROR_POLICIES
 
 INTERRUPTED = (
     "interrupted; every finished task is kept in the .partial file. Go on with "
@@ -81,23 +81,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         "of each model)",
     )
     run.add_argument("--compare", type=Path, metavar="MD", help="write the comparison here")
-    run.add_argument(
-        "--temperature",
-        type=float,
-        metavar="T",
-        help="sample at this temperature on every request (default: greedy, so epochs repeat)",
-    )
-    run.add_argument(
-        "--seed",
-        type=int,
-        metavar="S",
-        help="sampling seed: epoch e of each task asks for S + e - 1 (recorded in each record)",
-    )
-    run.add_argument(
-        "--max-turns", type=int, help="turn cap per task run (default: the preset's, else 10)"
-    )
-    run.add_argument("--budget", type=float, default=None, help="USD per task run")
-    run.add_argument("--tool-errors", choices=TOOL_ERROR_POLICIES, default="descriptive")
+    add_loop_flags(run)
     run.add_argument(
         "--approvals",
         choices=["reject", "approve", "stop"],
@@ -108,12 +92,6 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--out", type=Path, help="run file (default: results/runs/STAMP-LABEL.jsonl)")
     run.add_argument("--label", help="name of this run in comparisons")
-    run.add_argument(
-        "--task-timeout",
-        type=float,
-        metavar="S",
-        help="wall seconds per task run (default: the preset's, else none)",
-    )
     run.add_argument(
         "--db",
         metavar="URL",
@@ -165,7 +143,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         help="who answers the user: the model, or a scripted agent: oracle (the task's gold "
         "calls and words, the ceiling under this user) or idle (nothing, the floor)",
     )
-    add_policy_flags(run)
+    add_preset_flags(run)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -193,19 +171,18 @@ def _run(args: argparse.Namespace) -> None:
         "concurrency": args.concurrency,
         "per_server": args.max_connections,
     }
-    if args.temperature is not None and not 0 <= args.temperature <= 2:
+    limits = preset(args.preset).limits
+    loop = loop_from_args(args, eval_loop(), limits)
+    if loop.temperature is not None and not 0 <= loop.temperature <= 2:
         raise EvalError("--temperature must be between 0 and 2")
     if args.user_temperature is not None and not 0 <= args.user_temperature <= 2:
         raise EvalError("--user-temperature must be between 0 and 2")
     if args.max_user_turns < 1:
         raise EvalError("--max-user-turns must be at least 1")
-    if args.api != "openai" and (args.temperature is not None or args.seed is not None):
+    if args.api != "openai" and (loop.temperature is not None or loop.seed is not None):
         raise EvalError(
             f"--temperature and --seed are sent in the openai shape only, not {args.api}"
         )
-    limits = preset(args.policy).limits
-    max_turns = args.max_turns if args.max_turns is not None else limits.get("max_turns", 10)
-    timeout = args.task_timeout if args.task_timeout is not None else limits.get("task_timeout_s")
     if args.resume:
         resumed = resumed_settings(args.resume, urls[0], db=args.db)
         resumed = replace(resumed, serving=replace(resumed.serving, **spread))
@@ -218,16 +195,11 @@ def _run(args: argparse.Namespace) -> None:
                 serving=Serving(urls[0], api=args.api, model=model, **spread),
                 tasks=args.tasks,
                 epochs=args.epochs,
-                max_turns=max_turns,
-                budget_usd=args.budget,
-                tool_errors=args.tool_errors,
+                loop=loop,
                 label=f"{args.label}-{model}" if args.label and len(models) > 1 else args.label,
                 out=args.out,
                 approvals=args.approvals,
-                preset=policy_from_args(args),
-                task_timeout_s=timeout,
-                temperature=args.temperature,
-                seed=args.seed,
+                preset=preset_from_args(args),
                 db=args.db,
                 solver=args.solver,
                 user_model=args.user_model,

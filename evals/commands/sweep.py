@@ -10,14 +10,18 @@ from typing import Any
 
 from evals.commands.run import INTERRUPTED, echo
 from evals.errors import EvalError
+from evals.run.settings import eval_loop
 from evals.run.started import Started, flags
 from evals.studies.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS
+from harness.config import add_loop_flags, loop_from_args
 
 
 def register(commands: Any) -> None:
     sweep = commands.add_parser("sweep", help="the task set under each policy; results/sweep.*")
-    sweep.add_argument("--policies", help="preset names, comma-separated")
+    sweep.add_argument(
+        "--presets", "--policies", dest="presets", help="preset names, comma-separated"
+    )
     sweep.add_argument(
         "--from-runs",
         nargs="+",
@@ -33,8 +37,7 @@ def register(commands: Any) -> None:
     sweep.add_argument("--base-url", help="ask every model of this server instead")
     sweep.add_argument("--epochs", type=int, default=1)
     sweep.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
-    sweep.add_argument("--max-turns", type=int, default=10)
-    sweep.add_argument("--task-timeout", type=float, metavar="S")
+    add_loop_flags(sweep)
     flags(sweep, "the sweep")
     sweep.add_argument("--out", type=Path, default=Path("results"))
     sweep.set_defaults(handler=handle)
@@ -55,17 +58,16 @@ def _sweep(args: argparse.Namespace) -> int:
         written = rewrite(args.from_runs, args.out)
         print("wrote " + ", ".join(map(str, written)))
         return 0
-    if not args.policies:
-        raise EvalError("name the policies (--policies A,B) or --from-runs")
+    if not args.presets:
+        raise EvalError("name the presets (--presets A,B) or --from-runs")
     models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [None]
     settings = SweepSettings(
-        policies=[p for p in args.policies.split(",") if p],
+        presets=[p for p in args.presets.split(",") if p],
         models=models,
         base_url=args.base_url.rstrip("/") if args.base_url else None,
         epochs=args.epochs,
         tasks=args.tasks,
-        max_turns=args.max_turns,
-        task_timeout_s=args.task_timeout,
+        loop=loop_from_args(args, eval_loop()),
         started=Started.from_args(args),
         out=args.out,
     )

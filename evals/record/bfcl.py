@@ -15,8 +15,9 @@ Versions (``record_version``):
 3. a multi-turn entry's ``turns`` (each step's calls and results, the backends' state after
    each turn), ``model_calls`` and ``force_quit`` (None for single-turn items); what ran at the
    top level, the loop's preset by name only;
-4. this model: what ran under ``spec`` (the preset with its settings, where the run kept them;
-   a version 3 record's preset has its name and no settings), BFCL's run under ``bfcl``.
+4. what ran under ``spec`` (the preset with its settings, where the run kept them; a version
+   3 record's preset has its name and no settings), BFCL's run under ``bfcl``;
+5. this model: the spec's ``policy`` is ``preset``, its loop by the loop's own names.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from evals.record.files import read_records
-from evals.record.spec import RunSpec
+from evals.record.spec import SPEC_FIELDS_BEFORE, RunSpec, renamed_spec
 from evals.record.versioned import parse as parse_versioned
 
-RECORD_VERSION = 4
+RECORD_VERSION = 5
 
 
 class ItemCall(BaseModel):
@@ -98,7 +99,7 @@ class ItemRecord(BaseModel):
         return header(self.spec, self.bfcl)
 
 
-_SPEC_FIELDS = tuple(k for k in RunSpec.model_fields if k != "policy")
+_SPEC_FIELDS = tuple(k for k in SPEC_FIELDS_BEFORE if k != "policy")
 _BFCL_FIELDS = tuple(BfclRun.model_fields)
 
 
@@ -114,7 +115,7 @@ def _nest(raw: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-UPGRADES = {3: _nest}
+UPGRADES = {3: _nest, 4: renamed_spec}
 
 
 def parse(raw: dict[str, Any], where: str) -> ItemRecord:
@@ -126,7 +127,7 @@ def header(spec: RunSpec, run: BfclRun) -> dict[str, Any]:
     """What ran and BFCL's run as one mapping, the preset by its name: what a resumed run's
     records are compared with."""
     flat = {**spec.model_dump(mode="json"), **run.model_dump(mode="json")}
-    flat["policy"] = spec.policy and spec.policy.name
+    flat["preset"] = spec.preset and spec.preset.name
     return flat
 
 

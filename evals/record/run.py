@@ -13,10 +13,11 @@ Versions (``record_version``):
    ``api``, ``draft``, ``task_hash``...;
 2. ``record_version`` written; what ran, and the SQL tasks' ``database`` and ``audit``, at the
    top level beside the task's own fields;
-3. this model: what ran is the eval's :class:`~evals.record.spec.RunSpec` under ``spec``, and
-   what only one environment keeps is under ``environment``, which names it. A version 2
-   record with a ``database`` or an ``audit`` ran on the database, any other on the
-   workspace.
+3. what ran is the eval's :class:`~evals.record.spec.RunSpec` under ``spec``, and what only
+   one environment keeps is under ``environment``, which names it. A version 2 record with a
+   ``database`` or an ``audit`` ran on the database, any other on the workspace;
+4. this model: the spec's ``policy`` is ``preset``, its loop's ``budget_usd`` and
+   ``task_timeout_s`` are ``max_budget_usd`` and ``timeout_s`` (the loop's own names).
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from pydantic import BaseModel, ConfigDict
 
 from evals.record.environments import EnvironmentData
 from evals.record.files import read_records
-from evals.record.spec import RunSpec
+from evals.record.spec import SPEC_FIELDS_BEFORE, RunSpec, renamed_spec
 from evals.record.versioned import parse as parse_versioned
 
-RECORD_VERSION = 3
+RECORD_VERSION = 4
 
 NOT_RUN = "not_run"
 ERROR = "error"
@@ -153,14 +154,13 @@ def is_error(record: RunRecord) -> bool:
     return record.status in (ERROR, NOT_RUN)
 
 
-_SPEC_FIELDS = tuple(RunSpec.model_fields)
 _DATABASE_FIELDS = ("database", "audit")
 
 
 def _nest(raw: dict[str, Any]) -> dict[str, Any]:
     """Version 2 to 3: what ran under ``spec``, the database's fields under ``environment``."""
     data = dict(raw)
-    spec = {k: data.pop(k) for k in _SPEC_FIELDS if k in data}
+    spec = {k: data.pop(k) for k in SPEC_FIELDS_BEFORE if k in data}
     kept = {k: data.pop(k, None) for k in _DATABASE_FIELDS}
     on_database = any(v is not None for v in kept.values())
     data["spec"] = spec
@@ -168,7 +168,7 @@ def _nest(raw: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-UPGRADES = {2: _nest}
+UPGRADES = {2: _nest, 3: renamed_spec}
 
 
 def parse(raw: dict[str, Any], where: str) -> RunRecord:

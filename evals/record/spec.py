@@ -45,9 +45,11 @@ class RunSpec(BaseModel):
     base_url: str | None = None
     servers: list[dict[str, Any]] | None = None
     api: str | None = None  # the wire shape: openai | anthropic
-    # The loop: its limits, its preset with every setting, and its sampling.
+    # The loop: its limits and sampling by the names of ``harness.config.LoopConfig``, with
+    # the eval's own settings that change a task run (approvals, solver, the user of a
+    # conversation); its preset with every setting.
     loop: dict[str, Any] | None = None
-    policy: PresetRecord | None = None
+    preset: PresetRecord | None = None
     # How a task was solved: the agent loop, or a workflow, and what the workflow fixes.
     # Every record before solvers existed ran the agent loop.
     solver: str = "agent"
@@ -59,6 +61,24 @@ class RunSpec(BaseModel):
     # Where, and from what code.
     machine: dict[str, Any] | None = None
     code_version: str | None = None
+
+
+# The loop's keys as records kept them before the loop's settings were one group.
+OLD_LOOP_KEYS = {"budget_usd": "max_budget_usd", "task_timeout_s": "timeout_s"}
+# RunSpec's fields as records wrote them before ``preset`` was named so (``policy``).
+SPEC_FIELDS_BEFORE = tuple("policy" if k == "preset" else k for k in RunSpec.model_fields)
+
+
+def renamed_spec(record: dict[str, Any]) -> dict[str, Any]:
+    """A record (run or BFCL item) whose spec was written before the preset and the loop's
+    fields had today's names: ``policy`` becomes ``preset``, the loop's ``budget_usd`` and
+    ``task_timeout_s`` become ``max_budget_usd`` and ``timeout_s``."""
+    spec = dict(record["spec"])
+    if "policy" in spec:
+        spec["preset"] = spec.pop("policy")
+    if spec.get("loop") is not None:
+        spec["loop"] = {OLD_LOOP_KEYS.get(k, k): v for k, v in spec["loop"].items()}
+    return {**record, "spec": spec}
 
 
 def code_version() -> str | None:

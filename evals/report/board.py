@@ -55,7 +55,7 @@ def configuration(run: Run) -> str:
     return json.dumps(
         [
             s.model, s.model_sha256, s.backend, s.tool_grammar, s.draft or "off",
-            s.api or "openai", s.solver, s.solver_settings, s.policy.name if s.policy else None,
+            s.api or "openai", s.solver, s.solver_settings, s.preset.name if s.preset else None,
             s.temperature, loop, s.task_set, sorted({x.epoch for x in run.records}),
         ],
         sort_keys=True,

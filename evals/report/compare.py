@@ -78,7 +78,7 @@ def solver_of(run: Run) -> str:
     record = run.records[0]
     if record.spec.solver != "agent":
         return record.spec.solver
-    return f"agent ({policy_name(record.spec.policy.model_dump() if record.spec.policy else None)})"
+    return f"agent ({policy_name(record.spec.preset.model_dump() if record.spec.preset else None)})"
 
 
 def per_question(run: Run) -> tuple[float | None, float | None]:

@@ -40,7 +40,7 @@ def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
         "tool_grammar": first and first.spec.tool_grammar,
         "draft": first and first.spec.draft,
         "loop": first and first.spec.loop,
-        "policy": first.spec.policy.model_dump() if first and first.spec.policy else None,
+        "policy": first.spec.preset.model_dump() if first and first.spec.preset else None,
         "tasks": len(by_task),
         "epochs": epochs,
         "runs": len(answered),

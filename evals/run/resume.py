@@ -38,7 +38,7 @@ SAME_ON_RESUME = (
     ("model_sha256", "weights (sha256)"),
     ("tool_grammar", "tool grammar"),
     ("draft", "draft"),
-    ("policy", "loop policy"),
+    ("preset", "preset"),
     ("solver", "solver"),
 )
 

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -39,7 +39,7 @@ from evals.run.servers import (
     served_spec,
     servers_for,
 )
-from evals.run.settings import LOOP_FIELDS, EvalSettings, eval_id, kept_records
+from evals.run.settings import EvalSettings, eval_id, kept_records
 from evals.run.taskrun import run_task
 from evals.scoring.verdict import verdict_of
 from evals.solvers import solver_named
@@ -114,18 +114,17 @@ def _prepare(
 ) -> _Eval:
     chosen = servers_for(servers, settings.serving.model)
     shape = "" if settings.serving.api == "openai" else f"/{settings.serving.api}"
-    loop = {k: v for k, v in asdict(settings).items() if k in LOOP_FIELDS}
     spec = served_spec(
         chosen,
         settings.serving.model,
         settings.label,
         shape,
         api=settings.serving.api,
-        loop=loop,
-        policy=PresetRecord(**settings.preset.record()),
+        loop=settings.loop_record(),
+        preset=PresetRecord(**settings.preset.record()),
         solver=settings.solver,
         solver_settings=solver_named(settings.solver).settings,
-        temperature=settings.temperature,
+        temperature=settings.loop.temperature,
         task_set=taskset.name,
         task_set_hash=taskset.content_hash,
     )
@@ -148,13 +147,13 @@ def _prepare(
     echo(
         f"eval {taskset.name}: {len(taskset.tasks)} tasks x {settings.epochs} epoch(s), "
         f"model {model} ({backend}), "
-        + (f"policy {settings.preset.name}, " if settings.solver == "agent" else "")
+        + (f"preset {settings.preset.name}, " if settings.solver == "agent" else "")
         + (f"solver {settings.solver}, " if settings.solver != "agent" else "")
         + f"{settings.serving.api} shape, {len(chosen)} server(s) ({software}): "
         + ", ".join(s.base_url for s in chosen)
         + (f"; resuming {out.name}: {len(kept)} of {len(order)} kept" if settings.resume else "")
     )
-    if settings.epochs > 1 and not settings.temperature:
+    if settings.epochs > 1 and not settings.loop.temperature:
         echo(
             f"warning: {settings.epochs} greedy epochs (temperature 0) repeat one transcript; "
             "pass^k and per-task variance say nothing until --temperature T --seed S"

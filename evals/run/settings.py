@@ -7,19 +7,21 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from evals.errors import EvalError
 from evals.record import RunRecord, is_error, read_runs, task_folder
+from evals.record.spec import OLD_LOOP_KEYS
 from evals.run.servers import Serving
 from evals.tasks import DEFAULT_TASKS
+from harness.config import FLAGGED, LoopConfig, flagged
 from harness.presets import PLAIN, Preset, preset
 from harness.sql.postgres import public_url
-from harness.tool_errors import ToolErrorPolicy
 
 # How a field of EvalSettings is kept: LOOP, in every record's ``loop`` (it changes what a
 # task run does); RESUMED, taken by a resumed eval from the one it continues (as are the
-# serving's model and wire shape; not where the servers are, nor how many task runs are in
-# flight: neither changes a record).
+# serving's model and wire shape and the loop's flagged fields; not where the servers are,
+# nor how many task runs are in flight: neither changes a record).
 LOOP = {"loop": True, "resumed": True}
 RESUMED_ONLY = {"resumed": True}
 
@@ -31,9 +33,10 @@ class EvalSettings:
     serving: Serving
     tasks: Path = field(default=DEFAULT_TASKS, metadata=RESUMED_ONLY)
     epochs: int = field(default=1, metadata=RESUMED_ONLY)
-    max_turns: int | None = field(default=10, metadata=LOOP)
-    budget_usd: float | None = field(default=None, metadata=LOOP)
-    tool_errors: ToolErrorPolicy = field(default="descriptive", metadata=LOOP)
+    # The loop's limits, sampling and tool-error wording (``harness.config``; its preset's
+    # settings are ``preset``'s). Its seed is the first epoch's: epoch e of a task asks for
+    # seed + e - 1, so epochs differ from each other and a rerun repeats them.
+    loop: LoopConfig = field(default_factory=lambda: eval_loop())
     label: str | None = field(default=None, metadata=RESUMED_ONLY)
     out: Path | None = None
     # A call that needs approval: "reject" declines it with a reason the model reads and goes
@@ -41,13 +44,7 @@ class EvalSettings:
     # fresh workspace); "stop" records the run as interrupted.
     approvals: str = field(default="reject", metadata=LOOP)
     preset: Preset = field(default_factory=lambda: preset(PLAIN))
-    # Wall clock per task run; the run is then interrupted.
-    task_timeout_s: float | None = field(default=None, metadata=LOOP)
     resume: Path | None = None  # a run file (or its .partial) whose finished tasks are kept
-    # Sampling: None is greedy. Epoch e of a task asks for seed + e - 1, so epochs differ
-    # from each other and a rerun repeats them.
-    temperature: float | None = field(default=None, metadata=LOOP)
-    seed: int | None = field(default=None, metadata=LOOP)
     # Where a task set's databases are: None for SQLite (built by the eval), or a
     # postgresql:// URL (make serve-postgres prints one).
     db: str | None = field(default=None, metadata=RESUMED_ONLY)
@@ -66,10 +63,21 @@ class EvalSettings:
     agent: str = field(default="model", metadata=LOOP)
 
     def epoch_seed(self, epoch: int) -> int | None:
-        return None if self.seed is None else self.seed + epoch - 1
+        seed = self.loop.seed
+        return None if seed is None else seed + epoch - 1
+
+    def loop_record(self) -> dict[str, Any]:
+        """What every record of this eval keeps under ``spec.loop``: the loop's flagged fields
+        and the eval's own that change what a task run does."""
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("loop")}
+        return {**flagged(self.loop), **own}
 
 
-LOOP_FIELDS = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("loop"))
+def eval_loop(**values: Any) -> LoopConfig:
+    """An eval's loop: ten turns a task unless told otherwise."""
+    return LoopConfig(**{"max_turns": 10, **values})
+
+
 RESUMED = tuple(f.name for f in fields(EvalSettings) if f.metadata.get("resumed"))
 
 
@@ -101,15 +109,37 @@ def resumed_settings(run_file: Path, base_url: str, db: str | None = None) -> Ev
         kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
         kept["tasks"] = Path(kept["tasks"])
         serving = Serving(base_url, model=saved.get("model"), api=saved.get("api", "openai"))
-        chosen = Preset(str(saved["policy"]["name"]), dict(saved["policy"]["settings"]))
+        chosen = saved.get("preset", saved.get("policy"))  # "policy": its name until v4
+        if chosen is None:
+            raise KeyError("preset")
         if db is not None:
             kept["db"] = db
-        return EvalSettings(serving=serving, out=out, preset=chosen, resume=run_file, **kept)
+        return EvalSettings(
+            serving=serving,
+            out=out,
+            preset=Preset(str(chosen["name"]), dict(chosen["settings"])),
+            resume=run_file,
+            loop=saved_loop(saved),
+            **kept,
+        )
     except (KeyError, TypeError, ValueError) as exc:
         what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
         raise EvalError(
             f"cannot resume {run_file}: {saved_path} is not an eval's settings ({what})"
         ) from exc
+
+
+def saved_loop(saved: dict[str, Any]) -> LoopConfig:
+    """The loop an eval.json kept: under ``loop`` by the loop's field names, or, in one saved
+    before the loop was one group, among the eval's own fields under older names."""
+    if "loop" in saved:
+        values = dict(saved["loop"])
+    else:
+        values = {OLD_LOOP_KEYS.get(k, k): v for k, v in saved.items()}
+    unknown = sorted(set(saved.get("loop", {})) - set(FLAGGED))
+    if unknown:
+        raise ValueError(f"loop: no field {', '.join(unknown)}")
+    return eval_loop(**{k: values[k] for k in FLAGGED if k in values})
 
 
 def kept_records(settings: EvalSettings, out: Path) -> list[RunRecord]:
@@ -134,8 +164,9 @@ def eval_id(keep: Path, settings: EvalSettings) -> str:
     fields = {k: v for k, v in asdict(settings).items() if k in RESUMED}
     fields.update(model=settings.serving.model, api=settings.serving.api)
     fields["tasks"] = portable(settings.tasks)
+    fields["loop"] = flagged(settings.loop)
     if settings.db is not None:
         fields["db"] = public_url(settings.db)  # a password is never written
-    fields.update(eval_id=eval_id, policy=settings.preset.record())  # the records' key
+    fields.update(eval_id=eval_id, preset=settings.preset.record())  # the records' key
     saved.write_text(json.dumps(fields, indent=2) + "\n", encoding="utf-8")
     return eval_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from httpx import MockTransport
@@ -45,15 +45,7 @@ EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
 
 
 def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
-    base = LoopConfig(
-        max_turns=settings.max_turns,
-        max_budget_usd=settings.budget_usd,
-        tool_errors=settings.tool_errors,
-        timeout_s=settings.task_timeout_s,
-        temperature=settings.temperature,
-        seed=settings.epoch_seed(epoch),
-    )
-    return apply(base, settings.preset)
+    return apply(replace(settings.loop, seed=settings.epoch_seed(epoch)), settings.preset)
 
 
 @dataclass
@@ -129,7 +121,7 @@ async def _user(
         return
     temperature = (
         settings.user_temperature if settings.user_temperature is not None
-        else settings.temperature
+        else settings.loop.temperature
     )  # fmt: skip
     seed = settings.epoch_seed(epoch)
     name = settings.user_model or model

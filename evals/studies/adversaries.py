@@ -25,6 +25,7 @@ from evals.record import read_runs
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.studies.strategies import FamilyReport, judge
 from evals.studies.strategies import markdown as strategies_markdown
 from evals.tasks import DEFAULT_TASKS, load_tasks
@@ -72,7 +73,7 @@ async def _cell(
         serving=Serving(base_url=url, model=f"scripted:{scenario}", concurrency=4),
         tasks=tasks,
         preset=preset(policy),
-        max_turns=8,
+        loop=eval_loop(max_turns=8),
         out=out,
         solver=solver,
     )

@@ -1,10 +1,10 @@
 """The ladder on a task set sized to tell its rungs apart: each model under the policies named
 for it, every pair that matters tested task by task.
 
-``python -m evals leaderboard --entrants MODEL:POLICY,... --tasks FILE --out DIR`` serves each
+``python -m evals leaderboard --entrants MODEL:PRESET,... --tasks FILE --out DIR`` serves each
 model in turn (one model process at a time, as the sweep does), runs what is missing and
 writes ``DIR/leaderboard.md`` and ``.json``. Each entrant's run file has a fixed name
-(``DIR/MODEL-POLICY.jsonl``), so the command is its own resume: a finished run is kept, an
+(``DIR/MODEL-PRESET.jsonl``), so the command is its own resume: a finished run is kept, an
 interrupted one (its ``.partial``) goes on with the tasks left, and the report is rebuilt from
 whatever is finished. ``--report-only`` runs nothing.
 
@@ -38,40 +38,41 @@ from evals.report.stats import detectable_difference, pass_hat_k
 from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval
 from evals.run.servers import Serving
-from evals.run.settings import EvalSettings, resumed_settings
+from evals.run.settings import EvalSettings, eval_loop, resumed_settings
 from evals.run.started import Started, served
+from harness.config import LoopConfig
 from harness.presets import preset
 
 
 @dataclass(frozen=True)
 class Entrant:
     model: str
-    policy: str
+    preset: str
 
     @property
     def name(self) -> str:
-        return f"{self.model} {self.policy}"
+        return f"{self.model} {self.preset}"
 
 
 def parse_entrants(text: str) -> list[Entrant]:
-    """``MODEL:POLICY,MODEL:POLICY``; a model name may hold colons (``scripted:oracle``), a
-    policy name does not. Unknown policies are refused before anything runs."""
+    """``MODEL:PRESET,MODEL:PRESET``; a model name may hold colons (``scripted:oracle``), a
+    preset's name does not. Unknown presets are refused before anything runs."""
     entrants = []
     for part in filter(None, (p.strip() for p in text.split(","))):
-        model, sep, policy = part.rpartition(":")
-        if not sep or not model or not policy:
-            raise EvalError(f"--entrants: {part!r} is not MODEL:POLICY")
-        preset(policy)  # an unknown name fails here
-        entrants.append(Entrant(model, policy))
+        model, sep, name = part.rpartition(":")
+        if not sep or not model or not name:
+            raise EvalError(f"--entrants: {part!r} is not MODEL:PRESET")
+        preset(name)  # an unknown name fails here
+        entrants.append(Entrant(model, name))
     if not entrants:
-        raise EvalError("--entrants: name at least one MODEL:POLICY")
+        raise EvalError("--entrants: name at least one MODEL:PRESET")
     if len(set(entrants)) < len(entrants):
         raise EvalError("--entrants: an entrant is named twice")
     return entrants
 
 
 def run_file(out: Path, entrant: Entrant) -> Path:
-    return out / f"{slug(entrant.model)}-{slug(entrant.policy)}.jsonl"
+    return out / f"{slug(entrant.model)}-{slug(entrant.preset)}.jsonl"
 
 
 def _partial(out: Path, entrant: Entrant) -> Path:
@@ -91,7 +92,7 @@ class LeaderboardSettings:
     tasks: Path
     out: Path
     base_url: str | None = None  # None: serve each model here, one at a time
-    max_turns: int | None = 8
+    loop: LoopConfig = field(default_factory=lambda: eval_loop(max_turns=8))
     epochs: int = 1
     started: Started = field(default_factory=Started)  # how the servers it starts are run
 
@@ -134,9 +135,9 @@ async def _run_entrants(
                 serving=Serving(base_url=url, model=entrant.model),
                 tasks=settings.tasks,
                 epochs=settings.epochs,
-                max_turns=settings.max_turns,
+                loop=settings.loop,
                 label=f"leaderboard {entrant.name}",
-                preset=preset(entrant.policy),
+                preset=preset(entrant.preset),
                 out=out,
             )
         await run_eval(eval_settings, echo=echo, summarize=summarize_run_file)
@@ -149,7 +150,7 @@ def _row(run: Run, best: bool) -> dict[str, Any]:
     record = run.records[0]
     return {
         "model": record.spec.model,
-        "policy": record.spec.policy.name if record.spec.policy else None,
+        "policy": record.spec.preset.name if record.spec.preset else None,
         "best": best,
         "tasks": acc.n,
         "correct": acc.k,

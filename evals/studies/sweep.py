@@ -29,20 +29,21 @@ from evals.report.stats import accuracy_of, detectable_difference
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.run.started import Started, served
 from evals.tasks import DEFAULT_TASKS
+from harness.config import LoopConfig
 from harness.presets import preset
 
 
 @dataclass
 class SweepSettings:
-    policies: list[str]
+    presets: list[str]
     models: list[str | None]  # None: whatever the server at base_url serves first
     base_url: str | None = None  # None: serve each model here, one at a time
     epochs: int = 1
     tasks: Path = DEFAULT_TASKS
-    max_turns: int | None = 10
-    task_timeout_s: float | None = None
+    loop: LoopConfig = field(default_factory=eval_loop)  # its limits, sampling, tool errors
     out: Path = Path("results")
     started: Started = field(default_factory=Started)  # how the servers it starts are run
 
@@ -61,16 +62,15 @@ async def _sweep_model(
     model: str | None, base_url: str, settings: SweepSettings, echo: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     rows = []
-    for name in settings.policies:
+    for name in settings.presets:
         label = f"sweep {model or 'default'} {name}"
         eval_settings = EvalSettings(
             serving=Serving(base_url=base_url, model=model),
             tasks=settings.tasks,
             epochs=settings.epochs,
-            max_turns=settings.max_turns,
+            loop=settings.loop,
             label=label,
             preset=preset(name),
-            task_timeout_s=settings.task_timeout_s,
             out=default_out(label, settings.out / "runs"),
         )
         rows.append(row(await run_eval(eval_settings, echo=echo, summarize=summarize_run_file)))
@@ -92,7 +92,7 @@ def row(run_file: Path) -> dict[str, Any]:
 
 
 async def run_sweep(settings: SweepSettings, echo: Callable[[str], None] = print) -> list[Path]:
-    for name in settings.policies:
+    for name in settings.presets:
         preset(name)  # an unknown name fails before any server starts
     rows: list[dict[str, Any]] = []
     for model in settings.models:

@@ -44,7 +44,7 @@ class Config(Protocol):
     config that checks against it."""
 
     @property
-    def policy(self) -> Mapping[str, Any]: ...
+    def settings(self) -> Mapping[str, Any]: ...
 
     @property
     def temperature(self) -> float | None: ...
@@ -77,10 +77,10 @@ class Setting(Generic[T]):
     doc: str = ""
 
     def of(self, config: Config) -> T:
-        return self.among(config.policy)
+        return self.among(config.settings)
 
     def among(self, settings: Mapping[str, Any]) -> T:
-        """Its value among a run's settings (``LoopConfig.policy``), the default if absent."""
+        """Its value among a run's settings (``LoopConfig.settings``), the default if absent."""
         return cast(T, settings.get(self.name, self.default))
 
     @property

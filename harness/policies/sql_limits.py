@@ -2,7 +2,7 @@
 
 A statement that runs past its timeout is stopped by the database and the model reads why; the
 run goes on. A result longer than the row cap shows its first rows and says how many were
-cut. The tools read both from the run's settings (``ToolContext.policy``)."""
+cut. The tools read both from the run's settings (``ToolContext.settings``)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ RUN_SQL_TOOL = "run_sql"
 DESCRIBE_TOOL = "describe"
 
 # The tools' limits: each a setting of the run (``harness.policies.sql_limits`` declares them
-# with their flags), read from ``ToolContext.policy``; these are their defaults.
+# with their flags), read from ``ToolContext.settings``; these are their defaults.
 STATEMENT_TIMEOUT_SETTING, STATEMENT_TIMEOUT_S = "statement_timeout_s", 15.0
 ROW_CAP_SETTING, ROW_CAP = "row_cap", 20
 
@@ -78,8 +78,8 @@ def sql_tools(database: Database) -> list[Tool]:
         query = str(args.get("query", "")).strip()
         if not query:
             raise SQLError("the query is empty; send one SELECT statement")
-        timeout = float(ctx.policy.get(STATEMENT_TIMEOUT_SETTING, STATEMENT_TIMEOUT_S))
-        cap = int(ctx.policy.get(ROW_CAP_SETTING, ROW_CAP))
+        timeout = float(ctx.settings.get(STATEMENT_TIMEOUT_SETTING, STATEMENT_TIMEOUT_S))
+        cap = int(ctx.settings.get(ROW_CAP_SETTING, ROW_CAP))
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:

@@ -24,6 +24,7 @@ from evals.report.analyst import audit, reply_reuse
 from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from harness.presets import Preset, preset
 from serve_local.catalogue import DEFAULT_NAME
@@ -100,7 +101,7 @@ def _measure(url: str, label: str, policy: Preset, scratch: Path) -> dict[str, A
     limits = policy.limits
     settings = EvalSettings(
         serving=Serving(url), tasks=_subset(scratch), preset=policy,
-        max_turns=limits["max_turns"], task_timeout_s=limits["task_timeout_s"],
+        loop=eval_loop(**limits),
         out=scratch / f"{label}.jsonl",
     )  # fmt: skip
     records = read_runs(asyncio.run(run_eval(settings, echo=lambda _: None)))

@@ -18,6 +18,7 @@ from evals.report.markdown import table
 from evals.report.summary import summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.studies.serving.common import Echo, Figures, Part, server_process, verdict
 from evals.studies.serving.peer import WARM, llama_server_args, load_average, ours_args, send
 from evals.tasks import DEFAULT_TASKS, load_tasks
@@ -78,7 +79,7 @@ def over_levels(
         settings = EvalSettings(
             serving=Serving(base_url=url, model=model, concurrency=concurrency),
             epochs=epochs,
-            max_turns=max_turns,
+            loop=eval_loop(max_turns=max_turns),
             preset=preset(policy),
             out=folder / f"{name}-c{concurrency}.jsonl",
             label=f"{name}-c{concurrency}",

@@ -26,6 +26,7 @@ from evals.record import RunRecord, read_runs
 from evals.record.files import kept_file, read_text
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
+from evals.run.settings import eval_loop
 from evals.studies.serving.common import (
     Echo,
     Figures,
@@ -249,7 +250,7 @@ def measure(
             serving=Serving(base_url=url),
             tasks=tasks,
             out=run_file,
-            max_turns=MAX_TURNS,
+            loop=eval_loop(max_turns=MAX_TURNS),
             preset=preset(POLICY),
             label=f"slots {engine} s{slots}",
         )
