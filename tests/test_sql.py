@@ -17,7 +17,7 @@ from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.scoring.answers import commitment, credits
 from evals.studies.strategies import judge
-from evals.tasks import ListOf, NumberIs, ObservedValue, load_tasks
+from evals.tasks import DatabaseRef, ListOf, NumberIs, ObservedValue, load_tasks
 from evals.tasks.sql import tasks as sql_tasks
 from evals.tasks.sql import write
 from evals.tasks.sql.bank import generate
@@ -135,7 +135,7 @@ def test_generation_is_a_function_of_the_seed(tmp_path: Path) -> None:
     two, _ = write(7, 20, tmp_path / "b.json")
     assert one.read_bytes() == two.read_bytes()
     assert generate(7).fingerprint == generate(7).fingerprint != generate(8).fingerprint
-    assert load_tasks(one).tasks[0].database is not None
+    assert load_tasks(one).tasks[0].fields_of(DatabaseRef) is not None
 
 
 @pytest.mark.parametrize("name", sorted(COMMITTED))
@@ -423,7 +423,7 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
     )
     taskset = load_tasks(tmp_path / "s.json")
     assert taskset.name == "sql-s3-n12" and {
-        t.database.seed for t in taskset.tasks if t.database
+        r.seed for r in (t.fields_of(DatabaseRef) for t in taskset.tasks) if r
     } == {3}
     run = tmp_path / "r.jsonl"
     assert (

@@ -73,9 +73,10 @@ def sql_audit(state: RunState) -> list[dict[str, Any]]:
 
 
 def _ref(task: Task) -> DatabaseRef:
-    if task.database is None:
+    ref = task.fields_of(DatabaseRef)
+    if ref is None:
         raise EvalError(f"task {task.id} names no database")
-    return task.database
+    return ref
 
 
 PICK_TABLES = "Choose the tables whose first rows you need to see to answer the question."
@@ -113,14 +114,13 @@ class DatabaseEnvironment:
     texts = (PICK_TABLES, WRITE_QUERY, REPAIR)
 
     def holds(self, task: Task) -> bool:
-        return task.database is not None
+        return task.fields_of(DatabaseRef) is not None
 
     def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
         """Every bank the tasks name, opened (and on PostgreSQL checked) before any task."""
         databases = Databases(db, scratch)
-        for ref in {
-            (t.database.seed, t.database.fingerprint): t.database for t in tasks if t.database
-        }.values():
+        refs = [r for r in (t.fields_of(DatabaseRef) for t in tasks) if r is not None]
+        for ref in {(r.seed, r.fingerprint): r for r in refs}.values():
             databases.for_task(ref)
         return _Opened(databases)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from evals.environments.base import Reading, filled, scripted_calls
 from evals.errors import EvalError
 from evals.record import McpData, McpServerData
-from evals.tasks import Task
+from evals.tasks import DatabaseRef, RepositoryRef, Task
 from evals.tasks.git import build_repository
 from evals.tasks.sql.build import sqlite_file
 from harness.errors import ToolServerFailed
@@ -53,12 +53,11 @@ class _Opened:
         """The task's folder laid out: its workspace, and the placeholders' values."""
         workspace = create_workspace(folder / "workspace", files=task.workspace)
         values = {"workspace": str(workspace.root)}
-        if task.repository is not None:
-            build_repository(task.repository, workspace.root)
-        if task.database is not None:
-            bank = sqlite_file(
-                task.database.seed, self.scratch / "databases", task.database.fingerprint
-            )
+        repository, database = task.fields_of(RepositoryRef), task.fields_of(DatabaseRef)
+        if repository is not None:
+            build_repository(repository, workspace.root)
+        if database is not None:
+            bank = sqlite_file(database.seed, self.scratch / "databases", database.fingerprint)
             copy = folder / "database.sqlite"
             shutil.copyfile(bank, copy)
             values["database"] = str(copy)
@@ -159,7 +158,7 @@ class McpEnvironment:
                         f"task {task.id}: MCP server {name!r} uses {{{sorted(unknown)[0]}}}, "
                         f"not a placeholder (they are: {', '.join(_BRACED)})"
                     )
-                if "database" in config.placeholders() and task.database is None:
+                if "database" in config.placeholders() and task.fields_of(DatabaseRef) is None:
                     raise EvalError(
                         f"task {task.id}: MCP server {name!r} uses {{database}} but the task "
                         "names no database"
@@ -168,7 +167,7 @@ class McpEnvironment:
                     resolve_command(config.command)
                 except ToolServerFailed as exc:
                     raise EvalError(f"task {task.id}: {exc}") from exc
-        if db is not None and any(t.database for t in tasks):
+        if db is not None and any(t.fields_of(DatabaseRef) for t in tasks):
             raise EvalError(
                 "the MCP environment hands a server a copy of the bank as a SQLite file; "
                 "--db applies to run_sql's tasks only"

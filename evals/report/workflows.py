@@ -15,7 +15,7 @@ from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
 from evals.report.pairing import PairingError, paired
 from evals.report.stats import accuracy
-from evals.tasks import DEFAULT_TASKS, chance_of, load_tasks
+from evals.tasks import DEFAULT_TASKS, DatabaseRef, chance_of, load_tasks
 
 
 def _done(run: Run) -> list[RunRecord]:
@@ -69,7 +69,7 @@ def _floor(task_set: str) -> list[str]:
     tasks = load_tasks(path).tasks
     chance = statistics.fmean(chance_of(t) for t in tasks)
     guess = f"Floor: a guess among each question's candidates scores {100 * chance:.0f} % here."
-    if any(t.database is not None for t in tasks):
+    if any(t.fields_of(DatabaseRef) is not None for t in tasks):
         return [
             f"{guess} The evidence check asks for a query result that holds the answer; the "
             "workflows' queries are the model's, so a guess is credited only where its query "

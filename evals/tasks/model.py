@@ -8,7 +8,7 @@ import hashlib
 import json
 import math
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -38,21 +38,22 @@ from evals.tasks.users import Tau2Ref, UserScenario
 from harness.mcp.config import ServerConfig
 
 
-class DatabaseRef(BaseModel):
-    """The database a task's questions are asked about: a generated one, named by its source
-    and seed, with the fingerprint of the rows the expected answers were computed on."""
+class DatabaseRef(TaskFields):
+    """The database a task's questions are asked about (the database environment, and an MCP
+    server over it): a generated one, named by its source and seed, with the fingerprint of
+    the rows the expected answers were computed on."""
 
-    model_config = ConfigDict(extra="forbid")
+    key: ClassVar[str] = "database"
     source: Literal["bank"] = "bank"
     seed: int
     fingerprint: str = Field(min_length=1)
 
 
-class RepositoryRef(BaseModel):
+class RepositoryRef(TaskFields):
     """A git repository a task's questions are asked about, laid out in its workspace: a
     generated history, named by its seed, with the fingerprint of its commits."""
 
-    model_config = ConfigDict(extra="forbid")
+    key: ClassVar[str] = "repository"
     source: Literal["history"] = "history"
     seed: int
     fingerprint: str = Field(min_length=1)
@@ -83,10 +84,6 @@ class Task(BaseModel):
     workspace: dict[str, str] | None = None
     # The family a generated task belongs to (count, largest, ...): how results are grouped.
     kind: str | None = None
-    # The database the task runs on (the sql family); none: a workspace of files.
-    database: DatabaseRef | None = None
-    # The git repository its workspace holds (the git family); none: plain files.
-    repository: RepositoryRef | None = None
     # The MCP servers whose tools it runs with (``evals.environments.mcp``); none: this
     # project's own tools. A task set's ``mcpServers`` apply to its tasks that name none.
     mcp_servers: dict[str, ServerConfig] | None = _SERVERS
@@ -153,10 +150,6 @@ class Task(BaseModel):
             "workspace": self.workspace,
             "tools": self.tools,
         }
-        if self.database is not None:  # absent from file tasks, so their hashes stay
-            asked["database"] = self.database.model_dump()
-        if self.repository is not None:
-            asked["repository"] = self.repository.model_dump()
         if self.intro is not None:
             asked["intro"] = self.intro
         if self.user is not None:
@@ -213,7 +206,12 @@ def register_fields(model: type[F], only_check: bool = False) -> type[F]:
 
 
 # The fields of this project's environments declared in this layer, so any task file loads
-# wherever it is read: one of τ²-bench's tasks (``evals.environments.tau2``).
+# wherever it is read: the database a task asks about (``evals.environments.database``, and
+# an MCP server over it), the git repository its workspace holds, one of τ²-bench's tasks
+# (``evals.environments.tau2``). Each is absent from a task without it, so that task's hash
+# stays what it was.
+register_fields(DatabaseRef)
+register_fields(RepositoryRef)
 register_fields(Tau2Ref)
 
 

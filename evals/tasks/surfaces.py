@@ -25,6 +25,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.tasks import (
+    DatabaseRef,
     FilesRead,
     Observed,
     ObservedValue,
@@ -146,7 +147,7 @@ def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
         raise EvalError(f"no surface {surface!r} for {family!r} (there are: {known})")
     tasks = []
     for task in taskset.tasks:
-        if (task.database is not None) != (family == "sql"):
+        if (task.fields_of(DatabaseRef) is not None) != (family == "sql"):
             raise EvalError(f"task {task.id} is not a {family} task")
         if family == "files":
             checks, reading = _file_checks(task), _file_reading(task, surface)
