@@ -17,22 +17,26 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 
 from serve_local.errors import StartupError
 
 
-def serve_command(backend: str, **options: str | int | float | bool | None) -> list[str]:
+def serve_command(backend: str, **options: Any) -> list[str]:
     """``python -m serve_local --backend BACKEND`` with ``options`` as its flags, for
     :func:`server_process` (which adds the port): ``threads=2`` is ``--threads 2``, True a
-    switch given, False or None an option left out. The one place a study spells the server's
-    command line."""
+    switch given, False or None an option left out, a list the flag once per value. The one
+    place a study spells the server's command line."""
     command = [sys.executable, "-m", "serve_local", "--backend", backend]
     for name, value in options.items():
         flag = "--" + name.replace("_", "-")
         if value is True:
             command.append(flag)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                command += [flag, str(item)]
         elif value is not None and value is not False:
             command += [flag, str(value)]
     return command

@@ -18,6 +18,7 @@ got wrong stays countable.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -96,20 +97,8 @@ class ToolSchemas:
                 f"nested more than {MAX_SCHEMA_DEPTH} levels deep, this server's limit for a "
                 "tool's schema"
             )
-        try:
-            validators.validator_for(schema).check_schema(dict(schema))
-        except SchemaError as exc:
-            return f"not a valid JSON Schema: {exc.message}"
-        problem = _reference_problem(schema)
-        if problem is not None:
-            return problem
-        kind = _top(schema).get("type")
-        if kind is not None and "object" not in ([kind] if isinstance(kind, str) else kind):
-            return (
-                f"not an object schema (type {kind!r}); a tool's arguments are "
-                'a JSON object, so its schema needs "type": "object"'
-            )
-        return None
+        # An agent loop sends the same tools with every request: each schema is checked once.
+        return _checked(json.dumps(schema, ensure_ascii=False))
 
     def __contains__(self, name: object) -> bool:
         return name in self.schemas
@@ -375,3 +364,23 @@ def parse_tool_calls(
     if not offered:
         return Parsed(text.strip() or None)
     return take_calls(scan_calls(text), text, offered, parallel)
+
+
+@functools.lru_cache(maxsize=512)
+def _checked(canonical: str) -> str | None:
+    """``ToolSchemas.check`` past the depth limit, on a schema as JSON text."""
+    schema = json.loads(canonical)
+    try:
+        validators.validator_for(schema).check_schema(dict(schema))
+    except SchemaError as exc:
+        return f"not a valid JSON Schema: {exc.message}"
+    problem = _reference_problem(schema)
+    if problem is not None:
+        return problem
+    kind = _top(schema).get("type")
+    if kind is not None and "object" not in ([kind] if isinstance(kind, str) else kind):
+        return (
+            f"not an object schema (type {kind!r}); a tool's arguments are "
+            'a JSON object, so its schema needs "type": "object"'
+        )
+    return None

@@ -135,3 +135,32 @@ def test_a_model_the_sweep_serves_is_up_in_the_block_and_stopped_after_it() -> N
         served("nope", Started(backend="llama"), said.append),
     ):
         pass
+
+
+def test_the_servers_a_command_starts_take_every_option_the_backends_declare() -> None:
+    """The sweep's and the leaderboard's server flags are the backends' own options
+    (``OPTIONS``): each is a flag of both, what is given reaches ``python -m serve_local``,
+    and an option the chosen backend does not declare is refused, never dropped."""
+    from evals.cli import parser
+    from serve_local.backends.registry import declared
+
+    declared_flags = {o.flag for opts in declared().values() for o in opts} - {"--model"}
+    commands = next(a for a in parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    for name in ("sweep", "leaderboard"):
+        taken = {s for a in commands.choices[name]._actions for s in a.option_strings}
+        assert declared_flags <= taken, (name, declared_flags - taken)
+    args = parser().parse_args(
+        ["sweep", "--presets", "plain", "--models", "m", "--slots", "4", "--ctx", "8192"]
+    )
+    started = Started.from_args(args)
+    assert started == Started("llama", {"slots": 4, "ctx": 8192}) and started.slots == 4
+    with (
+        pytest.raises(EvalError, match="the scripted backend takes no --ctx"),
+        served("x", Started("scripted", {"ctx": 8192}), lambda _: None),
+    ):
+        pass
+    with (
+        pytest.raises(EvalError, match="decodes one request at a time"),
+        served("x", Started("scripted", {"slots": 2}), lambda _: None),
+    ):
+        pass
