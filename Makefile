@@ -432,10 +432,16 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 	$(PY) -m evals tool-schemas --serve llama-server
 	$(PY) -m evals tool-schemas-report
 
-# The peer tests need llama-server: built once (about 10 minutes), then cached. The summary
-# names every skipped test and the 20 slowest.
+# The peer tests need llama-server: built once (about 10 minutes), then cached. The tests that
+# load no model run first, in TEST_WORKERS processes; then those that do (or start PostgreSQL),
+# one at a time (tests/conftest.py: SERIAL). Each summary names every skipped test and the 20
+# slowest; both parts run, and the target fails if either does.
+TEST_WORKERS ?= 2
 test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_TAU2) $(STAMP_INSPECT) $(STAMP_INSPECT_EVALS) peer-llama-server chromium postgresql
-	$(PY) -m pytest -q -rs --durations=20
+	@rc=0; \
+	$(PY) -m pytest -q -rs --durations=20 -m "not serial" -n $(TEST_WORKERS) --dist loadfile || rc=1; \
+	$(PY) -m pytest -q -rs --durations=20 -m serial || rc=1; \
+	exit $$rc
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)
 	$(PY) -m ruff check .

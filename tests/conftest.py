@@ -27,6 +27,27 @@ if SHM.is_dir() and os.access(SHM, os.W_OK) and "PYTEST_TMP_ON_DISK" not in os.e
     tempfile.tempdir = str(SHM)
 
 
+# Modules whose tests load a model (llama.cpp, transformers, llama-server) or start the one
+# PostgreSQL: `make test` runs them one at a time after the rest (``-m serial``), so no two
+# model processes share the cores (two llama processes on two cores slow each other several
+# times over), and runs the rest, which load none, in two processes (``-m "not serial"``).
+# A model test left off this list still passes, only slower for sharing the cores.
+SERIAL = frozenset(
+    {
+        "test_agents_sdk", "test_bench_draft", "test_bench_ladder", "test_cli",
+        "test_constrained_calls", "test_draft", "test_llama_backend", "test_llama_server",
+        "test_models", "test_sampling", "test_slots", "test_sql_postgres", "test_tool_schemas",
+        "test_transformers_backend",
+    }
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture(autouse=True)
 def _no_accidental_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test that forgets to choose a provider fails fast instead of reaching a real one."""
