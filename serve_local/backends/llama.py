@@ -19,8 +19,9 @@ from serve_local.backends.draft import (
 )
 from serve_local.backends.generation import Generated, LocalBackend
 from serve_local.backends.options import MODEL_OPTIONS, Option
+from serve_local.backends.placement import common_prefix
 from serve_local.backends.reply import ReplyText, Sampling
-from serve_local.backends.slots import SlotEngine, common_prefix
+from serve_local.backends.slots import SlotEngine
 from serve_local.chat_template import ChatTemplate
 from serve_local.models import ModelUnavailable, ResolvedModel, check_weights, resolve
 from serve_local.toolgrammar import CallConstraint, Mode

@@ -8,10 +8,13 @@ llama.cpp does the batching, the KV cache per sequence and the copying of cached
 what is ours is which sequence gets which request and the reply each sequence builds
 (``ReplyText``, the same as with one slot).
 
-A new request goes to the free sequence whose cache shares the longest prefix with its prompt;
-when another sequence (busy or free) shares a longer one, that sequence's cache is copied
-first (``llama_memory_seq_cp``), so the system prompt and tool definitions every conversation
-of an eval starts with are evaluated once, not once per conversation.
+A new request goes on in the free sequence that holds its conversation's earlier prompt
+(:func:`choose`); a request with none takes the free sequence used longest ago, an empty one
+first, so that no conversation between turns loses its cache to another that merely starts
+alike. When another sequence (busy or free) shares a longer prefix than the chosen one holds,
+that sequence's cache is copied first (``llama_memory_seq_cp``), so the system prompt and tool
+definitions every conversation of an eval starts with are evaluated once, not once per
+conversation.
 """
 
 from __future__ import annotations
@@ -27,26 +30,9 @@ from typing import Any
 import numpy as np
 
 from serve_local.backends.generation import Generated
+from serve_local.backends.placement import MIN_COPY_GAIN, choose, common_prefix
 from serve_local.backends.reply import ReplyText, Sampling
 from serve_local.toolgrammar import CallConstraint
-
-# A copied prefix must save at least this many tokens over what the target already holds:
-# copying a whole KV stream costs about what evaluating a few tokens does.
-MIN_COPY_GAIN = 16
-
-
-def worth(shared: int) -> int:
-    """A shared prefix as a choice of sequence counts it: too short to save work, nothing."""
-    return shared if shared >= MIN_COPY_GAIN else 0
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class EngineFailed(RuntimeError):
@@ -136,6 +122,7 @@ class SlotEngine:
         self._batch = LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=1, verbose=False)
         self._cached: list[list[int]] = [[] for _ in range(slots)]  # tokens in each sequence
         self._used = [0] * slots  # when each sequence was last given a request (admissions)
+        self._prompts = [0] * slots  # the length of the prompt each sequence last took
         self._admitted = 0
         self._busy: list[_Job | None] = [None] * slots
         self._waiting: list[_Job] = []
@@ -290,15 +277,7 @@ class SlotEngine:
                 coming = max((min(common_prefix(t, tokens), room) for t in reading), default=0)
                 if coming >= max(shares) + MIN_COPY_GAIN:
                     continue
-                # The free sequence that shares the most; where none shares enough to count,
-                # the one used longest ago, so that two conversations taking turns (an agent
-                # and its simulated user) each keep their own prefix.
-                seq = max(free, key=lambda s: (worth(shares[s]), -self._used[s]))
-                best = max(range(self.slots), key=lambda s: shares[s])
-                keep = shares[seq]
-                source = best if shares[best] >= keep + MIN_COPY_GAIN else None
-                if source is not None:
-                    keep = shares[best]
+                seq, source, keep = choose(shares, self._prompts, self._used, free)
             self._waiting.remove(job)
             self._place(seq, source, keep)
             self._cached[seq] = tokens[:keep]
@@ -307,6 +286,7 @@ class SlotEngine:
             self._busy[seq] = job
             self._admitted += 1
             self._used[seq] = self._admitted
+            self._prompts[seq] = len(tokens)
             self.peak = max(self.peak, self.in_flight)
 
     def _place(self, seq: int, source: int | None, keep: int) -> None:
