@@ -35,9 +35,9 @@ if SHM.is_dir() and os.access(SHM, os.W_OK) and "PYTEST_TMP_ON_DISK" not in os.e
 SERIAL = frozenset(
     {
         "test_agents_sdk", "test_bench_draft", "test_bench_ladder", "test_cli",
-        "test_constrained_calls", "test_draft", "test_llama_backend", "test_llama_server",
-        "test_models", "test_sampling", "test_slots", "test_sql_postgres", "test_tool_schemas",
-        "test_transformers_backend",
+        "test_constrained_calls", "test_draft", "test_install", "test_llama_backend",
+        "test_llama_server", "test_models", "test_sampling", "test_slots", "test_sql_postgres",
+        "test_tool_schemas", "test_transformers_backend",
     }
 )  # fmt: skip
 

@@ -1,7 +1,8 @@
 """``pip install .`` gives a working ``loopbench`` without make: the package built from a copy
 of the source and installed by pip into a virtualenv of its own carries its data (task sets,
 presets, templates), installs the ``loopbench`` command, and ``loopbench serve``, ``loopbench
-eval`` and ``loopbench stop`` work from a folder outside the repository. The virtualenv takes
+eval`` and ``loopbench stop`` work from a folder outside the repository, on the scripted backend
+and on llama.cpp with a packaged model (the llama and models extras). The virtualenv takes
 the dependencies already installed here (a plain path to this environment's site, whose
 editable install of the project is not loaded), so nothing is downloaded; ``pip check`` there
 proves the package's declared requirements are met by them."""
@@ -112,6 +113,40 @@ def test_loopbench_serve_eval_and_stop_work_without_make(installed: Path, tmp_pa
         page = _run(installed, "loopbench", "view", str(out), "--out", "report.html", cwd=tmp_path)
         assert page.returncode == 0, page.stdout + page.stderr
         assert "<html" in (tmp_path / "report.html").read_text()
+    finally:
+        stopped = _run(installed, "loopbench", "stop", "local", cwd=tmp_path)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+
+
+def test_loopbench_serves_a_packaged_model_on_llama_cpp_without_make(
+    installed: Path, tmp_path: Path
+) -> None:
+    """The llama and models extras: ``loopbench serve`` on llama.cpp with a packaged model
+    (SmolLM2, the smallest), and one task of the default set through ``loopbench eval``."""
+    data = json.loads((ROOT / "evals" / "tasks" / "files6.json").read_text())
+    data["tasks"] = data["tasks"][:1]
+    tasks = tmp_path / "one.json"
+    tasks.write_text(json.dumps(data))
+    port = free_port()
+    served = _run(
+        installed, "loopbench", "serve", "--port", str(port), "--timeout", "300", "--",
+        "--model", "smollm2-135m-instruct", "--ctx", "2048", cwd=tmp_path,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stdout + served.stderr
+    try:
+        out = tmp_path / "run.jsonl"
+        ran = _run(
+            installed, "loopbench", "eval", "--base-url", f"http://127.0.0.1:{port}/v1",
+            "--tasks", str(tasks), "--max-turns", "2", "--out", str(out), cwd=tmp_path,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+        assert (record["spec"]["backend"], record["spec"]["model"]) == (
+            "llama",
+            "smollm2-135m-instruct",
+        )
+        assert record["spec"]["model_sha256"] and record["turns"] >= 1
+        assert record["status"] not in ("error", "not_run"), record["error"]
     finally:
         stopped = _run(installed, "loopbench", "stop", "local", cwd=tmp_path)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
