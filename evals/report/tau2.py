@@ -72,7 +72,9 @@ def scenarios_of(records: Sequence[RunRecord]) -> dict[str, str]:
 
 def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[object]:
     """One run: who held both sides, tasks and trials, pass^k (k = 1..trials, at most
-    ``most_k``), the mean reward, how conversations ended, and the user's flagged turns."""
+    ``most_k``), the mean reward, how many of its rewarded conversations ended before the
+    agent's first turn (the user left at once, on a task where nothing needed doing), how
+    conversations ended, and the user's flagged turns."""
     judged = [r for r in records if not is_error(r)]
     agent, user = _who(records)
     trials = min((len(v) for v in by_task(judged).values()), default=0)
@@ -84,6 +86,8 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         for r in judged
         if isinstance(r.environment, Tau2Data) and r.environment.reward is not None
     ]
+    right = [r for r in judged if r.correct]
+    silent = sum(r.turns == 0 for r in right)
     ends = Counter(r.conversation.end for r in records if r.conversation is not None)
     flagged = user_errors(judged, scenarios_of(records))
     share = f"{flagged.flagged}/{flagged.turns}" if flagged.turns else "–"
@@ -95,6 +99,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         "–" if first is None else first.interval(),
         " / ".join(f"{v:.1%}" for v in curve if v is not None) or "–",
         f"{sum(rewards) / len(rewards):.2f}" if rewards else "–",
+        f"{silent} of {len(right)}" if right else "–",
         ", ".join(f"{e} {ends[e]}" for e in ENDS if ends[e]) or "–",
         share,
         len(records) - len(judged),
@@ -102,7 +107,8 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
 
 
 HEAD = ["run", "agent", "user", "tasks × trials", "pass^1 [95 % CI]", "pass^2 … pass^k",
-        "mean reward", "ends", "user turns flagged", "errors"]  # fmt: skip
+        "mean reward", "rewarded before the agent spoke", "ends", "user turns flagged",
+        "errors"]  # fmt: skip
 
 
 def runs_table(folder: Path = RESULTS) -> str:
