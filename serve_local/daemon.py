@@ -70,7 +70,10 @@ def running(name: str) -> tuple[int, int] | None:
     found = identity(pid)
     if found is None:
         return None
-    if found != launched:
+    # The start time tells the process apart from a later one that took its pid. The command
+    # line does not: the pid file may be written before the child has exec'd the server, and
+    # then names the launcher's command line.
+    if found[0] != launched[0]:
         print(
             f"{name}: {_pid_file(name)} names pid {pid}, which is now another process "
             f"({found[1][:80]!r}); it is left alone and the stale file removed"

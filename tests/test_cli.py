@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -170,7 +172,47 @@ def test_named_servers_run_side_by_side(tmp_path: Path) -> None:
     assert "loopbench serve --name second --port 8002 " in planned.stdout
 
 
-@pytest.mark.parametrize("form", ["old", "another command", "another start"])
+# A launcher that becomes `sleep 600` once told to (a line on its stdin).
+EXEC_ON_LINE = "import os, sys; sys.stdin.readline(); os.execvp('sleep', ['sleep', '600'])"
+
+
+def test_the_server_is_known_by_its_start_time_though_it_execd_after_the_pid_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pid file is written right after the launch, which may be before the child has
+    exec'd the server: it then names the launcher's command line. The server is still the
+    process started (same pid, same start time): stop finds it, and the file stays until then."""
+    from serve_local import daemon
+
+    monkeypatch.setattr(daemon, "RUN_DIR", tmp_path)
+    server = subprocess.Popen(
+        [sys.executable, "-c", EXEC_ON_LINE],
+        stdin=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        before = daemon.identity(server.pid)
+        assert before is not None and not before[1].startswith("sleep")
+        (tmp_path / "local.pid").write_text(json.dumps(
+            {"pid": server.pid, "port": 8000, "started": before[0], "command": before[1]}
+        ))  # fmt: skip
+        assert server.stdin is not None
+        server.stdin.write(b"go\n")
+        server.stdin.flush()
+        while (now := daemon.identity(server.pid)) is not None and not now[1].startswith("sleep"):
+            time.sleep(0.01)  # until the exec shows in /proc
+        assert daemon.running("local") == (server.pid, 8000)
+        reaped = threading.Thread(target=server.wait)  # as the server's own parent would
+        reaped.start()
+        assert daemon.stop("local") is True
+        reaped.join(timeout=10)
+        assert server.returncode is not None
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+@pytest.mark.parametrize("form", ["old", "another start"])
 def test_make_stop_leaves_alone_a_process_that_reused_the_pid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], form: str
 ) -> None:
@@ -181,11 +223,9 @@ def test_make_stop_leaves_alone_a_process_that_reused_the_pid(
     monkeypatch.setattr(daemon, "RUN_DIR", tmp_path)
     bystander = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
-        started, command = daemon.identity(bystander.pid) or ("", "")
+        _, command = daemon.identity(bystander.pid) or ("", "")
         saved = {
             "old": f"{bystander.pid} 8000\n",
-            "another command": json.dumps({"pid": bystander.pid, "port": 8000,
-                                           "started": started, "command": "python -m serve_local"}),
             "another start": json.dumps({"pid": bystander.pid, "port": 8000,
                                          "started": "1", "command": command}),
         }[form]  # fmt: skip
