@@ -103,7 +103,7 @@ def test_every_sample_score_and_tool_call_comes_back(logs: Path, run_files: list
         assert log.samples is not None and len(log.samples) == len(records)
         assert log.eval.model == records[0]["spec"]["model"]
         assert log.eval.metadata is not None
-        assert log.eval.metadata["policy"] == records[0]["spec"]["policy"]
+        assert log.eval.metadata["preset"] == records[0]["spec"]["preset"]
         assert log.eval.metadata["task_set"] == records[0]["spec"]["task_set"]
         assert "model_sha256" in log.eval.metadata and "servers" in log.eval.metadata
         assert log.results is not None
@@ -126,7 +126,7 @@ def test_every_sample_score_and_tool_call_comes_back(logs: Path, run_files: list
             )
             assert sample.working_time == pytest.approx(record["wall_ms"] / 1000, abs=1e-3)
             assert sample.metadata["turn_latency_ms"] == record["turn_latency_ms"]
-            assert sample.metadata["policy"] == record["spec"]["policy"]
+            assert sample.metadata["preset"] == record["spec"]["preset"]
             state = _state(run_file, record)
             assert len(sample.messages) == len(state["messages"])
             calls = [

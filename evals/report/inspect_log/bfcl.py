@@ -76,7 +76,7 @@ def _sample(run_file: Path, record: ItemRecord) -> EvalSample:
             "turns": record.turns,
             "model_calls": record.model_calls,
             "force_quit": record.force_quit,
-            "policy": record.header["preset"],
+            "preset": record.header["preset"],
         },
     )
 
@@ -121,7 +121,7 @@ def eval_log(run_file: Path) -> EvalLog:
                 "run_file": run_file.name,
                 "model_sha256": first["model_sha256"],
                 "tool_grammar": first["tool_grammar"],
-                "policy": first.get("preset"),
+                "preset": first.get("preset"),
                 "checker_model": first["checker_model"],
             },
         ),

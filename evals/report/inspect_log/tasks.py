@@ -43,7 +43,7 @@ def eval_log(run_file: Path, records: list[RunRecord]) -> EvalLog:
     prompt = sum(r.prompt_tokens for r in records)
     completion = sum(r.completion_tokens for r in records)
     ran = first.spec.model_dump(mode="json")
-    settings = {"loop": ran["loop"], "policy": ran["policy"], "api": ran["api"]}
+    settings = {"loop": ran["loop"], "preset": ran["preset"], "api": ran["api"]}
     spec = EvalSpec(
         created=started.isoformat(),
         task=str(first.spec.task_set or "tasks"),
@@ -218,7 +218,7 @@ def _sample_metadata(record: RunRecord, state: RunState | None) -> dict[str, Any
     line = record.line()
     line.update(line.pop("spec"))  # what ran and what happened side by side, as Inspect shows
     found = {k: line[k] for k in keys}
-    found["policy"] = line["policy"]
+    found["preset"] = line["preset"]
     found["loop"] = line["loop"]
     if state is None:
         found["state_file"] = None
