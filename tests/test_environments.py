@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import httpx
 import pytest
+from pydantic import Field
 
 from evals.environments import registry
 from evals.environments.registry import environment_of, environment_of_record, installed
@@ -24,8 +25,16 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.scoring.evidence import offerable_tools, stated
 from evals.studies import strategies
+from evals.tasks import (
+    Task,
+    TaskFields,
+    TaskSet,
+    load_tasks,
+    register_fields,
+    task_file_problems,
+    write_taskset,
+)
 from evals.tasks import fields as task_fields
-from evals.tasks import load_tasks, task_file_problems
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app, turn_of
 
@@ -181,10 +190,90 @@ def test_an_environments_task_fields_are_checked_with_the_file_and_line(
     ]
 
 
+class Dial(TaskFields):
+    """A flat model: each field under a key of its own at the task's top level."""
+
+    key: ClassVar[str] = "dial"
+    flat: ClassVar[bool] = True
+    shared: ClassVar[tuple[str, ...]] = ("dialHand",)
+    hand: str | None = Field(default=None, alias="dialHand")
+    face: Literal["roman", "plain"] | None = None
+
+
+def test_an_environments_fields_may_take_several_keys_of_the_task_file_and_a_set_gives_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The MCP environment's servers, reading calls and intro are three keys of one model: a
+    flat model's fields are read from the task's top level, held as one value, written back
+    where they were read, and a set's top gives them to each task that names none."""
+    monkeypatch.setattr(task_fields, "_FIELDS", dict(task_fields._FIELDS))
+    register_fields(Dial)
+    path = tmp_path / "dial.yaml"
+    path.write_text(
+        "name: dial\ndialHand: minute\ntasks:\n"
+        "  - {id: a, question: Which hand, checks: [{kind: contains, value: x}]}\n"
+        "  - {id: b, question: Which hand, dialHand: hour, face: roman,\n"
+        "     checks: [{kind: contains, value: x}]}\n"
+    )
+    a, b = load_tasks(path).tasks
+    assert a.fields_of(Dial) == Dial(dialHand="minute")
+    assert b.fields_of(Dial) == Dial(dialHand="hour", face="roman")
+    assert b.model_dump(exclude_none=True, by_alias=True)["dialHand"] == "hour"
+    # The set's value is the task's own: the same hash as a task that names it.
+    written = Task.model_validate(
+        {"id": "a", "question": "Which hand", "dialHand": "minute", "checks": CHECKS[:1]}
+    )
+    assert (
+        written.task_hash == Task.model_validate({**a.model_dump(), "checks": CHECKS[:1]}).task_hash
+    )
+    assert (
+        written.task_hash
+        != Task.model_validate(
+            {"id": "a", "question": "Which hand", "checks": CHECKS[:1]}
+        ).task_hash
+    )
+    # Written back: a shared key once at the set's top only where every task has the same.
+    out = tmp_path / "out.json"
+    write_taskset(load_tasks(path), out)
+    assert "dialHand" not in json.loads(out.read_text())
+    assert load_tasks(out).content_hash == load_tasks(path).content_hash
+    same = TaskSet(name="dial", tasks=[a, b.model_copy(update={"environment_fields": {}})])
+    write_taskset(TaskSet.model_validate({**same.model_dump(), "dialHand": "minute"}), out)
+    lifted = json.loads(out.read_text())
+    assert lifted["dialHand"] == "minute" and all("dialHand" not in t for t in lifted["tasks"])
+    # A bad value at the set's top is named once, not once per task.
+    path.write_text(
+        path.read_text()
+        .replace("face: roman", "face: gothic")
+        .replace("dialHand: minute", "dialHand: [minute]")
+    )
+    _, problems = task_file_problems(path)
+    assert problems == [
+        f"{path}, line 1: top level: Value error, dialHand: Input should be a valid string"
+    ]
+
+    # A key the task model or another environment has is refused.
+    class Asks(TaskFields):
+        key: ClassVar[str] = "asks"
+        flat: ClassVar[bool] = True
+        question: str | None = None
+
+    with pytest.raises(ValueError, match="task field 'question' is taken"):
+        register_fields(Asks)
+
+    class Servers(TaskFields):
+        key: ClassVar[str] = "servers"
+        flat: ClassVar[bool] = True
+        servers: int | None = Field(default=None, alias="mcpServers")
+
+    with pytest.raises(ValueError, match="task field 'mcpServers' is taken"):
+        register_fields(Servers)
+    assert register_fields(Dial) is Dial  # the same model again is no clash
+
+
 def test_an_environment_that_cannot_be_registered_registers_nothing(clock: Any) -> None:
     """Everything an environment declares is checked before any of it is registered: a task
     field whose key the task model has leaves no record data behind."""
-    from typing import Literal
 
     from evals.record import Data
     from evals.tasks import TaskFields

@@ -19,6 +19,7 @@ from evals.studies import strategies
 from evals.tasks import (
     Facts,
     ListOf,
+    McpFields,
     NumberIs,
     Received,
     Task,
@@ -162,7 +163,10 @@ def test_runs_over_two_surfaces_pair_only_when_asked_and_only_under_the_same_che
 
 async def _read_as(task: Task, reading: list[tuple[str, dict[str, Any]]], scratch: Path) -> Any:
     """The state of a run that made ``reading`` through the task's real servers."""
-    task = task.model_copy(update={"reading": reading})
+    mcp = task.fields_of(McpFields)
+    assert mcp is not None
+    fields = {**task.environment_fields, mcp.key: mcp.model_copy(update={"reading": reading})}
+    task = task.model_copy(update={"environment_fields": fields})
     result = await environment_of(task).read_all(task, scratch)
     assert result.state.status == "completed", result.state.error
     return result.state

@@ -17,7 +17,7 @@ import pytest
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
-from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
+from evals.tasks import McpFields, Task, TaskSet, Tau2Ref, load_tasks, write_taskset
 from evals.tau2.bridge import tau2_python
 from harness.workspace import SEED_FILES
 from serve_local.inprocess import running_server
@@ -52,7 +52,8 @@ def _calls(body: dict[str, Any], task: Task | None) -> list[dict[str, Any]]:
         if function["name"] not in _SLOW and not (function.get("parameters") or {}).get("required"):
             made.append((function["name"], {}))
     shown = _SHOWN_FOLDER.search(json.dumps(body["messages"][0]))
-    for name, arguments in (task.reading if task is not None else None) or []:
+    mcp = task.fields_of(McpFields) if task is not None else None
+    for name, arguments in (mcp.reading if mcp is not None else None) or []:
         text = json.dumps(arguments)
         if "{workspace}" in text and shown is None:
             continue

@@ -25,7 +25,7 @@ from pathlib import Path
 from evals.environments.base import Reading, filled, scripted_calls
 from evals.errors import EvalError
 from evals.record import McpData, McpServerData
-from evals.tasks import DatabaseRef, RepositoryRef, Task
+from evals.tasks import DatabaseRef, McpFields, RepositoryRef, Task
 from evals.tasks.git import build_repository
 from evals.tasks.sql.build import sqlite_file
 from harness.errors import ToolServerFailed
@@ -65,18 +65,19 @@ class _Opened:
 
     @asynccontextmanager
     async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
-        if task.mcp_servers is None:
+        mcp = task.fields_of(McpFields)
+        if mcp is None or mcp.mcp_servers is None:
             raise EvalError(f"task {task.id} names no MCP servers")
         key = folder.parent.name  # the run id (evals.run.taskrun lays out RUN_ID/workspace)
         stable = _claim(task)
         try:
             workspace, values = self._lay_out(task, stable)
-            servers = open_servers(task.mcp_servers, values, folder.parent / "mcp-logs")
+            servers = open_servers(mcp.mcp_servers, values, folder.parent / "mcp-logs")
             async with servers as started:
                 self.started[key] = started.records
                 if "database" in values:
                     self.databases[key] = Path(values["database"]).name
-                intro = (task.intro or INTRO).replace("{workspace}", values["workspace"])
+                intro = (mcp.intro or INTRO).replace("{workspace}", values["workspace"])
                 yield Setup(started.tools, workspace, intro=intro)
         finally:
             shutil.rmtree(stable, ignore_errors=True)
@@ -146,12 +147,14 @@ class McpEnvironment:
     default_preset = "penalized"
 
     def holds(self, task: Task) -> bool:
-        return task.mcp_servers is not None
+        mcp = task.fields_of(McpFields)
+        return mcp is not None and mcp.mcp_servers is not None
 
     def open(self, tasks: Sequence[Task], db: str | None, scratch: Path) -> _Opened:
         """Every server's command found, and every placeholder one known, before any task."""
         for task in tasks:
-            for name, config in (task.mcp_servers or {}).items():
+            mcp = task.fields_of(McpFields)
+            for name, config in ((mcp and mcp.mcp_servers) or {}).items():
                 unknown = config.placeholders() - set(PLACEHOLDERS)
                 if unknown:
                     raise EvalError(
@@ -178,7 +181,9 @@ class McpEnvironment:
         """The task's ``reading`` calls made through the real loop and the servers' tools:
         each result by its call (``TOOL ARGUMENTS``), and all of them as the results a
         question-blind answer may copy from."""
-        if not task.reading:
+        mcp = task.fields_of(McpFields)
+        reading = mcp.reading if mcp is not None else None
+        if not reading:
             raise EvalError(
                 f"task {task.id} names no reading (the calls that fetch what its checks ask "
                 "for), so no strategy can read it first"
@@ -187,10 +192,10 @@ class McpEnvironment:
         folder = scratch / task.id / "reading" / "workspace"
         async with opened.setup(task, folder) as setup:
             root = str(setup.workspace.root)
-            calls = [(tool, filled(args, root)) for tool, args in task.reading]
+            calls = [(tool, filled(args, root)) for tool, args in reading]
             state, results = await scripted_calls(
                 task.question, calls, setup.tools, setup.workspace
             )
-        labels = [f"{tool} {json.dumps(args, sort_keys=True)}" for tool, args in task.reading]
+        labels = [f"{tool} {json.dumps(args, sort_keys=True)}" for tool, args in reading]
         contents = dict(zip(labels, results, strict=True))
         return Reading(state, [], contents, results="\n".join(results))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from evals.tasks import DatabaseRef, RepositoryRef, Task
+from evals.tasks import DatabaseRef, McpFields, RepositoryRef, Task
 from harness.workspace import SEED_FILES
 
 NUMBER_WORDS = {
@@ -52,7 +52,8 @@ _CLAUSE_END = re.compile(
 def workspace_of(task: Task) -> dict[str, str] | None:
     """The files a task's workspace holds, when the task set says (None otherwise)."""
     held = task.fields_of(DatabaseRef) or task.fields_of(RepositoryRef)
-    if held is not None or task.mcp_servers:
+    mcp = task.fields_of(McpFields)
+    if held is not None or (mcp is not None and mcp.mcp_servers):
         return None
     return SEED_FILES if task.workspace is None else task.workspace
 

@@ -42,6 +42,7 @@ from evals.tasks.files import (
 from evals.tasks.model import (
     TASK_ID,
     DatabaseRef,
+    McpFields,
     RepositoryRef,
     Task,
     TaskSet,
@@ -68,6 +69,7 @@ __all__ = [
     "Facts",
     "FilesRead",
     "ListOf",
+    "McpFields",
     "NotContains",
     "NumberIs",
     "Observed",

@@ -5,21 +5,33 @@ model. A task file writes them at the task's top level, beside the question:
 
     {"id": "t1", "question": "What time is it?", "clock": {"zone": "UTC"}, "checks": [...]}
 
-and the task holds them typed (``Task.fields_of(ClockFields)``). A key no environment has
-registered is refused like any unknown field, with its file and line."""
+and the task holds them typed (``Task.fields_of(ClockFields)``). A model that is ``flat``
+takes several keys of the task file, one per field (the MCP environment's ``mcpServers``,
+``reading`` and ``intro``), still held as one value under its ``key``. A key no environment
+has registered is refused like any unknown field, with its file and line. A task set may
+write any of these keys once, at its top: each of its tasks without that key takes it."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError
 
 
 class TaskFields(BaseModel):
-    """The fields one environment adds to a task, under the task file's key ``key``."""
+    """The fields one environment adds to a task, under the task file's key ``key``; where
+    ``flat``, each field under a key of its own (its alias) at the task's top level."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
     key: ClassVar[str]
+    flat: ClassVar[bool] = False
+    # The keys a task set's writer lifts to the set's top when every task has the same value.
+    shared: ClassVar[tuple[str, ...]] = ()
+
+    def asked(self) -> dict[str, Any]:
+        """What these fields add to the task's hash (``Task.task_hash``), by name: what the
+        model is asked, or what it runs on."""
+        return {self.key: self.model_dump(exclude_none=True)}
 
 
 F = TypeVar("F", bound=TaskFields)
@@ -30,17 +42,42 @@ HELD = "environment_fields"
 _FIELDS: dict[str, type[TaskFields]] = {}
 
 
+def file_keys(model: type[TaskFields]) -> dict[str, tuple[str, str | None]]:
+    """The task-file keys ``model`` takes: each name -> (the model's key, the field's name)."""
+    if not model.flat:
+        return {model.key: (model.key, None)}
+    keys: dict[str, tuple[str, str | None]] = {}
+    for name, info in model.model_fields.items():
+        alias = info.validation_alias
+        names = [info.serialization_alias or info.alias or name, name]
+        if isinstance(alias, AliasChoices):
+            names += [a for a in alias.choices if isinstance(a, str)]
+        elif isinstance(alias, str):
+            names.append(alias)
+        keys.update({n: (model.key, name) for n in names})
+    return keys
+
+
 def add(model: type[F], taken: set[str], only_check: bool = False) -> type[F]:
     """``model`` held under its key (``evals.tasks.model.register_fields``, which knows the
     keys the task model has: ``taken``); ``only_check``: refuse what cannot be, hold nothing."""
     key = getattr(model, "key", None)
     if not isinstance(key, str) or not key or key == HELD:
         raise TypeError(f"{model.__name__}: task fields name their key in a 'key' class variable")
-    if key in taken or _FIELDS.get(key, model) is not model:
+    if _FIELDS.get(key, model) is not model:
         raise ValueError(f"task field {key!r} is taken")
+    keys, held = file_keys(model), _keys()
+    for name in keys:
+        if name in taken or held.get(name, keys[name])[0] != key:
+            raise ValueError(f"task field {name!r} is taken")
     if not only_check:
         _FIELDS[key] = model
     return model
+
+
+def _keys() -> dict[str, tuple[str, str | None]]:
+    """Every task-file key a registered model takes: name -> (the model's key, the field)."""
+    return {name: at for model in _FIELDS.values() for name, at in file_keys(model).items()}
 
 
 def split(data: Any) -> Any:
@@ -50,10 +87,57 @@ def split(data: Any) -> Any:
         raise ValueError(
             f"{HELD!r} is not a task field: write each environment's fields at the top"
         )
-    if not isinstance(data, dict) or not (set(data) & set(_FIELDS)):
+    keys = _keys()
+    if not isinstance(data, dict) or not (set(data) & set(keys)):
         return data
-    held = {k: v for k, v in data.items() if k in _FIELDS}
-    return {**{k: v for k, v in data.items() if k not in _FIELDS}, HELD: held}
+    held: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in keys:
+            continue
+        key, field = keys[name]
+        if field is None:
+            held[key] = value
+        else:
+            held.setdefault(key, {})[name] = value
+    return {**{k: v for k, v in data.items() if k not in keys}, HELD: held}
+
+
+def defaults(data: Any) -> Any:
+    """A task set as written with its top-level task fields given to each of its tasks that
+    has none of that field (any name it is read by); the set's other keys as given."""
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        return data
+    keys = _keys()
+    given = {k: v for k, v in data.items() if k in keys}
+    if not given:
+        return data
+    validated(split(given)[HELD])  # a bad one is named once, at the set's top, not per task
+    tasks = []
+    for task in data["tasks"]:
+        if isinstance(task, BaseModel):  # a task built in code takes them as one read does
+            task = task.model_dump(by_alias=True, exclude_none=True)
+        if isinstance(task, dict):
+            has = {keys[k] for k in task if k in keys}
+            task = {**{k: v for k, v in given.items() if keys[k] not in has}, **task}
+        tasks.append(task)
+    return {**{k: v for k, v in data.items() if k not in keys}, "tasks": tasks}
+
+
+def at_top(held: dict[str, Any]) -> dict[str, Any]:
+    """The held fields (as dumped) at a task's top level, the way a task file writes them."""
+    out: dict[str, Any] = {}
+    for key, value in held.items():
+        model = _FIELDS.get(key)
+        if model is not None and model.flat and isinstance(value, dict):
+            out.update(value)
+        else:
+            out[key] = value
+    return out
+
+
+def lifted() -> list[str]:
+    """The keys a task set's writer lifts to its top when its tasks share the value."""
+    return [name for model in _FIELDS.values() for name in model.shared]
 
 
 def validated(held: dict[str, Any]) -> dict[str, TaskFields]:
@@ -68,7 +152,9 @@ def validated(held: dict[str, Any]) -> dict[str, TaskFields]:
         except ValidationError as exc:  # the field's own path, which pydantic drops here
             raise ValueError(
                 "; ".join(
-                    ".".join(str(p) for p in (key, *e["loc"])) + ": " + e["msg"]
+                    ".".join(str(p) for p in (*(() if model.flat else (key,)), *e["loc"]))
+                    + ": "
+                    + e["msg"]
                     for e in exc.errors()
                 )
             ) from None

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from evals.errors import EvalError
 from evals.tasks.checks import CHECK_KINDS
-from evals.tasks.fields import HELD
+from evals.tasks.fields import HELD, lifted
 from evals.tasks.model import TaskSet
 
 DEFAULT_TASKS = Path(__file__).parent / "files6.json"
@@ -23,16 +23,18 @@ class TaskFileError(EvalError):
 
 
 def write_taskset(taskset: TaskSet, out: Path) -> None:
-    """``taskset`` as a task file: servers under ``mcpServers``, and the servers and intro its
-    tasks share written once, at the top."""
+    """``taskset`` as a task file: each task's fields under the keys a task file takes, and
+    those the fields' models name as shared (the MCP servers and intro) written once, at the
+    top, where every task has the same."""
     data = taskset.model_dump(exclude_none=True, by_alias=True)
-    for name in ("mcpServers", "intro"):
+    shared = lifted()
+    for name in shared:
         values = [t.get(name) for t in data["tasks"]]
         if values[0] is not None and all(v == values[0] for v in values):
             data[name] = values[0]
             for task in data["tasks"]:
                 task.pop(name)
-    keys = ["name", "description", "mcpServers", "intro", "tasks"]
+    keys = ["name", "description", *shared, "tasks"]
     ordered = {k: data[k] for k in keys if k in data}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -33,7 +33,7 @@ from evals.tasks.checks import (
     TypedAnswer,
     YesNo,
 )
-from evals.tasks.fields import HELD, F, TaskFields, add, split, validated
+from evals.tasks.fields import HELD, F, TaskFields, add, at_top, defaults, split, validated
 from evals.tasks.users import Tau2Ref, UserScenario
 from harness.mcp.config import ServerConfig
 
@@ -59,12 +59,37 @@ class RepositoryRef(TaskFields):
     fingerprint: str = Field(min_length=1)
 
 
-# The MCP servers a task runs with, in the shape desktop clients use (``mcpServers``).
-_SERVERS = Field(
-    default=None,
-    validation_alias=AliasChoices("mcpServers", "mcp_servers"),
-    serialization_alias="mcpServers",
-)
+class McpFields(TaskFields):
+    """What a task over MCP servers runs with (``evals.environments.mcp``), each field under a
+    key of its own in the task file: the servers, in the shape desktop clients use
+    (``mcpServers``); the calls that fetch every result its evidence checks ask for (tool,
+    arguments: what the question-blind strategies read first, ``evals.studies.strategies``);
+    what the system prompt says the run works on (``intro``, ``{workspace}``: its folder;
+    none: the environment's own words). A task set writes the servers and the intro its tasks
+    share once, at its top."""
+
+    key: ClassVar[str] = "mcp"
+    flat: ClassVar[bool] = True
+    shared: ClassVar[tuple[str, ...]] = ("mcpServers", "intro")
+    mcp_servers: dict[str, ServerConfig] | None = Field(
+        default=None,
+        validation_alias=AliasChoices("mcpServers", "mcp_servers"),
+        serialization_alias="mcpServers",
+    )
+    reading: list[tuple[str, dict[str, Any]]] | None = None
+    intro: str | None = None
+
+    def asked(self) -> dict[str, Any]:
+        """The servers (as configured, defaults left out) and the intro; the reading calls are
+        the strategies', never the model's."""
+        asked: dict[str, Any] = {}
+        if self.intro is not None:
+            asked["intro"] = self.intro
+        if self.mcp_servers is not None:
+            asked["mcpServers"] = {
+                n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
+            }
+        return asked
 
 
 # A task id names the task's folders (its scratch space, its state and trace files): letters,
@@ -84,16 +109,6 @@ class Task(BaseModel):
     workspace: dict[str, str] | None = None
     # The family a generated task belongs to (count, largest, ...): how results are grouped.
     kind: str | None = None
-    # The MCP servers whose tools it runs with (``evals.environments.mcp``); none: this
-    # project's own tools. A task set's ``mcpServers`` apply to its tasks that name none.
-    mcp_servers: dict[str, ServerConfig] | None = _SERVERS
-    # The calls that fetch every result this task's evidence checks ask for (tool, arguments):
-    # what the question-blind strategies read first, on an environment whose tools are a
-    # server's (evals.studies.strategies).
-    reading: list[tuple[str, dict[str, Any]]] | None = None
-    # What the system prompt says the run works on (``{workspace}``: its folder); none: the
-    # environment's own words.
-    intro: str | None = None
     # A simulated user the task is a conversation with (``evals.conversation``); none: the
     # question is asked once and answered once.
     user: UserScenario | None = None
@@ -115,7 +130,7 @@ class Task(BaseModel):
     def _environment_fields_at_top(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            data.update(data.pop(HELD, None) or {})
+            data.update(at_top(data.pop(HELD, None) or {}))
         return data
 
     def fields_of(self, model: type[F]) -> F | None:
@@ -150,16 +165,10 @@ class Task(BaseModel):
             "workspace": self.workspace,
             "tools": self.tools,
         }
-        if self.intro is not None:
-            asked["intro"] = self.intro
         if self.user is not None:
             asked["user"] = self.user.model_dump(exclude_none=True)
-        if self.mcp_servers is not None:
-            asked["mcpServers"] = {
-                n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
-            }
-        for key, fields in sorted(self.environment_fields.items()):
-            asked[key] = fields.model_dump(exclude_none=True)
+        for _, fields in sorted(self.environment_fields.items()):
+            asked.update(fields.asked())
         return _digest(asked)
 
     @property
@@ -201,16 +210,17 @@ def register_fields(model: type[F], only_check: bool = False) -> type[F]:
     """Tasks may carry ``model`` (``evals.tasks.fields``) under its key; a key the task model
     has, or that another model holds, is an error (``only_check``: say so, register nothing)."""
     aliases = (f.validation_alias for f in Task.model_fields.values())
-    taken = set(Task.model_fields) | {a for a in aliases if isinstance(a, str)} | {"mcpServers"}
+    taken = set(Task.model_fields) | {a for a in aliases if isinstance(a, str)}
     return add(model, taken, only_check)
 
 
 # The fields of this project's environments declared in this layer, so any task file loads
 # wherever it is read: the database a task asks about (``evals.environments.database``, and
-# an MCP server over it), the git repository its workspace holds, one of τ²-bench's tasks
-# (``evals.environments.tau2``). Each is absent from a task without it, so that task's hash
-# stays what it was.
+# an MCP server over it), the git repository its workspace holds, the MCP servers it runs
+# with (``evals.environments.mcp``), one of τ²-bench's tasks (``evals.environments.tau2``).
+# Each is absent from a task without it, so that task's hash stays what it was.
 register_fields(DatabaseRef)
+register_fields(McpFields)
 register_fields(RepositoryRef)
 register_fields(Tau2Ref)
 
@@ -224,19 +234,14 @@ class TaskSet(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str
     description: str = ""
-    # Servers, and the system prompt's opening, for every task that names none of its own.
-    mcp_servers: dict[str, ServerConfig] | None = _SERVERS
-    intro: str | None = None
+    # Task fields written once at the set's top (``mcpServers``, ``intro``, ...) go to every
+    # task that names none of its own (``evals.tasks.fields.defaults``).
     tasks: list[Task] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _defaults_to_tasks(self) -> TaskSet:
-        for task in self.tasks:
-            if task.mcp_servers is None and self.mcp_servers is not None:
-                task.mcp_servers = dict(self.mcp_servers)
-            if task.intro is None and self.intro is not None:
-                task.intro = self.intro
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_to_tasks(cls, data: Any) -> Any:
+        return defaults(data)
 
     @field_validator("tasks")
     @classmethod

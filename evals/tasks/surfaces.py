@@ -27,6 +27,7 @@ from evals.errors import EvalError
 from evals.tasks import (
     DatabaseRef,
     FilesRead,
+    McpFields,
     Observed,
     ObservedValue,
     Presence,
@@ -153,14 +154,17 @@ def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
             checks, reading = _file_checks(task), _file_reading(task, surface)
         else:
             checks, reading = _sql_checks(task), _sql_reading(task, surface)
+        mcp = McpFields(
+            mcp_servers=dict(SERVERS[(family, surface)]),
+            reading=reading,
+            intro=FILES_INTRO if family == "files" else SQL_INTRO,
+        )
         tasks.append(
             task.model_copy(
                 update={
                     "checks": checks,
-                    "reading": reading,
-                    "mcp_servers": dict(SERVERS[(family, surface)]),
                     "tools": None,  # the server's tools, as the tools setting offers them
-                    "intro": FILES_INTRO if family == "files" else SQL_INTRO,
+                    "environment_fields": {**task.environment_fields, mcp.key: mcp},
                 }
             )
         )

@@ -249,8 +249,14 @@ def generate(seed: int, n: int, split: str | None = None, scratch: Path | None =
         "Questions about generated git histories through mcp-server-git "
         f"({n} histories, seeds {seed} to {seed + n - 1})"
     )
-    return TaskSet(
-        name=name, description=description, mcp_servers={"git": SERVER}, intro=INTRO, tasks=tasks
+    return TaskSet.model_validate(
+        {
+            "name": name,
+            "description": description,
+            "mcpServers": {"git": SERVER},
+            "intro": INTRO,
+            "tasks": tasks,
+        }
     )
 
 
