@@ -21,6 +21,7 @@ from evals.environments.registry import environment_of, environment_of_record, i
 from evals.errors import EvalError
 from evals.record import WorkspaceData, read_runs
 from evals.record import environments as record_environments
+from evals.report.summary import summarize, summary_markdown
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.scoring.evidence import offerable_tools, stated
@@ -125,6 +126,12 @@ async def test_a_new_environment_is_one_module_and_one_registry_line(
     # The scorer: a call of its tool written as text is a call, not an answer.
     assert "read_clock" in offerable_tools()
     assert stated('{"name": "read_clock"}').strip() == ""
+    # Its figures in the run file's summary, over its own runs only, and their section.
+    summary = summarize(list(records.values()))
+    assert summary["clock"] == {"runs": 1, "read": 1, "reads": 1}
+    assert "## How often the clock was read\n\n1 of 1 runs read the clock (1 reads)." in (
+        summary_markdown("run", summary, list(records.values()))
+    )
     # The strategies answer from its reading: copying the clock's result is credited.
     reading = await environment_of(task).read_all(task, tmp_path / "read")
     assert reading.results == "It is 09:41."

@@ -77,6 +77,9 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
     assert record["environment"] == {"name": "clock", "zone": "Asia/Ho_Chi_Minh", "reads": 1}
     assert record["correct"] is True
     assert record["spec"]["preset"]["settings"]["shout"] is True
+    # Its figures, in the run file's summary.
+    summary = json.loads((tmp_path / "run.summary.json").read_text())
+    assert summary["clock"] == {"runs": 1, "read": 1, "reads": 1}
     # The entries that fail to load, or take a name already registered, are named, one warning
     # each, and the rest worked.
     for group in ("loopbench.environments", "loopbench.settings"):

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from evals.record import EnvironmentData
+from evals.record import EnvironmentData, RunRecord
 from evals.tasks import Task
 from harness.client import ProviderClient, RetryPolicy
 from harness.config import LoopConfig
@@ -21,6 +21,17 @@ from harness.setup import Setup
 from harness.state import RunState, ToolRun, new_run
 from harness.tools import Tool
 from harness.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Figures only one environment's runs have: a run file's summary carries them under
+    ``key`` (None when no task of the run ran there) and its Markdown adds a section."""
+
+    key: str  # the summary's key
+    heading: str  # the Markdown section's heading
+    of: Callable[[Sequence[RunRecord]], dict[str, Any] | None]
+    markdown: Callable[[dict[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -114,7 +125,9 @@ class Environment(Protocol):
     * ``gather(steps, route, repair)``: how a workflow gathers what a task of it holds
       (``evals.solvers``; none: the workflows refuse its tasks, saying so);
     * ``texts``: every text its gathering can put before the model (checked for what must
-      never reach it).
+      never reach it);
+    * ``figures``: figures only its runs have (``Figures``), in every summary of a run file
+      (``evals.report.families``).
     """
 
     name: str

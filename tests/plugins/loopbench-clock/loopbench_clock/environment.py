@@ -1,7 +1,8 @@
 """The wall clock as an environment: its tasks carry the clock's time zone (``clock: {zone:
-...}``), its records keep the zone and how often the clock was read, and a workflow gathers its
-evidence by reading the clock. Nothing here is loopbench's own code: it reaches loopbench
-through the entry point its ``pyproject.toml`` declares."""
+...}``), its records keep the zone and how often the clock was read, a workflow gathers its
+evidence by reading the clock, and a run file's summary says how often it was read. Nothing
+here is loopbench's own code: it reaches loopbench through the entry point its
+``pyproject.toml`` declares."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from evals.environments.base import Gathering, Reading, scripted_calls
-from evals.record import Data
+from evals.environments.base import Figures, Gathering, Reading, scripted_calls
+from evals.record import Data, RunRecord
 from evals.tasks import Task, TaskFields
 from harness.setup import Setup
 from harness.state import RunState
@@ -51,6 +52,24 @@ def _zone(task: Task) -> str:
     return fields.zone
 
 
+def _reads(records: Sequence[RunRecord]) -> dict[str, Any] | None:
+    """How many of the clock's runs read it, and how often in all."""
+    if not records:
+        return None
+    reads = [r.environment.reads for r in records if isinstance(r.environment, ClockData)]
+    return {
+        "runs": len(records),
+        "read": sum(bool(n) for n in reads),
+        "reads": sum(n or 0 for n in reads),
+    }
+
+
+def _reads_markdown(figures: dict[str, Any]) -> str:
+    return (
+        f"{figures['read']} of {figures['runs']} runs read the clock ({figures['reads']} reads).\n"
+    )
+
+
 class _Opened:
     @asynccontextmanager
     async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
@@ -68,6 +87,7 @@ class ClockEnvironment:
     data = ClockData
     task_fields = (ClockFields,)
     texts = ()
+    figures = Figures("clock", "How often the clock was read", _reads, _reads_markdown)
 
     def holds(self, task: Task) -> bool:
         return task.fields_of(ClockFields) is not None
