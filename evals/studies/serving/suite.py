@@ -46,6 +46,7 @@ PARTS: dict[str, Part] = {
         draft.PART,
         analyst_turns.PART,
         tau2_replay.PART,
+        tau2_replay.PART_TWO,
     )
 }
 # The order bench.md shows them in: the serving comparison first.
@@ -63,6 +64,7 @@ SHOWN = (
     "scale",
     "slots",
     "tau2",
+    "tau2-two",
 )
 
 

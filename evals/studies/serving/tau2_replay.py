@@ -9,12 +9,18 @@ a few tokens greedily, so both servers read the same prompts whatever they reply
 measured is the prompt work: the tokens each request computes (``prompt_n``) against the tokens
 new to it (its prompt less the prompt of the same side's request before it, whose prefix it
 extends), and the time the whole conversation takes. Target: computed ≤ 1.3 × new on ours, and
-ours no slower than llama-server."""
+ours no slower than llama-server.
+
+``make bench BENCH_PARTS=tau2-two`` replays the run's two longest conversations at once, each
+in its order, through each server with four slots: both start with the same policy, so a
+server that places a request by its prefix alone hands one conversation's agent the other's
+sequence and reads its talk again at every turn; the same counts say whether it does."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +39,20 @@ from serve_local.process import serve_command
 ROOT = Path(__file__).resolve().parents[3]
 RUN = ROOT / "results" / "tau2" / "airline-test-qwen2.5-coder-1.5b.jsonl"
 THREADS, SLOTS, CTX = 2, 2, 16384
+TWO_SLOTS = 4  # two conversations, each with a sequence for its agent and one for its user
 MAX_TOKENS = 8
 TARGET_COMPUTED = 1.3  # prompt tokens computed / tokens new to each request
 SERVERS = ("ours", "llama-server")
 
 
-def _chosen(run: Path) -> Any:
-    """The conversation replayed: the run's one with the most requests of both sides."""
+def _chosen(run: Path, n: int = 1) -> list[Any]:
+    """The conversations replayed: the run's ``n`` with the most requests of both sides."""
     records = [r for r in read_runs(run) if r.conversation is not None and r.run_id]
-    return max(
+    return sorted(
         records,
         key=lambda r: (r.turns + len(r.conversation.said if r.conversation else []), r.task_id),
-    )
+        reverse=True,
+    )[:n]
 
 
 async def _opened(domain: str, task: str) -> dict[str, Any]:
@@ -52,9 +60,10 @@ async def _opened(domain: str, task: str) -> dict[str, Any]:
         return await tau2.open("bench", domain, task)
 
 
-def requests(run: Path = RUN) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
-    """The chosen conversation's requests in order: (side, body), and its task id."""
-    record = _chosen(run)
+def requests(run: Path = RUN, record: Any = None) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """A conversation's requests in order: (side, body), and its task id; ``record``: the
+    run's record of it (none: the run's longest)."""
+    record = record if record is not None else _chosen(run)[0]
     state_file = kept_file(run, f"{record.run_id}.json")
     if state_file is None or record.conversation is None:
         raise SystemExit(f"{run}: the state of {record.task_id} is not kept")
@@ -100,14 +109,28 @@ def _send(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _new_tokens(rows: list[dict[str, Any]], who: str) -> list[int]:
-    """Tokens new to each request: its prompt less the same side's previous prompt."""
-    last: dict[str, int] = {}
+    """Tokens new to each request: its prompt less the previous prompt of the same side of the
+    same conversation."""
+    last: dict[tuple[Any, str], int] = {}
     new = []
     for row in rows:
         sent = int(row[who]["prompt_tokens"] or 0)
-        new.append(max(sent - last.get(row["side"], 0), 0))
-        last[row["side"]] = sent
+        side = (row.get("conversation"), row["side"])
+        new.append(max(sent - last.get(side, 0), 0))
+        last[side] = sent
     return new
+
+
+def _counted(rows: list[dict[str, Any]], who: str, seconds: float) -> dict[str, Any]:
+    new = _new_tokens(rows, who)
+    computed = [int(r[who]["prompt_n"] or 0) for r in rows]
+    return {
+        "seconds": round(seconds, 1),
+        "sent": sum(int(r[who]["prompt_tokens"] or 0) for r in rows),
+        "new": sum(new),
+        "computed": sum(computed),
+        "computed_over_new": round(sum(computed) / max(sum(new), 1), 3),
+    }
 
 
 def run(echo: Echo) -> Figures:
@@ -126,55 +149,43 @@ def run(echo: Echo) -> Figures:
         echo(f"   {who}: {sum(r[who]['wall_ms'] for r in rows) / 1000:,.1f} s")
     figures: Figures = {"task": task, "requests": len(rows), "slots": SLOTS, "rows": rows}
     for who in SERVERS:
-        new = _new_tokens(rows, who)
-        computed = [int(r[who]["prompt_n"] or 0) for r in rows]
-        figures[who] = {
-            "seconds": round(sum(r[who]["wall_ms"] for r in rows) / 1000, 1),
-            "sent": sum(int(r[who]["prompt_tokens"] or 0) for r in rows),
-            "new": sum(new),
-            "computed": sum(computed),
-            "computed_over_new": round(sum(computed) / max(sum(new), 1), 3),
-        }
+        figures[who] = _counted(rows, who, sum(r[who]["wall_ms"] for r in rows) / 1000)
     figures["time_ratio"] = round(
         figures["ours"]["seconds"] / figures["llama-server"]["seconds"], 3
     )
     return figures
 
 
-def render(f: Figures) -> list[str]:
+def _table(f: Figures, seconds: str) -> str:
+    """Each server's prompt tokens sent, new, computed, and the time, as a table."""
     rows = [
-        [
-            who,
-            f[who]["sent"],
-            f[who]["new"],
-            f[who]["computed"],
-            f"{f[who]['computed_over_new']:.2f}",
-            f"{f[who]['seconds']:,.1f}",
-        ]
+        [who, f[who]["sent"], f[who]["new"], f[who]["computed"],
+         f"{f[who]['computed_over_new']:.2f}", f"{f[who]['seconds']:,.1f}"]
         for who in SERVERS
-    ]
+    ]  # fmt: skip
+    head = ["server", "prompt tokens sent", "new to each request", "computed", "computed / new"]
+    return table([*head, seconds], rows)
+
+
+def _target(f: Figures) -> str:
     ours = f["ours"]
-    met_prefix = ours["computed_over_new"] <= TARGET_COMPUTED
-    met_time = f["time_ratio"] <= 1.0
+    met = "met" if ours["computed_over_new"] <= TARGET_COMPUTED else "missed"
+    return (
+        f"Target computed ≤ {TARGET_COMPUTED} × new on ours: {met} "
+        f"({ours['computed_over_new']:.2f}); ours against llama-server's time: "
+        f"{f['time_ratio']:.2f}"
+    )
+
+
+def render(f: Figures) -> list[str]:
+    met_time = "met" if f["time_ratio"] <= 1.0 else "missed"
     return [
         f"One τ² conversation ({f['task']}, {f['requests']} requests of the agent and its user "
         f"in their order) replayed through each server with {f['slots']} slots, {MAX_TOKENS} "
         "tokens asked per request, so both read the same prompts.",
         "",
-        table(
-            [
-                "server",
-                "prompt tokens sent",
-                "new to each request",
-                "computed",
-                "computed / new",
-                "seconds",
-            ],
-            rows,
-        ),
-        f"Target computed ≤ {TARGET_COMPUTED} × new on ours: "
-        f"{'met' if met_prefix else 'missed'} ({ours['computed_over_new']:.2f}); ours against "
-        f"llama-server's time: {f['time_ratio']:.2f} ({'met' if met_time else 'missed'}).",
+        _table(f, "seconds"),
+        f"{_target(f)} ({met_time}).",
     ]
 
 
@@ -183,3 +194,52 @@ def docs(f: Figures) -> list[tuple[Path, str, str]]:
 
 
 PART = Part("tau2", run, render, docs)
+
+
+def run_two(echo: Echo) -> Figures:
+    """The two longest conversations at once, each request of one after the one before it."""
+    chosen = [requests(RUN, record) for record in _chosen(RUN, 2)]
+    tasks = [task for task, _ in chosen]
+    echo(f"   {' and '.join(tasks)}: {sum(len(o) for _, o in chosen)} requests")
+    ours_args = serve_command("llama", model=QWEN_CODER, threads=THREADS, slots=TWO_SLOTS,
+                              ctx=CTX, log_level="warning")  # fmt: skip
+    peer_args = llama_server.command(QWEN_CODER, None, threads=THREADS, slots=TWO_SLOTS,
+                                     ctx_size=CTX)  # fmt: skip
+    rows = [{"conversation": i, "side": side} for i, (_, o) in enumerate(chosen) for side, _ in o]
+    by_conversation = [[r for r in rows if r["conversation"] == i] for i in range(len(chosen))]
+    figures: Figures = {"tasks": tasks, "requests": len(rows), "slots": TWO_SLOTS, "rows": rows}
+    for who, args in zip(SERVERS, (ours_args, peer_args), strict=True):
+        with server_process(args) as (url, _, _):  # one model process at a time
+
+            def talk(i: int, url: str = url, who: str = who) -> None:
+                for row, (_, body) in zip(by_conversation[i], chosen[i][1], strict=True):
+                    row[who] = _send(url, body)
+
+            start = time.perf_counter()
+            with ThreadPoolExecutor(len(chosen)) as pool:
+                list(pool.map(talk, range(len(chosen))))
+            seconds = time.perf_counter() - start
+        figures[who] = _counted(rows, who, seconds)
+        echo(f"   {who}: {seconds:,.1f} s")
+    figures["time_ratio"] = round(
+        figures["ours"]["seconds"] / figures["llama-server"]["seconds"], 3
+    )
+    return figures
+
+
+def render_two(f: Figures) -> list[str]:
+    return [
+        f"Two τ² conversations at once ({' and '.join(f['tasks'])}, {f['requests']} requests, "
+        f"each conversation's in its order) through each server with {f['slots']} slots, "
+        f"{MAX_TOKENS} tokens asked per request.",
+        "",
+        _table(f, "seconds (both)"),
+        f"{_target(f)}.",
+    ]
+
+
+def docs_two(f: Figures) -> list[tuple[Path, str, str]]:
+    return [(ROOT / "docs" / "tau2.md", "tau2-bench-two", "\n".join(render_two(f)) + "\n")]
+
+
+PART_TWO = Part("tau2-two", run_two, render_two, docs_two)
