@@ -423,6 +423,23 @@ def test_the_bench_replays_a_committed_conversation_request_by_request() -> None
     assert [u["messages"][-1]["content"] for u in users[1:]] == [t.replying_to for t in said[1:]]
 
 
+def test_two_conversations_at_once_count_what_is_new_to_each_by_its_own_talk() -> None:
+    """With two conversations at once, a request's new tokens are its prompt less the previous
+    prompt of the same side of the same conversation, not of the other conversation's."""
+    from evals.studies.serving.tau2_replay import _counted, _new_tokens
+
+    def row(conversation: int, side: str, sent: int, computed: int) -> dict[str, Any]:
+        return {"conversation": conversation, "side": side,
+                "ours": {"prompt_tokens": sent, "prompt_n": computed}}  # fmt: skip
+
+    rows = [row(0, "agent", 5000, 5000), row(1, "agent", 5000, 10), row(1, "user", 300, 300),
+            row(0, "agent", 5200, 200), row(1, "agent", 5100, 1100)]  # fmt: skip
+    assert _new_tokens(rows, "ours") == [5000, 5000, 300, 200, 100]
+    counted = _counted(rows, "ours", 12.34)
+    assert (counted["new"], counted["computed"], counted["seconds"]) == (10600, 6610, 12.3)
+    assert counted["computed_over_new"] == round(6610 / 10600, 3)
+
+
 @needs_tau2
 def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     scripted_url: str, tmp_path: Path
