@@ -82,13 +82,14 @@ def one_task(folder: Path) -> Path:
 def sampled_eval(url: str, folder: Path, name: str, **extra: Any) -> list[str]:
     """The model's first reply in each epoch, read from the transcripts the eval kept."""
     short = Preset("short", {**plain_settings(), "max_tokens_per_turn": 24})
+    sampling = {k: extra[k] for k in ("temperature", "seed") if k in extra}
     settings = EvalSettings(
         serving=Serving(base_url=url),
         tasks=one_task(folder),
         preset=short,
         out=folder / f"{name}.jsonl",
-        **extra,
-        loop=eval_loop(max_turns=1),
+        epochs=extra.get("epochs", 1),
+        loop=eval_loop(max_turns=1, **sampling),
     )
     run_file = asyncio.run(run_eval(settings, echo=lambda _: None))
     replies = []
@@ -118,11 +119,12 @@ async def test_greedy_epochs_warn_that_they_repeat_one_transcript(
 ) -> None:
     lines: list[str] = []
 
-    async def run(name: str, **extra: Any) -> None:
+    async def run(name: str, epochs: int = 1, **sampling: Any) -> None:
         settings = EvalSettings(
             serving=Serving(base_url=scripted_url, model="scripted:plan"),
             out=tmp_path / f"{name}.jsonl",
-            **extra,
+            epochs=epochs,
+            loop=eval_loop(**sampling),
         )
         await run_eval(settings, echo=lines.append)
 
