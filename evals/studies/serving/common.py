@@ -46,6 +46,9 @@ class Part:
     # For a part whose figures include verdicts of its committed run files: those figures
     # again from the files as they read now (after ``evals rescore``), nothing measured again.
     rescored: Callable[[Figures], Figures] | None = None
+    # bench.md's heading above its section, for a part whose lines have none (they also fill a
+    # docs block, under the page's own heading).
+    heading: str | None = None
 
 
 def peak_rss_mb(pid: int) -> float | None:

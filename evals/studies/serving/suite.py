@@ -88,13 +88,22 @@ def run_bench(parts: list[str], out: Path, echo: Echo = print) -> dict[str, Any]
         "parts": {},
     }
     previous = out / "bench.json"
-    if previous.exists():  # a part run alone keeps the others' last figures
-        report["parts"] = json.loads(previous.read_text()).get("parts", {})
+    if previous.exists() and set(parts) != set(PARTS):
+        # A part run alone keeps the others' last figures, and the header the machine and code
+        # they were measured on; the part names its own (``measured``) where they differ.
+        kept = json.loads(previous.read_text())
+        report.update({k: kept[k] for k in ("machine", "versions", "code_version") if k in kept})
+        report["parts"] = kept.get("parts", {})
     for name in parts:
         echo(f"{name} ...")
         started = time.perf_counter()
         report["parts"][name] = PARTS[name].run(echo)
         report["parts"][name]["seconds"] = round(time.perf_counter() - started, 1)
+        report["parts"][name]["measured"] = {
+            "machine": machine(),
+            "versions": versions(),
+            "code_version": code_version(),
+        }
     out.mkdir(parents=True, exist_ok=True)
     previous.write_text(json.dumps(report, indent=2, default=str) + "\n")
     (out / "bench.md").write_text(markdown(report))
@@ -144,5 +153,23 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for name in SHOWN:
         if name in parts:
-            lines += PARTS[name].render(parts[name])
+            part = PARTS[name]
+            lines += [f"## {part.heading}", ""] if part.heading else []
+            lines += part.render(parts[name])
+            lines += _measured_apart(report, parts[name].get("measured"))
+            lines += [] if lines[-1] == "" else [""]
     return "\n".join(lines)
+
+
+def _measured_apart(report: dict[str, Any], measured: dict[str, Any] | None) -> list[str]:
+    """A line naming the machine and code a part was measured on, where the header's differ."""
+    if not measured or all(measured.get(k) == report.get(k) for k in ("machine", "code_version")):
+        return []
+    m = measured["machine"]
+    versions = ", ".join(f"{k} {v}" for k, v in measured["versions"].items())
+    return [
+        "",
+        f"Measured apart from the rest: {m['cores']} cores, {m['cpu']}; {versions}; code "
+        f"`{measured['code_version']}`.",
+        "",
+    ]

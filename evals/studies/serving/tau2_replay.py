@@ -193,7 +193,7 @@ def docs(f: Figures) -> list[tuple[Path, str, str]]:
     return [(ROOT / "docs" / "tau2.md", "tau2-bench", "\n".join(render(f)) + "\n")]
 
 
-PART = Part("tau2", run, render, docs)
+PART = Part("tau2", run, render, docs, heading="τ²: one conversation through each server")
 
 
 def run_two(echo: Echo) -> Figures:
@@ -242,4 +242,4 @@ def docs_two(f: Figures) -> list[tuple[Path, str, str]]:
     return [(ROOT / "docs" / "tau2.md", "tau2-bench-two", "\n".join(render_two(f)) + "\n")]
 
 
-PART_TWO = Part("tau2-two", run_two, render_two, docs_two)
+PART_TWO = Part("tau2-two", run_two, render_two, docs_two, heading="τ²: two conversations at once")
