@@ -157,7 +157,8 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"## {part.heading}", ""] if part.heading else []
             lines += part.render(parts[name])
             lines += _measured_apart(report, parts[name].get("measured"))
-            lines += [] if lines[-1] == "" else [""]
+            # A blank line before the next section (a table's text already ends with one).
+            lines += [] if lines[-1] == "" or lines[-1].endswith("\n") else [""]
     return "\n".join(lines)
 
 
