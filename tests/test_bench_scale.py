@@ -70,7 +70,7 @@ def test_the_real_model_section_renders_figures_from_the_runner(
         for name, slots in (("one", 1), ("four", 4)):
             figures = scale.over_levels(
                 url, scale.ORACLE, (1, 4), tmp_path, lambda _: None, name=name,
-                max_turns=scale.REAL_MAX_TURNS, policy=scale.REAL_POLICY,
+                max_turns=scale.REAL_MAX_TURNS, preset_name=scale.REAL_PRESET,
             )  # fmt: skip
             servers.append({**figures, "slots": slots})
     assert all(s["same_records"] and s["policy"] == "penalized" for s in servers)

@@ -144,7 +144,7 @@ def test_the_committed_paired_pages_and_their_verdicts_are_what_the_runs_give(
         for page in pages:
             assert block(page, name) == text, f"{page} {name}: run make paired"
     # One record of a paired run turned right: the verdicts built from the copy differ.
-    pairs = paired_pages.POLICIES
+    pairs = paired_pages.PRESET_PAIRS
     for pair in pairs:
         for run in (pair.a, pair.b):
             (tmp_path / run).parent.mkdir(parents=True, exist_ok=True)

@@ -68,17 +68,17 @@ def _cell(records: list[RunRecord]) -> str:
     return f"{mark} {turns:g}t {ms}"
 
 
-def policy_name(policy: dict[str, Any] | None) -> str:
-    """A run written before loop policies were recorded ran the plain loop."""
-    return str(policy["name"]) if policy else "no-helpers (unrecorded)"
+def preset_name(preset: dict[str, Any] | None) -> str:
+    """A run written before presets were recorded ran the plain loop."""
+    return str(preset["name"]) if preset else "no-helpers (unrecorded)"
 
 
 def solver_of(run: Run) -> str:
-    """The agent loop under its policy, or the workflow's name."""
+    """The agent loop under its preset, or the workflow's name."""
     record = run.records[0]
     if record.spec.solver != "agent":
         return record.spec.solver
-    return f"agent ({policy_name(record.spec.preset.model_dump() if record.spec.preset else None)})"
+    return f"agent ({preset_name(record.spec.preset.model_dump() if record.spec.preset else None)})"
 
 
 def per_question(run: Run) -> tuple[float | None, float | None]:
@@ -105,12 +105,12 @@ def rank(run: Run) -> tuple[float, float, float]:
     )
 
 
-def policy_settings(policy: dict[str, Any] | None) -> str:
+def preset_settings(preset: dict[str, Any] | None) -> str:
     """The settings that differ from the plain loop's, so the cell stays readable."""
-    if not policy:
+    if not preset:
         return "–"
     plain = plain_settings()
-    changed = {k: v for k, v in policy["settings"].items() if plain.get(k) != v}
+    changed = {k: v for k, v in preset["settings"].items() if plain.get(k) != v}
     return ", ".join(f"{k}={v}" for k, v in changed.items()) or "(plain loop)"
 
 
@@ -164,8 +164,8 @@ def table(runs: list[Run]) -> str:
         ["backend", *(str(r.summary["backend"]) for r in runs)],
         ["tool grammar", *(str(r.summary.get("tool_grammar") or "–") for r in runs)],
         ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],
-        ["policy", *(policy_name(r.summary.get("policy")) for r in runs)],
-        ["policy settings", *(policy_settings(r.summary.get("policy")) for r in runs)],
+        ["policy", *(preset_name(r.summary.get("policy")) for r in runs)],
+        ["policy settings", *(preset_settings(r.summary.get("policy")) for r in runs)],
         [
             "loop",
             *(", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs),

@@ -34,7 +34,7 @@ class Pair:
         return results / self.a, results / self.b
 
 
-def _policy(name: str, a: str, b: str) -> Pair:
+def _presets(name: str, a: str, b: str) -> Pair:
     return Pair(name, f"runs/{a}.jsonl", f"runs/{b}.jsonl", f"paired/{name}.md")
 
 
@@ -44,23 +44,23 @@ def _surfaces(a: str, b: str) -> Pair:
 
 _S = "sweep-qwen2.5-coder-1.5b-instruct"
 _G = "gen-test-qwen2.5-coder"
-# The loop policies' pairs (docs/policies.md, docs/compare.md): results/paired/NAME.md.
-POLICIES = [
-    _policy("files6-1.5b-all-helps-vs-read-first",
+# The presets' pairs (docs/policies.md, docs/compare.md): results/paired/NAME.md.
+PRESET_PAIRS = [
+    _presets("files6-1.5b-all-helps-vs-read-first",
             f"20261201-012944-{_S}-all-helps", f"20261201-012919-{_S}-read-first"),
-    _policy("files6-1.5b-all-helps-vs-read-listed",
+    _presets("files6-1.5b-all-helps-vs-read-listed",
             f"20261201-012944-{_S}-all-helps", f"20261201-025200-{_S}-read-listed"),
-    _policy("files6-1.5b-penalized-vs-all-helps",
+    _presets("files6-1.5b-penalized-vs-all-helps",
             f"20261130-211453-{_S}-penalized", f"20261130-212233-{_S}-all-helps"),
-    _policy("files6-1.5b-read-first-vs-read-listed",
+    _presets("files6-1.5b-read-first-vs-read-listed",
             f"20261201-012919-{_S}-read-first", f"20261201-025200-{_S}-read-listed"),
-    _policy("gen-test-1.5b-all-helps-vs-read-first",
+    _presets("gen-test-1.5b-all-helps-vs-read-first",
             f"20261130-213246-{_G}-1.5b-all-helps", f"20261201-014502-{_G}-1.5b-read-first"),
-    _policy("gen-test-1.5b-all-helps-vs-read-listed",
+    _presets("gen-test-1.5b-all-helps-vs-read-listed",
             f"20261130-213246-{_G}-1.5b-all-helps", f"20261201-025405-{_G}-1.5b-read-listed"),
-    _policy("gen-test-1.5b-read-first-vs-read-listed",
+    _presets("gen-test-1.5b-read-first-vs-read-listed",
             f"20261201-014502-{_G}-1.5b-read-first", f"20261201-025405-{_G}-1.5b-read-listed"),
-    _policy("gen-test-qwen-0.5b-vs-1.5b",
+    _presets("gen-test-qwen-0.5b-vs-1.5b",
             f"20261130-220905-{_G}-0.5b-all-helps", f"20261130-213246-{_G}-1.5b-all-helps"),
 ]  # fmt: skip
 # Our tools against each community server on the same questions (docs/mcp.md):
@@ -109,7 +109,11 @@ SLOTS = [
 ]
 # Each docs block of verdicts: (the pages, the block's name, its pairs).
 BLOCKS = [
-    ([ROOT / "docs" / "policies.md", ROOT / "docs" / "compare.md"], "paired-policies", POLICIES),
+    (
+        [ROOT / "docs" / "policies.md", ROOT / "docs" / "compare.md"],
+        "paired-policies",
+        PRESET_PAIRS,
+    ),
     ([ROOT / "docs" / "mcp.md"], "paired-surfaces", SURFACES),
     ([ROOT / "docs" / "mcp.md"], "paired-folders", FOLDERS),
     ([ROOT / "docs" / "scale.md"], "paired-slots", SLOTS),

@@ -78,15 +78,16 @@ async def _sweep_model(
 
 
 def row(run_file: Path) -> dict[str, Any]:
-    """One line of the sweep: a run file's summary, named by its model and policy."""
+    """One line of the sweep: a run file's summary, named by its model and preset (under the
+    keys ``policy`` and ``policy_settings``, as sweep.json and the summaries keep them)."""
     summary = summarize(read_runs(run_file))
-    policy = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
+    preset = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
     accuracy = accuracy_of(summary)
     return {
         **summary,
         "accuracy_ci95": [round(accuracy.low, 4), round(accuracy.high, 4)],
-        "policy": policy["name"],
-        "policy_settings": policy["settings"],
+        "policy": preset["name"],
+        "policy_settings": preset["settings"],
         "run_file": str(run_file),
     }
 

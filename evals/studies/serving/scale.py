@@ -33,7 +33,7 @@ SCRIPTED_LATENCY_MS = 200.0
 SCRIPTED_LEVELS = (1, 4, 16)
 TARGET = 10.0  # speedup of the highest concurrency over concurrency 1, scripted provider
 REAL_LEVELS = (1, 4)
-REAL_POLICY = "penalized"
+REAL_PRESET = "penalized"
 REAL_MAX_TURNS = 4
 REAL_SLOTS = 4
 # What a record says about the task run itself, as opposed to when and how fast it ran.
@@ -68,7 +68,7 @@ def over_levels(
     name: str,
     epochs: int = 1,
     max_turns: int | None = 10,
-    policy: str = PLAIN,
+    preset_name: str = PLAIN,
 ) -> Figures:
     """The task set through ``run_eval`` once per concurrency level, one after another; each
     level's wall seconds, rate, speedup over the first level, and whether its records are the
@@ -80,7 +80,7 @@ def over_levels(
             serving=Serving(base_url=url, model=model, concurrency=concurrency),
             epochs=epochs,
             loop=eval_loop(max_turns=max_turns),
-            preset=preset(policy),
+            preset=preset(preset_name),
             out=folder / f"{name}-c{concurrency}.jsonl",
             label=f"{name}-c{concurrency}",
         )
@@ -120,7 +120,7 @@ def over_levels(
         "model": model,
         "epochs": epochs,
         "max_turns": max_turns,
-        "policy": policy,
+        "policy": preset_name,  # the figures' key, as bench.json keeps it
         "rows": rows,
         "speedup": rows[-1]["speedup"],
         "same_records": all(r["same_records"] for r in rows),
@@ -165,7 +165,7 @@ def real(echo: Echo, peer_args: list[str]) -> Figures:
                 send(url, WARM, 16)
                 figures = over_levels(
                     url, QWEN_CODER, REAL_LEVELS, Path(folder), echo, name=name,
-                    max_turns=REAL_MAX_TURNS, policy=REAL_POLICY,
+                    max_turns=REAL_MAX_TURNS, preset_name=REAL_PRESET,
                 )  # fmt: skip
             found.append({**figures, "slots": slots})
     return {"servers": found, "default_max_tokens": DEFAULT_MAX_TOKENS}

@@ -45,7 +45,7 @@ from serve_local.process import serve_command
 
 LEVELS = (1, 2, 4, 8)
 TASKS = Path("evals/tasks/gen-test-s1000-n60.json")
-POLICY = "penalized"
+PRESET = "penalized"
 MAX_TURNS = 4  # as the scale part: a task the engine cannot finish costs four turns, not eight
 OUT = Path("results/slots")
 BATCHES = (1, 2, 4, 8, 16, 32)
@@ -251,7 +251,7 @@ def measure(
             tasks=tasks,
             out=run_file,
             loop=eval_loop(max_turns=MAX_TURNS),
-            preset=preset(POLICY),
+            preset=preset(PRESET),
             label=f"slots {engine} s{slots}",
         )
         started = time.monotonic()
@@ -308,7 +308,7 @@ def run(
     figures: Figures = {
         "model": DEFAULT_NAME,
         "tasks": str(tasks),
-        "policy": POLICY,
+        "policy": PRESET,  # the figures' key, as bench.json keeps it
         "max_turns": MAX_TURNS,
         "threads": THREADS,
         "levels": list(levels),
