@@ -7,6 +7,7 @@ line would add it."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -36,6 +37,7 @@ from evals.tasks import (
     write_taskset,
 )
 from evals.tasks import fields as task_fields
+from harness.plugins import PluginWarning
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app, turn_of
 
@@ -132,6 +134,14 @@ async def test_a_new_environment_is_one_module_and_one_registry_line(
     assert "## How often the clock was read\n\n1 of 1 runs read the clock (1 reads)." in (
         summary_markdown("run", summary, list(records.values()))
     )
+    # Figures under a key the summary has are left out, with a warning naming them.
+    taken = dataclasses.replace(clock.ClockEnvironment.figures, key="accuracy")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(environment_of(task), "figures", taken)
+        with pytest.warns(PluginWarning, match="clock environment's figures are left out"):
+            summary = summarize(list(records.values()))
+            text = summary_markdown("run", summary, list(records.values()))
+    assert summary["accuracy"] == 0.5 and "How often the clock" not in text
     # The strategies answer from its reading: copying the clock's result is credited.
     reading = await environment_of(task).read_all(task, tmp_path / "read")
     assert reading.results == "It is 09:41."
@@ -186,8 +196,7 @@ def test_an_environments_task_fields_are_checked_with_the_file_and_line(
     )
     _, problems = task_file_problems(bad)
     assert problems == [
-        f"{bad}, line 3: tasks.0: Value error, clock.zone: Input should be 'UTC' or "
-        "'Asia/Ho_Chi_Minh'"
+        f"{bad}, line 5: tasks.0.clock.zone: Input should be 'UTC' or 'Asia/Ho_Chi_Minh'"
     ]
     # Where no environment declares the key, it is an unknown field like any other.
     monkeypatch.setattr(task_fields, "_FIELDS", {})
@@ -226,6 +235,15 @@ def test_an_environments_fields_may_take_several_keys_of_the_task_file_and_a_set
     assert a.fields_of(Dial) == Dial(dialHand="minute")
     assert b.fields_of(Dial) == Dial(dialHand="hour", face="roman")
     assert b.model_dump(exclude_none=True, by_alias=True)["dialHand"] == "hour"
+    # A task that writes the key empty (null) takes the set's, as one that leaves it out.
+    nulled = TaskSet.model_validate(
+        {
+            "name": "d",
+            "dialHand": "minute",
+            "tasks": [{**a.model_dump(by_alias=True), "dialHand": None}],
+        }
+    )
+    assert nulled.tasks[0].fields_of(Dial) == Dial(dialHand="minute")
     # The set's value is the task's own: the same hash as a task that names it.
     written = Task.model_validate(
         {"id": "a", "question": "Which hand", "dialHand": "minute", "checks": CHECKS[:1]}
@@ -242,13 +260,15 @@ def test_an_environments_fields_may_take_several_keys_of_the_task_file_and_a_set
     # Written back: a shared key once at the set's top only where every task has the same.
     out = tmp_path / "out.json"
     write_taskset(load_tasks(path), out)
-    assert "dialHand" not in json.loads(out.read_text())
+    kept = json.loads(out.read_text())  # the set's value kept, the task's own beside it
+    assert (kept["dialHand"], kept["tasks"][1]["dialHand"]) == ("minute", "hour")
     assert load_tasks(out).content_hash == load_tasks(path).content_hash
     same = TaskSet(name="dial", tasks=[a, b.model_copy(update={"environment_fields": {}})])
     write_taskset(TaskSet.model_validate({**same.model_dump(), "dialHand": "minute"}), out)
     lifted = json.loads(out.read_text())
     assert lifted["dialHand"] == "minute" and all("dialHand" not in t for t in lifted["tasks"])
-    # A bad value at the set's top is named once, not once per task.
+    # A bad value at the set's top is named once, at its line, not once per task; the tasks'
+    # own problems are named beside it.
     path.write_text(
         path.read_text()
         .replace("face: roman", "face: gothic")
@@ -256,7 +276,8 @@ def test_an_environments_fields_may_take_several_keys_of_the_task_file_and_a_set
     )
     _, problems = task_file_problems(path)
     assert problems == [
-        f"{path}, line 1: top level: Value error, dialHand: Input should be a valid string"
+        f"{path}, line 5: tasks.1.face: Input should be 'roman' or 'plain'",
+        f"{path}, line 2: dialHand: Input should be a valid string",
     ]
 
     # A key the task model or another environment has is refused.
@@ -275,6 +296,14 @@ def test_an_environments_fields_may_take_several_keys_of_the_task_file_and_a_set
 
     with pytest.raises(ValueError, match="task field 'mcpServers' is taken"):
         register_fields(Servers)
+    # A key the task set has (its own ``description``), or a flat model's key that the task's
+    # hash has (``question``), likewise.
+    described = type("Described", (TaskFields,), {"key": "description"})
+    with pytest.raises(ValueError, match="task field 'description' is taken"):
+        register_fields(described)
+    flat_question = type("FlatQuestion", (TaskFields,), {"key": "question", "flat": True})
+    with pytest.raises(ValueError, match="task field 'question' is taken"):
+        register_fields(flat_question)
     assert register_fields(Dial) is Dial  # the same model again is no clash
 
 

@@ -6,7 +6,10 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
+
 from evals.report.markdown import table
+from evals.studies.serving.common import Part
 from evals.studies.serving.suite import markdown as bench_markdown
 from tests.helpers import ROOT
 
@@ -25,6 +28,38 @@ def test_bench_md_is_rebuilt_from_the_committed_bench_json() -> None:
     results = ROOT / "results"
     report = json.loads((results / "bench.json").read_text())
     assert bench_markdown(report) == (results / "bench.md").read_text()
+
+
+def test_a_part_run_alone_leaves_the_others_naming_where_they_were_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench.md's header names this run's machine and code; a part kept from an earlier run
+    names its own under it, once, after one blank line."""
+    from evals.studies.serving import suite
+
+    def part(name: str, text: str) -> Part:
+        return Part(name, lambda echo: {"text": text}, lambda f: [f"## {name}", "", f["text"]])
+
+    parts = {"old": part("old", "| a |\n|---|\n| 1 |\n"), "new": part("new", "fresh")}
+    monkeypatch.setattr(suite, "PARTS", parts)
+    monkeypatch.setattr(suite, "SHOWN", ("old", "new"))
+    monkeypatch.setattr(suite, "write_docs", lambda report: None)
+    elsewhere = {"cores": 64, "cpu": "Elsewhere CPU", "platform": "x"}
+    kept = {"machine": elsewhere, "versions": {"python": "3.0"}, "code_version": "0ld",
+            "parts": {"old": {"text": "| a |\n|---|\n| 1 |\n"}}}  # fmt: skip
+    (tmp_path / "bench.json").write_text(json.dumps(kept))
+    report = suite.run_bench(["new"], tmp_path, echo=lambda line: None)
+    text = (tmp_path / "bench.md").read_text()
+    assert (
+        report["machine"] != elsewhere
+        and report["parts"]["old"]["measured"]["code_version"] == "0ld"
+    )
+    assert "Elsewhere CPU" not in text.split("## old")[0]  # the header is this run's
+    note = "Measured apart from the header's run: 64 cores, Elsewhere CPU; python 3.0; code `0ld`."
+    assert f"| 1 |\n\n{note}\n\n## new" in text and text.count("Measured apart") == 1
+    # Run again whole, nothing is apart.
+    suite.run_bench(["old", "new"], tmp_path, echo=lambda line: None)
+    assert "Measured apart" not in (tmp_path / "bench.md").read_text()
 
 
 def test_nothing_outside_serve_local_calls_a_private_method_of_its_backends() -> None:

@@ -6,13 +6,15 @@ layer above the environments), so they are named here, by that environment's nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Sequence, Set
 from typing import Any
 
 from evals.environments import registry
 from evals.environments.base import Figures
 from evals.record import RunRecord
 from evals.report import analyst
+from harness.plugins import PluginWarning
 
 # Figures that live in the report's layer, by the name of the environment whose records
 # they read: the sql family's (steps, SQL errors and recoveries, timeouts, rows).
@@ -21,28 +23,45 @@ FIGURES: dict[str, Figures] = {
 }
 
 
-def _figures() -> dict[str, Figures]:
-    """Every environment's figures: the report's own, and those each environment declares."""
-    declared = {
-        e.name: found
-        for e in registry.ENVIRONMENTS
-        if isinstance(found := getattr(e, "figures", None), Figures)
-    }
-    return {**FIGURES, **declared}
+def _figures(taken: Set[str] = frozenset()) -> dict[str, Figures]:
+    """Every environment's figures: the report's own, and those each environment declares. A
+    declared one under a key the summary has (``taken``) or another's is left out, with a
+    warning that names its environment."""
+    found = dict(FIGURES)
+    keys = set(taken) | {f.key for f in FIGURES.values()}
+    for environment in registry.ENVIRONMENTS:
+        figures = getattr(environment, "figures", None)
+        if not isinstance(figures, Figures) or environment.name in found:
+            continue
+        if figures.key in keys:
+            warnings.warn(
+                f"the {environment.name} environment's figures are left out: the summary's "
+                f"key {figures.key!r} is taken",
+                PluginWarning,
+                stacklevel=2,
+            )
+            continue
+        found[environment.name] = figures
+        keys.add(figures.key)
+    return found
 
 
-def family_figures(records: Sequence[RunRecord]) -> dict[str, dict[str, Any] | None]:
-    """Every family's figures over its own environment's records, by the summary's key."""
+def family_figures(
+    records: Sequence[RunRecord], taken: Set[str] = frozenset()
+) -> dict[str, dict[str, Any] | None]:
+    """Every family's figures over its own environment's records, by the summary's key; none
+    under a key in ``taken`` (the summary's own)."""
     return {
         f.key: f.of([r for r in records if r.environment.name == name])
-        for name, f in _figures().items()
+        for name, f in _figures(taken).items()
     }
 
 
-def family_sections(summary: dict[str, Any]) -> list[str]:
-    """The Markdown sections of the families a summary has figures of."""
+def family_sections(summary: dict[str, Any], taken: Set[str] = frozenset()) -> list[str]:
+    """The Markdown sections of the families a summary has figures of (none under a key in
+    ``taken``, the summary's own)."""
     lines: list[str] = []
-    for f in _figures().values():
+    for f in _figures(taken).values():
         if summary.get(f.key):
             lines += [f"## {f.heading}", "", f.markdown(summary[f.key]), ""]
     return lines

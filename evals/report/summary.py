@@ -23,6 +23,12 @@ def _total(values: list[int | None]) -> int | None:
 
 
 def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
+    """Totals of one run file, and each environment's own figures over its runs."""
+    summary = _totals(records)
+    return {**summary, **family_figures(records, taken=set(summary))}
+
+
+def _totals(records: Sequence[RunRecord]) -> dict[str, Any]:
     """Totals of one run file; pass^k counts a task only if every epoch got it right."""
     latencies = [ms for r in records for ms in r.turn_latency_ms]
     answered = [r for r in records if not is_error(r)]
@@ -73,7 +79,6 @@ def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
         "cost_usd": round(sum(r.cost_usd for r in records), 6),
         "harness_ms": round(sum(r.harness_ms or 0.0 for r in records), 1),
         "machine": first and first.spec.machine,
-        **family_figures(records),
     }
 
 
@@ -111,7 +116,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         "",
     ]
     lines += false_claim_lines(summary, records)
-    lines += family_sections(summary)
+    lines += family_sections(summary, taken=set(_totals([])))
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ and the task holds them typed (``Task.fields_of(ClockFields)``). A model that is
 takes several keys of the task file, one per field (the MCP environment's ``mcpServers``,
 ``reading`` and ``intro``), still held as one value under its ``key``. A key no environment
 has registered is refused like any unknown field, with its file and line. A task set may
-write any of these keys once, at its top: each of its tasks without that key takes it."""
+write any of these keys once, at its top: each of its tasks without it takes it."""
 
 from __future__ import annotations
 
@@ -54,7 +54,10 @@ def file_keys(model: type[TaskFields]) -> dict[str, tuple[str, str | None]]:
             names += [a for a in alias.choices if isinstance(a, str)]
         elif isinstance(alias, str):
             names.append(alias)
-        keys.update({n: (model.key, name) for n in names})
+        for n in names:
+            if keys.get(n, (model.key, name))[1] != name:
+                raise TypeError(f"{model.__name__}: {n!r} names two of its fields")
+            keys[n] = (model.key, name)
     return keys
 
 
@@ -64,7 +67,7 @@ def add(model: type[F], taken: set[str], only_check: bool = False) -> type[F]:
     key = getattr(model, "key", None)
     if not isinstance(key, str) or not key or key == HELD:
         raise TypeError(f"{model.__name__}: task fields name their key in a 'key' class variable")
-    if _FIELDS.get(key, model) is not model:
+    if key in taken or _FIELDS.get(key, model) is not model:
         raise ValueError(f"task field {key!r} is taken")
     keys, held = file_keys(model), _keys()
     for name in keys:
@@ -102,25 +105,21 @@ def split(data: Any) -> Any:
     return {**{k: v for k, v in data.items() if k not in keys}, HELD: held}
 
 
-def defaults(data: Any) -> Any:
-    """A task set as written with its top-level task fields given to each of its tasks that
-    has none of that field (any name it is read by); the set's other keys as given."""
-    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
-        return data
-    keys = _keys()
-    given = {k: v for k, v in data.items() if k in keys}
-    if not given:
-        return data
-    validated(split(given)[HELD])  # a bad one is named once, at the set's top, not per task
-    tasks = []
-    for task in data["tasks"]:
-        if isinstance(task, BaseModel):  # a task built in code takes them as one read does
-            task = task.model_dump(by_alias=True, exclude_none=True)
-        if isinstance(task, dict):
-            has = {keys[k] for k in task if k in keys}
-            task = {**{k: v for k, v in given.items() if keys[k] not in has}, **task}
-        tasks.append(task)
-    return {**{k: v for k, v in data.items() if k not in keys}, "tasks": tasks}
+def given_to(own: dict[str, TaskFields], shared: dict[str, TaskFields]) -> dict[str, TaskFields]:
+    """A task's fields with those its set writes once, at its top (``shared``), where the task
+    has none of its own: a whole model it lacks, and of a flat model each field it leaves
+    empty (the MCP servers of a task that names only its reading calls)."""
+    out = dict(own)
+    for key, value in shared.items():
+        mine = out.get(key)
+        if mine is None:
+            out[key] = value.model_copy()
+        elif value.flat:
+            names = type(value).model_fields
+            empty = {n: getattr(value, n) for n in names if getattr(mine, n) is None}
+            if any(v is not None for v in empty.values()):
+                out[key] = mine.model_copy(update=empty)
+    return out
 
 
 def at_top(held: dict[str, Any]) -> dict[str, Any]:
@@ -140,9 +139,20 @@ def lifted() -> list[str]:
     return [name for model in _FIELDS.values() for name in model.shared]
 
 
+class TaskFieldErrors(ValueError):
+    """What was wrong with a task's fields, each problem with its path from the task's top
+    level as the task file writes it (``mcpServers.git.command``), so the file's reader can
+    name its line."""
+
+    def __init__(self, found: list[tuple[tuple[str | int, ...], str]]) -> None:
+        self.found = found
+        super().__init__("; ".join(".".join(map(str, path)) + ": " + msg for path, msg in found))
+
+
 def validated(held: dict[str, Any]) -> dict[str, TaskFields]:
     """Each held value read by its key's model (a model already read stays as it is)."""
     out: dict[str, TaskFields] = {}
+    found: list[tuple[tuple[str | int, ...], str]] = []
     for key, value in held.items():
         model = _FIELDS.get(key)
         if model is None:
@@ -150,12 +160,8 @@ def validated(held: dict[str, Any]) -> dict[str, TaskFields]:
         try:
             out[key] = value if isinstance(value, model) else model.model_validate(value)
         except ValidationError as exc:  # the field's own path, which pydantic drops here
-            raise ValueError(
-                "; ".join(
-                    ".".join(str(p) for p in (*(() if model.flat else (key,)), *e["loc"]))
-                    + ": "
-                    + e["msg"]
-                    for e in exc.errors()
-                )
-            ) from None
+            top: tuple[str | int, ...] = () if model.flat else (key,)
+            found += [((*top, *e["loc"]), e["msg"]) for e in exc.errors()]
+    if found:
+        raise TaskFieldErrors(found)
     return out

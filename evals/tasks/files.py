@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from evals.errors import EvalError
 from evals.tasks.checks import CHECK_KINDS
-from evals.tasks.fields import HELD, lifted
+from evals.tasks.fields import HELD, TaskFieldErrors, lifted
 from evals.tasks.model import TaskSet
 
 DEFAULT_TASKS = Path(__file__).parent / "files6.json"
@@ -132,12 +132,17 @@ def _problems(path: Path, text: str, exc: ValidationError) -> list[str]:
         # A bad check kind is reported under the kind's tag; point at the check itself.
         # An environment's task field is written at the task's top level, not under HELD.
         known = tuple(p for p in loc if not (isinstance(p, str) and p in (*CHECK_KINDS, HELD)))
-        if _is_yaml(path):
-            line = _yaml_line(text, known)
-        else:
-            line = text.count("\n", 0, _offset_of(text, known)) + 1
-        where = ".".join(str(p) for p in known) or "top level"
-        found.append(f"{path}, line {line}: {where}: {error['msg']}")
+        cause = (error.get("ctx") or {}).get("error")
+        # An environment's fields: each problem at its own path (the field's key on).
+        each = cause.found if isinstance(cause, TaskFieldErrors) else [((), error["msg"])]
+        for inner, msg in each:
+            at = known + inner
+            if _is_yaml(path):
+                line = _yaml_line(text, at)
+            else:
+                line = text.count("\n", 0, _offset_of(text, at)) + 1
+            where = ".".join(str(p) for p in at) or "top level"
+            found.append(f"{path}, line {line}: {where}: {msg}")
     return list(dict.fromkeys(found))
 
 

@@ -33,7 +33,7 @@ from evals.tasks.checks import (
     TypedAnswer,
     YesNo,
 )
-from evals.tasks.fields import HELD, F, TaskFields, add, at_top, defaults, split, validated
+from evals.tasks.fields import HELD, F, TaskFields, add, at_top, given_to, split, validated
 from evals.tasks.users import Tau2Ref, UserScenario
 from harness.mcp.config import ServerConfig
 
@@ -206,25 +206,6 @@ class Task(BaseModel):
         return bool(kinds & ANSWER_KINDS) and bool(kinds & EVIDENCE_KINDS)
 
 
-def register_fields(model: type[F], only_check: bool = False) -> type[F]:
-    """Tasks may carry ``model`` (``evals.tasks.fields``) under its key; a key the task model
-    has, or that another model holds, is an error (``only_check``: say so, register nothing)."""
-    aliases = (f.validation_alias for f in Task.model_fields.values())
-    taken = set(Task.model_fields) | {a for a in aliases if isinstance(a, str)}
-    return add(model, taken, only_check)
-
-
-# The fields of this project's environments declared in this layer, so any task file loads
-# wherever it is read: the database a task asks about (``evals.environments.database``, and
-# an MCP server over it), the git repository its workspace holds, the MCP servers it runs
-# with (``evals.environments.mcp``), one of τ²-bench's tasks (``evals.environments.tau2``).
-# Each is absent from a task without it, so that task's hash stays what it was.
-register_fields(DatabaseRef)
-register_fields(McpFields)
-register_fields(RepositoryRef)
-register_fields(Tau2Ref)
-
-
 def _digest(value: Any) -> str:
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
@@ -234,14 +215,33 @@ class TaskSet(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str
     description: str = ""
-    # Task fields written once at the set's top (``mcpServers``, ``intro``, ...) go to every
-    # task that names none of its own (``evals.tasks.fields.defaults``).
     tasks: list[Task] = Field(min_length=1)
+    # Task fields written once at the set's top (``mcpServers``, ``intro``, ...), held as a
+    # task holds them; each task that has none of its own takes them (``fields.given_to``).
+    environment_fields: dict[str, SerializeAsAny[TaskFields]] = {}
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults_to_tasks(cls, data: Any) -> Any:
-        return defaults(data)
+    def _hold_environment_fields(cls, data: Any) -> Any:
+        return split(data)
+
+    @field_validator("environment_fields", mode="before")
+    @classmethod
+    def _read_environment_fields(cls, held: Any) -> Any:
+        return validated(held) if isinstance(held, dict) else held
+
+    @model_serializer(mode="wrap")
+    def _environment_fields_at_top(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            data.update(at_top(data.pop(HELD, None) or {}))
+        return data
+
+    @model_validator(mode="after")
+    def _defaults_to_tasks(self) -> TaskSet:
+        for task in self.tasks:
+            task.environment_fields = given_to(task.environment_fields, self.environment_fields)
+        return self
 
     @field_validator("tasks")
     @classmethod
@@ -258,6 +258,26 @@ class TaskSet(BaseModel):
         """A hash of every task's content (``task_hash``) in order: two runs asked the same
         questions exactly when their task sets' hashes agree."""
         return _digest([t.task_hash for t in self.tasks])
+
+
+def register_fields(model: type[F], only_check: bool = False) -> type[F]:
+    """Tasks may carry ``model`` (``evals.tasks.fields``) under its key; a key the task model
+    has, or that another model holds, is an error (``only_check``: say so, register nothing)."""
+    fields = {**Task.model_fields, **TaskSet.model_fields}
+    aliases = (f.validation_alias for f in fields.values())
+    taken = set(fields) | {a for a in aliases if isinstance(a, str)}
+    return add(model, taken, only_check)
+
+
+# The fields of this project's environments declared in this layer, so any task file loads
+# wherever it is read: the database a task asks about (``evals.environments.database``, and
+# an MCP server over it), the git repository its workspace holds, the MCP servers it runs
+# with (``evals.environments.mcp``), one of τ²-bench's tasks (``evals.environments.tau2``).
+# Each is absent from a task without it, so that task's hash stays what it was.
+register_fields(DatabaseRef)
+register_fields(McpFields)
+register_fields(RepositoryRef)
+register_fields(Tau2Ref)
 
 
 def chance_of(task: Task) -> float:

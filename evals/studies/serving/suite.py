@@ -68,6 +68,10 @@ SHOWN = (
 )
 
 
+# What names where a part was measured: the header's, and each part's own (``measured``).
+MEASURED = ("machine", "versions", "code_version")
+
+
 def versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {"python": platform.python_version()}
     for module in ("llama_cpp", "torch", "transformers", "fastapi", "uvicorn"):
@@ -88,22 +92,19 @@ def run_bench(parts: list[str], out: Path, echo: Echo = print) -> dict[str, Any]
         "parts": {},
     }
     previous = out / "bench.json"
-    if previous.exists() and set(parts) != set(PARTS):
-        # A part run alone keeps the others' last figures, and the header the machine and code
-        # they were measured on; the part names its own (``measured``) where they differ.
+    if previous.exists():
+        # Parts run alone keep the others' last figures, each naming the machine and code it
+        # was measured on (``measured``; the header names this run's).
         kept = json.loads(previous.read_text())
-        report.update({k: kept[k] for k in ("machine", "versions", "code_version") if k in kept})
         report["parts"] = kept.get("parts", {})
+        for figures in report["parts"].values():
+            figures.setdefault("measured", {k: kept.get(k) for k in MEASURED})
     for name in parts:
         echo(f"{name} ...")
         started = time.perf_counter()
         report["parts"][name] = PARTS[name].run(echo)
         report["parts"][name]["seconds"] = round(time.perf_counter() - started, 1)
-        report["parts"][name]["measured"] = {
-            "machine": machine(),
-            "versions": versions(),
-            "code_version": code_version(),
-        }
+        report["parts"][name]["measured"] = {k: report[k] for k in MEASURED}
     out.mkdir(parents=True, exist_ok=True)
     previous.write_text(json.dumps(report, indent=2, default=str) + "\n")
     (out / "bench.md").write_text(markdown(report))
@@ -156,21 +157,32 @@ def markdown(report: dict[str, Any]) -> str:
             part = PARTS[name]
             lines += [f"## {part.heading}", ""] if part.heading else []
             lines += part.render(parts[name])
-            lines += _measured_apart(report, parts[name].get("measured"))
+            lines += _measured_apart(report, parts[name].get("measured"), lines[-1])
             # A blank line before the next section (a table's text already ends with one).
             lines += [] if lines[-1] == "" or lines[-1].endswith("\n") else [""]
     return "\n".join(lines)
 
 
-def _measured_apart(report: dict[str, Any], measured: dict[str, Any] | None) -> list[str]:
-    """A line naming the machine and code a part was measured on, where the header's differ."""
-    if not measured or all(measured.get(k) == report.get(k) for k in ("machine", "code_version")):
+def _measured_apart(
+    report: dict[str, Any], measured: dict[str, Any] | None, before: str
+) -> list[str]:
+    """A line naming the machine, versions and code a part was measured on, where the
+    header's differ (a machine by its cores and CPU); ``before``: the line above it."""
+    if not measured:
         return []
-    m = measured["machine"]
-    versions = ", ".join(f"{k} {v}" for k, v in measured["versions"].items())
+
+    def seen(where: dict[str, Any]) -> tuple[Any, ...]:
+        m = where.get("machine") or {}
+        return m.get("cores"), m.get("cpu"), where.get("versions"), where.get("code_version")
+
+    if seen(measured) == seen(report):
+        return []
+    m = measured.get("machine") or {}
+    versions = ", ".join(f"{k} {v}" for k, v in (measured.get("versions") or {}).items())
+    gap = [] if before == "" or before.endswith("\n") else [""]
     return [
-        "",
-        f"Measured apart from the rest: {m['cores']} cores, {m['cpu']}; {versions}; code "
-        f"`{measured['code_version']}`.",
+        *gap,
+        f"Measured apart from the header's run: {m.get('cores')} cores, {m.get('cpu')}; "
+        f"{versions}; code `{measured.get('code_version')}`.",
         "",
     ]
