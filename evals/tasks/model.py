@@ -97,7 +97,34 @@ class McpFields(TaskFields):
 TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class Task(BaseModel):
+class HoldsFields(BaseModel):
+    """A model that holds environments' fields (``evals.tasks.fields``): read from its top
+    level as a task file writes them, held typed by key in its ``environment_fields`` (which
+    each model declares last, so their problems come after its own), and written back at its
+    top."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hold_environment_fields(cls, data: Any) -> Any:
+        return split(data)
+
+    @field_validator("environment_fields", mode="before", check_fields=False)
+    @classmethod
+    def _read_environment_fields(cls, held: Any) -> Any:
+        return validated(held) if isinstance(held, dict) else held
+
+    @model_serializer(mode="wrap")
+    def _environment_fields_at_top(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            data.update(at_top(data.pop(HELD, None) or {}))
+        return data
+
+
+class Task(HoldsFields):
+    """A question, its checks, and what it runs on; the fields environments declare are held
+    in ``environment_fields``, by key, written at the task's top level in a task file."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
@@ -115,23 +142,6 @@ class Task(BaseModel):
     # Fields an environment declares (``evals.tasks.fields``), by key: written at the task's
     # top level in a task file, held here typed.
     environment_fields: dict[str, SerializeAsAny[TaskFields]] = {}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _hold_environment_fields(cls, data: Any) -> Any:
-        return split(data)
-
-    @field_validator("environment_fields", mode="before")
-    @classmethod
-    def _read_environment_fields(cls, held: Any) -> Any:
-        return validated(held) if isinstance(held, dict) else held
-
-    @model_serializer(mode="wrap")
-    def _environment_fields_at_top(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            data.update(at_top(data.pop(HELD, None) or {}))
-        return data
 
     def fields_of(self, model: type[F]) -> F | None:
         """The task's fields of ``model``'s key, or None where it has none."""
@@ -211,31 +221,15 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-class TaskSet(BaseModel):
+class TaskSet(HoldsFields):
+    """Tasks, and the environments' fields written once at the set's top (``mcpServers``,
+    ``intro``, ...): each task that has none of its own takes them (``fields.given_to``)."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: str
     description: str = ""
     tasks: list[Task] = Field(min_length=1)
-    # Task fields written once at the set's top (``mcpServers``, ``intro``, ...), held as a
-    # task holds them; each task that has none of its own takes them (``fields.given_to``).
     environment_fields: dict[str, SerializeAsAny[TaskFields]] = {}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _hold_environment_fields(cls, data: Any) -> Any:
-        return split(data)
-
-    @field_validator("environment_fields", mode="before")
-    @classmethod
-    def _read_environment_fields(cls, held: Any) -> Any:
-        return validated(held) if isinstance(held, dict) else held
-
-    @model_serializer(mode="wrap")
-    def _environment_fields_at_top(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            data.update(at_top(data.pop(HELD, None) or {}))
-        return data
 
     @model_validator(mode="after")
     def _defaults_to_tasks(self) -> TaskSet:

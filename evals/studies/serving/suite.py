@@ -158,9 +158,13 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"## {part.heading}", ""] if part.heading else []
             lines += part.render(parts[name])
             lines += _measured_apart(report, parts[name].get("measured"), lines[-1])
-            # A blank line before the next section (a table's text already ends with one).
-            lines += [] if lines[-1] == "" or lines[-1].endswith("\n") else [""]
+            lines += _gap(lines[-1])  # before the next section
     return "\n".join(lines)
+
+
+def _gap(before: str) -> list[str]:
+    """A blank line after ``before``, unless it is one or ends with one (a table's text)."""
+    return [] if before == "" or before.endswith("\n") else [""]
 
 
 def _measured_apart(
@@ -179,9 +183,8 @@ def _measured_apart(
         return []
     m = measured.get("machine") or {}
     versions = ", ".join(f"{k} {v}" for k, v in (measured.get("versions") or {}).items())
-    gap = [] if before == "" or before.endswith("\n") else [""]
     return [
-        *gap,
+        *_gap(before),
         f"Measured apart from the header's run: {m.get('cores')} cores, {m.get('cpu')}; "
         f"{versions}; code `{measured.get('code_version')}`.",
         "",

@@ -133,27 +133,54 @@ def _counted(rows: list[dict[str, Any]], who: str, seconds: float) -> dict[str, 
     }
 
 
-def run(echo: Echo) -> Figures:
-    peer_args = llama_server.command(QWEN_CODER, None, threads=THREADS, slots=SLOTS,
-                                     ctx_size=CTX)  # fmt: skip
-    task, ordered = requests()
-    agent = sum(side == "agent" for side, _ in ordered)
-    echo(f"   {task}: {len(ordered)} requests ({agent} agent, {len(ordered) - agent} user)")
-    ours_args = serve_command("llama", model=QWEN_CODER, threads=THREADS, slots=SLOTS, ctx=CTX,
-                              log_level="warning")  # fmt: skip
-    rows: list[dict[str, Any]] = [{"side": side} for side, _ in ordered]
-    for who, args in zip(SERVERS, (ours_args, peer_args), strict=True):
+def _replayed(
+    chosen: list[tuple[str, list[tuple[str, dict[str, Any]]]]], slots: int, echo: Echo
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """``chosen`` conversations sent at once through each server with ``slots`` slots, each
+    conversation's requests one after another in their order: a row per request (its
+    conversation, its side, each server's counts) and each server's wall seconds."""
+    servers = (
+        serve_command("llama", model=QWEN_CODER, threads=THREADS, slots=slots, ctx=CTX,
+                      log_level="warning"),
+        llama_server.command(QWEN_CODER, None, threads=THREADS, slots=slots, ctx_size=CTX),
+    )  # fmt: skip
+    rows = [{"conversation": i, "side": side} for i, (_, o) in enumerate(chosen) for side, _ in o]
+    by_conversation = [[r for r in rows if r["conversation"] == i] for i in range(len(chosen))]
+    seconds: dict[str, float] = {}
+    for who, args in zip(SERVERS, servers, strict=True):
         with server_process(args) as (url, _, _):  # one model process at a time
-            for row, (_, body) in zip(rows, ordered, strict=True):
-                row[who] = _send(url, body)
-        echo(f"   {who}: {sum(r[who]['wall_ms'] for r in rows) / 1000:,.1f} s")
-    figures: Figures = {"task": task, "requests": len(rows), "slots": SLOTS, "rows": rows}
+
+            def talk(i: int, url: str = url, who: str = who) -> None:
+                for row, (_, body) in zip(by_conversation[i], chosen[i][1], strict=True):
+                    row[who] = _send(url, body)
+
+            start = time.perf_counter()
+            with ThreadPoolExecutor(len(chosen)) as pool:
+                list(pool.map(talk, range(len(chosen))))
+            seconds[who] = time.perf_counter() - start
+        echo(f"   {who}: {seconds[who]:,.1f} s")
+    return rows, seconds
+
+
+def _figures(figures: Figures, rows: list[dict[str, Any]], seconds: dict[str, float]) -> Figures:
+    """``figures`` with each server's counts over ``rows`` and the ratio of their times."""
     for who in SERVERS:
-        figures[who] = _counted(rows, who, sum(r[who]["wall_ms"] for r in rows) / 1000)
+        figures[who] = _counted(rows, who, seconds[who])
     figures["time_ratio"] = round(
         figures["ours"]["seconds"] / figures["llama-server"]["seconds"], 3
     )
     return figures
+
+
+def run(echo: Echo) -> Figures:
+    task, ordered = requests()
+    agent = sum(side == "agent" for side, _ in ordered)
+    echo(f"   {task}: {len(ordered)} requests ({agent} agent, {len(ordered) - agent} user)")
+    rows, _ = _replayed([(task, ordered)], SLOTS, echo)
+    # One conversation's time: its requests' own, end to end.
+    seconds = {who: sum(r[who]["wall_ms"] for r in rows) / 1000 for who in SERVERS}
+    figures = {"task": task, "requests": len(rows), "slots": SLOTS, "rows": rows}
+    return _figures(figures, rows, seconds)
 
 
 def _table(f: Figures, seconds: str) -> str:
@@ -201,30 +228,9 @@ def run_two(echo: Echo) -> Figures:
     chosen = [requests(RUN, record) for record in _chosen(RUN, 2)]
     tasks = [task for task, _ in chosen]
     echo(f"   {' and '.join(tasks)}: {sum(len(o) for _, o in chosen)} requests")
-    ours_args = serve_command("llama", model=QWEN_CODER, threads=THREADS, slots=TWO_SLOTS,
-                              ctx=CTX, log_level="warning")  # fmt: skip
-    peer_args = llama_server.command(QWEN_CODER, None, threads=THREADS, slots=TWO_SLOTS,
-                                     ctx_size=CTX)  # fmt: skip
-    rows = [{"conversation": i, "side": side} for i, (_, o) in enumerate(chosen) for side, _ in o]
-    by_conversation = [[r for r in rows if r["conversation"] == i] for i in range(len(chosen))]
-    figures: Figures = {"tasks": tasks, "requests": len(rows), "slots": TWO_SLOTS, "rows": rows}
-    for who, args in zip(SERVERS, (ours_args, peer_args), strict=True):
-        with server_process(args) as (url, _, _):  # one model process at a time
-
-            def talk(i: int, url: str = url, who: str = who) -> None:
-                for row, (_, body) in zip(by_conversation[i], chosen[i][1], strict=True):
-                    row[who] = _send(url, body)
-
-            start = time.perf_counter()
-            with ThreadPoolExecutor(len(chosen)) as pool:
-                list(pool.map(talk, range(len(chosen))))
-            seconds = time.perf_counter() - start
-        figures[who] = _counted(rows, who, seconds)
-        echo(f"   {who}: {seconds:,.1f} s")
-    figures["time_ratio"] = round(
-        figures["ours"]["seconds"] / figures["llama-server"]["seconds"], 3
-    )
-    return figures
+    rows, seconds = _replayed(chosen, TWO_SLOTS, echo)
+    figures = {"tasks": tasks, "requests": len(rows), "slots": TWO_SLOTS, "rows": rows}
+    return _figures(figures, rows, seconds)
 
 
 def render_two(f: Figures) -> list[str]:
