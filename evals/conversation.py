@@ -24,6 +24,7 @@ import httpx
 from evals.environments.base import scripted_provider
 from harness.client import ChatClient, ModelReply, TurnOptions
 from harness.state import RunState
+from harness.tools import unencodable
 from harness.trace import Recorder
 
 # A simulated user ends a conversation by writing one of these (τ²'s own words).
@@ -184,10 +185,16 @@ class ModelUser:
                 arguments = json.loads(function.get("arguments") or "{}")
             except json.JSONDecodeError:
                 arguments = None
+            name = str(function.get("name"))
             if not isinstance(arguments, dict):
                 result = "Error: the arguments are not a JSON object"
+            elif (problem := unencodable(arguments)) is not None:
+                result = f"Error: {problem}"
             else:
-                result, _ = await self.call(str(function.get("name")), arguments)
+                try:
+                    result, _ = await self.call(name, arguments)
+                except Exception as exc:  # the environment's worker: the machinery's fault
+                    raise UserFailed(f"the user's tool {name} failed: {exc}") from exc
             self._messages.append(
                 {"role": "tool", "tool_call_id": call.get("id"), "content": result}
             )
@@ -252,7 +259,8 @@ async def converse(
         talk.said.append({"role": "user", "content": text})
         talk.calls_before.append(len(state.tool_log))
         recorder.event(state, "user", turn=talk.user_turns, content=text)
-        await heard("user", text)
+        if not await _followed(talk, heard, "user", text):
+            return talk
         if (end := user_end(text)) is not None:
             talk.end = end
             return talk
@@ -270,7 +278,19 @@ async def converse(
             return talk
         answer = state.answer or ""
         talk.said.append({"role": "assistant", "content": answer})
-        await heard("assistant", answer)
+        if not await _followed(talk, heard, "assistant", answer):
+            return talk
+
+
+async def _followed(talk: Talk, heard: Heard, role: str, text: str) -> bool:
+    """Whether the environment took the message into its trajectory; when it failed (its
+    worker died or hung), the talk ends as an error: the machinery's fault."""
+    try:
+        await heard(role, text)
+    except Exception as exc:
+        talk.end, talk.error = End.ERROR, f"the environment could not follow the talk: {exc}"
+        return False
+    return True
 
 
 # The agents a conversation can be held with besides a model: the ceiling and the floor of a

@@ -5,15 +5,20 @@ answers (what ``make serve-local`` does), ``loopbench stop`` stops it, ``loopben
 a task set against it (``python -m evals run``), ``loopbench mcp serve`` serves this project's
 tools over MCP, and every other subcommand of ``python -m evals`` (``compare``, ``view``,
 ``check-tasks``, ``bfcl``, ``tau2``, ``bench``, ``power``, ...) is there under its own name.
+
+Each command's module is imported when that command runs (``RUNS``): the help is a fixed text
+and ``stop`` needs the daemon alone, so neither waits for the eval's modules or for any
+plugin; the commands that read tasks, records or settings load the plugins once, as their
+registries are built.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 
-from evals import cli
-from harness.mcp.__main__ import main as mcp_main
 from serve_local import daemon
 
 # What users do, in the order the help lists it; the rest are python -m evals's subcommands.
@@ -55,6 +60,28 @@ def _serve(argv: list[str]) -> int:
     return daemon.main([*start, *server])
 
 
+# What runs a verb, as "module:function" (imported when the verb runs); a function of argv.
+RUNS = {"mcp": "harness.mcp.__main__:main"}
+EVALS = "evals.cli:main"  # every other verb: a subcommand of python -m evals
+POSTGRES = "evals.run.postgres"
+
+
+def _runner(spec: str) -> Callable[[list[str]], int]:
+    module, function = spec.split(":")
+    found: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+    return found
+
+
+def _stop(names: list[str]) -> int:
+    stopped = daemon.main(["stop", *names])
+    if names:  # named servers only
+        return stopped
+    postgres = importlib.import_module(POSTGRES)
+    if not postgres.ROOT.exists():  # the project's PostgreSQL was never started here
+        return stopped
+    return stopped or _runner(EVALS)(["stop-postgres"])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
@@ -64,13 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     if verb == "serve":
         return _serve(rest)
     if verb == "stop":
-        stopped = daemon.main(["stop", *rest])
-        if rest:  # named servers only
-            return stopped
-        return stopped or cli.main(["stop-postgres"])  # and the project's PostgreSQL
-    if verb == "mcp":
-        return mcp_main(rest)
-    return cli.main(["run", *rest] if verb == "eval" else args)
+        return _stop(rest)
+    if verb in RUNS:
+        return _runner(RUNS[verb])(rest)
+    return _runner(EVALS)(["run", *rest] if verb == "eval" else args)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,10 @@ class LoopConfig:
         metadata=flag("--tool-errors", TOOL_ERROR_POLICIES, "how a failed tool call is worded"),
     )
     stop_on_permanent_error: bool = False
-    tool_timeout_s: float = 30.0
+    tool_timeout_s: float = field(
+        default=30.0,
+        metadata=flag("--tool-timeout", float, "seconds a tool call may take (default 30)", "S"),
+    )
     # With the dedupe setting on, reuse the results of every tool, writes included (unsafe,
     # for measurement).
     dedupe_all: bool = False

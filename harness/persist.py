@@ -28,7 +28,7 @@ def save(state: RunState, state_dir: str | Path) -> Path:
     target = state_path(folder, state.run_id)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{state.run_id}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(encoded(state))
             f.flush()
             os.fsync(f.fileno())

@@ -38,6 +38,15 @@ def left_out(group: str, entry: EntryPoint, why: str) -> None:
     warnings.warn(f"{group}: {where(entry)} left out: {why}", PluginWarning, stacklevel=3)
 
 
+# The distribution each loaded object came from, by group and the object's id.
+_FROM: dict[tuple[str, int], str] = {}
+
+
+def loaded_from(group: str, thing: object) -> str | None:
+    """The distribution that declared ``thing`` under ``group``; None for the project's own."""
+    return _FROM.get((group, id(thing)))
+
+
 def loaded(group: str, check: Callable[[Any], Any] = lambda x: x) -> list[Any]:
     """Each object declared under ``group``, loaded and passed through ``check`` (which returns
     what the registry keeps, or raises to refuse it); one that fails is left out, with a
@@ -45,7 +54,10 @@ def loaded(group: str, check: Callable[[Any], Any] = lambda x: x) -> list[Any]:
     found = []
     for entry in declared(group):
         try:
-            found.append(check(entry.load()))
-        except Exception as exc:  # a plugin's failure is its own; ours goes on
+            kept = check(entry.load())
+            found.append(kept)
+            if entry.dist is not None:
+                _FROM[(group, id(kept))] = entry.dist.name
+        except (Exception, SystemExit) as exc:  # a plugin's failure (an exit too) is its own
             left_out(group, entry, f"{type(exc).__name__}: {exc}")
     return found

@@ -56,8 +56,13 @@ def _ms(start: float) -> float:
 
 def capped(content: str, cap_bytes: int) -> tuple[str, dict[str, int] | None]:
     """``content`` cut to at most ``cap_bytes`` bytes of UTF-8 (on a character boundary), the
-    cut stated at its end; with what was cut, as the trace records it, or None."""
-    data = content.encode("utf-8")
+    cut stated at its end; with what was cut, as the trace records it, or None. A character
+    that is not text (a lone surrogate a tool passed on) becomes "?"."""
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        data = content.encode("utf-8", errors="replace")
+        content = data.decode("utf-8")
     if len(data) <= cap_bytes:
         return content, None
     kept = data[:cap_bytes].decode("utf-8", errors="ignore")

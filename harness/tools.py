@@ -273,4 +273,36 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
         raise ToolError("the arguments nest too deeply to read; send a flat JSON object.") from exc
     if not isinstance(value, dict):
         raise ToolError("the arguments must be a JSON object.")
+    problem = unencodable(value)
+    if problem is not None:
+        raise InvalidArguments(f"{problem}; send plain text.")
     return value
+
+
+def unencodable(value: Any, at: str = "") -> str | None:
+    """Why ``value`` (JSON read from a model) cannot be written as UTF-8, or None. A JSON
+    string may spell a lone surrogate (``"\\ud800"``): text no file, pipe or tool can carry,
+    refused before any tool runs."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            where = f" at {at}" if at else ""
+            return (
+                f"the arguments hold a character that is not text{where} "
+                f"(U+{ord(value[exc.start]):04X}, half of a surrogate pair)"
+            )
+        return None
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, inner in items:
+        name = f"{at}/{key}" if at else str(key)
+        problem = unencodable(key, at) if isinstance(key, str) else None
+        problem = problem or unencodable(inner, name)
+        if problem is not None:
+            return problem
+    return None

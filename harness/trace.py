@@ -62,7 +62,8 @@ class Recorder:
         if self.trace_path is None:
             return
         line = {"run_id": state.run_id, "type": kind, "time": round(time.time(), 6), **data}
-        with open(self.trace_path, "a", encoding="utf-8") as f:
+        # A lone surrogate a model wrote goes out as its JSON escape, as JSON would write it.
+        with open(self.trace_path, "a", encoding="utf-8", errors="backslashreplace") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._events += 1
         crash_point("LOOPBENCH_CRASH_AFTER_EVENT", str(self._events))

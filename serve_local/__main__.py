@@ -51,6 +51,11 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--allow-host adds a name, '*' answers any",
     )
     parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="the name /health answers with beside its pid (loopbench serve --name gives it)",
+    )
     add_options(parser, options)
     args = parser.parse_args(argv)
     return apply_defaults(args, args.backend, options)
@@ -69,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         servers[0].should_exit = True
 
     limits = Limits.for_address(args.host, args.allow_host, args.max_body_mb)
-    app = create_app(backend, on_load_failure=give_up, limits=limits)
+    app = create_app(backend, on_load_failure=give_up, limits=limits, name=args.name)
     servers.append(
         uvicorn.Server(
             uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level)

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -167,10 +168,12 @@ def create_app(
     backend: Backend,
     on_load_failure: Callable[[], None] = lambda: None,
     limits: Limits | None = None,
+    name: str | None = None,
 ) -> FastAPI:
     """The server for ``backend``; its weights load in the background after startup. Every
     request passes ``limits`` first (:mod:`serve_local.guard`; by default: loopback Host names,
-    JSON bodies of at most 4 MB)."""
+    JSON bodies of at most 4 MB). ``/health`` says the server's ``name`` and pid, so whoever
+    started it can tell it from another server on the same port."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -200,7 +203,9 @@ def create_app(
             return JSONResponse({"status": "error", "error": backend.load_error}, status_code=500)
         if not backend.ready:
             return JSONResponse({"status": "loading"}, status_code=503)
-        return JSONResponse({"status": "ok", "backend": backend.name})
+        return JSONResponse(
+            {"status": "ok", "backend": backend.name, "pid": os.getpid(), "name": name}
+        )
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:

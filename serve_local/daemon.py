@@ -1,5 +1,10 @@
 """Start, wait for and stop a background server by pid file (used by the Makefile).
 
+Pid files and logs live in one folder per user (``LOOPBENCH_RUN_DIR``, else the user's state
+folder), so ``stop`` finds a server from any folder and never reads, or signals, another
+user's. A server is accepted as started only when the process started answers: ours says its
+pid and name on ``/health``; another server (``--exec``) must hold the port itself.
+
 python -m serve_local.daemon start NAME PORT -- ARGS...   start unless already up
 python -m serve_local.daemon start NAME PORT --exec -- COMMAND...   another server (llama-server)
 python -m serve_local.daemon stop [NAME...]                stop what was started
@@ -8,9 +13,11 @@ python -m serve_local.daemon stop [NAME...]                stop what was started
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +25,18 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-RUN_DIR = Path(os.environ.get("LOOPBENCH_RUN_DIR", ".run"))
+
+def run_dir() -> Path:
+    """Where pid files and logs live: ``LOOPBENCH_RUN_DIR``, or the user's own state folder
+    (``XDG_STATE_HOME``, default ``~/.local/state``) under ``loopbench``."""
+    given = os.environ.get("LOOPBENCH_RUN_DIR")
+    if given:
+        return Path(given)
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "loopbench"
+
+
+RUN_DIR = run_dir()
 
 
 def _pid_file(name: str) -> Path:
@@ -58,9 +76,20 @@ def _ps_identity(pid: int) -> tuple[str, str] | None:
     return (line[:24], line[24:].strip()) if done.returncode == 0 and line else None
 
 
+def _own(path: Path) -> bool:
+    """Whether ``path`` (a pid file, a process's /proc folder) belongs to this user."""
+    try:
+        return path.stat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
 def running(name: str) -> tuple[int, int] | None:
     """(pid, port) of the server started under ``name``, if it is still alive and is still
-    the process that was started (not another that took its pid since)."""
+    the process that was started (not another that took its pid since), and this user's."""
+    if _pid_file(name).exists() and not _own(_pid_file(name)):
+        print(f"{name}: {_pid_file(name)} belongs to another user; it is left alone")
+        return None
     try:
         saved = json.loads(_pid_file(name).read_text())
         pid, port = int(saved["pid"]), int(saved["port"])
@@ -80,7 +109,70 @@ def running(name: str) -> tuple[int, int] | None:
         )
         _pid_file(name).unlink(missing_ok=True)
         return None
+    if Path("/proc").is_dir() and not _own(Path(f"/proc/{pid}")):
+        print(f"{name}: pid {pid} is another user's process; it is left alone")
+        return None
     return pid, port
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``port`` now (nothing else does)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _listening(port: int) -> set[str]:
+    """The socket inodes listening on ``port`` (Linux's /proc/net tables)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cells = row.split()
+            if len(cells) > 9 and cells[3] == "0A" and int(cells[1].rsplit(":", 1)[1], 16) == port:
+                found.add(f"socket:[{cells[9]}]")
+    return found
+
+
+def holds_port(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` listens on ``port``; None where /proc cannot say."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    sockets = _listening(port)
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in sockets:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _health_body(port: int) -> dict[str, object] | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            body = json.load(r)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def answers_as(pid: int, name: str, port: int, ours: bool) -> bool:
+    """Whether the server answering on ``port`` is process ``pid``, the one started as
+    ``name``: ours says so on /health; another server must hold the port itself."""
+    if ours:
+        body = _health_body(port)
+        return body is not None and body.get("pid") == pid and body.get("name") == name
+    return health(port) == 200 and holds_port(pid, port) is not False
 
 
 def health(port: int, host: str = "127.0.0.1") -> int | None:
@@ -133,14 +225,15 @@ def start(
             )
             return 1
         return 0
-    if health(port) is not None:
-        print(f"{name}: port {port} is already taken by another process; pick another PORT=")
+    if not port_free(port):
+        print(f"{name}: port {port} is in use by another process; pick another PORT=")
         return 1
     cmd = (
         server_args
         if command
-        else [sys.executable, "-m", "serve_local", "--port", str(port), *server_args]
-    )
+        else [sys.executable, "-m", "serve_local", "--port", str(port), "--name", name,
+              *server_args]
+    )  # fmt: skip
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd,
@@ -158,10 +251,13 @@ def start(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             _pid_file(name).unlink(missing_ok=True)
+            if not port_free(port):  # another server took the port while this one started
+                print(f"{name}: port {port} is in use by another process; pick another PORT=")
+                return 1
             print(f"{name}: the server exited with code {proc.returncode}; last lines of {log}:")
             print(_tail(log))
             return 1
-        if health(port) == 200:
+        if answers_as(proc.pid, name, port, ours=not command):
             print(f"{name}: listening on http://127.0.0.1:{port}/v1 (pid {proc.pid}, log {log})")
             print(describe_model(port))
             return 0
@@ -174,6 +270,20 @@ def start(
     return 1
 
 
+def _signal(pid: int, signum: int) -> None:
+    """``signum`` to the server's process group (it leads one: started in a session of its
+    own), or to the process alone where it leads none."""
+    try:
+        group = os.getpgid(pid)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        if group == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+
+
 def stop(name: str) -> bool:
     """Stop the server started under ``name``: only the process that was launched, checked
     by its start time and command line before any signal is sent."""
@@ -182,12 +292,16 @@ def stop(name: str) -> bool:
         _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone
         return False
     pid = current[0]
-    os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _alive(pid):
-        os.killpg(pid, signal.SIGKILL)
+    try:
+        _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            _signal(pid, signal.SIGKILL)
+    except PermissionError:
+        print(f"{name}: pid {pid} may not be signalled by this user; it is left alone")
+        return False
     _pid_file(name).unlink(missing_ok=True)
     print(f"{name}: stopped (pid {pid})")
     return True

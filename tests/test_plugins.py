@@ -74,7 +74,13 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
     assert "You read the wall clock" in system and "Answer in capital letters." in system
     assert seen[1]["messages"][-1]["content"] == "It is 16:41."
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert record["environment"] == {"name": "clock", "zone": "Asia/Ho_Chi_Minh", "reads": 1}
+    # The record names the distribution the environment came from (what a reader installs).
+    assert record["environment"] == {
+        "name": "clock",
+        "zone": "Asia/Ho_Chi_Minh",
+        "reads": 1,
+        "package": "loopbench-clock",
+    }
     assert record["correct"] is True
     assert record["spec"]["preset"]["settings"]["shout"] is True
     # Its figures, in the run file's summary.
@@ -86,6 +92,11 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
         assert f"{group}: plugin 'broken'" in ran.stderr, ran.stderr
     assert "plugin 'clock-again'" in ran.stderr and "'clock' is already registered" in ran.stderr
     assert "plugin 'shout-again'" in ran.stderr and "taken: 'shout'" in ran.stderr
+    # A plugin that exits as it is imported is named with its package, in each group, and
+    # the command goes on.
+    for group in ("loopbench.environments", "loopbench.settings"):
+        assert f"{group}: plugin 'exits' (loopbench_clock.exits:" in ran.stderr
+    assert ran.stderr.count("from loopbench-clock) left out: SystemExit: the clock plugin") == 2
     # Without the flag the setting is at its default, and the prompt has no such rule.
     listed = _run(venv, "-m", "evals", "run", "--help", cwd=tmp_path)
     assert "--shout" in listed.stdout
@@ -96,7 +107,12 @@ def test_a_plugin_adds_a_backend_with_its_own_options(venv: Path, tmp_path: Path
     assert shown.returncode == 0, shown.stderr
     assert "options of the clock backend:" in shown.stdout and "--clock-face" in shown.stdout
     assert "loopbench.backends: plugin 'broken'" in shown.stderr
-    assert "plugin 'scripted' (loopbench_clock.backend) left out" in shown.stderr
+    assert "plugin 'scripted' (loopbench_clock.backend, from loopbench-clock) left out" in (
+        shown.stderr
+    )
+    assert "plugin 'exits' (loopbench_clock.exits, from loopbench-clock) left out: SystemExit" in (
+        shown.stderr
+    )
     # A backend left out is no choice: asked for, it is refused as unknown.
     refused = _run(venv, "-m", "serve_local", "--backend", "broken", cwd=tmp_path)
     assert refused.returncode == 2 and "invalid choice: 'broken'" in refused.stderr
@@ -124,3 +140,36 @@ def test_a_plugin_loads_whichever_module_is_imported_first(venv: Path, tmp_path:
     assert found.returncode == 0, found.stderr
     assert "'clock'" in found.stdout and found.stdout.strip().endswith("True"), found.stdout
     assert "partially initialized" not in found.stderr, found.stderr
+
+
+def test_help_and_stop_import_no_plugin_and_a_record_of_a_missing_one_says_what_to_install(
+    venv: Path, tmp_path: Path
+) -> None:
+    """``loopbench --help`` and ``stop`` wait for no plugin (one that exits as it is imported
+    used to end them both with its own message); ``view`` of a record whose environment's
+    plugin is not installed names the environment and the distribution to install."""
+    for verb in (["--help"], ["stop"]):
+        shown = _run(venv, "-m", "evals.loopbench", *verb, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert "plugin" not in shown.stderr
+    listed = _run(venv, "-m", "evals.loopbench", "eval", "--help", cwd=tmp_path)
+    assert listed.returncode == 0 and "--shout" in listed.stdout
+    assert "plugin 'exits'" in listed.stderr and "from loopbench-clock" in listed.stderr
+
+    from tests.helpers import run_record
+
+    record = run_record(task_id="t1").line()
+    record["environment"] = {"name": "clock", "zone": "UTC", "reads": 1,
+                             "package": "loopbench-clock"}  # fmt: skip
+    runs = tmp_path / "clock.jsonl"
+    runs.write_text(json.dumps(record) + "\n")
+    viewed = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-m", "evals", "view", str(runs),
+         "--out", str(tmp_path / "view.html")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert viewed.returncode == 1, viewed.stderr
+    assert "the environment 'clock'" in viewed.stderr
+    assert "pip install loopbench-clock" in viewed.stderr
+    assert "Traceback" not in viewed.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evals.commands.databases import load_banks
 from evals.environments.database import Databases
 from evals.errors import EvalError
 from evals.record import read_runs
@@ -40,7 +41,7 @@ def server() -> Iterator[postgres.Server]:
             started = postgres.start(root)
         except EvalError as exc:
             pytest.skip(f"no PostgreSQL: {exc}")
-        postgres.load(started, sorted(SETS.values()))
+        load_banks(started, sorted(SETS.values()))
         yield started
     finally:
         postgres.stop(root)

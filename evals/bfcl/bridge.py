@@ -8,8 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evals.errors import EvalError
-from evals.pipe import PipeWorker
+from evals.pipe import PipeFailed, PipeWorker
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKER = Path(__file__).with_name("checker.py")
@@ -17,8 +16,9 @@ CHECKER = Path(__file__).with_name("checker.py")
 DEFAULT_PYTHON = ROOT / ".venv-bfcl" / "bin" / "python"
 
 
-class BfclUnavailable(EvalError):
-    """BFCL's virtualenv is missing or its checker does not start."""
+class BfclUnavailable(PipeFailed):
+    """BFCL's virtualenv is missing, or its checker does not start, died, hung or broke the
+    protocol."""
 
 
 def bfcl_python() -> Path:

@@ -6,7 +6,8 @@ way to its checker, so it lives in its own virtualenv; this file imports nothing
 project, only the standard library and ``bfcl_eval``. It is run by path with ``python -I``
 (isolated: the folder of this file is not put on ``sys.path``).
 
-One JSON request per line on stdin, one JSON answer per line on stdout:
+One JSON request per line on stdin, one JSON answer per line on the answers' descriptor
+(``evals/workerside.py``, the worker's end of ``evals/pipe.py``):
 
 - ``{"op": "load", "categories": [...]}``: every item of those categories as BFCL's own
   OpenAI function-calling handler would send it (the first turn's messages, the functions
@@ -50,8 +51,6 @@ import json
 import keyword
 import os
 import re
-import sys
-import traceback
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -371,29 +370,29 @@ def answer(bfcl: Bfcl, request: dict[str, Any]) -> dict[str, Any]:
 def _sandbox() -> str:
     """This process confined to its working folder (sandbox.py, loaded by path: the checker
     imports nothing of the project's packages)."""
-    spec = importlib.util.spec_from_file_location(
-        "loopbench_bfcl_sandbox", Path(__file__).with_name("sandbox.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    confined: str = module.confine(Path.cwd())
+    confined: str = _by_path("sandbox.py").confine(Path.cwd())
     return confined
 
 
+def _by_path(name: str) -> Any:
+    """A module of this folder's parent or of this folder, loaded by path (the checker
+    imports nothing of the project's packages)."""
+    here = Path(__file__).resolve().parent
+    path = here / name if (here / name).exists() else here.parent / name
+    spec = importlib.util.spec_from_file_location(f"loopbench_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
+    workerside = _by_path("workerside.py")
+    channel = workerside.answers_channel()
     bfcl = Bfcl()
     sandbox = _sandbox()
-    hello = {"ready": True, "bfcl_eval": version("bfcl-eval"), "sandbox": sandbox}
-    print(json.dumps(hello), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            reply = answer(bfcl, json.loads(line))
-        except Exception as exc:  # one bad request must not end the checker
-            reply = {"error": f"{exc.__class__.__name__}: {exc}", "trace": traceback.format_exc()}
-        print(json.dumps(reply, ensure_ascii=False), flush=True)
+    hello = {"bfcl_eval": version("bfcl-eval"), "sandbox": sandbox}
+    workerside.serve(channel, lambda request: answer(bfcl, request), hello)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.run import postgres
+from evals.tasks.sql.build import load_postgres
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -38,7 +39,7 @@ def register(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     server = postgres.start(args.root, args.port)
     seeds = args.seed or postgres.committed_seeds(TASKS)
-    schemas = postgres.load(server, seeds)
+    schemas = load_banks(server, seeds)
     print(f"postgres: listening on 127.0.0.1:{server.port}, data in {server.data}")
     print(f"postgres: banks loaded: {', '.join(schemas) or 'none'}")
     print(server.url())
@@ -54,5 +55,11 @@ def _load(args: argparse.Namespace) -> int:
     server = postgres.running(args.root)
     if server is None:
         raise EvalError("no PostgreSQL is running: start one with make serve-postgres")
-    print(f"loaded {', '.join(postgres.load(server, args.seed))}")
+    print(f"loaded {', '.join(load_banks(server, args.seed))}")
     return 0
+
+
+def load_banks(server: postgres.Server, seeds: list[int]) -> list[str]:
+    """Load each seed's bank (as the owner, over the socket) and let the reader SELECT."""
+    owner = server.socket_url(postgres.OWNER)
+    return [load_postgres(owner, seed, postgres.READER) for seed in seeds]

@@ -14,9 +14,10 @@ from evals.environments.database import DatabaseEnvironment
 from evals.environments.mcp import McpEnvironment
 from evals.environments.tau2 import Tau2Environment
 from evals.environments.workspace import WorkspaceEnvironment
+from evals.errors import EvalError
 from evals.record import Data, RunRecord, register
 from evals.tasks import Task, TaskFields, register_fields
-from harness.plugins import loaded
+from harness.plugins import loaded, loaded_from
 
 GROUP = "loopbench.environments"
 _NEEDS = ("name", "tool_names", "default_preset", "holds", "open", "read_all")
@@ -75,15 +76,39 @@ def _plugins() -> list[Environment]:
 
 
 ENVIRONMENTS: tuple[Environment, ...] = (*_plugins(), *BUILT_IN)
+# The distribution each plugin environment came from, by environment name.
+PACKAGES: dict[str, str] = {
+    e.name: package for e in ENVIRONMENTS if (package := loaded_from(GROUP, e)) is not None
+}
 
 
 def environment_of(task: Task) -> Environment:
     return next(e for e in ENVIRONMENTS if e.holds(task))
 
 
+def recorded(environment: Environment, data: Data) -> Data:
+    """``data`` as a record keeps it: with the distribution that installed ``environment``,
+    where a plugin did."""
+    package = PACKAGES.get(environment.name)
+    return data if package is None else data.model_copy(update={"package": package})
+
+
 def environment_of_record(record: RunRecord) -> Environment:
-    """The environment a task run's record came from: the one it names."""
-    return next(e for e in ENVIRONMENTS if e.name == record.environment.name)
+    """The environment a task run's record came from: the one it names. One that no installed
+    package provides is an :class:`EvalError` that says what to install."""
+    for environment in ENVIRONMENTS:
+        if environment.name == record.environment.name:
+            return environment
+    name, package = record.environment.name, record.environment.package
+    install = (
+        f"install {package} (pip install {package}), which provides it"
+        if package
+        else "install the plugin that provides it"
+    )
+    raise EvalError(
+        f"the records of {record.task_id} name the environment {name!r}, which no installed "
+        f"package provides: {install}, then read them again"
+    )
 
 
 def held_by(tasks: Sequence[Task]) -> list[tuple[Environment, list[Task]]]:

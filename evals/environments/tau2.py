@@ -14,6 +14,7 @@ is never offered them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -48,7 +49,10 @@ def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
 
     def proxy(name: str) -> Callable[[dict[str, Any], ToolContext], Awaitable[str]]:
         async def call(args: dict[str, Any], _: ToolContext) -> str:
-            content, failed = await tau2.call(key, name, args)
+            try:
+                content, failed = await tau2.call(key, name, args)
+            except EvalError as exc:  # the worker, not the tool: the run is an error
+                raise ToolServerFailed(f"tau2's worker failed on {name}: {exc}") from exc
             if failed:
                 raise ToolError(content)
             return content
@@ -63,6 +67,9 @@ def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
             proxy(spec["function"]["name"]),
             read_only=False,  # τ²'s tools change its database; none is served from a cache
             needs_approval=False,  # the domain's policy is the agent's to follow
+            # A call past the tool time limit: the worker is stuck (and is stopped), not the
+            # tool's answer; the run is an error.
+            hang_is_fault=True,
         )
         for spec in specs
     ]
@@ -70,8 +77,10 @@ def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
 
 @dataclass
 class _Talk:
-    """One conversation in flight: its key in the worker and what τ² opened it with."""
+    """One conversation in flight: the worker that holds it, its key there and what τ² opened
+    it with."""
 
+    worker: Tau2
     task: Task
     key: str
     system: str
@@ -99,21 +108,21 @@ class Tau2Dialogue:
         return self._talk.user_tools
 
     async def user_call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        return await self._opened.worker().call(self._talk.key, name, arguments, "user")
+        return await self._talk.worker.call(self._talk.key, name, arguments, "user")
 
     async def gold(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-        found = await self._opened.worker().gold(self._talk.key)
+        found = await self._talk.worker.gold(self._talk.key)
         calls = [(str(name), dict(arguments)) for name, arguments in found["actions"]]
         return calls, [str(c) for c in found["communicate"]]
 
     async def heard(self, role: str, text: str) -> None:
-        await self._opened.worker().say(self._talk.key, role, text)
+        await self._talk.worker.say(self._talk.key, role, text)
 
     async def judge(self, run_id: str, termination: str) -> dict[str, float]:
         """τ²'s evaluator on the finished conversation; its reward and parts are kept for the
         record. Raises :class:`JudgeFailed` when it raises."""
         try:
-            judged = await self._opened.worker().evaluate(self._talk.key, termination)
+            judged = await self._talk.worker.evaluate(self._talk.key, termination)
         except EvalError as exc:
             raise JudgeFailed(f"tau2's evaluator failed: {exc}") from exc
         self._opened.verdicts[run_id] = (float(judged["reward"]), dict(judged["info"]))
@@ -126,17 +135,20 @@ class _Opened:
         self._lock = asyncio.Lock()
         self._talks: dict[Path, _Talk] = {}
         self.verdicts: dict[str, tuple[float, dict[str, Any]]] = {}
-
-    def worker(self) -> Tau2:
-        assert self._tau2 is not None, "a conversation runs only inside its setup"
-        return self._tau2
+        self.version: str | None = None
 
     async def _started(self) -> Tau2:
+        """The eval's worker, started anew when the last one died (its conversations are
+        errors; the next ones run on the new one)."""
         async with self._lock:
+            if self._tau2 is not None and self._tau2.dead is not None:
+                await self._tau2.aclose()
+                self._tau2 = None
             if self._tau2 is None:
                 tau2 = Tau2()
                 await tau2.start()
                 self._tau2 = tau2
+                self.version = tau2.version
             return self._tau2
 
     @asynccontextmanager
@@ -148,15 +160,20 @@ class _Opened:
             opened = await tau2.open(key, ref.domain, ref.task)
         except EvalError as exc:  # the machinery's: the run is an error, the eval goes on
             raise ToolServerFailed(f"tau2 could not open the task: {exc}") from exc
-        workspace = create_workspace(folder, files={})
-        tools = _proxies(tau2, key, opened["tools"])
-        talk = _Talk(task, key, opened["system"], opened["user_prompt"], opened["user_tools"])
-        self._talks[workspace.root] = talk
         try:
-            # τ²'s own system prompt goes as it is: the loop writes none of its own.
-            yield Setup(tools, workspace, system_prompt=False)
+            workspace = create_workspace(folder, files={})
+            tools = _proxies(tau2, key, opened["tools"])
+            talk = _Talk(
+                tau2, task, key, opened["system"], opened["user_prompt"], opened["user_tools"]
+            )
+            self._talks[workspace.root] = talk
+            try:
+                # τ²'s own system prompt goes as it is: the loop writes none of its own.
+                yield Setup(tools, workspace, system_prompt=False)
+            finally:
+                self._talks.pop(workspace.root, None)
         finally:
-            self._talks.pop(workspace.root, None)
+            await _let_go(tau2, key)
 
     def dialogue(self, setup: Setup) -> Tau2Dialogue:
         return Tau2Dialogue(self, self._talks[setup.workspace.root])
@@ -166,11 +183,10 @@ class _Opened:
         reward, info = (None, None)
         if state is not None and state.run_id in self.verdicts:
             reward, info = self.verdicts[state.run_id]
-        version = self._tau2.version if self._tau2 is not None else None
         return Tau2Data(
             domain=ref.domain,
             task=ref.task,
-            tau2_version=version,
+            tau2_version=self.version,
             reward=reward,
             reward_info=info,
         )
@@ -179,6 +195,15 @@ class _Opened:
         if self._tau2 is not None:
             await self._tau2.aclose()
             self._tau2 = None
+
+
+async def _let_go(tau2: Tau2, key: str) -> None:
+    """The conversation's environment closed in the worker, whatever ended the run; a worker
+    that is gone holds nothing, and one that cannot answer now is stopped by its pipe."""
+    if tau2.dead is not None:
+        return
+    with contextlib.suppress(EvalError):
+        await tau2.close(key)
 
 
 class Tau2Environment:

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, SerializeAsAny
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    SerializationInfo,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 
 class Data(BaseModel):
@@ -18,6 +26,19 @@ class Data(BaseModel):
     field whose default is the environment's name."""
 
     name: str
+    # The distribution that installed the environment, where a plugin did: what a reader of
+    # the record needs installed. Written only where set, so records of our own environments
+    # read and write as they always have.
+    package: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _package_where_set(
+        self, handler: SerializerFunctionWrapHandler, _: SerializationInfo
+    ) -> Any:
+        written = handler(self)
+        if isinstance(written, dict) and written.get("package") is None:
+            written.pop("package", None)
+        return written
 
     def offered_tools(self) -> set[str]:
         """Tools offered to the run beyond this project's own (a server's), by name: what a

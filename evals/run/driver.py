@@ -79,7 +79,8 @@ async def drive(
     try:
         for f in files:
             start_partial(f.partial, f.kept)
-            f.file = open(f.partial, "a", encoding="utf-8")  # noqa: SIM115 (closed below)
+            # A lone surrogate in a record goes out as its JSON escape (errors=...).
+            f.file = open(f.partial, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
         await asyncio.gather(*(bounded(to, job) for to, job in jobs))
     finally:
         for f in files:

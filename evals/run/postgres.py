@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.errors import EvalError
-from evals.tasks.sql.build import load_postgres
-from serve_local.daemon import RUN_DIR
 from serve_local.process import free_port
 
-# Beside the model servers' pid files (serve_local.daemon's run folder, .run by default).
-ROOT = RUN_DIR / "postgres"
+# A folder of the project's (its data, its pid and the reader's password file), where the
+# command runs: `make serve-postgres` in the project makes .run/postgres there.
+ROOT = Path(".run") / "postgres"
 DATABASE = "loopbench"
 OWNER = "loopbench"
 READER = "loopbench_reader"
@@ -216,11 +215,6 @@ def _write_passfile(server: Server, password: str) -> None:
     fd = os.open(server.passfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(line)
-
-
-def load(server: Server, seeds: list[int]) -> list[str]:
-    """Load each seed's bank (as the owner, over the socket) and let the reader SELECT."""
-    return [load_postgres(server.socket_url(OWNER), seed, READER) for seed in seeds]
 
 
 def stop(root: Path = ROOT, wait_s: float = 60.0) -> bool:

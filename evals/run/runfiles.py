@@ -19,7 +19,7 @@ def durable_append(f: IO[str], record: dict[str, Any]) -> None:
 def start_partial(partial: Path, records: list[dict[str, Any]]) -> None:
     """The partial file holding just ``records``, replaced in one step."""
     tmp = partial.with_name(partial.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
         for record in records:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
         f.flush()

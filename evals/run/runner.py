@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.environments import Opened
-from evals.environments.registry import environment_of, held_by
+from evals.environments.registry import environment_of, held_by, recorded
 from evals.errors import EvalError
 from evals.record import (
     PresetRecord,
@@ -178,12 +178,13 @@ async def _one(
     after_task: Callable[[RunRecord], None] | None,
     write: Callable[[dict[str, Any]], None],
 ) -> None:
-    opened = ev.opened[environment_of(task).name]
+    environment = environment_of(task)
+    opened = ev.opened[environment.name]
     seed = ev.settings.epoch_seed(epoch)
     if ev.server_gone:
         record = not_run_record(
             spec=ev.spec,
-            environment=opened.record(task, None),
+            environment=recorded(environment, opened.record(task, None)),
             task=task,
             epoch=epoch,
             seed=seed,
@@ -203,7 +204,7 @@ async def _one(
         software = {s.base_url: s.software for s in ev.servers}
         record = task_record(
             spec=ev.spec,
-            environment=opened.record(task, state),
+            environment=recorded(environment, opened.record(task, state)),
             task=task,
             epoch=epoch,
             seed=seed,

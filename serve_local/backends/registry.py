@@ -39,8 +39,11 @@ class PluginWarning(UserWarning):
 
 
 def _left_out(name: str, module: str, why: str) -> None:
+    package = PACKAGES.get(name, "an unknown package")
     warnings.warn(
-        f"{GROUP}: plugin {name!r} ({module}) left out: {why}", PluginWarning, stacklevel=3
+        f"{GROUP}: plugin {name!r} ({module}, from {package}) left out: {why}",
+        PluginWarning,
+        stacklevel=3,
     )
 
 
@@ -49,6 +52,8 @@ def _backends() -> dict[str, str]:
     plugin whose name is taken is left out, with a warning."""
     found = dict(BUILT_IN)
     for entry in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        if entry.dist is not None:
+            PACKAGES.setdefault(entry.name, entry.dist.name)
         if entry.name in found:
             _left_out(entry.name, entry.value, f"a backend named {entry.name!r} is registered")
         else:
@@ -56,6 +61,8 @@ def _backends() -> dict[str, str]:
     return found
 
 
+# The distribution each plugin backend comes from, by name.
+PACKAGES: dict[str, str] = {}
 # Every backend by name.
 BACKENDS: dict[str, str] = _backends()
 
@@ -69,7 +76,7 @@ def _module(name: str) -> ModuleType | None:
         if lacking:
             raise AttributeError(f"its module has no {', '.join(lacking)}")
         return module
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a plugin's failure (an exit too) is its own
         if name in BUILT_IN:
             raise
         _left_out(name, BACKENDS[name], f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,66 @@
+"""tau2's real worker (``evals/tau2/worker.py``) behind a fault injector, for tests of what a
+broken worker does to an eval. Run as ``python -I tau2_faults.py FAULT MARK -I WORKER``: the
+fault is armed until the file MARK exists (each fault that fires writes it, so a worker started
+after it runs clean), then the worker runs as ``__main__``.
+
+Faults: ``hang`` (the first tool call never returns), ``die`` (the worker exits at its first
+tool call), ``noise`` (every tool call prints on stdout, by Python and on descriptor 1),
+``flood`` (200 MB on stderr before the worker starts), ``empty-judge`` (the evaluator answers
+with nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import time
+from pathlib import Path
+
+fault, mark, worker = sys.argv[1], Path(sys.argv[2]), sys.argv[-1]
+Path(mark.parent / "pids").open("a").write(f"{os.getpid()}\n")
+
+
+def armed() -> bool:
+    return not mark.exists()
+
+
+def fired() -> None:
+    mark.write_text(fault)
+
+
+if fault == "flood":
+    block = b"y" * 65535 + b"\n"
+    for _ in range((200 << 20) // len(block)):
+        os.write(2, block)
+
+if fault in ("hang", "die", "noise"):
+    from tau2.environment.environment import Environment
+
+    theirs = Environment.get_response
+
+    def get_response(self, message):  # type: ignore[no-untyped-def]
+        if fault == "noise":
+            print("chatter from a library")
+            os.write(1, b"chatter on descriptor 1\n")
+        elif armed():
+            fired()
+            if fault == "die":
+                os._exit(7)
+            while True:
+                time.sleep(1)
+        return theirs(self, message)
+
+    Environment.get_response = get_response
+
+sys.argv = [worker]
+namespace = runpy.run_path(worker, run_name="__not_main__")
+if fault == "empty-judge":
+    conversations = namespace["CONVERSATIONS"]
+
+    def evaluate(key: str, termination: str) -> dict[str, object]:
+        conversations.close(key)
+        return {}
+
+    conversations.evaluate = evaluate
+namespace["main"]()
