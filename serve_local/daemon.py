@@ -270,6 +270,15 @@ def start(
     return 1
 
 
+def _gone(name: str) -> bool:
+    """Whether the process a pid file names is gone (or the file names none)."""
+    try:
+        pid = int(json.loads(_pid_file(name).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return identity(pid) is None
+
+
 def _signal(pid: int, signum: int) -> None:
     """``signum`` to the server's process group (it leads one: started in a session of its
     own), or to the process alone where it leads none."""
@@ -289,7 +298,8 @@ def stop(name: str) -> bool:
     by its start time and command line before any signal is sent."""
     current = running(name)
     if current is None:
-        _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone
+        if _own(_pid_file(name)) and _gone(name):
+            _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone
         return False
     pid = current[0]
     try:
