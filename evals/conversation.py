@@ -23,6 +23,7 @@ import httpx
 
 from evals.environments.base import scripted_provider
 from harness.client import ChatClient, ModelReply, TurnOptions
+from harness.errors import KeyRefused
 from harness.state import RunState
 from harness.tools import unencodable
 from harness.trace import Recorder
@@ -155,7 +156,9 @@ class ModelUser:
         for _ in range(USER_TOOL_ROUNDS + 1):
             try:
                 reply = await self.client.chat(self.model, self._messages, tools, options=options)
-            except Exception as exc:  # any failure of the user's side is the machinery's
+            except KeyRefused:
+                raise  # the user's endpoint refused its key: no conversation can go on
+            except Exception as exc:  # any other failure of the user's side is the machinery's
                 raise UserFailed(f"the user model failed: {exc}") from exc
             self._count(reply)
             calls = reply.message.get("tool_calls") or []
@@ -175,6 +178,9 @@ class ModelUser:
         self.spent["completion_tokens"] += reply.completion_tokens
         self.spent["ms"] += reply.latency_ms
         self.spent["prompt_n"] += (reply.timings or {}).get("prompt_n") or 0
+        if reply.retries:  # the provider's 429s and 5xx before this reply, and the wait
+            self.spent["retries"] = self.spent.get("retries", 0.0) + reply.retries
+            self.spent["retry_wait_s"] = self.spent.get("retry_wait_s", 0.0) + reply.waited_s
 
     async def _run(self, calls: list[dict[str, Any]], content: Any) -> None:
         assert self.call is not None

@@ -5,8 +5,10 @@ shape is the request it sends and how it reads the reply (``harness.messages_cli
 Anthropic Messages shape, ``harness.providers`` to pick one by name).
 
 Transient failures (HTTP 429, 5xx, connection errors) are retried a bounded number of times
-with exponential backoff and jitter, honouring ``retry-after-ms`` / ``Retry-After``; other
-errors are raised at once. A cancellation token ends the call (and any wait) immediately.
+with exponential backoff and jitter, honouring ``retry-after-ms`` / ``Retry-After`` (waited in
+full, plus a little jitter, up to a bound); other errors are raised at once, a refused key as
+:class:`KeyRefused`. A cancellation token ends the call (and any wait) immediately. A hosted
+endpoint's key (``harness.keys``) travels in the client's headers only.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any, Protocol
 import httpx
 
 from harness.cancel import Cancelled, CancelToken
-from harness.errors import ProviderError
+from harness.errors import KeyRefused, ProviderError
+from harness.keys import KeyFrom, auth_headers, scrubbed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
@@ -43,6 +46,7 @@ class ModelReply:
     model: str
     timings: dict[str, Any] | None = None
     retries: int = 0
+    waited_s: float = 0.0  # time spent waiting between those retries (Retry-After, backoff)
     api: str = "openai"  # the wire shape; finish_reason is in its vocabulary
     stop_sequence: str | None = None
     # Calls the server refused to make (name, arguments, reason), where it says (serve_local).
@@ -76,10 +80,17 @@ class RetryPolicy:
     max_retries: int = 4
     base_delay_s: float = 0.5
     max_delay_s: float = 20.0
+    # The longest Retry-After honoured; a server that asks for more is not retried.
+    max_retry_after_s: float = 120.0
 
-    def delay(self, attempt: int, error: ProviderError) -> float:
+    def delay(self, attempt: int, error: ProviderError) -> float | None:
+        """Seconds to wait before retry ``attempt``; None: do not retry (the server asked
+        for a longer wait than the policy allows)."""
         if error.retry_after_s is not None:
-            return min(error.retry_after_s, self.max_delay_s)
+            if error.retry_after_s > self.max_retry_after_s:
+                return None
+            # Waited in full, then a little more, so clients told the same time spread out.
+            return error.retry_after_s + random.uniform(0, min(1.0, 0.1 * error.retry_after_s))
         ceiling = min(self.max_delay_s, self.base_delay_s * 2**attempt)
         return random.uniform(ceiling / 2, ceiling)  # "equal jitter"
 
@@ -87,7 +98,7 @@ class RetryPolicy:
 def _error_text(response: httpx.Response) -> str:
     try:
         body = response.json()
-        return str(body["error"]["message"])
+        return str(body["error"]["message"])[:500]
     except (ValueError, KeyError, TypeError):
         return response.text[:500] or response.reason_phrase
 
@@ -144,11 +155,18 @@ class ProviderClient:
         timeout_s: float = 600.0,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,  # tests: a fake provider in-process
+        key: KeyFrom | None = None,
     ) -> None:
         self.base_url = (base_url or base_url_from_env()).rstrip("/")
         self.retry = retry or RetryPolicy()
+        self.key = key or KeyFrom()
+        self._secret = self.key.read()  # only for scrubbing what servers send back
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout_s, transport=transport, verify=tls_context()
+            base_url=self.base_url,
+            timeout=timeout_s,
+            transport=transport,
+            verify=tls_context(),
+            headers=auth_headers(self.api, self._secret),
         )
 
     async def __aenter__(self) -> ProviderClient:
@@ -171,22 +189,30 @@ class ProviderClient:
         """One completion, retried on transient errors; raises Cancelled if the token fires."""
         cancel = cancel or CancelToken()
         options = options or TurnOptions()
-        attempt = 0
+        attempt, waited = 0, 0.0
         while True:
             try:
                 reply = await _until_cancelled(self._once(model, messages, tools, options), cancel)
-                reply.retries = attempt
+                reply.retries, reply.waited_s = attempt, round(waited, 3)
                 return reply
+            except KeyRefused:
+                raise  # no retry gives a refused key a better answer
             except ProviderError as exc:
-                if not exc.retryable or attempt >= self.retry.max_retries:
-                    if attempt:
+                delay = self.retry.delay(attempt, exc) if exc.retryable else None
+                if delay is None or attempt >= self.retry.max_retries:
+                    if attempt or (exc.retryable and delay is None):
+                        why = (
+                            f"gave up after {attempt} retries ({waited:.1f} s waited)"
+                            if delay is not None or not exc.retry_after_s
+                            else f"asked to wait {exc.retry_after_s:g} s, more than "
+                            f"{self.retry.max_retry_after_s:g} s"
+                        )
                         raise ProviderError(
-                            f"{exc} (gave up after {attempt} retries)",
-                            status=exc.status,
-                            unavailable=exc.unavailable,
+                            f"{exc} ({why})", status=exc.status, unavailable=exc.unavailable
                         ) from exc
                     raise
-                await cancel.sleep(self.retry.delay(attempt, exc))
+                await cancel.sleep(delay)
+                waited += delay
                 attempt += 1
 
     async def _once(
@@ -203,15 +229,18 @@ class ProviderClient:
         except httpx.TransportError as exc:
             raise ProviderError(
                 f"cannot reach the model server at {self.base_url} ({exc.__class__.__name__}: "
-                f"{exc}). Start it with `make serve-local` (or `make serve-scripted`) or set "
-                "LLM_BASE_URL.",
+                f"{scrubbed(str(exc), self._secret)}). Start it with `make serve-local` (or "
+                "`make serve-scripted`) or set LLM_BASE_URL.",
                 retryable=True,
             ) from exc
         latency_ms = (time.perf_counter() - start) * 1000
+        if response.status_code in (401, 403):
+            raise key_refused(self.base_url, self.key, response, self._secret)
         if response.status_code >= 400:
             status = response.status_code
             raise ProviderError(
-                f"the model server answered {status}: {_error_text(response)}",
+                f"the model server answered {status}: "
+                f"{scrubbed(_error_text(response), self._secret)}",
                 status=status,
                 retryable=status == 429 or status >= 500,
                 retry_after_s=_retry_after(response),
@@ -239,6 +268,27 @@ class ProviderClient:
 
     def parse(self, response: httpx.Response, latency_ms: float) -> ModelReply:
         return parse_reply(response, latency_ms)
+
+
+def key_refused(
+    base_url: str, key: KeyFrom, response: httpx.Response, secret: str | None
+) -> KeyRefused:
+    """What a 401 or 403 from ``base_url`` says: the endpoint, the variable the key came from
+    (or that none was sent) and the server's own words, the key scrubbed from them."""
+    status = response.status_code
+    said = scrubbed(_error_text(response), secret)
+    if key.env is None:
+        fix = (
+            "no key was sent: put it in an environment variable and name it with "
+            "--api-key-env VAR (the user's endpoint: --user-api-key-env VAR)"
+        )
+    else:
+        fix = f"the key came from ${key.env}: check it, or name another with --api-key-env"
+    return KeyRefused(
+        f"the server at {base_url} refused the request ({status}: {said}); {fix}",
+        status=status,
+        unavailable=True,
+    )
 
 
 @functools.cache

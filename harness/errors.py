@@ -8,6 +8,7 @@ HarnessError
 │   ├── Repeated     a repeat of a call that failed, answered with that failure
 │   └── ToolBug      a tool raised something else: a bug in the tool, still read by the model
 ├── ProviderError    the model server failed or answered with an error status
+│   └── KeyRefused   it refused the key (401, 403): no run can go on; the caller's work ends
 ├── ToolServerFailed a tool's server (an MCP server) would not start, died, hung or broke the
 │                    protocol: the machinery failed, and the run ends as an error
 ├── NotPending       approve/reject named a call that is not waiting (harness.approvals)
@@ -106,3 +107,9 @@ class ProviderError(HarnessError):
         # 429 or 5xx (still so once the retries gave up). A run it ends is an error, not an
         # answer.
         self.unavailable = retryable if unavailable is None else unavailable
+
+
+class KeyRefused(ProviderError):
+    """The endpoint refused the request's key (HTTP 401 or 403), or wanted one and got none.
+    No run can go on without a key it takes, so this is never a run's outcome: it ends the
+    eval, once, with a message naming the endpoint and the variable the key came from."""

@@ -36,7 +36,7 @@ import harness.hooks as hooks
 from harness.cancel import Cancelled, CancelToken
 from harness.client import ChatClient
 from harness.config import LoopConfig
-from harness.errors import ProviderError, ToolServerFailed
+from harness.errors import KeyRefused, ProviderError, ToolServerFailed
 from harness.execute import Stop, answer_pending
 from harness.replies import record_turn, settle
 from harness.setup import Setup
@@ -200,6 +200,8 @@ async def framed(
     except Cancelled as exc:
         cancelled = {"type": "cancelled", "reason": exc.reason}
         return stopped_by(state, recorder, Stop("interrupted", cancelled), token)
+    except KeyRefused:
+        raise  # no run goes on without a key the endpoint takes: the caller's work ends
     except ProviderError as exc:
         state.provider_unavailable = exc.unavailable
         state.prompt_too_long = exc.context_overflow and state.turns == 0

@@ -24,6 +24,7 @@ from harness.client import (
     refused_calls,
 )
 from harness.errors import ProviderError
+from harness.keys import KeyFrom
 
 # The same ceiling the local server applies to a chat request that names none; the Messages
 # shape requires one.
@@ -49,8 +50,9 @@ class MessagesClient(ProviderClient):
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        key: KeyFrom | None = None,
     ) -> None:
-        super().__init__(base_url, timeout_s, retry, transport)
+        super().__init__(base_url, timeout_s, retry, transport, key)
         self.max_tokens = max_tokens
         self._http.base_url = httpx.URL(api_root(self.base_url))
 

@@ -74,6 +74,7 @@ def record_turn(state: RunState, reply: ModelReply, prices: Prices, recorder: Re
         cost_usd=state.cost_usd,
         timings=reply.timings,
         retries=reply.retries,
+        retry_wait_s=reply.waited_s,
         renamed_call_ids=renamed or None,
         api=reply.api,
         stop_sequence=reply.stop_sequence,

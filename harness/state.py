@@ -28,6 +28,7 @@ class TurnRecord:
     cost_usd: float  # running total after this turn
     timings: dict[str, Any] | None = None
     retries: int = 0  # transient provider errors retried before this reply
+    retry_wait_s: float = 0.0  # seconds waited between those retries (Retry-After, backoff)
     renamed_call_ids: dict[str, str] | None = None  # harness id -> the id the provider sent
     api: str = "openai"  # the wire shape the reply came in: openai | anthropic
     stop_sequence: str | None = None  # the stop sequence that ended the reply, when one did

@@ -49,7 +49,7 @@ def _all_gone(folder: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def two_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An airline and a retail task the oracle agent solves, each with a user that greets, then stops."""
+    """An airline and a retail task the oracle solves; each user greets, then stops."""
     return _tau2_tasks(
         tmp_path_factory.mktemp("tau2-two"), [("airline", "2"), ("retail", "5")],
         ["Hello, I need help.", STOP],

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evals.commands.run import echo
+from evals.commands.run import add_key_flags, echo
 from evals.errors import EvalError
 from evals.run.settings import eval_loop
 from evals.run.started import Started, flags
 from evals.studies.leaderboard import LeaderboardSettings, parse_entrants, run_leaderboard, write
 from harness.config import add_loop_flags, loop_from_args
+from harness.keys import key_from, refused_on_command_line
 
 
 def register(commands: Any) -> None:
@@ -29,6 +30,7 @@ def register(commands: Any) -> None:
     board.add_argument("--tasks", type=Path, required=True)
     board.add_argument("--out", type=Path, required=True, metavar="DIR")
     board.add_argument("--base-url", help="ask this server for every model instead")
+    add_key_flags(board, "--api-key-env", "--api-key", "the server's")
     add_loop_flags(board)
     board.add_argument("--epochs", type=int, default=1)
     flags(board, "the leaderboard")
@@ -39,6 +41,9 @@ def register(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.api_key is not None:
+        raise refused_on_command_line("--api-key", "--api-key-env")
+    key_from("openai", args.api_key_env)
     entrants = parse_entrants(args.entrants)
     if args.epochs < 1:
         raise EvalError("--epochs must be at least 1")
@@ -52,6 +57,7 @@ def handle(args: argparse.Namespace) -> int:
             tasks=args.tasks,
             out=args.out,
             base_url=args.base_url.rstrip("/") if args.base_url else None,
+            api_key_env=args.api_key_env,
             loop=loop_from_args(args, eval_loop(max_turns=8)),
             epochs=args.epochs,
             started=Started.from_args(args),

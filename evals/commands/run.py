@@ -21,6 +21,7 @@ from evals.tasks import DEFAULT_TASKS
 from harness.client import base_url_from_env
 from harness.config import add_loop_flags, loop_from_args
 from harness.display import printable
+from harness.keys import key_from, refused_on_command_line
 from harness.presets import add_preset_flags, preset, preset_from_args
 from harness.providers import APIS, base_url_for
 
@@ -60,6 +61,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         default="openai",
         help="wire shape: chat completions (openai) or Messages (anthropic)",
     )
+    add_key_flags(run, "--api-key-env", "--api-key", "the servers'")
     run.add_argument("--model", help="model name to ask for (default: the server's first)")
     run.add_argument(
         "--models",
@@ -123,6 +125,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="an OpenAI-shaped server for the user (default: the eval's own servers)",
     )
+    add_key_flags(user, "--user-api-key-env", "--user-api-key", "the user's server's")
     user.add_argument(
         "--user-temperature",
         type=float,
@@ -146,6 +149,32 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
     add_preset_flags(run)
 
 
+def add_key_flags(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, env: str, refused: str, whose: str
+) -> None:
+    """``env VAR``: the environment variable an endpoint's key is read from; ``refused``: a
+    key given on the command line, refused with why (its value is never read)."""
+    parser.add_argument(
+        env,
+        metavar="VAR",
+        help=f"the environment variable holding {whose} API key, sent as the wire shape "
+        "requires and never written (default: OPENAI_API_KEY, or ANTHROPIC_API_KEY for "
+        "--api anthropic, when set)",
+    )
+    parser.add_argument(refused, metavar="KEY", help=argparse.SUPPRESS)
+
+
+def check_keys(args: argparse.Namespace) -> None:
+    """A key given as a flag's value is refused; a named variable must be set."""
+    for refused, env in (("api_key", "--api-key-env"), ("user_api_key", "--user-api-key-env")):
+        if getattr(args, refused, None) is not None:
+            flag = "--" + refused.replace("_", "-")
+            raise refused_on_command_line(flag, env)
+    key_from(args.api, args.api_key_env)
+    if args.user_api_key_env is not None:
+        key_from("openai", args.user_api_key_env, "--user-api-key-env")
+
+
 def handle(args: argparse.Namespace) -> int:
     if args.epochs < 1:
         raise EvalError("--epochs must be at least 1")
@@ -158,6 +187,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> None:
+    check_keys(args)
     urls = [base_url_for(args.api, u) for u in (args.base_url or [base_url_from_env()])]
     if args.model and args.models:
         raise EvalError("give --model or --models, not both")
@@ -170,6 +200,7 @@ def _run(args: argparse.Namespace) -> None:
         "more_base_urls": tuple(urls[1:]),
         "concurrency": args.concurrency,
         "per_server": args.max_connections,
+        "api_key_env": args.api_key_env,
     }
     limits = preset(args.preset).limits
     loop = loop_from_args(args, eval_loop(), limits)
@@ -188,6 +219,7 @@ def _run(args: argparse.Namespace) -> None:
         resumed = replace(resumed, serving=replace(resumed.serving, **spread))
         if args.user_base_url is not None:  # where the user's model is may move, as --base-url
             resumed = replace(resumed, user_base_url=args.user_base_url)
+        resumed = replace(resumed, user_api_key_env=args.user_api_key_env)
         evals = [resumed]
     else:
         evals = [
@@ -204,6 +236,7 @@ def _run(args: argparse.Namespace) -> None:
                 solver=args.solver,
                 user_model=args.user_model,
                 user_base_url=args.user_base_url,
+                user_api_key_env=args.user_api_key_env,
                 user_temperature=args.user_temperature,
                 max_user_turns=args.max_user_turns,
                 agent=args.agent,

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evals.commands.run import INTERRUPTED, echo
+from evals.commands.run import INTERRUPTED, add_key_flags, echo
 from evals.errors import EvalError
 from evals.run.settings import eval_loop
 from evals.run.started import Started, flags
 from evals.studies.sweep import SweepSettings, rewrite, run_sweep
 from evals.tasks import DEFAULT_TASKS
 from harness.config import add_loop_flags, loop_from_args
+from harness.keys import key_from, refused_on_command_line
 
 
 def register(commands: Any) -> None:
@@ -35,6 +36,7 @@ def register(commands: Any) -> None:
         "--base-url names a server that serves them",
     )
     sweep.add_argument("--base-url", help="ask every model of this server instead")
+    add_key_flags(sweep, "--api-key-env", "--api-key", "the server's")
     sweep.add_argument("--epochs", type=int, default=1)
     sweep.add_argument("--tasks", type=Path, default=DEFAULT_TASKS)
     add_loop_flags(sweep)
@@ -60,11 +62,15 @@ def _sweep(args: argparse.Namespace) -> int:
         return 0
     if not args.presets:
         raise EvalError("name the presets (--presets A,B) or --from-runs")
+    if args.api_key is not None:
+        raise refused_on_command_line("--api-key", "--api-key-env")
+    key_from("openai", args.api_key_env)
     models: list[str | None] = [m for m in (args.models or "").split(",") if m] or [None]
     settings = SweepSettings(
         presets=[p for p in args.presets.split(",") if p],
         models=models,
         base_url=args.base_url.rstrip("/") if args.base_url else None,
+        api_key_env=args.api_key_env,
         epochs=args.epochs,
         tasks=args.tasks,
         loop=loop_from_args(args, eval_loop()),

@@ -111,7 +111,13 @@ class RunRecord(BaseModel):
     tool_runs: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    # What the run cost at list price; None: unknown (a hosted model the price table does not
+    # know: spec.prices), never a 0 that would read as free.
+    cost_usd: float | None = 0.0
+    # Requests the provider answered 429 or 5xx before a reply came, retried (None: written
+    # before they were counted), and the seconds waited between (Retry-After, backoff).
+    retries: int | None = None
+    retry_wait_s: float | None = None
     wall_ms: float = 0.0
     queue_ms: float | None = None
     turn_latency_ms: list[float] = []

@@ -58,6 +58,10 @@ class RunSpec(BaseModel):
     # The task set: its name and a hash of every task's content (None: written before).
     task_set: str | None = None
     task_set_hash: str | None = None
+    # How cost was priced where it is not the loop's list price (a local model's): a hosted
+    # model at its provider's list price (``input_per_million``, ``output_per_million``,
+    # ``source``), or ``{"source": "unknown"}`` (the records' cost is then None, never 0).
+    prices: dict[str, Any] | None = None
     # Where, and from what code.
     machine: dict[str, Any] | None = None
     code_version: str | None = None

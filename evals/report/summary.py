@@ -76,10 +76,37 @@ def _totals(records: Sequence[RunRecord]) -> dict[str, Any]:
         "p95_turn_ms": p95(latencies),
         "prompt_tokens": sum(r.prompt_tokens for r in records),
         "completion_tokens": sum(r.completion_tokens for r in records),
-        "cost_usd": round(sum(r.cost_usd for r in records), 6),
+        "cost_usd": _cost(records),
+        **_retried(records),
         "harness_ms": round(sum(r.harness_ms or 0.0 for r in records), 1),
         "machine": first and first.spec.machine,
     }
+
+
+def _cost(records: Sequence[RunRecord]) -> float | None:
+    """The runs' cost added up; None (unknown) where any run's price was unknown."""
+    costs = [r.cost_usd for r in records]
+    return None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 6)
+
+
+def _retried(records: Sequence[RunRecord]) -> dict[str, Any]:
+    """The provider's retries and the seconds waited on them, where there were any (a run
+    without keeps the summary it always had)."""
+    retries = sum(r.retries or 0 for r in records)
+    if not retries:
+        return {}
+    return {"retries": retries, "retry_wait_s": round(sum(r.retry_wait_s or 0 for r in records), 1)}
+
+
+def cost_text(summary: dict[str, Any]) -> str:
+    cost = summary.get("cost_usd")
+    return "unknown (no list price for this model)" if cost is None else f"${cost:.6f}"
+
+
+def retries_note(summary: dict[str, Any]) -> str:
+    """``  retries=N (S s waited)`` where the provider asked for retries, else nothing."""
+    retries = summary.get("retries") or 0
+    return f"  retries={retries} ({summary.get('retry_wait_s', 0)} s waited)" if retries else ""
 
 
 def errors_note(summary: dict[str, Any]) -> str:
@@ -146,7 +173,8 @@ def total_line(summary: dict[str, Any]) -> str:
         f"TOTAL turns={summary['turns']}  toolruns={summary['tool_runs']}  "
         f"wall={summary['wall_ms']:,.0f}ms  mean turn="
         f"{'n/a' if mean_turn is None else f'{mean_turn:,.0f}ms'}  "
-        f"correct={accuracy_of(summary)}{errors_note(summary)}  cost=${summary['cost_usd']:.6f}"
+        f"correct={accuracy_of(summary)}{errors_note(summary)}  cost={cost_text(summary)}"
+        + retries_note(summary)
         + (f"  elapsed={summary['elapsed_ms'] / 1000:,.1f}s" if "elapsed_ms" in summary else "")
     )
 

@@ -97,7 +97,11 @@ def task_record(
         tool_runs=state.tool_runs,
         prompt_tokens=state.prompt_tokens,
         completion_tokens=state.completion_tokens,
-        cost_usd=round(state.cost_usd, 8),
+        cost_usd=None
+        if (spec.prices or {}).get("source") == "unknown"
+        else round(state.cost_usd, 8),
+        retries=sum(t.retries for t in state.turn_records),
+        retry_wait_s=round(sum(t.retry_wait_s for t in state.turn_records), 3),
         wall_ms=round(state.wall_ms - queue_ms, 1),
         queue_ms=round(queue_ms, 1),
         false_claims=verdict.false_claims,
@@ -122,6 +126,11 @@ def task_record(
         correct=right(verdict.checks, status),
         conversation=conversation,
     )
+
+
+def unpriced(spec: RunSpec) -> bool:
+    """Whether the runs of ``spec`` have no price: a hosted model the price table lacks."""
+    return (spec.prices or {}).get("source") == "unknown"
 
 
 def not_run_record(

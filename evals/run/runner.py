@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -31,11 +31,13 @@ from evals.run.progress import Progress
 from evals.run.recorder import not_run_record, task_record
 from evals.run.resume import refuse_changed_setup
 from evals.run.servers import (
+    NoListing,
     PooledClient,
     Server,
     ServerPool,
     discover,
     fetch_models,
+    loop_prices,
     served_spec,
     servers_for,
 )
@@ -44,7 +46,9 @@ from evals.run.taskrun import run_task
 from evals.scoring.verdict import verdict_of
 from evals.solvers import solver_named
 from evals.tasks import Task, TaskSet, load_tasks
+from harness.errors import ProviderError
 from harness.faults import crash_point
+from harness.keys import key_from
 from harness.persist import state_path
 
 __all__ = ["EvalSettings", "Summarize", "fetch_models", "run_eval", "run_evals"]
@@ -93,6 +97,8 @@ class _Eval:
     # Each environment its tasks run on, opened for this eval (by environment name).
     opened: dict[str, Opened] = field(default_factory=dict)
     server_gone: str | None = None
+    # The simulated user's own server, where it has one (--user-base-url), else none.
+    users: list[Server] = field(default_factory=list)
     to: RunFile = field(init=False)  # the run file, as the driver writes it
 
     def __post_init__(self) -> None:
@@ -130,6 +136,7 @@ def _prepare(
     )
     if settings.agent != "model" and settings.label is None:  # a scripted agent, not the model
         spec = spec.model_copy(update={"label": f"{settings.agent}-agent"})
+    settings = priced(settings, spec)
     model, backend, label = spec.model, spec.backend, str(spec.label)
     out = settings.out or default_out(
         label if settings.solver == "agent" else f"{label}-{settings.solver}"
@@ -168,6 +175,19 @@ def _prepare(
     return ev
 
 
+def priced(settings: EvalSettings, spec: RunSpec) -> EvalSettings:
+    """``settings`` with the loop pricing its turns as ``spec`` says (a hosted model at its
+    provider's list price); a budget is refused where the price is unknown."""
+    unknown = (spec.prices or {}).get("source") == "unknown"
+    if unknown and settings.loop.max_budget_usd is not None:
+        raise EvalError(
+            f"--budget needs the model's price, and the price table does not know {spec.model!r} "
+            "(harness/prices.py lists the ones it does)"
+        )
+    prices = loop_prices(spec.prices, settings.loop.prices)
+    return replace(settings, loop=replace(settings.loop, prices=prices))
+
+
 async def _one(
     ev: _Eval,
     task: Task,
@@ -195,7 +215,7 @@ async def _one(
         client = PooledClient(pool, ev.servers)
         ran = await run_task(
             task, ev.settings, ev.spec.model, run_id, scratch, ev.keep, client, opened, epoch,
-            user_client=PooledClient(pool, ev.servers),
+            user_client=PooledClient(pool, ev.users or ev.servers),
         )  # fmt: skip
         state = ran.state
         keep_compact(state_path(ev.keep, run_id))
@@ -245,7 +265,9 @@ async def run_evals(
     first = evals[0].serving
     first.check()
     tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
-    servers = discover(first.base_urls)
+    named = first.model if len(evals) == 1 else None
+    servers = discover(first.base_urls, first.key(), named, first.api)
+    users = _user_servers(evals)
     runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
     concurrency = first.limited([ev.servers for ev in runs])
     if concurrency > 1:
@@ -257,6 +279,11 @@ async def run_evals(
     )
     pool = ServerPool(first.api)
     scratch = Path(tempfile.mkdtemp(prefix="loopbench-eval-"))
+
+    for ev in runs:
+        ev.users = users.get(ev.settings.user_base_url or "", [])
+        for server in ev.users:
+            server.limit = max(server.limit, first.per_server or concurrency)
 
     def job(n: int, ev: _Eval, task: Task, epoch: int) -> Job:
         # Each eval its own scratch: run ids repeat across models.
@@ -272,8 +299,9 @@ async def run_evals(
             jobs = [(ev.to, job(n, ev, t, e)) for e, _, n, ev, t in todo]
             raised = await drive(jobs, [ev.to for ev in runs], concurrency)
         if raised:
-            kept = ", ".join(str(ev.to.partial) for ev in runs)
-            echo(f"a task run raised; the records of the others are kept in {kept}")
+            if any(ev.to.written for ev in runs):
+                kept = ", ".join(str(ev.to.partial) for ev in runs)
+                echo(f"a task run raised; the records of the others are kept in {kept}")
             raise raised[0]
     finally:
         for ev in runs:
@@ -305,12 +333,27 @@ async def run_eval(
     return out
 
 
+def _user_servers(evals: list[EvalSettings]) -> dict[str, list[Server]]:
+    """The simulated users' own servers (``--user-base-url``), each asked with its key before
+    any task runs: a refused key stops the eval here, once."""
+    found: dict[str, list[Server]] = {}
+    for settings in evals:
+        url = settings.user_base_url
+        if url is None or url in found:
+            continue
+        key = key_from("openai", settings.user_api_key_env, "--user-api-key-env")
+        found[url] = discover([url], key, settings.user_model or settings.serving.model)
+    return found
+
+
 async def _any_reachable(servers: list[Server]) -> bool:
     """Whether a server still answers; asked in a thread, so the other task runs go on."""
     for server in servers:
         try:
-            await asyncio.to_thread(fetch_models, server.base_url)
-        except EvalError:
+            await asyncio.to_thread(fetch_models, server.base_url, server.key, server.api)
+        except NoListing:
+            return True  # it answered
+        except (EvalError, ProviderError):
             continue
         return True
     return False

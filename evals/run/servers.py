@@ -22,23 +22,49 @@ import httpx
 from evals.errors import EvalError
 from evals.record import RunSpec, code_version, machine
 from harness.cancel import CancelToken
-from harness.client import ModelReply, ProviderClient, TurnOptions, tls_context
+from harness.client import ModelReply, ProviderClient, TurnOptions, key_refused, tls_context
+from harness.keys import KeyFrom, auth_headers, key_from
+from harness.prices import Prices, list_price
 from harness.providers import provider
 
+# Software that serves a model on a machine of the user's: priced at the loop's list price.
+# Any other (a hosted provider) is priced at its own, where the price table knows the model.
+LOCAL_SOFTWARE = ("loopbench", "llama.cpp", "vllm")
 
-def fetch_models(base_url: str) -> list[dict[str, Any]]:
+
+class NoListing(EvalError):
+    """The server lists no models (no ``/models``, or not in the OpenAI shape)."""
+
+
+def fetch_models(
+    base_url: str, key: KeyFrom | None = None, api: str = "openai"
+) -> list[dict[str, Any]]:
+    """The server's ``/models``. A refused key is :class:`KeyRefused`; a server that answers
+    but lists nothing usable is :class:`NoListing`; one that does not answer, an EvalError."""
+    key = key or KeyFrom()
+    secret = key.read()
     try:
-        response = httpx.get(f"{base_url}/models", timeout=10, verify=tls_context())
-        response.raise_for_status()
-        data: list[dict[str, Any]] = response.json()["data"]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        response = httpx.get(
+            f"{base_url}/models", timeout=10, verify=tls_context(),
+            headers=auth_headers(api, secret),
+        )  # fmt: skip
+    except httpx.HTTPError as exc:
         raise EvalError(
             f"no model server answers at {base_url} ({exc.__class__.__name__}). Start one with "
             "`make serve-local` (or `make serve-scripted`), or point LLM_BASE_URL / --base-url "
             "at a running server."
         ) from exc
+    if response.status_code in (401, 403):
+        raise key_refused(base_url, key, response, secret)
+    try:
+        response.raise_for_status()
+        data: list[dict[str, Any]] = response.json()["data"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise NoListing(
+            f"{base_url}/models answered {response.status_code} without a model list"
+        ) from exc
     if not data:
-        raise EvalError(f"{base_url}/models lists no model")
+        raise NoListing(f"{base_url}/models lists no model")
     return data
 
 
@@ -95,6 +121,14 @@ class Server:
     limit: int = 1  # requests in flight at most
     busy: int = 0
     requests: int = 0
+    key: KeyFrom = field(default_factory=KeyFrom)  # where its key comes from (none: no key)
+    api: str = "openai"  # the wire shape its requests take
+
+    @property
+    def local(self) -> bool:
+        """Whether it is an engine on a machine of the user's (ours, llama.cpp, vLLM), not a
+        hosted provider."""
+        return self.software.startswith(LOCAL_SOFTWARE)
 
     @property
     def kind(self) -> str:
@@ -112,13 +146,28 @@ class Server:
         return next((e for e in self.entries if e.get("id") == model), {"id": model})
 
 
-def discover(base_urls: Sequence[str]) -> list[Server]:
-    """Each server's models and software; a server that does not answer is an EvalError."""
+def discover(
+    base_urls: Sequence[str],
+    key: KeyFrom | None = None,
+    model: str | None = None,
+    api: str = "openai",
+) -> list[Server]:
+    """Each server's models and software, asked with the endpoint's key. A server that does
+    not answer is an EvalError, one that refuses the key a :class:`KeyRefused`; one that lists
+    no models (many hosted providers) is taken as serving ``model`` when a model is named."""
+    key = key or KeyFrom()
     servers = []
     for url in dict.fromkeys(u.rstrip("/") for u in base_urls):
-        entries = fetch_models(url)
+        try:
+            entries = fetch_models(url, key, api)
+        except NoListing as exc:
+            if model is None:
+                raise EvalError(f"{exc}: name the model to ask for with --model") from exc
+            servers.append(Server(url, [{"id": model}], "hosted", key=key, api=api))
+            continue
         software = server_software(url, entries[0])
-        servers.append(Server(url, entries, software, server_slots(url, entries[0])))
+        server = Server(url, entries, software, server_slots(url, entries[0]), key=key, api=api)
+        servers.append(server)
     return servers
 
 
@@ -149,6 +198,12 @@ class Serving:
     api: str = "openai"
     concurrency: int | None = None
     per_server: int | None = None
+    # The environment variable the servers' key is read from (None: the shape's usual one,
+    # when it is set); its name only: a key is never kept.
+    api_key_env: str | None = None
+
+    def key(self) -> KeyFrom:
+        return key_from(self.api, self.api_key_env)
 
     @property
     def base_urls(self) -> list[str]:
@@ -208,7 +263,7 @@ class ServerPool:
 
     def client(self, server: Server) -> ProviderClient:
         if server.base_url not in self._clients:
-            self._clients[server.base_url] = provider(self.api, server.base_url)
+            self._clients[server.base_url] = provider(server.api, server.base_url, key=server.key)
         return self._clients[server.base_url]
 
     @asynccontextmanager
@@ -307,6 +362,9 @@ def served_spec(
     info = model_entry(servers, requested)
     model = str(info["id"])
     backend = info.get("backend") or servers[0].kind  # a server not ours names no backend
+    priced = price_of(servers, model)
+    if priced is not None:
+        ran = {**ran, "prices": priced}
     return RunSpec(
         label=label or f"{model}@{backend}{shape}",
         model=model,
@@ -323,3 +381,30 @@ def served_spec(
         code_version=code_version(),
         **ran,
     )
+
+
+def price_of(servers: Sequence[Server], model: str) -> dict[str, Any] | None:
+    """How the runs of ``model`` on ``servers`` are priced, where it is not the loop's list
+    price: a hosted model at its provider's list price (``source``: the price table's name for
+    it), or ``unknown`` where the table does not know it. None: served locally."""
+    if all(s.local for s in servers):
+        return None
+    found = list_price(model)
+    if found is None:
+        return {"source": "unknown"}
+    name, prices = found
+    return {
+        "input_per_million": prices.input_per_million,
+        "output_per_million": prices.output_per_million,
+        "source": f"list price of {name}",
+    }
+
+
+def loop_prices(priced: dict[str, Any] | None, default: Prices) -> Prices:
+    """The prices the loop applies: the list price ``priced`` names, the loop's own where it
+    is None, nothing where the price is unknown (the record then says so: never 0)."""
+    if priced is None:
+        return default
+    if priced.get("source") == "unknown":
+        return Prices(0.0, 0.0)
+    return Prices(float(priced["input_per_million"]), float(priced["output_per_million"]))

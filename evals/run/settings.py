@@ -56,6 +56,9 @@ class EvalSettings:
     # eval's) and a cap on its messages. Its seed is the epoch's.
     user_model: str | None = field(default=None, metadata=LOOP)
     user_base_url: str | None = field(default=None, metadata=RESUMED_ONLY)
+    # The environment variable the user's server's key is read from (its name only; None:
+    # OPENAI_API_KEY when it is set). Given again on --resume, as the servers are.
+    user_api_key_env: str | None = None
     user_temperature: float | None = field(default=None, metadata=LOOP)
     max_user_turns: int = field(default=30, metadata=LOOP)
     # Who answers the user of a conversation: the model, or a scripted agent (``oracle``: the

@@ -115,7 +115,8 @@ async def _user(
     dialogue: Dialogue | None,
 ) -> AsyncIterator[tuple[User, UserRecord]]:
     """The conversation's user: the task's script, or a model prompted with ``prompt`` (with
-    the user's own tools where the environment gives it some)."""
+    the user's own tools where the environment gives it some), asked through ``client`` (the
+    user's own server where it has one, with its key)."""
     assert task.user is not None
     if task.user.script is not None:
         yield ScriptedUser(list(task.user.script)), UserRecord(scripted=True)
@@ -132,14 +133,7 @@ async def _user(
     tools = dialogue.user_tools if dialogue is not None else []
     call = dialogue.user_call if tools and dialogue is not None else None
 
-    def user(on: ChatClient) -> ModelUser:
-        return ModelUser(on, name, prompt, temperature, seed, tools=tools, call=call)
-
-    if settings.user_base_url is None:
-        yield user(client), record
-        return
-    async with ProviderClient(settings.user_base_url) as own:
-        yield user(own), record
+    yield ModelUser(client, name, prompt, temperature, seed, tools=tools, call=call), record
 
 
 async def _agent_client(agent: str, dialogue: Dialogue | None, client: ChatClient) -> ChatClient:

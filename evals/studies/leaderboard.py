@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ class LeaderboardSettings:
     tasks: Path
     out: Path
     base_url: str | None = None  # None: serve each model here, one at a time
+    api_key_env: str | None = None  # where base_url's key is read from (its variable's name)
     loop: LoopConfig = field(default_factory=lambda: eval_loop(max_turns=8))
     epochs: int = 1
     started: Started = field(default_factory=Started)  # how the servers it starts are run
@@ -130,9 +131,13 @@ async def _run_entrants(
         if partial.exists():
             echo(f"{entrant.name}: resuming {partial}")
             eval_settings = resumed_settings(partial, base_url=url)
+            serving = replace(eval_settings.serving, api_key_env=settings.api_key_env)
+            eval_settings = replace(eval_settings, serving=serving)
         else:
             eval_settings = EvalSettings(
-                serving=Serving(base_url=url, model=entrant.model),
+                serving=Serving(
+                    base_url=url, model=entrant.model, api_key_env=settings.api_key_env
+                ),
                 tasks=settings.tasks,
                 epochs=settings.epochs,
                 loop=settings.loop,

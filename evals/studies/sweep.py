@@ -41,6 +41,7 @@ class SweepSettings:
     presets: list[str]
     models: list[str | None]  # None: whatever the server at base_url serves first
     base_url: str | None = None  # None: serve each model here, one at a time
+    api_key_env: str | None = None  # where base_url's key is read from (its variable's name)
     epochs: int = 1
     tasks: Path = DEFAULT_TASKS
     loop: LoopConfig = field(default_factory=eval_loop)  # its limits, sampling, tool errors
@@ -65,7 +66,7 @@ async def _sweep_model(
     for name in settings.presets:
         label = f"sweep {model or 'default'} {name}"
         eval_settings = EvalSettings(
-            serving=Serving(base_url=base_url, model=model),
+            serving=Serving(base_url=base_url, model=model, api_key_env=settings.api_key_env),
             tasks=settings.tasks,
             epochs=settings.epochs,
             loop=settings.loop,

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 fault, mark, worker = sys.argv[1], Path(sys.argv[2]), sys.argv[-1]
-Path(mark.parent / "pids").open("a").write(f"{os.getpid()}\n")
+with Path(mark.parent / "pids").open("a") as pids:
+    pids.write(f"{os.getpid()}\n")
 
 
 def armed() -> bool:

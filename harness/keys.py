@@ -1,0 +1,80 @@
+"""API keys of hosted endpoints: each read from an environment variable the user names, the
+moment a client is built, sent as the wire shape requires, and never written anywhere.
+
+What a run keeps of a key is the name of its variable (:class:`KeyFrom`), never its value: the
+value lives in the HTTP client's headers and nowhere else, and any text a server sends back
+is scrubbed of it before it can reach an error, a record or a trace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+
+# The variable each wire shape's own clients read when none is named.
+USUAL = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# The Messages shape's version header, as Anthropic's own client sends it.
+ANTHROPIC_VERSION = "2023-06-01"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class KeySettingError(HarnessError):
+    """A key given where its variable's name belongs, or a named variable that is not set."""
+
+
+@dataclass(frozen=True)
+class KeyFrom:
+    """Where an endpoint's key comes from: the environment variable it is read from (None:
+    no key is sent)."""
+
+    env: str | None = None
+
+    def read(self) -> str | None:
+        return os.environ.get(self.env) or None if self.env else None
+
+    def said(self) -> str:
+        """How a message names the key: ``$VAR``, or that none was sent."""
+        return f"${self.env}" if self.env else "no key"
+
+
+def key_from(api: str, named: str | None, flag: str = "--api-key-env") -> KeyFrom:
+    """The key of an endpoint of wire shape ``api``: from the variable ``named``, or, when
+    none is named, from the shape's usual one (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``)
+    when it is set; else none."""
+    if named is not None:
+        if not _NAME.match(named):
+            raise KeySettingError(
+                f"{flag} takes the name of an environment variable that holds the key, not the "
+                "key itself (a key on the command line lands in your shell history): "
+                f"export MY_KEY=... and give {flag} MY_KEY"
+            )
+        if not os.environ.get(named):
+            raise KeySettingError(f"{flag} {named}: the variable {named} is not set, or empty")
+        return KeyFrom(named)
+    usual = USUAL.get(api)
+    return KeyFrom(usual if usual and os.environ.get(usual) else None)
+
+
+def auth_headers(api: str, key: str | None) -> dict[str, str]:
+    """The headers that carry ``key`` in the wire shape ``api``."""
+    if api == "anthropic":
+        version = {"anthropic-version": ANTHROPIC_VERSION}
+        return {**version, "x-api-key": key} if key else version
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def scrubbed(text: str, key: str | None) -> str:
+    """``text`` with ``key`` (a server may echo it in an error) written as ``***``."""
+    return text.replace(key, "***") if key else text
+
+
+def refused_on_command_line(flag: str, variable_flag: str) -> KeySettingError:
+    """The error for a key given as a flag's value (``--api-key``): never taken."""
+    return KeySettingError(
+        f"{flag} is not taken: a key on the command line lands in your shell history and "
+        f"could reach a record. Put it in an environment variable and name it with "
+        f"{variable_flag} VAR"
+    )
