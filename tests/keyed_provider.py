@@ -1,7 +1,7 @@
 """A hosted provider as tests meet one: this project's scripted server behind a key it checks
 (``Authorization: Bearer`` for the OpenAI shape, ``x-api-key`` with ``anthropic-version`` for
-Messages), with no model listing, rate limits answered 429 with ``Retry-After``, and a record
-of every request it was sent. A wrong key is answered 401 with the key echoed back, as some
+Messages) on every path, its model listing included (401 without the key, 404 with it), rate
+limits answered 429 with ``Retry-After``, and a record of every request it was sent. A wrong key is answered 401 with the key echoed back, as some
 providers do, so a test can see that no message carries it on."""
 
 from __future__ import annotations
@@ -55,14 +55,14 @@ class KeyedProvider:
         self.sent.append(Sent(request.url.path, dict(request.headers), body))
         given = self._key_of(request)
         answer: Response | None = None
-        if request.url.path.endswith("/models"):
-            answer = JSONResponse({"error": {"message": "not found"}}, status_code=404)
-        elif given != self.key:
+        if given != self.key:
             said = f"Incorrect API key provided: {given}" if given else "No API key provided"
             answer = JSONResponse(
                 {"error": {"message": said, "type": "invalid_request_error", "code": "401"}},
                 status_code=401,
             )
+        elif request.url.path.endswith("/models"):  # it lists no models
+            answer = JSONResponse({"error": {"message": "not found"}}, status_code=404)
         elif request.url.path.endswith(("/chat/completions", "/messages")):
             self.chats += 1
             if self.chats % self.limit_every == 0 and self.chats // self.limit_every > self.limited:

@@ -137,6 +137,12 @@ def test_a_wrong_key_stops_the_eval_at_once_with_one_message(
     ]  # one request, then the eval stopped
     partial = out.with_name(out.name + ".partial")
     assert not out.exists() and (not partial.exists() or partial.read_text() == "")
+    # With no model named, the listing's refusal is the message, before any task runs.
+    provider.sent.clear()
+    assert evals_main(["run", "--base-url", url, "--api-key-env", "WRONG_KEY"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "$WRONG_KEY" in err and wrong not in err
+    assert [s.path for s in provider.sent] == ["/v1/models"]
     assert _files_holding(tmp_path, wrong) == []
 
 

@@ -46,7 +46,7 @@ from evals.run.taskrun import run_task
 from evals.scoring.verdict import verdict_of
 from evals.solvers import solver_named
 from evals.tasks import Task, TaskSet, load_tasks
-from harness.errors import ProviderError
+from harness.errors import KeyRefused, ProviderError
 from harness.faults import crash_point
 from harness.keys import key_from
 from harness.persist import state_path
@@ -351,7 +351,7 @@ async def _any_reachable(servers: list[Server]) -> bool:
     for server in servers:
         try:
             await asyncio.to_thread(fetch_models, server.base_url, server.key, server.api)
-        except NoListing:
+        except (NoListing, KeyRefused):
             return True  # it answered
         except (EvalError, ProviderError):
             continue

@@ -23,6 +23,7 @@ from evals.errors import EvalError
 from evals.record import RunSpec, code_version, machine
 from harness.cancel import CancelToken
 from harness.client import ModelReply, ProviderClient, TurnOptions, key_refused, tls_context
+from harness.errors import KeyRefused
 from harness.keys import KeyFrom, auth_headers, key_from
 from harness.prices import Prices, list_price
 from harness.providers import provider
@@ -153,15 +154,20 @@ def discover(
     api: str = "openai",
 ) -> list[Server]:
     """Each server's models and software, asked with the endpoint's key. A server that does
-    not answer is an EvalError, one that refuses the key a :class:`KeyRefused`; one that lists
-    no models (many hosted providers) is taken as serving ``model`` when a model is named."""
+    not answer is an EvalError. One that lists no models, or keeps its listing from the key
+    (many hosted providers), is taken as serving ``model`` when a model is named; else its
+    refusal of the key is a :class:`KeyRefused`."""
     key = key or KeyFrom()
     servers = []
     for url in dict.fromkeys(u.rstrip("/") for u in base_urls):
         try:
             entries = fetch_models(url, key, api)
-        except NoListing as exc:
+        except (NoListing, KeyRefused) as exc:
+            # Some providers keep their listing from keys that may chat: with a model named,
+            # its key is judged by the first request, which stops the eval if it is refused.
             if model is None:
+                if isinstance(exc, KeyRefused):
+                    raise
                 raise EvalError(f"{exc}: name the model to ask for with --model") from exc
             servers.append(Server(url, [{"id": model}], "hosted", key=key, api=api))
             continue
