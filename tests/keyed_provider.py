@@ -1,8 +1,9 @@
 """A hosted provider as tests meet one: this project's scripted server behind a key it checks
 (``Authorization: Bearer`` for the OpenAI shape, ``x-api-key`` with ``anthropic-version`` for
 Messages) on every path, its model listing included (401 without the key, 404 with it), rate
-limits answered 429 with ``Retry-After``, and a record of every request it was sent. A wrong key is answered 401 with the key echoed back, as some
-providers do, so a test can see that no message carries it on."""
+limits answered 429 with ``Retry-After``, and a record of every request it was sent. A wrong
+key is answered 401 with the key echoed back, as some providers do, so a test can see that no
+message carries it on."""
 
 from __future__ import annotations
 

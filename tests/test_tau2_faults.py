@@ -156,3 +156,48 @@ def test_ctrl_c_ends_an_eval_whose_worker_hangs_and_keeps_what_finished(
     assert eval_.returncode == 130, said
     assert out.with_name(out.name + ".partial").exists() and not out.exists()
     assert _all_gone(folder)
+
+
+def test_a_run_never_judged_leaves_no_environment_open_in_the_worker(tmp_path: Path) -> None:
+    """A conversation whose user model fails is never judged; its τ² environment (airline's
+    database alone is 7 MB) used to stay open in the worker for the whole eval. Each run's
+    environment is now closed when the run ends, whatever ended it."""
+    import asyncio
+
+    import httpx
+
+    from evals.environments.tau2 import Tau2Environment
+    from evals.run.servers import Serving
+    from evals.run.settings import EvalSettings, eval_loop
+    from evals.run.taskrun import run_task
+    from evals.tasks import load_tasks
+    from harness.client import RetryPolicy
+    from tests.fake_provider import fake_client
+
+    def down(_: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, json={"error": {"message": "down"}})
+
+    tasks = load_tasks(_tau2_tasks(tmp_path, [("airline", "2"), ("retail", "5")], None))
+
+    async def held_after_runs() -> tuple[list[str], list[str | None]]:
+        opened = Tau2Environment().open(tasks.tasks, None, tmp_path)
+        try:
+            settings = EvalSettings(
+                serving=Serving(base_url="http://unused.invalid/v1"), loop=eval_loop()
+            )
+            client = fake_client(down)
+            client.retry = RetryPolicy(max_retries=0)  # down is down: no backoff to wait out
+            errors = []
+            for n, task in enumerate(tasks.tasks):
+                ran = await run_task(
+                    task, settings, "m", f"r{n}", tmp_path, tmp_path / "keep", client, opened
+                )
+                errors.append(ran.machinery)
+            assert opened._tau2 is not None
+            return await opened._tau2.held(), errors
+        finally:
+            await opened.aclose()
+
+    held, errors = asyncio.run(held_after_runs())
+    assert all(e is not None and "user model failed" in e for e in errors), errors
+    assert held == []

@@ -92,6 +92,10 @@ class Tau2(PipeWorker):
         request = {"op": "evaluate", "key": key, "termination": termination}
         return await self.ask_for(request, {"reward": (int, float), "info": dict})
 
+    async def held(self) -> list[str]:
+        """The conversations whose environments the worker holds open."""
+        return list((await self.ask_for({"op": "held"}, {"held": list}))["held"])
+
     async def close(self, key: str) -> None:
         """The conversation's environment let go in the worker (judged or not)."""
         await self.ask({"op": "close", "key": key}, timeout_s=self.abandon_grace_s * 5)

@@ -32,6 +32,7 @@ is ready and which tau2 it is:
   its reward and each part; the environment is closed.
 - ``{"op": "close", "key": K}``: the conversation's environment let go, judged or not (the
   main process sends it when a run ends, whatever ended it).
+- ``{"op": "held"}``: the keys of the conversations whose environments are open.
 - ``{"op": "pass_hat_k", "counts": [[n, c], ...], "k": K}``: tau2's own pass^k
   (``tau2.metrics.agent_metrics.pass_hat_k``) of each task right in c of its n trials,
   averaged over the tasks, as tau2's metrics average it.
@@ -334,6 +335,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return CONVERSATIONS.evaluate(str(request["key"]), str(request["termination"]))
     if op == "close":
         return CONVERSATIONS.close(str(request["key"]))
+    if op == "held":
+        return {"held": sorted(CONVERSATIONS.open_)}
     raise ValueError(f"unknown op {op!r}")
 
 
