@@ -6,10 +6,10 @@ project on its path), in an empty folder of its own that is its working folder a
 process group of its own (a Ctrl-C meant for the eval is the eval's to handle).
 
 The wire (``evals/workerside.py`` is the worker's end): one JSON request per line on its stdin,
-each with an ``id`` its answer must echo; one answer per line on a descriptor kept for answers
-(the worker's ``sys.stdout`` goes to its stderr, so a stray print cannot shift the answers);
-ASCII-only JSON both ways, so no text a model wrote can fail to encode on either side. The
-first line out says the worker is ready.
+each with a number (``pipe_id``) its answer must echo; one answer per line on a descriptor kept
+for answers (the worker's ``sys.stdout`` goes to its stderr, so a stray print cannot shift the
+answers); ASCII-only JSON both ways, so no text a model wrote can fail to encode on either
+side. The first line out says the worker is ready.
 
 Supervision: the worker's stderr is drained as it comes into a bounded log file. Every request
 has a deadline; a worker that misses one, exits, writes a line that is no answer, or answers a
@@ -35,6 +35,9 @@ from pathlib import Path
 from typing import Any, Self
 
 from evals.errors import EvalError
+
+# The key of a request's number, which its answer echoes (one no request of a worker's uses).
+ID = "pipe_id"
 
 
 class PipeFailed(EvalError):
@@ -123,7 +126,7 @@ class PipeWorker:
                 f"{self.title} cannot start: {self.python}: {exc.strerror or exc}. "
                 f"{self.install_hint}"
             ) from exc
-        self._drain = asyncio.create_task(self._drain_stderr())
+        self._drain = asyncio.create_task(self._drain_stderr(), name=f"pipe: {self.title}")
         self._tasks.append(self._drain)
         try:
             self.hello = await asyncio.wait_for(self._first_line(), self.timeout_s)
@@ -131,12 +134,13 @@ class PipeWorker:
             await self._kill(f"did not say it was ready within {self.timeout_s:g} s")
         except BaseException:
             await self._kill("was given up on while it started")
+            await self.aclose()
             raise
         if self.dead is not None:
             why = self.dead
             await self.aclose()
             raise self.unavailable(f"{self.title} ({self._command()}) {why}")
-        self._tasks.append(asyncio.create_task(self._read_answers()))
+        self._tasks.append(asyncio.create_task(self._read_answers(), name=f"pipe: {self.title}"))
 
     async def _first_line(self) -> dict[str, Any]:
         """The worker's ready line. What comes before it (a library's banner printed before the
@@ -204,7 +208,7 @@ class PipeWorker:
                 return
             try:
                 answer = json.loads(line)
-                ident = answer.pop("id")
+                ident = answer.pop(ID)
             except (ValueError, AttributeError, KeyError, TypeError):
                 await self._kill(f"wrote a line that is not an answer: {line[:80]!r}")
                 return
@@ -222,12 +226,15 @@ class PipeWorker:
         if self.dead is None:
             self.dead = why
         proc = self._proc
-        if proc is not None and proc.returncode is None:
+        if proc is not None:
+            # The group too, whether or not its leader is still there: what the worker started
+            # goes with it.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
         for ident, future in list(self._waiting.items()):
             if not future.done():
                 future.set_exception(self.unavailable(f"{self.title} {why}"))
@@ -257,7 +264,8 @@ class PipeWorker:
             self.folder = None
 
     async def ask(self, request: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        """One request and its answer, within ``timeout_s`` (the worker's default when None).
+        """One request and its answer, within ``timeout_s`` (the worker's default when None)
+        of the worker starting on it (it answers in order: the requests before it first).
         Raises ``unavailable`` when the worker cannot answer (then it is dead), or an
         :class:`EvalError` with the worker's own message when it refused the request."""
         proc = self._proc
@@ -265,26 +273,40 @@ class PipeWorker:
             raise self.unavailable(f"{self.title} is not running: {self.dead or 'not started'}")
         ident = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._waiting[ident] = future
-        line = json.dumps({**request, "id": ident}, ensure_ascii=True) + "\n"
+        line = json.dumps({**request, ID: ident}, ensure_ascii=True) + "\n"
         limit = self.timeout_s if timeout_s is None else timeout_s
         try:
-            async with self._write_lock:
+            async with self._write_lock:  # a caller gone before this sent nothing: no answer due
+                self._waiting[ident] = future
                 proc.stdin.write(line.encode("ascii"))
                 await proc.stdin.drain()
+        except asyncio.CancelledError:
+            if ident in self._waiting:  # (partly) written: an answer may come, and is dropped
+                self._give_up(ident, future, str(request.get("op")))
+            raise
+        except (OSError, RuntimeError) as exc:  # its stdin is gone: it died
+            self._waiting.pop(ident, None)
+            await self._kill(f"stopped reading requests ({exc.__class__.__name__}: {exc})")
+            raise self.unavailable(f"{self.title} {self.dead}") from exc
+        try:
+            await self._turn_of(ident)
             answer = await asyncio.wait_for(asyncio.shield(future), limit)
         except TimeoutError:
             await self._kill(f"did not answer a {request.get('op')!r} request within {limit:g} s")
             raise self.unavailable(f"{self.title} {self.dead}") from None
-        except (OSError, RuntimeError) as exc:  # its stdin is gone: it died
-            await self._kill(f"stopped reading requests ({exc.__class__.__name__}: {exc})")
-            raise self.unavailable(f"{self.title} {self.dead}") from exc
         except asyncio.CancelledError:
             self._give_up(ident, future, str(request.get("op")))
             raise
         if "error" in answer:
             raise EvalError(f"{self.title}: {answer['error']}")
         return answer
+
+    async def _turn_of(self, ident: int) -> None:
+        """Until the worker has answered every request sent before ``ident`` (it answers in
+        order, so then it is on ``ident``'s): a deadline counts from there, not from a queue."""
+        earlier = [f for i, f in list(self._waiting.items()) if i < ident]
+        if earlier:
+            await asyncio.wait(earlier)
 
     async def ask_for(
         self,
@@ -305,7 +327,8 @@ class PipeWorker:
 
     def _give_up(self, ident: int, future: asyncio.Future[dict[str, Any]], op: str) -> None:
         """The caller of request ``ident`` stopped waiting: its answer is dropped when it comes;
-        if it has not come within the grace, the worker is stuck on it and is killed."""
+        if it has not come within the grace of the worker starting on it, the worker is stuck
+        on it and is killed."""
         if future.done():
             self._waiting.pop(ident, None)
             if not future.cancelled():
@@ -314,6 +337,7 @@ class PipeWorker:
         self._given_up.add(ident)
 
         async def watch() -> None:
+            await self._turn_of(ident)
             with contextlib.suppress(TimeoutError, Exception):
                 await asyncio.wait_for(asyncio.shield(future), self.abandon_grace_s)
             if not future.done():
@@ -322,4 +346,4 @@ class PipeWorker:
                     "caller gave up on it (a time limit, an interrupt), and was stopped"
                 )
 
-        self._tasks.append(asyncio.create_task(watch()))
+        self._tasks.append(asyncio.create_task(watch(), name=f"pipe: {self.title}"))

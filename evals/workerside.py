@@ -5,7 +5,7 @@ nothing of the project's packages.
 Answers go out on a descriptor kept for them: before anything else runs, the process's stdout
 is pointed at its stderr (Python's ``sys.stdout`` and descriptor 1 alike), so whatever a
 library prints lands in the log, never among the answers. Every line is ASCII-only JSON, and
-each answer carries the ``id`` of its request.
+each answer carries the number of its request (``pipe_id``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
+# The key of a request's number, which its answer echoes (evals/pipe.py's ID).
+ID = "pipe_id"
 
 
 def answers_channel() -> TextIO:
@@ -48,9 +50,9 @@ def serve(channel: TextIO, answer: Answer, hello: dict[str, Any]) -> None:
         ident = None
         try:
             request = json.loads(line)
-            ident = request.pop("id", None)
-            text = json.dumps({**answer(request), "id": ident}, ensure_ascii=True)
+            ident = request.pop(ID, None)
+            text = json.dumps({**answer(request), ID: ident}, ensure_ascii=True)
         except Exception as exc:  # one bad request must not end the worker
-            text = json.dumps({**_error(exc), "id": ident}, ensure_ascii=True)
+            text = json.dumps({**_error(exc), ID: ident}, ensure_ascii=True)
         channel.write(text + "\n")
         channel.flush()

@@ -17,6 +17,7 @@ from harness.cancel import CancelToken
 from harness.client import base_url_from_env
 from harness.config import LoopConfig, add_loop_flags, loop_from_args
 from harness.display import printable
+from harness.errors import KeyRefused
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
 from harness.presets import (
@@ -216,5 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     except (StateFileError, NotPending) as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return 2
+    except KeyRefused as exc:  # the run is saved; resume it once the key is right
+        print(f"harness: {exc}", file=sys.stderr)
+        return 1
     _print(state, args.json)
     return 1 if state.status == "failed" else 0

@@ -234,7 +234,7 @@ class ProviderClient:
                 retryable=True,
             ) from exc
         latency_ms = (time.perf_counter() - start) * 1000
-        if response.status_code in (401, 403):
+        if refuses_key(response.status_code, self._secret):
             raise key_refused(self.base_url, self.key, response, self._secret)
         if response.status_code >= 400:
             status = response.status_code
@@ -270,6 +270,13 @@ class ProviderClient:
         return parse_reply(response, latency_ms)
 
 
+def refuses_key(status: int, secret: str | None) -> bool:
+    """Whether an answer's status refuses the request's key: a 401, or a 403 to a request
+    that carried one (a 403 to one that carried none is about something else: a Host, a
+    path)."""
+    return status == 401 or (status == 403 and secret is not None)
+
+
 def key_refused(
     base_url: str, key: KeyFrom, response: httpx.Response, secret: str | None
 ) -> KeyRefused:
@@ -282,6 +289,8 @@ def key_refused(
             "no key was sent: put it in an environment variable and name it with "
             "--api-key-env VAR (the user's endpoint: --user-api-key-env VAR)"
         )
+    elif status == 403:
+        fix = f"the key came from ${key.env}: check that it may use this model"
     else:
         fix = f"the key came from ${key.env}: check it, or name another with --api-key-env"
     return KeyRefused(

@@ -40,10 +40,13 @@ class KeyFrom:
         return f"${self.env}" if self.env else "no key"
 
 
-def key_from(api: str, named: str | None, flag: str = "--api-key-env") -> KeyFrom:
-    """The key of an endpoint of wire shape ``api``: from the variable ``named``, or, when
-    none is named, from the shape's usual one (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``)
-    when it is set; else none."""
+def key_from(
+    api: str, named: str | None, flag: str = "--api-key-env", base_url: str | None = None
+) -> KeyFrom:
+    """The key of an endpoint of wire shape ``api`` at ``base_url``: from the variable
+    ``named``; or, when none is named, from the shape's usual one (``OPENAI_API_KEY``,
+    ``ANTHROPIC_API_KEY``) when it is set and the endpoint is reached over HTTPS (a local
+    server needs none, and a key is never sent in clear text unasked); else none."""
     if named is not None:
         if not _NAME.match(named):
             raise KeySettingError(
@@ -52,10 +55,13 @@ def key_from(api: str, named: str | None, flag: str = "--api-key-env") -> KeyFro
                 f"export MY_KEY=... and give {flag} MY_KEY"
             )
         if not os.environ.get(named):
-            raise KeySettingError(f"{flag} {named}: the variable {named} is not set, or empty")
+            # A long name may be a key given by mistake: it is not repeated.
+            shown = named if len(named) <= 40 else "the variable it names"
+            raise KeySettingError(f"{flag}: {shown} is not set, or empty")
         return KeyFrom(named)
     usual = USUAL.get(api)
-    return KeyFrom(usual if usual and os.environ.get(usual) else None)
+    over_https = base_url is None or base_url.lower().startswith("https://")
+    return KeyFrom(usual if usual and os.environ.get(usual) and over_https else None)
 
 
 def auth_headers(api: str, key: str | None) -> dict[str, str]:

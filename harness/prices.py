@@ -8,6 +8,7 @@ and its cost is unknown (never 0) where it does not.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -42,15 +43,26 @@ LIST_PRICES: dict[str, Prices] = {
     "claude-3-7-sonnet": Prices(3.00, 15.00),
     "claude-haiku-4-5": Prices(1.00, 5.00),
     "claude-sonnet-4": Prices(3.00, 15.00),
+    "claude-sonnet-4-5": Prices(3.00, 15.00),
     "claude-opus-4": Prices(15.00, 75.00),
+    "claude-opus-4-1": Prices(15.00, 75.00),
+    "claude-opus-4-5": Prices(5.00, 25.00),
 }
+# What may follow a name of the table in an id that takes its price: a date or "latest"
+# ("-2024-07-18", "-20250514", "-latest"); any other word is another model ("o3-pro").
+_VERSION = re.compile(r"(-\d+)+|-latest")
 
 
 def list_price(model: str) -> tuple[str, Prices] | None:
     """The provider's list price of ``model`` (a vendor prefix, ``openai/``, set aside), by the
     longest name of the table it starts with, and that name; None where none fits."""
     name = model.rsplit("/", 1)[-1].lower()
-    fits = [known for known in LIST_PRICES if name == known or name.startswith(f"{known}-")]
+    fits = [
+        known
+        for known in LIST_PRICES
+        if name == known
+        or (name.startswith(known) and _VERSION.fullmatch(name.removeprefix(known)) is not None)
+    ]
     if not fits:
         return None
     known = max(fits, key=len)

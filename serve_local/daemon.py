@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -32,8 +33,18 @@ def run_dir() -> Path:
     given = os.environ.get("LOOPBENCH_RUN_DIR")
     if given:
         return Path(given)
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    state = os.environ.get("XDG_STATE_HOME")
+    if not state:
+        try:
+            state = str(Path.home() / ".local" / "state")
+        except RuntimeError:  # no home to be found: a folder of this user's own
+            return Path(tempfile.gettempdir()) / f"loopbench-{os.getuid()}"
     return Path(state) / "loopbench"
+
+
+# Where pid files lived before they moved to the user's run folder: `stop` still looks there
+# (in the folder it runs in), so a server started before the move is stopped after it.
+LEGACY_RUN_DIR = Path(".run")
 
 
 RUN_DIR = run_dir()
@@ -317,6 +328,20 @@ def stop(name: str) -> bool:
     return True
 
 
+def _stop_legacy(names: list[str]) -> list[str]:
+    """The servers whose pid files are in the old run folder (``.run`` here), stopped by the
+    same rules: a server started before the run folder moved."""
+    global RUN_DIR
+    if not LEGACY_RUN_DIR.is_dir() or LEGACY_RUN_DIR.resolve() == RUN_DIR.resolve():
+        return []
+    current, RUN_DIR = RUN_DIR, LEGACY_RUN_DIR
+    try:
+        found = names or [p.stem for p in LEGACY_RUN_DIR.glob("*.pid")]
+        return [n for n in found if stop(n)]
+    finally:
+        RUN_DIR = current
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serve_local.daemon")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -337,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         return start(args.name, args.port, argv[split + 1 :], args.timeout, args.exec)
     names = args.names or [p.stem for p in RUN_DIR.glob("*.pid")]
     stopped = [n for n in names if stop(n)]
+    stopped += _stop_legacy(args.names)
     if not stopped:
         print("nothing to stop")
     return 0

@@ -424,9 +424,12 @@ async def test_500_forever_gives_up_after_bounded_retries(
 
 
 async def test_401_is_not_retried(scripted_url: str, workspace: Workspace) -> None:
-    state = await run(scripted_url, "scripted:plan+401x999", workspace)
-    assert state.status == "failed"
-    assert state.error is not None and "401" in state.error and "retries" not in state.error
+    """A refused key is no run's outcome: it ends the caller's work at once, unretried."""
+    from harness.errors import KeyRefused
+
+    with pytest.raises(KeyRefused, match="401") as refused:
+        await run(scripted_url, "scripted:plan+401x999", workspace)
+    assert "retries" not in str(refused.value) and "no key was sent" in str(refused.value)
 
 
 async def test_malformed_provider_json_fails_the_run(workspace: Workspace) -> None:

@@ -145,6 +145,27 @@ def test_stop_finds_the_server_from_any_folder(run_dir: Path, tmp_path: Path) ->
         httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
 
 
+def test_stop_still_finds_a_server_started_before_the_run_folder_moved(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """Pid files used to be written under ./.run: a server started so is stopped by a
+    `stop` run in that folder after the move."""
+    port = free_port()
+    here = tmp_path / "project"
+    here.mkdir()
+    started = subprocess.run(
+        [sys.executable, "-m", "serve_local.daemon", "start", "old", str(port), "--",
+         "--backend", "scripted"],
+        env={**os.environ, "LOOPBENCH_RUN_DIR": str(here / ".run"), "PYTHONPATH": str(ROOT)},
+        cwd=here, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "listening on" in started.stdout, started.stdout + started.stderr
+    stopped = _daemon(run_dir, "stop", cwd=here).communicate(timeout=60)[0]
+    assert "old: stopped" in stopped
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+
+
 def test_the_default_run_folder_is_the_users_own(monkeypatch: pytest.MonkeyPatch) -> None:
     from serve_local.daemon import run_dir
 

@@ -6,6 +6,7 @@ byte written anywhere holds the key. A wrong key stops the eval at once, with on
 from __future__ import annotations
 
 import gzip
+import json
 import secrets
 import zipfile
 from collections.abc import Iterator
@@ -109,7 +110,8 @@ def test_a_hosted_user_of_a_tau2_conversation_with_its_own_key(
     assert record.status == "completed" and record.conversation is not None
     assert record.conversation.user_turns == 2 and record.environment.reward is not None
     chats = [s for s in provider.sent if s.path.endswith("/chat/completions")]
-    assert len(chats) == 2 + provider.limited and provider.limited >= 1
+    asked = [s for s in chats if json.loads(s.body).get("messages")]  # not the empty probe
+    assert len(asked) == 2 + provider.limited and provider.limited >= 1
     assert all(s.headers.get("authorization") == f"Bearer {KEY}" for s in chats)
     spent = record.conversation.user_spent or {}
     assert spent.get("retries") == provider.limited
@@ -171,3 +173,100 @@ def test_a_hosted_model_is_priced_at_its_providers_list_price_where_known() -> N
     }  # fmt: skip
     assert price_of(hosted, "their-model") == {"source": "unknown"}
     assert list_price("openai/gpt-4.1-mini") is not None and list_price("gpt-4o2") is None
+    # A date or "latest" after a known name takes its price; another word is another model.
+    assert list_price("claude-3-5-haiku-latest") is not None
+    assert list_price("o3-pro") is None and list_price("gpt-5-pro") is None
+    found = list_price("claude-opus-4-5-20251101")
+    assert found is not None and found[0] == "claude-opus-4-5"
+    # An engine of the user's that lists its models at a private address is priced as local.
+    ollama = [Server("http://127.0.0.1:11434/v1", [{"id": "qwen2.5"}], "ollama")]
+    assert price_of(ollama, "qwen2.5") is None
+
+
+def test_the_usual_key_goes_only_over_https_and_a_named_one_where_it_is_pointed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OPENAI_API_KEY is read when no variable is named, and sent only to an HTTPS endpoint:
+    a local server needs none, and a key never crosses a network in clear text unasked."""
+    from harness.keys import key_from
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("MINE", KEY)
+    assert key_from("openai", None, base_url="https://api.example.com/v1").env == "OPENAI_API_KEY"
+    assert key_from("openai", None, base_url="http://gpu-box:8000/v1").env is None
+    assert key_from("openai", None, base_url="http://127.0.0.1:8000/v1").env is None
+    assert key_from("openai", "MINE", base_url="http://gpu-box:8000/v1").env == "MINE"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert key_from("openai", None, base_url="https://api.example.com/v1").env is None
+
+
+def test_a_403_without_a_key_is_not_taken_for_a_refused_key() -> None:
+    from harness.client import refuses_key
+
+    assert refuses_key(401, None) and refuses_key(401, KEY) and refuses_key(403, KEY)
+    assert not refuses_key(403, None)  # a Host guard's 403, say: the key is not the matter
+
+
+def test_the_agent_and_the_user_on_one_url_keep_their_own_keys() -> None:
+    from evals.run.servers import Server, ServerPool
+    from harness.keys import KeyFrom
+
+    pool = ServerPool()
+    url = "https://api.example.com/v1"
+    agent = Server(url, [{"id": "m"}], "hosted", key=KeyFrom("AGENT_KEY"))
+    user = Server(url, [{"id": "m"}], "hosted", key=KeyFrom("USER_KEY"))
+    assert pool.client(agent) is not pool.client(user)
+    assert pool.client(agent).key.env == "AGENT_KEY" and pool.client(user).key.env == "USER_KEY"
+
+
+def test_a_url_with_no_chat_path_is_one_message_before_any_task(
+    keyed: tuple[KeyedProvider, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that lists no models is asked for the model named; a wrong URL (here without
+    its /v1) would then make every task an error. A request to its chat path, refused before
+    any model runs, tells the two apart first."""
+    _, url = keyed
+    root = url.removesuffix("/v1")
+    assert (
+        evals_main(
+            [
+                "run",
+                "--base-url",
+                root,
+                "--model",
+                "scripted:oracle",
+                "--api-key-env",
+                "HOSTED_KEY",
+                "--out",
+                str(tmp_path / "r.jsonl"),
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert f"no chat endpoint at {root}/chat/completions (404)" in err
+    assert (
+        not (tmp_path / "r.jsonl.partial").exists()
+        or not (tmp_path / "r.jsonl.partial").read_text()
+    )
+
+
+def test_several_models_of_a_server_that_lists_none(
+    keyed: tuple[KeyedProvider, str], tmp_path: Path
+) -> None:
+    provider, url = keyed
+    provider.limit_every = 1000
+    tasks = tmp_path / "one.yaml"
+    tasks.write_text(
+        "name: one\ntasks:\n  - id: count\n    question: How many files are there?\n"
+        "    checks: [{kind: contains, value: '3'}]\n"
+    )
+    assert evals_main(["run", "--base-url", url, "--models", "scripted:oracle,scripted:plan",
+                       "--api-key-env", "HOSTED_KEY", "--tasks", str(tasks),
+                       "--label", "two"]) == 0  # fmt: skip
+    asked = {
+        json.loads(s.body)["model"]
+        for s in provider.sent
+        if s.path.endswith("/completions") and json.loads(s.body).get("messages")
+    }
+    assert asked == {"scripted:oracle", "scripted:plan"}

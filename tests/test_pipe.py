@@ -172,3 +172,26 @@ async def test_closing_a_busy_worker_kills_it_within_the_grace(tmp_path: Path) -
     assert proc.returncode is not None
     with pytest.raises(PipeFailed):
         await busy
+
+
+async def test_a_request_given_up_while_queued_waits_its_turn_before_its_grace() -> None:
+    """The worker answers in order: a request given up on while another is still being
+    answered is not "stuck" until the worker is on it. (Its grace used to run from the moment
+    it was given up, so a healthy worker busy a little longer with another request was
+    killed.) A request given up before it was even written is simply never sent."""
+    async with Stub() as worker:
+        slow = asyncio.create_task(worker.ask({"op": "sleep", "seconds": 3 * Stub.abandon_grace_s}))
+        while not worker._waiting:
+            await asyncio.sleep(0.01)
+        queued = asyncio.create_task(worker.ask({"op": "echo", "value": "queued"}))
+        while len(worker._waiting) < 2:
+            await asyncio.sleep(0.01)
+        queued.cancel()
+        unsent = asyncio.create_task(worker.ask({"op": "echo", "value": "never sent"}))
+        unsent.cancel()  # before its first step: it never reaches the pipe
+        for cancelled in (queued, unsent):
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+        assert (await slow)["slept"] == 3 * Stub.abandon_grace_s
+        assert (await worker.ask({"op": "echo", "value": "after"}))["echo"] == "after"
+        assert worker.dead is None

@@ -65,6 +65,7 @@ def two_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("empty-judge", (), 2, "without a valid 'reward'"),
         ("noise", (), 0, ""),
         ("flood", (), 0, ""),
+        ("gold-fails", (), 1, "could not give the task's gold"),
     ],
 )
 def test_a_run_the_worker_fails_is_an_error_and_the_eval_goes_on(
@@ -110,8 +111,8 @@ def test_a_lone_surrogate_in_a_call_is_refused_and_tau2s_worker_goes_on(tmp_path
 
 def test_calculate_refuses_a_power_too_large_to_compute(tmp_path: Path) -> None:
     """tau2's ``calculate`` evaluates ``9**9**9**9`` with Python's eval, for ever; the worker
-    refuses it as tau2 refuses what it cannot compute (an error the agent reads), and a
-    calculation tau2 can do gives tau2's own answer."""
+    refuses what does not finish within its limit as tau2 refuses what it cannot compute (an
+    error the agent reads), and a calculation tau2 can do gives tau2's own answer."""
     from evals.tasks import load_tasks
 
     tasks = load_tasks(_tau2_tasks(tmp_path, [("airline", "2")], ["Hello.", STOP]))
@@ -119,12 +120,14 @@ def test_calculate_refuses_a_power_too_large_to_compute(tmp_path: Path) -> None:
         by_turn([
             (200, calls(("c1", "calculate", '{"expression": "9**9**9**9"}'))),
             (200, calls(("c2", "calculate", '{"expression": "(120 + 80) * 1.5"}'))),
+            # A part that makes a complex number first hides nothing from the limit.
+            (200, calls(("c3", "calculate", '{"expression": "(-8)**0.5 + 9**9**9**9"}'))),
             (200, answer("Done.")),
         ])
     )  # fmt: skip
     ran, _ = run_tau2_task(tasks.tasks[0], client, tmp_path)
     results = {m["tool_call_id"]: m["content"] for m in ran.state.messages if m["role"] == "tool"}
-    assert "too large" in results["c1"]
+    assert "too long to compute" in results["c1"] and "too long to compute" in results["c3"]
     assert results["c2"] == "300.0"
     assert ran.machinery is None and ran.verdicts == {"tau2": 0.0}
 

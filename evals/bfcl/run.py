@@ -210,7 +210,10 @@ async def run_bfcl(
     """
     settings.check()
     serving = settings.serving
-    servers = servers_for(discover(serving.base_urls), serving.model)
+    named = [serving.model] if serving.model else []
+    servers = servers_for(
+        discover(serving.base_urls, serving.key(), named, serving.api), serving.model
+    )
     concurrency = serving.limited([servers])
     own = Checker(settings.checker_python) if checker is None else contextlib.nullcontext(checker)
     async with own as checker:

@@ -149,11 +149,10 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
     add_preset_flags(run)
 
 
-def add_key_flags(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, env: str, refused: str, whose: str
-) -> None:
-    """``env VAR``: the environment variable an endpoint's key is read from; ``refused``: a
-    key given on the command line, refused with why (its value is never read)."""
+def add_key_flags(parser: Any, env: str, refused: str, whose: str) -> None:
+    """``env VAR`` on ``parser`` (a parser or a group of one): the environment variable an
+    endpoint's key is read from; ``refused``: a key given on the command line, refused with
+    why (its value is never read)."""
     parser.add_argument(
         env,
         metavar="VAR",

@@ -23,6 +23,7 @@ from typing import Any
 
 from evals.environments.base import Reading
 from evals.errors import EvalError
+from evals.pipe import PipeFailed
 from evals.record import Tau2Data
 from evals.tasks import Task, Tau2Ref
 from evals.tau2.bridge import Tau2
@@ -111,7 +112,12 @@ class Tau2Dialogue:
         return await self._talk.worker.call(self._talk.key, name, arguments, "user")
 
     async def gold(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
-        found = await self._talk.worker.gold(self._talk.key)
+        try:
+            found = await self._talk.worker.gold(self._talk.key)
+        except PipeFailed:
+            raise
+        except EvalError as exc:  # the worker's own failure to say it: the machinery's
+            raise PipeFailed(f"tau2's worker could not give the task's gold: {exc}") from exc
         calls = [(str(name), dict(arguments)) for name, arguments in found["actions"]]
         return calls, [str(c) for c in found["communicate"]]
 

@@ -15,7 +15,7 @@ from evals.record import RunRecord, is_error, read_runs, run_files
 from evals.report.markdown import table as markdown_table
 from evals.report.pairing import PairingError, paired
 from evals.report.stats import Accuracy, accuracy
-from evals.report.summary import summarize
+from evals.report.summary import cost_text, summarize
 from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -160,7 +160,7 @@ def table(runs: list[Run]) -> str:
         ["p95 turn ms", *(_fmt(r.summary["p95_turn_ms"]) for r in runs)],
         ["prompt tokens", *(_fmt(r.summary["prompt_tokens"], ",") for r in runs)],
         ["completion tokens", *(_fmt(r.summary["completion_tokens"], ",") for r in runs)],
-        ["cost at list price", *(f"${r.summary['cost_usd']:.6f}" for r in runs)],
+        ["cost at list price", *(cost_text(r.summary) for r in runs)],
         ["backend", *(str(r.summary["backend"]) for r in runs)],
         ["tool grammar", *(str(r.summary.get("tool_grammar") or "–") for r in runs)],
         ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],

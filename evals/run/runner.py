@@ -265,7 +265,7 @@ async def run_evals(
     first = evals[0].serving
     first.check()
     tasksets = [load_tasks(s.tasks) for s in evals]  # a bad task file fails before any call
-    named = first.model if len(evals) == 1 else None
+    named = [s.serving.model for s in evals if s.serving.model]
     servers = discover(first.base_urls, first.key(), named, first.api)
     users = _user_servers(evals)
     runs = [_prepare(s, t, servers, echo) for s, t in zip(evals, tasksets, strict=True)]
@@ -335,14 +335,21 @@ async def run_eval(
 
 def _user_servers(evals: list[EvalSettings]) -> dict[str, list[Server]]:
     """The simulated users' own servers (``--user-base-url``), each asked with its key before
-    any task runs: a refused key stops the eval here, once."""
+    any task runs: a refused key stops the eval here, once; a server that does not answer is
+    left to fail each conversation (an error record, rerun by --resume)."""
     found: dict[str, list[Server]] = {}
     for settings in evals:
         url = settings.user_base_url
         if url is None or url in found:
             continue
-        key = key_from("openai", settings.user_api_key_env, "--user-api-key-env")
-        found[url] = discover([url], key, settings.user_model or settings.serving.model)
+        key = key_from("openai", settings.user_api_key_env, "--user-api-key-env", url)
+        model = settings.user_model or settings.serving.model
+        try:
+            found[url] = discover([url], key, [model] if model else [])
+        except KeyRefused:
+            raise
+        except EvalError:  # down now: each conversation is an error, and --resume reruns it
+            found[url] = [Server(url, [{"id": model}], "unreachable", key=key, listed=False)]
     return found
 
 

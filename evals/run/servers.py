@@ -10,6 +10,7 @@ only decides which server gets the next request and how many each has in flight.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import math
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -22,7 +23,14 @@ import httpx
 from evals.errors import EvalError
 from evals.record import RunSpec, code_version, machine
 from harness.cancel import CancelToken
-from harness.client import ModelReply, ProviderClient, TurnOptions, key_refused, tls_context
+from harness.client import (
+    ModelReply,
+    ProviderClient,
+    TurnOptions,
+    key_refused,
+    refuses_key,
+    tls_context,
+)
 from harness.errors import KeyRefused
 from harness.keys import KeyFrom, auth_headers, key_from
 from harness.prices import Prices, list_price
@@ -31,6 +39,18 @@ from harness.providers import provider
 # Software that serves a model on a machine of the user's: priced at the loop's list price.
 # Any other (a hosted provider) is priced at its own, where the price table knows the model.
 LOCAL_SOFTWARE = ("loopbench", "llama.cpp", "vllm")
+
+
+def private_host(base_url: str) -> bool:
+    """Whether ``base_url``'s host is this machine or a private network's."""
+    host = httpx.URL(base_url).host
+    if host in ("localhost",) or host.endswith(".local"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
 
 
 class NoListing(EvalError):
@@ -55,7 +75,7 @@ def fetch_models(
             "`make serve-local` (or `make serve-scripted`), or point LLM_BASE_URL / --base-url "
             "at a running server."
         ) from exc
-    if response.status_code in (401, 403):
+    if refuses_key(response.status_code, secret):
         raise key_refused(base_url, key, response, secret)
     try:
         response.raise_for_status()
@@ -124,12 +144,16 @@ class Server:
     requests: int = 0
     key: KeyFrom = field(default_factory=KeyFrom)  # where its key comes from (none: no key)
     api: str = "openai"  # the wire shape its requests take
+    listed: bool = True  # its models came from its /models (not only from --model)
 
     @property
     def local(self) -> bool:
-        """Whether it is an engine on a machine of the user's (ours, llama.cpp, vLLM), not a
-        hosted provider."""
-        return self.software.startswith(LOCAL_SOFTWARE)
+        """Whether it serves on a machine of the user's: a known engine (ours, llama.cpp,
+        vLLM), or any that lists its models at a loopback or private address (Ollama, LM
+        Studio, SGLang...); else a hosted provider."""
+        if self.software.startswith(LOCAL_SOFTWARE):
+            return True
+        return self.listed and private_host(self.base_url)
 
     @property
     def kind(self) -> str:
@@ -150,31 +174,56 @@ class Server:
 def discover(
     base_urls: Sequence[str],
     key: KeyFrom | None = None,
-    model: str | None = None,
+    models: Sequence[str] = (),
     api: str = "openai",
 ) -> list[Server]:
     """Each server's models and software, asked with the endpoint's key. A server that does
     not answer is an EvalError. One that lists no models, or keeps its listing from the key
-    (many hosted providers), is taken as serving ``model`` when a model is named; else its
-    refusal of the key is a :class:`KeyRefused`."""
+    (many hosted providers), is taken as serving the ``models`` named, once a request to its
+    chat path shows the path is there and the key is taken (else :class:`KeyRefused`)."""
     key = key or KeyFrom()
     servers = []
     for url in dict.fromkeys(u.rstrip("/") for u in base_urls):
         try:
             entries = fetch_models(url, key, api)
         except (NoListing, KeyRefused) as exc:
-            # Some providers keep their listing from keys that may chat: with a model named,
-            # its key is judged by the first request, which stops the eval if it is refused.
-            if model is None:
+            if not models:
                 if isinstance(exc, KeyRefused):
                     raise
                 raise EvalError(f"{exc}: name the model to ask for with --model") from exc
-            servers.append(Server(url, [{"id": model}], "hosted", key=key, api=api))
+            probe_chat(url, key, api)
+            listed = [{"id": m} for m in models]
+            servers.append(Server(url, listed, "hosted", key=key, api=api, listed=False))
             continue
         software = server_software(url, entries[0])
         server = Server(url, entries, software, server_slots(url, entries[0]), key=key, api=api)
         servers.append(server)
     return servers
+
+
+def probe_chat(base_url: str, key: KeyFrom, api: str) -> None:
+    """A request with an empty body to the chat path of a server that lists no models: a 404
+    is no such path (an EvalError that says what to check), a refused key a
+    :class:`KeyRefused`; any other answer (the body's refusal, a 429) shows a server there. It
+    is refused before any model runs, so it costs nothing."""
+    secret = key.read()
+    path = "/chat/completions" if api == "openai" else "/messages"
+    url = f"{base_url.removesuffix('/v1')}/v1{path}" if api != "openai" else f"{base_url}{path}"
+    try:
+        response = httpx.post(
+            url, json={}, timeout=10, verify=tls_context(), headers=auth_headers(api, secret)
+        )
+    except httpx.HTTPError as exc:
+        raise EvalError(
+            f"no model server answers at {base_url} ({exc.__class__.__name__})"
+        ) from exc
+    if refuses_key(response.status_code, secret):
+        raise key_refused(base_url, key, response, secret)
+    if response.status_code in (404, 405):
+        raise EvalError(
+            f"no chat endpoint at {url} ({response.status_code}): check --base-url (an "
+            "OpenAI-shaped one usually ends in /v1)"
+        )
 
 
 def servers_for(servers: list[Server], model: str | None) -> list[Server]:
@@ -209,7 +258,7 @@ class Serving:
     api_key_env: str | None = None
 
     def key(self) -> KeyFrom:
-        return key_from(self.api, self.api_key_env)
+        return key_from(self.api, self.api_key_env, base_url=self.base_url)
 
     @property
     def base_urls(self) -> list[str]:
@@ -262,15 +311,18 @@ class ServerPool:
     task's previous turn (its prompt cache holds the prefix)."""
 
     api: str = "openai"
-    _clients: dict[str, ProviderClient] = field(default_factory=dict)
+    _clients: dict[str, ProviderClient] = field(default_factory=dict)  # by URL, shape and key
     # Set when a server gets room; the waiters then look again (one event loop: between two
     # awaits nobody else changes ``busy``, so no lock is needed).
     _room: asyncio.Event = field(default_factory=asyncio.Event)
 
     def client(self, server: Server) -> ProviderClient:
-        if server.base_url not in self._clients:
-            self._clients[server.base_url] = provider(server.api, server.base_url, key=server.key)
-        return self._clients[server.base_url]
+        """The server's client: one per URL, wire shape and key (the agent's and the user's
+        may share a URL and not a key)."""
+        which = f"{server.api} {server.base_url} {server.key.env}"
+        if which not in self._clients:
+            self._clients[which] = provider(server.api, server.base_url, key=server.key)
+        return self._clients[which]
 
     @asynccontextmanager
     async def slot(

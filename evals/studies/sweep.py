@@ -144,7 +144,7 @@ def sweep_table(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
             r["turns"],
             r["tool_runs"],
             f"{r['prompt_tokens']:,}/{r['completion_tokens']:,}",
-            f"${r['cost_usd']:.4f}",
+            "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
             f"{r['wall_ms'] / 1000:.1f}",
             _fmt(r["mean_turn_ms"], ",.0f"),
             _fmt(r["p95_turn_ms"], ",.0f"),

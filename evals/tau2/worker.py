@@ -40,11 +40,10 @@ is ready and which tau2 it is:
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.util
-import math
 import os
+import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -238,53 +237,32 @@ def _close(env: Any) -> None:
 CONVERSATIONS = Conversations()
 
 # tau2's ``calculate`` (airline, retail) evaluates any string of digits, operators and
-# parentheses with Python's ``eval``: ``9**9**9**9`` would never finish. Its result must fit
-# a float (tau2 rounds ``float(...)`` of it), so an expression whose value overflows a float on
-# the way is refused before tau2 evaluates it, with an error as tau2 words its own; every
-# other expression is tau2's to evaluate, unchanged.
+# parentheses with Python's ``eval``: ``9**9**9**9`` would never finish. Each expression is
+# first evaluated in a child interpreter, as tau2 evaluates it, under a time and a memory
+# limit: one that does not finish is refused (an error as tau2 words its own) and the child
+# killed; every other is tau2's to evaluate, unchanged, with tau2's own answer.
 CALCULATE_LIMIT = 10_000  # characters
-
-
-def _magnitude(node: ast.AST) -> float:
-    """The value of an arithmetic expression in floats; OverflowError where it leaves them."""
-    if isinstance(node, ast.Expression):
-        return _magnitude(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return float(node.value)
-    if isinstance(node, ast.UnaryOp):
-        value = _magnitude(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp):
-        left, right = _magnitude(node.left), _magnitude(node.right)
-        if isinstance(node.op, ast.Add):
-            value = left + right
-        elif isinstance(node.op, ast.Sub):
-            value = left - right
-        elif isinstance(node.op, ast.Mult):
-            value = left * right
-        elif isinstance(node.op, ast.Pow):
-            value = math.pow(left, right)
-        else:  # a division: its size is what matters, not a zero divisor (tau2's to refuse)
-            value = left / right if right else 0.0
-        if math.isinf(value):
-            raise OverflowError("the result is too large")
-        return value
-    raise ValueError("not arithmetic")
+CALCULATE_SECONDS = 2.0
+_TRIAL = (
+    "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+    'float(eval(sys.argv[1], {"__builtins__": None}, {}))'
+)
 
 
 def check_calculation(expression: str) -> None:
-    """Raises ValueError for an expression too long, or whose value is too large, to compute;
-    anything else (tau2's own refusals included) is left to tau2."""
+    """Raises ValueError for an expression too long, or too slow, to compute; anything else
+    (tau2's own refusals included) is left to tau2."""
     if len(expression) > CALCULATE_LIMIT:
         raise ValueError(f"Expression too long (over {CALCULATE_LIMIT} characters)")
+    if not all(char in "0123456789+-*/(). " for char in expression):
+        return  # tau2 refuses it itself, before any evaluation
     try:
-        _magnitude(ast.parse(expression.strip(), mode="eval"))
-    except OverflowError:
-        raise ValueError("Expression result is too large") from None
-    except (RecursionError, MemoryError):
-        raise ValueError("Expression is nested too deeply") from None
-    except (ValueError, TypeError, SyntaxError, ZeroDivisionError):
-        return  # not one this check can size: tau2's own eval says what is wrong with it
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _TRIAL, expression],
+            capture_output=True, timeout=CALCULATE_SECONDS, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:  # the child is killed by then
+        raise ValueError("Expression takes too long to compute") from None
 
 
 def bound_calculate() -> None:

@@ -44,7 +44,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         channel.flush()
         return {"echo": "late"}
     if op == "stranger":
-        channel.write('{"id": 999999, "echo": "not asked"}\n')
+        channel.write('{"pipe_id": 999999, "echo": "not asked"}\n')
         channel.flush()
         return {"echo": "late"}
     if op == "fail":

@@ -6,7 +6,7 @@ after it runs clean), then the worker runs as ``__main__``.
 Faults: ``hang`` (the first tool call never returns), ``die`` (the worker exits at its first
 tool call), ``noise`` (every tool call prints on stdout, by Python and on descriptor 1),
 ``flood`` (200 MB on stderr before the worker starts), ``empty-judge`` (the evaluator answers
-with nothing).
+with nothing), ``gold-fails`` (the task's gold actions cannot be given, once).
 """
 
 from __future__ import annotations
@@ -64,4 +64,15 @@ if fault == "empty-judge":
         return {}
 
     conversations.evaluate = evaluate
+if fault == "gold-fails":
+    conversations = namespace["CONVERSATIONS"]
+    theirs_gold = conversations.gold
+
+    def gold(key: str) -> dict[str, object]:
+        if armed():
+            fired()
+            raise RuntimeError("the gold could not be read")
+        return dict(theirs_gold(key))
+
+    conversations.gold = gold
 namespace["main"]()
