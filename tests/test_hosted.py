@@ -252,9 +252,10 @@ def test_a_url_with_no_chat_path_is_one_message_before_any_task(
 
 
 def test_several_models_of_a_server_that_lists_none(
-    keyed: tuple[KeyedProvider, str], tmp_path: Path
+    keyed: tuple[KeyedProvider, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider, url = keyed
+    monkeypatch.chdir(tmp_path)  # one run file per model, under ./results/runs
     provider.limit_every = 1000
     tasks = tmp_path / "one.yaml"
     tasks.write_text(
@@ -270,3 +271,4 @@ def test_several_models_of_a_server_that_lists_none(
         if s.path.endswith("/completions") and json.loads(s.body).get("messages")
     }
     assert asked == {"scripted:oracle", "scripted:plan"}
+    assert len(list((tmp_path / "results" / "runs").glob("*-two-scripted-*.jsonl"))) == 2
