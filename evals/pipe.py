@@ -79,6 +79,7 @@ class PipeWorker:
         self._write_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._drain: asyncio.Task[None] | None = None
+        self._group_killed = False
         self._stderr_tail = b""
         self.stderr_bytes = 0
 
@@ -227,10 +228,12 @@ class PipeWorker:
             self.dead = why
         proc = self._proc
         if proc is not None:
-            # The group too, whether or not its leader is still there: what the worker started
-            # goes with it.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            # The group too, whether or not its leader is still there (what the worker started
+            # goes with it); once only: later its number may be another group's.
+            if not self._group_killed:
+                self._group_killed = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
@@ -285,8 +288,9 @@ class PipeWorker:
                 self._give_up(ident, future, str(request.get("op")))
             raise
         except (OSError, RuntimeError) as exc:  # its stdin is gone: it died
-            self._waiting.pop(ident, None)
             await self._kill(f"stopped reading requests ({exc.__class__.__name__}: {exc})")
+            if future.done() and not future.cancelled():
+                future.exception()  # failed by the kill; this error says it
             raise self.unavailable(f"{self.title} {self.dead}") from exc
         try:
             await self._turn_of(ident)

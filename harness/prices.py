@@ -49,8 +49,9 @@ LIST_PRICES: dict[str, Prices] = {
     "claude-opus-4-5": Prices(5.00, 25.00),
 }
 # What may follow a name of the table in an id that takes its price: a date or "latest"
-# ("-2024-07-18", "-20250514", "-latest"); any other word is another model ("o3-pro").
-_VERSION = re.compile(r"(-\d+)+|-latest")
+# ("-2024-07-18", "-20250514", "-latest"); anything else is another model ("o3-pro",
+# "claude-opus-4-6").
+_VERSION = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}|-latest")
 
 
 def list_price(model: str) -> tuple[str, Prices] | None:

@@ -176,6 +176,7 @@ def test_a_hosted_model_is_priced_at_its_providers_list_price_where_known() -> N
     # A date or "latest" after a known name takes its price; another word is another model.
     assert list_price("claude-3-5-haiku-latest") is not None
     assert list_price("o3-pro") is None and list_price("gpt-5-pro") is None
+    assert list_price("claude-opus-4-6") is None  # a later minor version is another model
     found = list_price("claude-opus-4-5-20251101")
     assert found is not None and found[0] == "claude-opus-4-5"
     # An engine of the user's that lists its models at a private address is priced as local.
@@ -272,3 +273,25 @@ def test_several_models_of_a_server_that_lists_none(
     }
     assert asked == {"scripted:oracle", "scripted:plan"}
     assert len(list((tmp_path / "results" / "runs").glob("*-two-scripted-*.jsonl"))) == 2
+
+
+def test_a_chat_path_that_answers_otherwise_than_a_server_would_is_no_server() -> None:
+    """Only the body's refusal (or a busy answer) shows a server behind a path that lists no
+    models: a 403 to a request without a key (a Host guard, say) or a 500 is said at once,
+    not taken for a hosted model whose every task then fails."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from evals.errors import EvalError
+    from evals.run.servers import discover
+
+    async def guarded(_: object) -> JSONResponse:
+        return JSONResponse({"error": {"message": "Host not allowed"}}, status_code=403)
+
+    app = Starlette(routes=[Route("/v1/chat/completions", guarded, methods=["POST"])])
+    with (
+        running_server(app) as url,  # type: ignore[arg-type]
+        pytest.raises(EvalError, match="answered 403 to an empty request"),
+    ):
+        discover([url], models=["m"])

@@ -35,6 +35,7 @@ from evals.run.servers import (
     PooledClient,
     Server,
     ServerPool,
+    Unreachable,
     discover,
     fetch_models,
     loop_prices,
@@ -348,7 +349,7 @@ def _user_servers(evals: list[EvalSettings]) -> dict[str, list[Server]]:
             found[url] = discover([url], key, [model] if model else [])
         except KeyRefused:
             raise
-        except EvalError:  # down now: each conversation is an error, and --resume reruns it
+        except Unreachable:  # down now: each conversation is an error, and --resume reruns it
             found[url] = [Server(url, [{"id": model}], "unreachable", key=key, listed=False)]
     return found
 

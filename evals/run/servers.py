@@ -32,7 +32,7 @@ from harness.client import (
     tls_context,
 )
 from harness.errors import KeyRefused
-from harness.keys import KeyFrom, auth_headers, key_from
+from harness.keys import KeyFrom, auth_headers, key_from, scrubbed
 from harness.prices import Prices, list_price
 from harness.providers import provider
 
@@ -50,7 +50,13 @@ def private_host(base_url: str) -> bool:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
-    return address.is_loopback or address.is_private
+    # The carrier-grade range private overlays use (Tailscale) is neither global nor private.
+    overlay = ipaddress.ip_network("100.64.0.0/10")
+    return address.is_loopback or address.is_private or address in overlay
+
+
+class Unreachable(EvalError):
+    """Nothing answers at the server's address (a connection that fails, a timeout)."""
 
 
 class NoListing(EvalError):
@@ -70,7 +76,7 @@ def fetch_models(
             headers=auth_headers(api, secret),
         )  # fmt: skip
     except httpx.HTTPError as exc:
-        raise EvalError(
+        raise Unreachable(
             f"no model server answers at {base_url} ({exc.__class__.__name__}). Start one with "
             "`make serve-local` (or `make serve-scripted`), or point LLM_BASE_URL / --base-url "
             "at a running server."
@@ -201,11 +207,21 @@ def discover(
     return servers
 
 
+# What a chat path answers a request with an empty body when a server is there to take real
+# ones: the body's refusal, or that it is busy.
+SERVER_THERE = frozenset({400, 413, 415, 422, 429, 503})
+
+
+def _text_of(response: httpx.Response) -> str:
+    return response.text[:200] or response.reason_phrase
+
+
 def probe_chat(base_url: str, key: KeyFrom, api: str) -> None:
     """A request with an empty body to the chat path of a server that lists no models: a 404
     is no such path (an EvalError that says what to check), a refused key a
-    :class:`KeyRefused`; any other answer (the body's refusal, a 429) shows a server there. It
-    is refused before any model runs, so it costs nothing."""
+    :class:`KeyRefused`; the body's refusal or a busy answer (``SERVER_THERE``) shows a server
+    there, and anything else is an EvalError. It is refused before any model runs, so it
+    costs nothing."""
     secret = key.read()
     path = "/chat/completions" if api == "openai" else "/messages"
     url = f"{base_url.removesuffix('/v1')}/v1{path}" if api != "openai" else f"{base_url}{path}"
@@ -214,15 +230,19 @@ def probe_chat(base_url: str, key: KeyFrom, api: str) -> None:
             url, json={}, timeout=10, verify=tls_context(), headers=auth_headers(api, secret)
         )
     except httpx.HTTPError as exc:
-        raise EvalError(
-            f"no model server answers at {base_url} ({exc.__class__.__name__})"
-        ) from exc
+        what = exc.__class__.__name__
+        raise Unreachable(f"no model server answers at {base_url} ({what})") from exc
     if refuses_key(response.status_code, secret):
         raise key_refused(base_url, key, response, secret)
     if response.status_code in (404, 405):
         raise EvalError(
             f"no chat endpoint at {url} ({response.status_code}): check --base-url (an "
             "OpenAI-shaped one usually ends in /v1)"
+        )
+    if response.status_code not in SERVER_THERE:
+        raise EvalError(
+            f"the chat path at {url} answered {response.status_code} to an empty request "
+            f"({scrubbed(_text_of(response), secret)}): check --base-url"
         )
 
 

@@ -243,10 +243,16 @@ CONVERSATIONS = Conversations()
 # killed; every other is tau2's to evaluate, unchanged, with tau2's own answer.
 CALCULATE_LIMIT = 10_000  # characters
 CALCULATE_SECONDS = 2.0
-_TRIAL = (
-    "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
-    'float(eval(sys.argv[1], {"__builtins__": None}, {}))'
-)
+_TRIAL = """
+import resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+cap = 1 << 30 if hard == resource.RLIM_INFINITY else min(1 << 30, hard)
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+except (ValueError, OSError):
+    pass  # the time limit holds alone
+float(eval(sys.argv[1], {"__builtins__": None}, {}))
+"""
 
 
 def check_calculation(expression: str) -> None:
