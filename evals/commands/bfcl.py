@@ -12,6 +12,7 @@ from typing import Any
 from evals.bfcl import peer
 from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
 from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
+from evals.commands.run import add_key_flags
 from evals.errors import EvalError
 from evals.record import run_files
 from evals.record.bfcl import read_items
@@ -27,6 +28,7 @@ from evals.report.bfcl import (
 from evals.report.bfcl_paired import markdown, pair_runs
 from evals.run.servers import Serving, fetch_models
 from harness.client import base_url_from_env
+from harness.keys import key_from, refused_on_command_line
 from harness.presets import PLAIN
 
 
@@ -150,6 +152,7 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
         "spread requests over several servers",
     )
     bfcl.add_argument("--model", help="model name to ask for (default: the server's first)")
+    add_key_flags(bfcl, "--api-key-env", "--api-key", "the servers'")
     bfcl.add_argument(
         "--categories",
         default=",".join(DEFAULT_CATEGORIES),
@@ -199,12 +202,16 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
 
 
 def bfcl_command(args: argparse.Namespace) -> int:
+    if args.api_key is not None:
+        raise refused_on_command_line("--api-key", "--api-key-env")
+    key_from("openai", args.api_key_env)
     urls = [u.rstrip("/") for u in (args.base_url or [base_url_from_env()])]
     where = {
         "base_url": urls[0],
         "more_base_urls": tuple(urls[1:]),
         "concurrency": args.concurrency,
         "per_server": args.max_connections,
+        "api_key_env": args.api_key_env,
     }
     try:
         if args.resume:
