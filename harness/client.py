@@ -27,7 +27,7 @@ import httpx
 
 from harness.cancel import Cancelled, CancelToken
 from harness.errors import KeyRefused, ProviderError
-from harness.keys import KeyFrom, auth_headers, scrubbed
+from harness.keys import KeyFrom, auth_headers, key_refused, refuses_key, scrubbed
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
@@ -95,7 +95,8 @@ class RetryPolicy:
         return random.uniform(ceiling / 2, ceiling)  # "equal jitter"
 
 
-def _error_text(response: httpx.Response) -> str:
+def server_said(response: httpx.Response) -> str:
+    """The error message an answer carries (OpenAI's shape), or its text, cut."""
     try:
         body = response.json()
         return str(body["error"]["message"])[:500]
@@ -235,12 +236,12 @@ class ProviderClient:
             ) from exc
         latency_ms = (time.perf_counter() - start) * 1000
         if refuses_key(response.status_code, self._secret):
-            raise key_refused(self.base_url, self.key, response, self._secret)
+            raise key_refused(self.base_url, self.key, response.status_code, server_said(response))
         if response.status_code >= 400:
             status = response.status_code
             raise ProviderError(
                 f"the model server answered {status}: "
-                f"{scrubbed(_error_text(response), self._secret)}",
+                f"{scrubbed(server_said(response), self._secret)}",
                 status=status,
                 retryable=status == 429 or status >= 500,
                 retry_after_s=_retry_after(response),
@@ -268,36 +269,6 @@ class ProviderClient:
 
     def parse(self, response: httpx.Response, latency_ms: float) -> ModelReply:
         return parse_reply(response, latency_ms)
-
-
-def refuses_key(status: int, secret: str | None) -> bool:
-    """Whether an answer's status refuses the request's key: a 401, or a 403 to a request
-    that carried one (a 403 to one that carried none is about something else: a Host, a
-    path)."""
-    return status == 401 or (status == 403 and secret is not None)
-
-
-def key_refused(
-    base_url: str, key: KeyFrom, response: httpx.Response, secret: str | None
-) -> KeyRefused:
-    """What a 401 or 403 from ``base_url`` says: the endpoint, the variable the key came from
-    (or that none was sent) and the server's own words, the key scrubbed from them."""
-    status = response.status_code
-    said = scrubbed(_error_text(response), secret)
-    if key.env is None:
-        fix = (
-            "no key was sent: put it in an environment variable and name it with "
-            "--api-key-env VAR (the user's endpoint: --user-api-key-env VAR)"
-        )
-    elif status == 403:
-        fix = f"the key came from ${key.env}: check that it may use this model"
-    else:
-        fix = f"the key came from ${key.env}: check it, or name another with --api-key-env"
-    return KeyRefused(
-        f"the server at {base_url} refused the request ({status}: {said}); {fix}",
-        status=status,
-        unavailable=True,
-    )
 
 
 @functools.cache

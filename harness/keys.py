@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, KeyRefused
 
 # The variable each wire shape's own clients read when none is named.
 USUAL = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -83,4 +83,32 @@ def refused_on_command_line(flag: str, variable_flag: str) -> KeySettingError:
         f"{flag} is not taken: a key on the command line lands in your shell history and "
         f"could reach a record. Put it in an environment variable and name it with "
         f"{variable_flag} VAR"
+    )
+
+
+def refuses_key(status: int, secret: str | None) -> bool:
+    """Whether an answer's status refuses the request's key: a 401, or a 403 to a request
+    that carried one (a 403 to one that carried none is about something else: a Host, a
+    path)."""
+    return status == 401 or (status == 403 and secret is not None)
+
+
+def key_refused(base_url: str, key: KeyFrom, status: int, said: str) -> KeyRefused:
+    """What a 401 or 403 from ``base_url`` says: the endpoint, the variable the key came from
+    (or that none was sent) and the server's own words (``said``), the key scrubbed from
+    them."""
+    said = scrubbed(said, key.read())
+    if key.env is None:
+        fix = (
+            "no key was sent: put it in an environment variable and name it with "
+            "--api-key-env VAR (the user's endpoint: --user-api-key-env VAR)"
+        )
+    elif status == 403:
+        fix = f"the key came from ${key.env}: check that it may use this model"
+    else:
+        fix = f"the key came from ${key.env}: check it, or name another with --api-key-env"
+    return KeyRefused(
+        f"the server at {base_url} refused the request ({status}: {said}); {fix}",
+        status=status,
+        unavailable=True,
     )

@@ -162,7 +162,8 @@ def test_a_key_on_the_command_line_is_refused_before_anything_runs(
 
 
 def test_a_hosted_model_is_priced_at_its_providers_list_price_where_known() -> None:
-    from evals.run.servers import Server, price_of
+    from evals.run.discovery import Server
+    from evals.run.servers import price_of
 
     hosted = [Server("https://api.example.com/v1", [{"id": "gpt-4o-mini"}], "unknown")]
     local = [Server("http://127.0.0.1:8000/v1", [], "loopbench serve_local 0.1.0")]
@@ -202,14 +203,15 @@ def test_the_usual_key_goes_only_over_https_and_a_named_one_where_it_is_pointed(
 
 
 def test_a_403_without_a_key_is_not_taken_for_a_refused_key() -> None:
-    from harness.client import refuses_key
+    from harness.keys import refuses_key
 
     assert refuses_key(401, None) and refuses_key(401, KEY) and refuses_key(403, KEY)
     assert not refuses_key(403, None)  # a Host guard's 403, say: the key is not the matter
 
 
 def test_the_agent_and_the_user_on_one_url_keep_their_own_keys() -> None:
-    from evals.run.servers import Server, ServerPool
+    from evals.run.discovery import Server
+    from evals.run.servers import ServerPool
     from harness.keys import KeyFrom
 
     pool = ServerPool()
@@ -284,7 +286,7 @@ def test_a_chat_path_that_answers_otherwise_than_a_server_would_is_no_server() -
     from starlette.routing import Route
 
     from evals.errors import EvalError
-    from evals.run.servers import discover
+    from evals.run.discovery import discover
 
     async def guarded(_: object) -> JSONResponse:
         return JSONResponse({"error": {"message": "Host not allowed"}}, status_code=403)

@@ -21,8 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from evals.errors import EvalError
 from evals.record import RunRecord, kept_at, read_records
 from evals.report.summary import summarize_run_file
+from evals.run.discovery import Server, server_software
 from evals.run.runner import EvalSettings, run_eval, run_evals
-from evals.run.servers import Server, ServerPool, Serving, server_software, servers_for
+from evals.run.servers import ServerPool, Serving, servers_for
 from evals.run.settings import eval_loop
 from evals.tasks import load_tasks
 from serve_local.app import SERVER, create_app

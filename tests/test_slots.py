@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from evals.record import read_runs
+from evals.run.discovery import discover
 from evals.run.runner import EvalSettings, run_eval
-from evals.run.servers import Serving, discover, in_flight
+from evals.run.servers import Serving, in_flight
 from evals.run.settings import eval_loop
 from harness.tools import default_tools
 from serve_local.backends.llama import LlamaBackend

@@ -34,18 +34,11 @@ from evals.bfcl.single import ask, item_record
 from evals.errors import EvalError
 from evals.record import PresetRecord, RunSpec
 from evals.record.bfcl import BfclRun, ItemRecord, header, read_items
+from evals.run.discovery import Server, discover
 from evals.run.driver import RunFile, drive
 from evals.run.progress import Progress
 from evals.run.runner import RESULTS, Summarize, default_out
-from evals.run.servers import (
-    PooledClient,
-    Server,
-    ServerPool,
-    Serving,
-    discover,
-    served_spec,
-    servers_for,
-)
+from evals.run.servers import PooledClient, ServerPool, Serving, served_spec, servers_for
 from harness.client import TurnOptions
 from harness.policies.base import UnknownSetting
 from harness.presets import PLAIN, preset

@@ -26,7 +26,8 @@ from evals.report.bfcl import (
     write_summaries,
 )
 from evals.report.bfcl_paired import markdown, pair_runs
-from evals.run.servers import Serving, fetch_models
+from evals.run.discovery import fetch_models
+from evals.run.servers import Serving
 from harness.client import base_url_from_env
 from harness.keys import key_from, refused_on_command_line
 from harness.presets import PLAIN

@@ -29,7 +29,7 @@ from jsonschema import validators
 from evals.errors import EvalError
 from evals.record import slug
 from evals.report.markdown import table
-from evals.run.servers import fetch_models
+from evals.run.discovery import fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env
 from harness.errors import ToolError

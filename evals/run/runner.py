@@ -26,22 +26,12 @@ from evals.record import (
     slug,
     task_folder,
 )
+from evals.run.discovery import NoListing, Server, Unreachable, discover, fetch_models
 from evals.run.driver import Job, RunFile, drive
 from evals.run.progress import Progress
 from evals.run.recorder import not_run_record, task_record
 from evals.run.resume import refuse_changed_setup
-from evals.run.servers import (
-    NoListing,
-    PooledClient,
-    Server,
-    ServerPool,
-    Unreachable,
-    discover,
-    fetch_models,
-    loop_prices,
-    served_spec,
-    servers_for,
-)
+from evals.run.servers import PooledClient, ServerPool, loop_prices, served_spec, servers_for
 from evals.run.settings import EvalSettings, eval_id, kept_records
 from evals.run.taskrun import run_task
 from evals.scoring.verdict import verdict_of
