@@ -265,7 +265,8 @@ def check_calculation(expression: str) -> None:
     try:
         subprocess.run(
             [sys.executable, "-I", "-S", "-c", _TRIAL, expression],
-            capture_output=True, timeout=CALCULATE_SECONDS, check=False,
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=CALCULATE_SECONDS,
+            check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:  # the child is killed by then
         raise ValueError("Expression takes too long to compute") from None
