@@ -50,8 +50,9 @@ LEGACY_RUN_DIR = Path(".run")
 RUN_DIR = run_dir()
 
 
-def _pid_file(name: str) -> Path:
-    return RUN_DIR / f"{name}.pid"
+def _pid_file(name: str, folder: Path | None = None) -> Path:
+    """The pid file of ``name`` in ``folder`` (default: the run folder)."""
+    return (folder or RUN_DIR) / f"{name}.pid"
 
 
 def _alive(pid: int) -> bool:
@@ -95,14 +96,15 @@ def _own(path: Path) -> bool:
         return False
 
 
-def running(name: str) -> tuple[int, int] | None:
+def running(name: str, folder: Path | None = None) -> tuple[int, int] | None:
     """(pid, port) of the server started under ``name``, if it is still alive and is still
     the process that was started (not another that took its pid since), and this user's."""
-    if _pid_file(name).exists() and not _own(_pid_file(name)):
-        print(f"{name}: {_pid_file(name)} belongs to another user; it is left alone")
+    pid_file = _pid_file(name, folder)
+    if pid_file.exists() and not _own(pid_file):
+        print(f"{name}: {pid_file} belongs to another user; it is left alone")
         return None
     try:
-        saved = json.loads(_pid_file(name).read_text())
+        saved = json.loads(pid_file.read_text())
         pid, port = int(saved["pid"]), int(saved["port"])
         launched = (str(saved["started"]), str(saved["command"]))
     except (FileNotFoundError, ValueError, KeyError, TypeError):
@@ -115,10 +117,10 @@ def running(name: str) -> tuple[int, int] | None:
     # then names the launcher's command line.
     if found[0] != launched[0]:
         print(
-            f"{name}: {_pid_file(name)} names pid {pid}, which is now another process "
+            f"{name}: {pid_file} names pid {pid}, which is now another process "
             f"({found[1][:80]!r}); it is left alone and the stale file removed"
         )
-        _pid_file(name).unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
         return None
     if Path("/proc").is_dir() and not _own(Path(f"/proc/{pid}")):
         print(f"{name}: pid {pid} is another user's process; it is left alone")
@@ -281,10 +283,10 @@ def start(
     return 1
 
 
-def _gone(name: str) -> bool:
+def _gone(name: str, folder: Path | None = None) -> bool:
     """Whether the process a pid file names is gone (or the file names none)."""
     try:
-        pid = int(json.loads(_pid_file(name).read_text())["pid"])
+        pid = int(json.loads(_pid_file(name, folder).read_text())["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return True
     return identity(pid) is None
@@ -304,13 +306,14 @@ def _signal(pid: int, signum: int) -> None:
             os.kill(pid, signum)
 
 
-def stop(name: str) -> bool:
+def stop(name: str, folder: Path | None = None) -> bool:
     """Stop the server started under ``name``: only the process that was launched, checked
     by its start time and command line before any signal is sent."""
-    current = running(name)
+    pid_file = _pid_file(name, folder)
+    current = running(name, folder)
     if current is None:
-        if _own(_pid_file(name)) and _gone(name):
-            _pid_file(name).unlink(missing_ok=True)  # stale: the process is gone
+        if _own(pid_file) and _gone(name, folder):
+            pid_file.unlink(missing_ok=True)  # stale: the process is gone
         return False
     pid = current[0]
     try:
@@ -323,7 +326,7 @@ def stop(name: str) -> bool:
     except PermissionError:
         print(f"{name}: pid {pid} may not be signalled by this user; it is left alone")
         return False
-    _pid_file(name).unlink(missing_ok=True)
+    pid_file.unlink(missing_ok=True)
     print(f"{name}: stopped (pid {pid})")
     return True
 
@@ -331,15 +334,10 @@ def stop(name: str) -> bool:
 def _stop_legacy(names: list[str]) -> list[str]:
     """The servers whose pid files are in the old run folder (``.run`` here), stopped by the
     same rules: a server started before the run folder moved."""
-    global RUN_DIR
     if not LEGACY_RUN_DIR.is_dir() or LEGACY_RUN_DIR.resolve() == RUN_DIR.resolve():
         return []
-    current, RUN_DIR = RUN_DIR, LEGACY_RUN_DIR
-    try:
-        found = names or [p.stem for p in LEGACY_RUN_DIR.glob("*.pid")]
-        return [n for n in found if stop(n)]
-    finally:
-        RUN_DIR = current
+    found = names or [p.stem for p in LEGACY_RUN_DIR.glob("*.pid")]
+    return [n for n in found if stop(n, LEGACY_RUN_DIR)]
 
 
 def main(argv: list[str] | None = None) -> int:

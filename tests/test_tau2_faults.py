@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,22 +86,31 @@ def test_a_run_the_worker_fails_is_an_error_and_the_eval_goes_on(
     assert _all_gone(tmp_path / "worker")
 
 
+def _agent_on_airline_2(
+    folder: Path, replies: list[tuple[int, dict[str, Any]]]
+) -> tuple[Any, dict[str, str]]:
+    """airline-2 with a user that greets, then stops, and an agent that sends ``replies``: the
+    task run, and each tool result by call id."""
+    from evals.tasks import load_tasks
+
+    tasks = load_tasks(_tau2_tasks(folder, [("airline", "2")], ["Hello.", STOP]))
+    ran, _ = run_tau2_task(tasks.tasks[0], fake_client(by_turn(replies)), folder)
+    results = {m["tool_call_id"]: m["content"] for m in ran.state.messages if m["role"] == "tool"}
+    return ran, results
+
+
 def test_a_lone_surrogate_in_a_call_is_refused_and_tau2s_worker_goes_on(tmp_path: Path) -> None:
     """``{"user_id": "\\ud800"}`` used to come back inside tau2's error text and end the
     worker as it printed it (the eval exited 1, every conversation on it lost); now the call is
     refused as invalid arguments before any tool runs, and the conversation is judged."""
-    from evals.tasks import load_tasks
-
-    tasks = load_tasks(_tau2_tasks(tmp_path, [("airline", "2")], ["Hello.", STOP]))
-    client = fake_client(
-        by_turn([
+    ran, results = _agent_on_airline_2(
+        tmp_path,
+        [
             (200, calls(("c1", "get_user_details", '{"user_id": "\\ud800"}'))),
             (200, calls(("c2", "get_user_details", '{"user_id": "nobody_here"}'))),
             (200, answer("I could not find you.")),
-        ])
+        ],
     )  # fmt: skip
-    ran, _ = run_tau2_task(tasks.tasks[0], client, tmp_path)
-    results = {m["tool_call_id"]: m["content"] for m in ran.state.messages if m["role"] == "tool"}
     assert "not text" in results["c1"] and "U+D800" in results["c1"]
     assert "not found" in results["c2"].lower()  # tau2 answered the next call
     refused = [r for r in ran.state.tool_log if r.call_id == "c1"]
@@ -113,20 +123,16 @@ def test_calculate_refuses_a_power_too_large_to_compute(tmp_path: Path) -> None:
     """tau2's ``calculate`` evaluates ``9**9**9**9`` with Python's eval, for ever; the worker
     refuses what does not finish within its limit as tau2 refuses what it cannot compute (an
     error the agent reads), and a calculation tau2 can do gives tau2's own answer."""
-    from evals.tasks import load_tasks
-
-    tasks = load_tasks(_tau2_tasks(tmp_path, [("airline", "2")], ["Hello.", STOP]))
-    client = fake_client(
-        by_turn([
+    ran, results = _agent_on_airline_2(
+        tmp_path,
+        [
             (200, calls(("c1", "calculate", '{"expression": "9**9**9**9"}'))),
             (200, calls(("c2", "calculate", '{"expression": "(120 + 80) * 1.5"}'))),
             # A part that makes a complex number first hides nothing from the limit.
             (200, calls(("c3", "calculate", '{"expression": "(-8)**0.5 + 9**9**9**9"}'))),
             (200, answer("Done.")),
-        ])
+        ],
     )  # fmt: skip
-    ran, _ = run_tau2_task(tasks.tasks[0], client, tmp_path)
-    results = {m["tool_call_id"]: m["content"] for m in ran.state.messages if m["role"] == "tool"}
     assert "too long to compute" in results["c1"] and "too long to compute" in results["c3"]
     assert results["c2"] == "300.0"
     assert ran.machinery is None and ran.verdicts == {"tau2": 0.0}

@@ -17,6 +17,7 @@ from evals.errors import EvalError
 from harness.client import server_said, tls_context
 from harness.errors import KeyRefused
 from harness.keys import KeyFrom, auth_headers, key_refused, refuses_key, scrubbed
+from harness.messages_client import api_root
 
 # Software that serves a model on a machine of the user's: priced at the loop's list price.
 # Any other (a hosted provider) is priced at its own, where the price table knows the model.
@@ -194,10 +195,6 @@ def discover(
 SERVER_THERE = frozenset({400, 413, 415, 422, 429, 503})
 
 
-def _text_of(response: httpx.Response) -> str:
-    return response.text[:200] or response.reason_phrase
-
-
 def probe_chat(base_url: str, key: KeyFrom, api: str) -> None:
     """A request with an empty body to the chat path of a server that lists no models: a 404
     is no such path (an EvalError that says what to check), a refused key a
@@ -205,8 +202,7 @@ def probe_chat(base_url: str, key: KeyFrom, api: str) -> None:
     there, and anything else is an EvalError. It is refused before any model runs, so it
     costs nothing."""
     secret = key.read()
-    path = "/chat/completions" if api == "openai" else "/messages"
-    url = f"{base_url.removesuffix('/v1')}/v1{path}" if api != "openai" else f"{base_url}{path}"
+    url = f"{base_url}/chat/completions" if api == "openai" else f"{api_root(base_url)}/v1/messages"
     try:
         response = httpx.post(
             url, json={}, timeout=10, verify=tls_context(), headers=auth_headers(api, secret)
@@ -224,5 +220,5 @@ def probe_chat(base_url: str, key: KeyFrom, api: str) -> None:
     if response.status_code not in SERVER_THERE:
         raise EvalError(
             f"the chat path at {url} answered {response.status_code} to an empty request "
-            f"({scrubbed(_text_of(response), secret)}): check --base-url"
+            f"({scrubbed(server_said(response), secret)}): check --base-url"
         )
