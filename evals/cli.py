@@ -24,6 +24,7 @@ from evals.commands import (
 )
 from evals.errors import EvalError
 from harness.errors import HarnessError
+from harness.exactargs import ExactParser
 
 # Each adds its subcommands (``commands.add_parser``) with ``handler`` set; the order is the
 # order of ``--help``.
@@ -43,7 +44,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
 
 
 def parser() -> argparse.ArgumentParser:
-    found = argparse.ArgumentParser(prog="python -m evals")
+    found = ExactParser(prog="python -m evals")
     commands = found.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(commands)

@@ -14,11 +14,11 @@ registries are built.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Callable
 
+from harness.exactargs import ExactParser
 from serve_local import daemon
 
 # What users do, in the order the help lists it; the rest are python -m evals's subcommands.
@@ -44,9 +44,8 @@ HELP = (
 
 
 def _serve(argv: list[str]) -> int:
-    front = argparse.ArgumentParser(
+    front = ExactParser(
         prog="loopbench serve",
-        allow_abbrev=False,  # a server flag is never taken for one of these
         description="Start the local model server in the background (flags after these go to "
         "python -m serve_local: --backend, --model, --ctx, --slots, --tool-grammar, ...).",
     )

@@ -18,6 +18,7 @@ from harness.client import base_url_from_env
 from harness.config import LoopConfig, add_loop_flags, loop_from_args
 from harness.display import printable
 from harness.errors import KeyRefused
+from harness.exactargs import ExactParser
 from harness.loop import run_loop
 from harness.persist import StateFileError, load, save
 from harness.presets import (
@@ -53,7 +54,7 @@ def _loop_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness")
+    parser = ExactParser(prog="python -m harness")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run one task through the agent loop")
     what = run.add_mutually_exclusive_group(required=True)

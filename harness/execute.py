@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,6 +208,14 @@ def _cancelled(name: str, result: BaseException, cancel: CancelToken) -> Stop:
     )
 
 
+async def _settled(running: Awaitable[Stop | None]) -> Stop | BaseException | None:
+    """One call's outcome, an exception returned as gather's ``return_exceptions`` returns it."""
+    try:
+        return await running
+    except Exception as exc:  # sorted out below as gather's results are
+        return exc
+
+
 def idempotency_key(state: RunState, call: Call) -> str:
     """The same logical operation always carries the same key, whatever id the provider sent."""
     return f"{state.run_id}:{call.key}"
@@ -241,15 +249,19 @@ async def answer_pending(
                 progress=_reporter(recorder, state, call.name),
                 idempotency_key=idempotency_key(state, call),
                 settings=config.settings,
+                call_id=call.id,
             )
             recorder.event(
                 state, "tool_start", call_id=call.id, tool_name=call.name, arguments=call.arguments
             )
             runnable.append((call, ctx))
     batch = Batch(state, tools, config, recorder)
-    results = await asyncio.gather(
-        *(batch.run(call, ctx) for call, ctx in runnable), return_exceptions=True
-    )
+    if any(t.in_order for t in (tools.get(c.name) for c, _ in runnable) if t is not None):
+        results = [await _settled(batch.run(call, ctx)) for call, ctx in runnable]
+    else:
+        results = await asyncio.gather(
+            *(batch.run(call, ctx) for call, ctx in runnable), return_exceptions=True
+        )
     stop: Stop | None = None
     for (call, _), result in zip(runnable, results, strict=True):
         if isinstance(result, (Cancelled, ToolDidNotStop)):

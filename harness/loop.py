@@ -142,9 +142,14 @@ async def run_loop(
     config: LoopConfig | None = None,
     recorder: Recorder | None = None,
     cancel: CancelToken | None = None,
+    stop_when: Callable[[RunState], tuple[Status, dict[str, Any]] | None] | None = None,
 ) -> RunState:
     """Drive ``state`` until it stops, with what ``setup`` gives the run (its tools over its
     workspace, and what the system prompt may say of it); the state records why it stopped.
+
+    ``stop_when``: the caller's own limit, read where the loop's are (every call of the last
+    reply answered, before the next model call): a status and its reason end the run there (a
+    conversation's step and error caps, counted over both its sides).
 
     A run that has no system message and no reply yet is given the hooks' system prompt
     (unless ``setup.system_prompt`` is False: the messages go as they are)."""
@@ -166,6 +171,8 @@ async def run_loop(
                 return stopped_by(state, recorder, outcome, token)
             if outcome := await answer_pending(state, by_name, workspace, config, recorder, token):
                 return stopped_by(state, recorder, outcome, token)
+            if stop_when is not None and (own := stop_when(state)) is not None:
+                return stop(state, recorder, *own)
             if limit := limit_reached(state, config):
                 if text := hooks.conclusion(config, limit[1]["type"]):
                     await conclude(state, client, config, recorder, limit, token, text, specs)

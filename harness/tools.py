@@ -41,6 +41,9 @@ class ToolContext:
     facts: dict[str, Any] = field(default_factory=dict)
     # The run's settings (LoopConfig.settings): a tool reads its own limits here.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # The id of the call being answered, as the model gave it (a tool that keeps a transcript
+    # of its own names each result by it).
+    call_id: str = ""
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -61,6 +64,9 @@ class Tool:
     # means the server hung: the machinery's fault, so the run ends as an error
     # (ToolServerFailed) instead of the model reading that the call timed out.
     hang_is_fault: bool = False
+    # True: the calls of one reply run one after the other, in the order asked, whenever one of
+    # them is to this tool (an environment that replays its calls in order, as τ²'s does).
+    in_order: bool = False
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool."""

@@ -19,6 +19,7 @@ from serve_local.app import create_app
 from serve_local.backends import registry
 from serve_local.backends.options import add_options, apply_defaults
 from serve_local.errors import StartupError
+from serve_local.exactargs import ExactParser
 from serve_local.guard import DEFAULT_MAX_BODY_MB, Limits
 
 
@@ -26,7 +27,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line read: the server's own options and the chosen backend's, each at its
     default where not given; an option of another backend is a :class:`StartupError`."""
     options = registry.declared()  # a plugin that fails to load is left out, with a warning
-    parser = argparse.ArgumentParser(
+    parser = ExactParser(
         prog="python -m serve_local",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -12,7 +12,6 @@ python -m serve_local.daemon stop [NAME...]                stop what was started
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -25,6 +24,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from serve_local.exactargs import ExactParser
 
 
 def run_dir() -> Path:
@@ -341,7 +342,7 @@ def _stop_legacy(names: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serve_local.daemon")
+    parser = ExactParser(prog="python -m serve_local.daemon")
     commands = parser.add_subparsers(dest="command", required=True)
     start_cmd = commands.add_parser("start")
     start_cmd.add_argument("name")

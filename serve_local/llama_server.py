@@ -20,7 +20,6 @@ python -m serve_local.llama_server serve ... start it in the background (serve_l
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import os
 import shlex
@@ -32,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from serve_local import daemon
+from serve_local.exactargs import ExactParser
 from serve_local.models import cache_root, resolve
 
 PACKAGE = "llama_cpp_python"
@@ -235,7 +235,7 @@ def command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serve_local.llama_server")
+    parser = ExactParser(prog="python -m serve_local.llama_server")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser(
         "wheel", help="build the llama-cpp-python wheel `make` installs unless it is cached"

@@ -12,7 +12,6 @@ packaged Qwen2.5-Coder-1.5B-Instruct, the smallest packaged model that answers t
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import hashlib
 import json
@@ -34,6 +33,7 @@ from serve_local.catalogue import (
     PackagedModel,
 )
 from serve_local.errors import StartupError
+from serve_local.exactargs import ExactParser
 
 __all__ = [
     "DEFAULT_NAME",
@@ -336,7 +336,7 @@ def describe(model: PackagedModel) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ExactParser(
         prog="python -m serve_local.models",
         description="The models that install from the package registry (make models).",
     )

@@ -41,8 +41,11 @@ def answer(text: str) -> dict[str, Any]:
 
 
 def turn_of(request: httpx.Request) -> int:
+    """The agent's replies so far: its messages after the user's first (τ²'s greeting, before
+    it, is not one)."""
     messages = json.loads(request.content)["messages"]
-    return sum(1 for m in messages if m["role"] == "assistant")
+    first = next((i for i, m in enumerate(messages) if m["role"] == "user"), 0)
+    return sum(1 for m in messages[first:] if m["role"] == "assistant")
 
 
 def by_turn(answers: Sequence[Answer]) -> Callable[[httpx.Request], httpx.Response]:

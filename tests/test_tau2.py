@@ -247,7 +247,10 @@ def test_a_user_model_that_is_down_or_never_stops_and_a_task_tau2_lacks(
     assert main(["run", "--base-url", scripted_url, "--resume", str(out), "--user-base-url",
                  scripted_url]) == 0  # fmt: skip
     resumed = read_runs(out)
-    assert resumed[0].conversation is not None and resumed[0].conversation.end == "step_cap"
+    # The loop's own turn cap (ten model calls of the agent's, over the conversation): a cap
+    # τ² does not have, "capped", judged as a conversation cut short.
+    assert resumed[0].conversation is not None and resumed[0].conversation.end == "capped"
+    assert resumed[0].environment.reward == 0.0
 
 
 async def test_the_model_user_is_prompted_as_tau2_prompts_its_user_and_sees_the_talk_from_its_side(
@@ -270,7 +273,7 @@ async def test_the_model_user_is_prompted_as_tau2_prompts_its_user_and_sees_the_
         seen.append(json.loads(request.content))
         return user_says(request)
 
-    async def agent(state: RunState) -> RunState:
+    async def agent(state: RunState, _: Any) -> RunState:
         state.messages.append({"role": "assistant", "content": "Which booking?"})
         state.status, state.answer = "completed", "Which booking?"
         return state
@@ -379,17 +382,27 @@ def test_telecoms_user_holds_the_phone_and_the_agent_never_sees_its_tools(
     assert not any(r.name == "toggle_roaming" for r in ran.state.tool_log)
 
 
-async def test_a_user_model_that_replies_with_nothing_is_the_machinerys_fault() -> None:
+async def test_a_user_model_that_replies_with_nothing_is_asked_again_then_ends_the_talk() -> None:
+    """τ²'s ``generate`` asks again, three times, for a reply with neither words nor a call;
+    one still empty fails the conversation (τ²'s runner scores it 0: ``user_error`` here, judged,
+    not an error left out of the rates)."""
     from evals.conversation import End, ModelUser, converse
     from harness.state import RunState
     from tests.fake_provider import answer, fake_client
 
-    async def agent(state: RunState) -> RunState:
+    async def agent(state: RunState, _: Any) -> RunState:
         raise AssertionError("the agent never runs: the user said nothing")
 
-    user = ModelUser(fake_client(lambda _: httpx_response(answer("  "))), "u", "prompt")
+    asked: list[int] = []
+
+    def handler(_: Any) -> Any:
+        asked.append(1)
+        return httpx_response(answer("  "))
+
+    user = ModelUser(fake_client(handler), "u", "prompt", empty_retries=3)
     talk = await converse(RunState(run_id="r", model="m", messages=[]), agent, user)
-    assert (talk.end, talk.error) == (End.ERROR, "the user model replied with nothing")
+    assert (talk.end, talk.error, len(asked)) == (End.USER_ERROR, None, 4)
+    assert End.USER_ERROR.tau2 == "user_error"
 
 
 def httpx_response(body: dict[str, Any]) -> Any:
@@ -457,4 +470,11 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     assert (record.task_id, record.spec.task_set) == ("airline-2", "tau2-airline-test")
     assert record.conversation is not None and record.conversation.end == "step_cap"
     assert (record.status, record.correct, record.environment.reward) == ("completed", False, 0.0)
-    assert record.spec.loop is not None and record.spec.loop["max_turns"] == 60
+    # τ²'s runner's rules: no cap on the agent's model calls, 200 steps, 10 errors, seeds drawn
+    # from 300; the user-turn cap asked for is kept in the record.
+    loop = record.spec.loop
+    assert loop is not None and loop["max_turns"] is None
+    assert (loop["max_steps"], loop["max_errors"], loop["seeds"], loop["seed"]) == (
+        200, 10, "tau2", 300,
+    )  # fmt: skip
+    assert loop["max_user_turns"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -174,18 +175,21 @@ def check_keys(args: argparse.Namespace) -> None:
         key_from("openai", args.user_api_key_env, "--user-api-key-env")
 
 
-def handle(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace, after: Callable[[list[Path]], None] | None = None) -> int:
+    """Run the evals ``args`` ask for; ``after``: what a command prints of their run files."""
     if args.epochs < 1:
         raise EvalError("--epochs must be at least 1")
     try:
-        _run(args)
+        outs = _run(args)
     except KeyboardInterrupt:
         print(f"evals: {INTERRUPTED}", file=sys.stderr)
         return 130
+    if after is not None:
+        after(outs)
     return 0
 
 
-def _run(args: argparse.Namespace) -> None:
+def _run(args: argparse.Namespace) -> list[Path]:
     check_keys(args)
     urls = [base_url_for(args.api, u) for u in (args.base_url or [base_url_from_env()])]
     if args.model and args.models:
@@ -202,13 +206,15 @@ def _run(args: argparse.Namespace) -> None:
         "api_key_env": args.api_key_env,
     }
     limits = preset(args.preset).limits
-    loop = loop_from_args(args, eval_loop(), limits)
+    # A command's own loop defaults (tau2: no cap on the agent's model calls), then the flags.
+    loop = loop_from_args(args, eval_loop(**getattr(args, "loop_base", {})), limits)
     if loop.temperature is not None and not 0 <= loop.temperature <= 2:
         raise EvalError("--temperature must be between 0 and 2")
     if args.user_temperature is not None and not 0 <= args.user_temperature <= 2:
         raise EvalError("--user-temperature must be between 0 and 2")
-    if args.max_user_turns < 1:
-        raise EvalError("--max-user-turns must be at least 1")
+    for flag in ("max_user_turns", "max_steps", "max_errors"):
+        if (value := getattr(args, flag, None)) is not None and value < 1:
+            raise EvalError(f"--{flag.replace('_', '-')} must be at least 1")
     if args.api != "openai" and (loop.temperature is not None or loop.seed is not None):
         raise EvalError(
             f"--temperature and --seed are sent in the openai shape only, not {args.api}"
@@ -238,6 +244,9 @@ def _run(args: argparse.Namespace) -> None:
                 user_api_key_env=args.user_api_key_env,
                 user_temperature=args.user_temperature,
                 max_user_turns=args.max_user_turns,
+                max_steps=getattr(args, "max_steps", None),
+                max_errors=getattr(args, "max_errors", None),
+                seeds=getattr(args, "seeds", "epoch"),
                 agent=args.agent,
             )
             for model in models
@@ -249,6 +258,7 @@ def _run(args: argparse.Namespace) -> None:
         print(compare(outs, args.compare))
         if args.compare:
             print(f"wrote {args.compare}")
+    return outs
 
 
 def echo(line: str) -> None:

@@ -10,19 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from evals.commands.run import add_run_flags, handle
+from evals.environments.tau2 import STOP_TOOL
 from evals.errors import EvalError
+from evals.record import is_error, read_runs
+from evals.report.stats import by_task, pass_hat_interval, pass_hat_k
 from evals.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
 from evals.report.users import sample_turns
 from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
-from evals.tau2.tasks import build, taskset_file
+from evals.tau2.tasks import MODES, build, taskset_file
 
 DOMAINS = ("airline", "retail", "telecom")
-# With --trials K above 1 and no --temperature: trials sampled here, so that pass^k means
-# something (greedy trials repeat one transcript); seeds 1..K.
-TRIAL_TEMPERATURE, TRIAL_SEED = 0.7, 1
-# The agent's model calls over one conversation, unless --max-turns says (τ² caps a
-# conversation at 200 messages of every side).
-CONVERSATION_TURNS = 60
+# τ²'s runner's defaults (tau2.config): a conversation's steps and failed calls, the seed its
+# trials' seeds are drawn from; its agent and user sample at temperature 0 (greedy, ours when
+# no --temperature is given) and have no other cap.
+TAU2_MAX_STEPS, TAU2_MAX_ERRORS, TAU2_SEED = 200, 10, 300
 
 
 def register(commands: Any) -> None:
@@ -38,13 +39,38 @@ def register(commands: Any) -> None:
         help="test, train, or a task set tau2 names (telecom: small, full); default test",
     )
     tau2.add_argument(
+        "--mode",
+        choices=MODES,
+        default="conversation",
+        help="how tau2 holds each task: with its simulated user (conversation), the agent "
+        "alone with the ticket (solo: telecom's tasks), or the agent given the task's expected "
+        "actions, with the user (gt); default conversation",
+    )
+    tau2.add_argument(
         "--trials",
         type=int,
         default=1,
         metavar="K",
-        help="tries of each task, for pass^k (k = 1..K); above 1 they are sampled at "
-        f"--temperature (default {TRIAL_TEMPERATURE}), trial t with seed --seed + t - 1 "
-        f"(default {TRIAL_SEED})",
+        help="tries of each task, for pass^k (k = 1..K); greedy unless --temperature is given "
+        "(tau2's default: greedy trials repeat one another), each task, trial and side "
+        f"sampling with a seed derived from tau2's trial seed (drawn from --seed, default "
+        f"{TAU2_SEED})",
+    )
+    tau2.add_argument(
+        "--max-steps",
+        type=int,
+        default=TAU2_MAX_STEPS,
+        metavar="N",
+        help="messages of both sides and the environment's answers per conversation, as tau2 "
+        f"counts them, before it ends as max_steps (default {TAU2_MAX_STEPS}, tau2's)",
+    )
+    tau2.add_argument(
+        "--max-errors",
+        type=int,
+        default=TAU2_MAX_ERRORS,
+        metavar="N",
+        help="failed tool calls of both sides per conversation before it ends as "
+        f"too_many_errors (default {TAU2_MAX_ERRORS}, tau2's)",
     )
     tau2.add_argument(
         "--task-ids",
@@ -52,7 +78,8 @@ def register(commands: Any) -> None:
         help="only these tasks (this project's ids, airline-2, or tau2's own)",
     )
     add_run_flags(tau2)
-    tau2.set_defaults(handler=_tau2)
+    # τ²'s user has no cap of its own on its messages (the step cap holds it).
+    tau2.set_defaults(handler=_tau2, max_user_turns=None)
 
     report = commands.add_parser(
         "tau2-report",
@@ -121,27 +148,70 @@ def _tau2(args: argparse.Namespace) -> int:
     if args.trials < 1:
         raise EvalError("--trials must be at least 1")
     tasks = taskset_file(args.domain, args.split)
-    if not tasks.exists():  # a split not committed: read from tau2's package for this run
-        tasks = asyncio.run(build(args.domain, args.split, Path("results/local/tau2") / tasks.name))
+    if args.mode != "conversation" or not tasks.exists():
+        # A mode's tasks, or a split not committed: read from tau2's package for this run.
+        local = Path("results/local/tau2") / (
+            tasks.stem + ("" if args.mode == "conversation" else f"-{args.mode}") + ".json"
+        )
+        tasks = asyncio.run(build(args.domain, args.split, local, args.mode))
     if args.task_ids:
         tasks = _only(tasks, [i for i in args.task_ids.split(",") if i])
     args.tasks, args.epochs = tasks, args.trials
-    if args.max_turns is None:  # the agent's model calls over a whole conversation
-        args.max_turns = CONVERSATION_TURNS
+    # τ²'s agent has no cap of its own on its model calls (the step cap holds it), and keeps a
+    # reply cut at the length limit as it is.
+    args.loop_base = {"max_turns": None, "finish_cut_replies": False}
+    if args.mode == "solo":  # τ²'s solo agent: a call on every reply, ``done`` ends it
+        args.tool_choice = args.tool_choice or "always"
+        args.stop_tool = args.stop_tool or STOP_TOOL
+    if args.resume is None:
+        args.seeds = "tau2"
+        args.seed = TAU2_SEED if args.seed is None else args.seed
     if args.concurrency is None and args.user_base_url is None and args.resume is None:
         # A conversation's agent and user each hold a sequence of the server: one talk per
         # two slots keeps both prefixes cached (make serve-local SLOTS=2).
         args.concurrency = 1
         print("evals: one conversation at a time (its agent and its user take two slots); "
               "--concurrency N for more, with a server of 2N slots")  # fmt: skip
-    if args.trials > 1 and args.temperature is None and args.resume is None:
-        args.temperature = TRIAL_TEMPERATURE
-        args.seed = TRIAL_SEED if args.seed is None else args.seed
-        print(
-            f"evals: {args.trials} trials sampled at temperature {args.temperature}, "
-            f"seeds {args.seed}..{args.seed + args.trials - 1} (--temperature sets another)"
-        )
-    return handle(args)
+    print(f"evals: tau2 {args.mode} by its runner's rules; {', '.join(rules_said(args))}")
+    return handle(args, after=lambda outs: _print_pass_hat(outs, args.trials))
+
+
+def rules_said(args: argparse.Namespace) -> list[str]:
+    """The settings a τ² run is held under, each that differs from τ²'s runner's said so."""
+
+    def vs(value: object, theirs: object, name: str) -> str:
+        return name if value == theirs else f"{name} (tau2's: {theirs})"
+
+    said = [
+        vs(args.max_steps, TAU2_MAX_STEPS, f"{args.max_steps} steps"),
+        vs(args.max_errors, TAU2_MAX_ERRORS, f"{args.max_errors} errors"),
+        "no cap on the user's messages" if args.max_user_turns is None
+        else f"{args.max_user_turns} user messages (tau2's: no cap)",
+        "greedy" if args.temperature in (None, 0) else f"temperature {args.temperature} "
+        "(tau2's: 0)",
+        f"seed {args.seed}: one seed per task, trial and side (tau2's: one per trial)",
+    ]  # fmt: skip
+    if args.max_turns is not None:
+        said.append(f"{args.max_turns} agent turns (tau2's: no cap)")
+    for flag, name in (("budget", "a budget"), ("task_timeout", "a time limit")):
+        if getattr(args, flag, None) is not None:
+            said.append(f"{name} (tau2's: none)")
+    return said
+
+
+def _print_pass_hat(outs: list[Path], trials: int) -> None:
+    """pass^1..pass^K with their intervals, as τ²'s own command ends a run."""
+    for out in outs:
+        records = [r for r in read_runs(out) if not is_error(r)]
+        print(f"pass^k of {out} ({len(by_task(records))} tasks, {trials} trials; "
+              "95 % interval: tasks drawn again)")  # fmt: skip
+        for k in range(1, trials + 1):
+            value, interval = pass_hat_k(records, k), pass_hat_interval(records, k)
+            if value is None or interval is None:
+                print(f"  pass^{k}: –")
+                continue
+            low, high = interval
+            print(f"  pass^{k}: {value:.1%} [{low:.1%}, {high:.1%}]")
 
 
 def _only(tasks: Path, wanted: list[str]) -> Path:

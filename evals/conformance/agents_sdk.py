@@ -15,7 +15,6 @@ Nothing here is scored: the file says what the framework made of the server's re
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import tempfile
@@ -33,6 +32,7 @@ from evals.run.discovery import fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env
 from harness.errors import ToolError
+from harness.exactargs import ExactParser
 from harness.hooks import BASE_PROMPT
 from harness.workspace import Workspace, create_workspace
 from serve_local.callshape import call_spans
@@ -213,7 +213,7 @@ def write(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ExactParser(
         prog="python -m evals.conformance.agents_sdk", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--base-url", default=None, help="default: $LLM_BASE_URL")

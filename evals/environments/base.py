@@ -64,8 +64,19 @@ class Dialogue(Protocol):
         """The user's own tools (OpenAI tools; τ²'s telecom phone), never the agent's."""
         ...
 
-    async def user_call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """One of the user's calls, run on the user's side: its result, and if it failed."""
+    async def user_call(self, name: str, arguments: dict[str, Any], asked: Any) -> tuple[str, bool]:
+        """One of the user's calls, run on the user's side: its result, and if it failed
+        (``asked``: where the call stands in its message, ``evals.conversation.Asked``)."""
+        ...
+
+    @property
+    def ways(self) -> dict[str, Any]:
+        """How the environment holds its conversations, as ``evals.conversation.Rules`` names
+        them (``greeting``, ``empty_retries``, ``solo``, ``stop_tool``)."""
+        ...
+
+    def follow(self, state: Any) -> None:
+        """The run's state, read by the environment's tools (the words beside a call)."""
         ...
 
     async def heard(self, role: str, text: str) -> None: ...
@@ -172,10 +183,13 @@ def scripted_provider(
     calls: Sequence[tuple[str, dict[str, Any]]], words: str = ".", closing: str | None = None
 ) -> Callable[[httpx.Request], httpx.Response]:
     """A provider that makes ``calls`` (tool name, arguments), one a turn, then says ``words``,
-    then answers every later message with ``closing`` (None: ``words`` again)."""
+    then answers every later message with ``closing`` (None: ``words`` again). What the
+    assistant said before the user's first message (τ²'s greeting) is not its own."""
 
     def handle(request: httpx.Request) -> httpx.Response:
         messages = json.loads(request.content)["messages"]
+        first = next((i for i, m in enumerate(messages) if m["role"] == "user"), 0)
+        messages = messages[first:]
         made = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
         said = sum(1 for m in messages if m["role"] == "assistant" and not m.get("tool_calls"))
         if made < len(calls):

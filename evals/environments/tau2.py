@@ -41,22 +41,43 @@ def _ref(task: Task) -> Tau2Ref:
     return ref
 
 
+# τ²'s ``generate`` asks again for a reply with neither words nor a call, three times.
+EMPTY_RETRIES = 3
+# τ²'s solo agent ends its run by calling this tool (``LLMSoloAgent.STOP_FUNCTION_NAME``).
+STOP_TOOL = "done"
+
+
 class JudgeFailed(EvalError):
     """τ²'s evaluator raised on a finished conversation: the run is an error."""
 
 
-def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
-    """τ²'s tools as the loop's, each call executed in the conversation's τ² environment."""
+def _beside(state: RunState | None, call_id: str) -> tuple[str, str | None]:
+    """The message a call of the agent belongs to: its id (its first call's) and the words
+    written beside its calls, as τ²'s trajectory keeps them."""
+    for message in reversed(state.messages if state is not None else []):
+        calls = message.get("tool_calls") or [] if message.get("role") == "assistant" else []
+        if any(c.get("id") == call_id for c in calls):
+            content = message.get("content")
+            return str(calls[0].get("id")), content if isinstance(content, str) else None
+    return call_id, None
+
+
+def _proxies(talk: _Talk, specs: list[dict[str, Any]]) -> list[Tool]:
+    """τ²'s tools as the loop's, each call executed in the conversation's τ² environment, in
+    the order the agent asked for them (τ²'s orchestrator runs a message's calls so)."""
 
     def proxy(name: str) -> Callable[[dict[str, Any], ToolContext], Awaitable[str]]:
-        async def call(args: dict[str, Any], _: ToolContext) -> str:
+        async def call(args: dict[str, Any], ctx: ToolContext) -> str:
+            message, content = _beside(talk.state, ctx.call_id)
             try:
-                content, failed = await tau2.call(key, name, args)
+                result, failed = await talk.worker.call(
+                    talk.key, name, args, "assistant", ctx.call_id, message, content
+                )
             except EvalError as exc:  # the worker, not the tool: the run is an error
                 raise ToolServerFailed(f"tau2's worker failed on {name}: {exc}") from exc
-            if failed:
-                raise ToolError(content)
-            return content
+            if failed:  # τ²'s own words ("Error: ..."), read as τ²'s agent reads them
+                raise ToolError(result.removeprefix("Error: "))
+            return result
 
         return call
 
@@ -71,6 +92,7 @@ def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
             # A call past the tool time limit: the worker is stuck (and is stopped), not the
             # tool's answer; the run is an error.
             hang_is_fault=True,
+            in_order=True,
         )
         for spec in specs
     ]
@@ -78,15 +100,17 @@ def _proxies(tau2: Tau2, key: str, specs: list[dict[str, Any]]) -> list[Tool]:
 
 @dataclass
 class _Talk:
-    """One conversation in flight: the worker that holds it, its key there and what τ² opened
-    it with."""
+    """One conversation in flight: the worker that holds it, its key there, what τ² opened
+    it with, and the run's state once the conversation starts."""
 
     worker: Tau2
     task: Task
     key: str
+    mode: str
     system: str
     user_prompt: str
     user_tools: list[dict[str, Any]]
+    state: RunState | None = None
 
 
 class Tau2Dialogue:
@@ -108,8 +132,22 @@ class Tau2Dialogue:
     def user_tools(self) -> list[dict[str, Any]]:
         return self._talk.user_tools
 
-    async def user_call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        return await self._talk.worker.call(self._talk.key, name, arguments, "user")
+    @property
+    def ways(self) -> dict[str, Any]:
+        """τ²'s orchestrator's: its greeting opens the agent's history (not solo's), an empty
+        reply is asked again three times (τ²'s ``generate``), the solo agent ends with
+        ``done``."""
+        solo = self._talk.mode == "solo"
+        return {"greeting": not solo, "empty_retries": EMPTY_RETRIES, "solo": solo,
+                "stop_tool": STOP_TOOL if solo else ""}  # fmt: skip
+
+    def follow(self, state: RunState) -> None:
+        self._talk.state = state
+
+    async def user_call(self, name: str, arguments: dict[str, Any], asked: Any) -> tuple[str, bool]:
+        return await self._talk.worker.call(
+            self._talk.key, name, arguments, "user", asked.call_id, asked.message, asked.content
+        )
 
     async def gold(self) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
         try:
@@ -163,15 +201,16 @@ class _Opened:
         try:
             tau2 = await self._started()
             key = str(folder)
-            opened = await tau2.open(key, ref.domain, ref.task)
+            opened = await tau2.open(key, ref.domain, ref.task, ref.mode)
         except EvalError as exc:  # the machinery's: the run is an error, the eval goes on
             raise ToolServerFailed(f"tau2 could not open the task: {exc}") from exc
         try:
             workspace = create_workspace(folder, files={})
-            tools = _proxies(tau2, key, opened["tools"])
             talk = _Talk(
-                tau2, task, key, opened["system"], opened["user_prompt"], opened["user_tools"]
-            )
+                tau2, task, key, ref.mode, opened["system"], opened["user_prompt"],
+                opened["user_tools"],
+            )  # fmt: skip
+            tools = _proxies(talk, opened["tools"])
             self._talks[workspace.root] = talk
             try:
                 # τ²'s own system prompt goes as it is: the loop writes none of its own.

@@ -65,8 +65,10 @@ class UserTurn(BaseModel):
 
 class ConversationRecord(BaseModel):
     """A task run held as a conversation with a simulated user (``evals.conversation``): why
-    it ended (``user_stop``, ``transfer``, ``out_of_scope``, ``agent_stop``, ``step_cap``,
-    ``error``), how many messages the user wrote, and who the user was."""
+    it ended (``evals.conversation.End``: ``user_stop``, ``transfer``, ``out_of_scope``,
+    ``agent_stop``, ``capped``, ``step_cap``, ``too_many_errors``, ``agent_error``,
+    ``user_error``, ``error``), how many messages the user wrote, who the user was, and the
+    steps and failed calls of both sides as τ² counts them (None: a record made before)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -77,6 +79,8 @@ class ConversationRecord(BaseModel):
     # What the user model's side cost (None: a scripted user): requests, prompt and
     # completion tokens, ms, and the prompt tokens its server computed (``prompt_n``).
     user_spent: dict[str, float] | None = None
+    steps: int | None = None
+    errors: int | None = None
 
 
 class RunRecord(BaseModel):

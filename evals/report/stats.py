@@ -138,6 +138,23 @@ def pass_hat_k(records: Sequence[RunRecord], k: int) -> float | None:
     return float(np.mean(shares))
 
 
+def pass_hat_interval(
+    records: Sequence[RunRecord], k: int, draws: int = 2000, seed: int = 0
+) -> tuple[float, float] | None:
+    """A 95 % interval of pass^k: the tasks drawn again with replacement (the task is the
+    unit), pass^k of each draw, its 2.5th and 97.5th percentiles. None where pass^k is."""
+    import numpy as np
+    from scipy.special import comb
+
+    outcomes = by_task(records)
+    if not outcomes or k < 1 or any(len(v) < k for v in outcomes.values()):
+        return None
+    shares = np.array([comb(sum(v), k) / comb(len(v), k) for v in outcomes.values()])
+    picks = np.random.default_rng(seed).integers(0, len(shares), size=(draws, len(shares)))
+    means = shares[picks].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
 def pass_hat_curve(records: Sequence[RunRecord]) -> dict[str, float]:
     """pass^k for every k from 1 to the fewest epochs any task has, keyed by k."""
     outcomes = by_task(records)

@@ -191,7 +191,7 @@ async def _one(
 ) -> None:
     environment = environment_of(task)
     opened = ev.opened[environment.name]
-    seed = ev.settings.epoch_seed(epoch)
+    seed = ev.settings.seed_of(task.id, epoch)
     if ev.server_gone:
         record = not_run_record(
             spec=ev.spec,

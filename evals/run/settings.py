@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -60,7 +62,16 @@ class EvalSettings:
     # OPENAI_API_KEY when it is set). Given again on --resume, as the servers are.
     user_api_key_env: str | None = None
     user_temperature: float | None = field(default=None, metadata=LOOP)
-    max_user_turns: int = field(default=30, metadata=LOOP)
+    max_user_turns: int | None = field(default=30, metadata=LOOP)
+    # A conversation's caps over both its sides, counted as τ²'s orchestrator counts them
+    # (``evals.conversation.Rules``); None: none.
+    max_steps: int | None = field(default=None, metadata=LOOP)
+    max_errors: int | None = field(default=None, metadata=LOOP)
+    # How a task run's seed follows from the loop's: "epoch", seed + e - 1 for epoch e (the
+    # agent and the user alike); "tau2", τ²'s trial seeds drawn from it as τ²'s runner draws
+    # them, one seed per task, trial and side derived from the trial's (τ² hands one seed to
+    # every task and both sides of a trial: with a local sampler their first draws coincide).
+    seeds: str = field(default="epoch", metadata=LOOP)
     # Who answers the user of a conversation: the model, or a scripted agent (``oracle``: the
     # task's gold calls and words; ``idle``: nothing), the ceiling and the floor.
     agent: str = field(default="model", metadata=LOOP)
@@ -69,11 +80,31 @@ class EvalSettings:
         seed = self.loop.seed
         return None if seed is None else seed + epoch - 1
 
+    def seed_of(self, task_id: str, epoch: int, side: str = "agent") -> int | None:
+        """The seed ``side`` (agent or user) samples with on ``task_id``'s epoch ``epoch``."""
+        seed = self.loop.seed
+        if seed is None or self.seeds != "tau2":
+            return self.epoch_seed(epoch)
+        return side_seed(trial_seeds(seed, epoch)[epoch - 1], task_id, side)
+
     def loop_record(self) -> dict[str, Any]:
         """What every record of this eval keeps under ``spec.loop``: the loop's flagged fields
         and the eval's own that change what a task run does."""
         own = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("loop")}
         return {**flagged(self.loop), **own}
+
+
+def trial_seeds(seed: int, trials: int) -> list[int]:
+    """τ²'s runner's seeds of trials 1..``trials`` (``random.seed(seed)``, then one
+    ``randint(0, 1_000_000)`` a trial)."""
+    draw = random.Random(seed)
+    return [draw.randint(0, 1_000_000) for _ in range(trials)]
+
+
+def side_seed(trial: int, task_id: str, side: str) -> int:
+    """A seed of one task and side within a trial, from the trial's: independent draws."""
+    digest = hashlib.sha256(f"{trial}:{task_id}:{side}".encode()).hexdigest()
+    return int(digest[:8], 16) % 2**31
 
 
 def eval_loop(**values: Any) -> LoopConfig:

@@ -14,8 +14,11 @@ from httpx import MockTransport
 from evals.conversation import (
     GUIDELINES,
     IDLE_WORDS,
+    AskedAgain,
     ModelUser,
+    Rules,
     ScriptedUser,
+    StopWhen,
     Talk,
     User,
     converse,
@@ -45,8 +48,9 @@ from harness.trace import Recorder
 EVAL_REJECTION = "This evaluation runs read-only; no file may be changed."
 
 
-def loop_config(settings: EvalSettings, epoch: int = 1) -> LoopConfig:
-    return apply(replace(settings.loop, seed=settings.epoch_seed(epoch)), settings.preset)
+def loop_config(settings: EvalSettings, epoch: int = 1, task_id: str = "") -> LoopConfig:
+    seed = settings.seed_of(task_id, epoch) if task_id else settings.epoch_seed(epoch)
+    return apply(replace(settings.loop, seed=seed), settings.preset)
 
 
 @dataclass
@@ -77,6 +81,8 @@ class Ran:
             user=user,
             said=said,
             user_spent=self.user_spent,
+            steps=self.talk.steps,
+            errors=self.talk.errors,
         )
 
 
@@ -125,15 +131,20 @@ async def _user(
         settings.user_temperature if settings.user_temperature is not None
         else settings.loop.temperature
     )  # fmt: skip
-    seed = settings.epoch_seed(epoch)
+    seed = settings.seed_of(task.id, epoch, "user")
     name = settings.user_model or model
     record = UserRecord(
         model=name, base_url=settings.user_base_url, temperature=temperature, seed=seed
     )
     tools = dialogue.user_tools if dialogue is not None else []
     call = dialogue.user_call if tools and dialogue is not None else None
-
-    yield ModelUser(client, name, prompt, temperature, seed, tools=tools, call=call), record
+    user = ModelUser(
+        client, name, prompt, temperature, seed, tools=tools, call=call,
+        # τ²'s user is asked for no length, and asked again on an empty reply.
+        max_tokens=None if dialogue is not None else 512,
+        empty_retries=int(dialogue.ways.get("empty_retries", 0)) if dialogue is not None else 0,
+    )  # fmt: skip
+    yield user, record
 
 
 async def _agent_client(agent: str, dialogue: Dialogue | None, client: ChatClient) -> ChatClient:
@@ -167,9 +178,18 @@ async def _conversation(
     state = ran.state
     assert task.user is not None
     model_client, user_client = clients
-    client = await _agent_client(settings.agent, dialogue, model_client)
-    if dialogue is not None and dialogue.system is not None:
-        state.messages.insert(0, {"role": "system", "content": dialogue.system})
+    rules = Rules(
+        max_user_turns=settings.max_user_turns, max_steps=settings.max_steps,
+        max_errors=settings.max_errors, **(dialogue.ways if dialogue is not None else {}),
+    )  # fmt: skip
+    scripted = await _agent_client(settings.agent, dialogue, model_client)
+    client: ChatClient = scripted
+    if rules.empty_retries:  # an empty reply asked again, as the environment's runner asks
+        client = AskedAgain(scripted, rules.empty_retries)
+    if dialogue is not None:
+        dialogue.follow(state)
+        if dialogue.system is not None:
+            state.messages.insert(0, {"role": "system", "content": dialogue.system})
     prompt = (
         dialogue.user_prompt if dialogue is not None and dialogue.user_prompt is not None
         else GUIDELINES.format(scenario=task.user.scenario)
@@ -180,19 +200,17 @@ async def _conversation(
     ):
         ran.user = who
 
-        async def agent(s: RunState) -> RunState:
-            await run_loop(s, client, setup, config, recorder)
+        async def agent(s: RunState, stop_when: StopWhen) -> RunState:
+            await run_loop(s, client, setup, config, recorder, stop_when=stop_when)
             return await _declined(s, client, setup, config, recorder, settings.approvals)
 
         heard = dialogue.heard if dialogue is not None else None
         kwargs = {"heard": heard} if heard is not None else {}
         try:
-            ran.talk = await converse(
-                state, agent, user, recorder, max_user_turns=settings.max_user_turns, **kwargs
-            )
+            ran.talk = await converse(state, agent, user, recorder, rules=rules, **kwargs)
         finally:
-            if client is not model_client and isinstance(client, ProviderClient):
-                await client.aclose()  # a scripted agent's in-process client
+            if scripted is not model_client and isinstance(scripted, ProviderClient):
+                await scripted.aclose()  # a scripted agent's in-process client
         if isinstance(user, ModelUser):
             ran.user_spent = {k: round(v, 1) for k, v in user.spent.items()}
     if state.status == "running":  # the user ended the talk before the agent's loop ran
@@ -255,7 +273,7 @@ async def run_task(
     gives it; its state file and trace are kept under ``keep``. ``user_client``: where a
     conversation's user model is asked when the eval names no server of its own for it (None:
     ``client``); apart from the agent's, so the agent's queue time is its own."""
-    config = loop_config(settings, epoch)
+    config = loop_config(settings, epoch, task.id)
     state = new_run(model, task.question, run_id=run_id)
     if task.user is not None:  # the user's words open the conversation, not the question
         state.messages = []

@@ -26,3 +26,6 @@ class Tau2Ref(TaskFields):
     key = "tau2"
     domain: str = Field(pattern=r"^(airline|retail|telecom)$")
     task: str = Field(min_length=1, max_length=300)
+    # How τ² holds it: with its user (``conversation``), the agent alone with the ticket
+    # (``solo``), or the agent given the task's expected actions, with its user (``gt``).
+    mode: str = Field(default="conversation", pattern=r"^(conversation|solo|gt)$")

@@ -58,22 +58,35 @@ class Tau2(PipeWorker):
         request = {"op": "tasks", "domain": domain, "split": split}
         return list((await self.ask_for(request, {"tasks": list}))["tasks"])
 
-    async def open(self, key: str, domain: str, task: str) -> dict[str, Any]:
-        """A conversation's environment in its task's initial state: ``policy``, ``tools``
-        (the agent's) and ``user_tools``."""
-        request = {"op": "open", "key": key, "domain": domain, "task": task}
+    async def open(
+        self, key: str, domain: str, task: str, mode: str = "conversation"
+    ) -> dict[str, Any]:
+        """A conversation's environment in its task's initial state, held in ``mode``:
+        ``policy``, ``system`` (τ²'s agent's prompt in that mode), ``tools`` (the agent's),
+        ``user_tools``, ``user_prompt`` and the ``greeting`` that opens it (None: solo)."""
+        request = {"op": "open", "key": key, "domain": domain, "task": task, "mode": mode}
         return await self.ask_for(
             request, {"policy": str, "system": str, "tools": list, "user_tools": list,
-                      "user_prompt": str},
+                      "user_prompt": str, "greeting": (str, type(None))},
         )  # fmt: skip
 
     async def call(
-        self, key: str, name: str, arguments: dict[str, Any], requestor: str = "assistant"
+        self,
+        key: str,
+        name: str,
+        arguments: dict[str, Any],
+        requestor: str = "assistant",
+        call_id: str = "",
+        message: str = "",
+        content: str | None = None,
     ) -> tuple[str, bool]:
-        """One tool call in the conversation's environment: its result, and whether it failed."""
+        """One tool call in the conversation's environment: its result, and whether it failed.
+        ``message``: the id of the message it belongs to (its first call's), whose words beside
+        the calls are ``content``."""
         answer = await self.ask_for(
             {"op": "call", "key": key, "name": name, "arguments": arguments,
-             "requestor": requestor},
+             "requestor": requestor, "call_id": call_id, "message": message,
+             "content": content},
             {"content": str, "failed": bool},
         )  # fmt: skip
         return str(answer["content"]), bool(answer["failed"])

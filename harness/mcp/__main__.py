@@ -7,19 +7,19 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 import anyio
 
+from harness.exactargs import ExactParser
 from harness.mcp.serve import serve
 from harness.sql import SQLError, is_postgres_url
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.mcp")
+    parser = ExactParser(prog="python -m harness.mcp")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="serve the file and SQL tools over MCP on stdin/stdout")
     run.add_argument("--workspace", type=Path, help="the folder the file tools work on")
