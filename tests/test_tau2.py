@@ -455,7 +455,7 @@ def test_two_conversations_at_once_count_what_is_new_to_each_by_its_own_talk() -
 
 @needs_tau2
 def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
-    scripted_url: str, tmp_path: Path
+    scripted_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`evals tau2`: the committed airline test split, one task chosen by its tau2 id, the
     oracle agent, the scripted server's model as the user (it never says a stop word, so the
@@ -465,8 +465,14 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
 
     out = tmp_path / "tau2.jsonl"
     flags = ["--agent", "oracle", "--max-user-turns", "2", "--base-url", scripted_url]
-    assert main(["tau2", "--domain", "airline", "--task-ids", "2", *flags, "--out", str(out)]) == 0
-    (record,) = read_runs(out)
+    assert main(["tau2", "--domain", "airline", "--task-ids", "2", *flags, "--out", str(out),
+                 "--trials", "2"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    # The settings that differ from τ²'s runner's are said; pass^1..K end the output.
+    assert "2 user messages (tau2's: no cap)" in printed and "200 steps" in printed
+    assert printed.rstrip().splitlines()[-2:] == ["  pass^1: 0.0% [0.0%, 0.0%]",
+                                                  "  pass^2: 0.0% [0.0%, 0.0%]"]  # fmt: skip
+    record = read_runs(out)[0]
     assert (record.task_id, record.spec.task_set) == ("airline-2", "tau2-airline-test")
     assert record.conversation is not None and record.conversation.end == "step_cap"
     assert (record.status, record.correct, record.environment.reward) == ("completed", False, 0.0)
@@ -478,3 +484,32 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
         200, 10, "tau2", 300,
     )  # fmt: skip
     assert loop["max_user_turns"] == 2
+
+
+def test_trial_seeds_are_tau2s_and_each_task_and_side_draws_its_own() -> None:
+    """τ²'s runner draws its trials' seeds from 300 (``random.seed``, then ``randint``); ours
+    are those, and each task and side derives its own from its trial's, so no two tasks (nor
+    the agent and the user of one) share a first draw."""
+    from evals.run.servers import Serving
+    from evals.run.settings import EvalSettings, eval_loop, trial_seeds
+
+    assert trial_seeds(300, 5) == [626729, 373753, 361454, 1567, 514337]
+    settings = EvalSettings(
+        serving=Serving(base_url="http://unused.invalid/v1"), loop=eval_loop(seed=300),
+        seeds="tau2",
+    )  # fmt: skip
+    drawn = {settings.seed_of(t, e, s) for t in ("a-1", "a-2") for e in (1, 2)
+             for s in ("agent", "user")}  # fmt: skip
+    assert len(drawn) == 8 and None not in drawn
+    assert settings.seed_of("a-1", 2, "user") == settings.seed_of("a-1", 2, "user")
+    plain = EvalSettings(serving=settings.serving, loop=eval_loop(seed=300))
+    assert plain.seed_of("a-1", 2, "user") == plain.seed_of("a-2", 2, "agent") == 301
+
+
+def test_a_flag_is_never_taken_for_the_start_of_another(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--mode`` is not ``--model``: argparse's prefix matching is off on every command."""
+    from evals.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["tau2", "--mod", "solo"])
+    assert "unrecognized arguments: --mod" in capsys.readouterr().err

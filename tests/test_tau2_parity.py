@@ -1,0 +1,248 @@
+"""τ² played by τ²'s own runner and by ``loopbench tau2`` on the same traffic: one scripted
+provider plays the user and the agent for both (real uvicorn; τ²'s ``run_task`` in its own
+virtualenv through LiteLLM, ours through the loop), and the rewards, the ends and the
+trajectories' calls agree. Conversation on airline (an agent whose first reply is empty, a user
+who talks long before stopping), solo on telecom (the gold calls, and an agent that only says
+it is done), ground truth on airline."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evals.conversation import GREETING
+from evals.tau2.bridge import Tau2, tau2_python
+from serve_local.inprocess import running_server
+from tests.fake_provider import answer, calls, server_app
+
+needs_tau2 = pytest.mark.skipif(
+    not tau2_python().exists(), reason="tau2's virtualenv (make tau2-venv) is not there"
+)
+pytestmark = [needs_tau2, pytest.mark.slow]
+
+# τ²'s runner, as its CLI runs one task: its own agent and user, its orchestrator, its limits
+# and evaluator; a task that raises scores 0 (its --skip-failed-samples).
+THEIRS = """
+import json, os, sys
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from tau2.registry import registry
+from tau2.run import run_task
+
+domain, split, task_id, agent, user, url = sys.argv[1:7]
+task = next(t for t in registry.get_tasks_loader(domain)(split) if str(t.id) == task_id)
+args = {"api_base": url, "api_key": "unused", "temperature": 0.0}
+try:
+    sim = run_task(domain, task, agent=agent, user=user, llm_agent="openai/scripted",
+                   llm_args_agent=dict(args), llm_user="openai/scripted",
+                   llm_args_user=dict(args), max_steps=200, max_errors=10, seed=626729)
+    calls = [tc.name for m in sim.messages if getattr(m, "tool_calls", None)
+             for tc in m.tool_calls]
+    out = {"reward": sim.reward_info.reward, "end": sim.termination_reason.value,
+           "calls": calls}
+except Exception as exc:
+    out = {"reward": 0.0, "end": "agent_error", "raised": str(exc), "calls": []}
+print("RESULT " + json.dumps(out))
+"""
+
+
+class Script:
+    """Both sides, from what each request holds: the user by its own turns so far, the agent
+    by its replies since the user's first message (or, alone, since the start). The agent's
+    first reply is empty the first time a request is seen (``empty_first``), as a flaky model's
+    may be; asked again, it goes on."""
+
+    def __init__(
+        self,
+        gold: list[tuple[str, dict[str, Any]]],
+        words: str,
+        user_turns: int,
+        empty_first: bool = False,
+    ) -> None:
+        self.gold, self.words, self.user_turns = gold, words, user_turns
+        self.empty_first = empty_first
+        self.seen: Counter[str] = Counter()
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        messages = body["messages"]
+        if "<scenario>" in messages[0]["content"]:  # the user
+            own = sum(m["role"] == "assistant" and not m.get("tool_calls") for m in messages)
+            if own >= self.user_turns:
+                return httpx.Response(200, json=answer("Thanks. ###STOP###"))
+            said = f"Hello, I need help with my booking (message {own + 1})."
+            return httpx.Response(200, json=answer(said))
+        first = next((i for i, m in enumerate(messages) if m["role"] == "user"), 1)
+        turn = sum(m["role"] == "assistant" for m in messages[first:])
+        key = hashlib.sha256(request.content).hexdigest()
+        self.seen[key] += 1
+        if self.empty_first and turn == 0 and self.seen[key] == 1:
+            return httpx.Response(200, json=answer(""))
+        if turn < len(self.gold):
+            name, arguments = self.gold[turn]
+            return httpx.Response(200, json=calls((f"c{turn}", name, json.dumps(arguments))))
+        if self.words == "done":  # alone: the stop tool
+            return httpx.Response(200, json=calls((f"c{turn}", "done", "{}")))
+        return httpx.Response(200, json=answer(self.words if turn == len(self.gold) else "Bye."))
+
+
+@pytest.fixture
+def serving() -> Iterator[Callable[[Script], Any]]:
+    """A real server whose answers a test sets (``serving(script)`` returns its URL)."""
+    holder: dict[str, Script] = {}
+    app = server_app(lambda request: holder["script"](request), "scripted")
+    with running_server(app) as url:
+
+        def use(script: Script) -> str:
+            holder["script"] = script
+            return url
+
+        yield use
+
+
+def _gold(domain: str, task: str, mode: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    async def read() -> tuple[list[tuple[str, dict[str, Any]]], str]:
+        async with Tau2() as tau2:
+            await tau2.open("gold", domain, task, mode)
+            found = await tau2.gold("gold")
+        gold = [(str(n), dict(a)) for n, a in found["actions"]]
+        return gold, " ".join(["Done.", *map(str, found["communicate"])])
+
+    return asyncio.run(read())
+
+
+def _theirs(url: str, domain: str, split: str, task: str, agent: str, user: str, cwd: Path) -> Any:
+    done = subprocess.run(
+        [str(tau2_python()), "-c", THEIRS, domain, split, task, agent, user, url],
+        cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    assert lines, done.stderr[-3000:]
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def _ours(url: str, domain: str, task: str, mode: str, tmp_path: Path) -> Any:
+    from evals.cli import main
+    from evals.record import read_runs
+
+    out = tmp_path / f"ours-{mode}-{len(list(tmp_path.glob('ours-*')))}.jsonl"
+    flags = ["--domain", domain, "--task-ids", task, "--mode", mode, "--base-url", url]
+    assert main(["tau2", *flags, "--out", str(out)]) == 0
+    (record,) = read_runs(out)
+    return record
+
+
+def _both(
+    serving: Callable[[Script], str], script: Script, run: tuple[str, str, str], tmp_path: Path
+) -> tuple[Any, Any]:
+    """(τ²'s result, our record) of one task on one script, each on a fresh copy of it."""
+    domain, task, mode = run
+    agent = {"conversation": "llm_agent", "gt": "llm_agent_gt", "solo": "llm_agent_solo"}[mode]
+    user = "dummy_user" if mode == "solo" else "user_simulator"
+    theirs = _theirs(serving(script), domain, "test", task, agent, user, tmp_path)
+    fresh = type(script)(script.gold, script.words, script.user_turns, script.empty_first)
+    ours = _ours(serving(fresh), domain, task, mode, tmp_path)
+    script.bodies[:] = fresh.bodies  # what our side sent, for the test to read
+    return theirs, ours
+
+
+def _our_calls(record: Any) -> list[str]:
+    return [r.name for r in record.tool_log] if hasattr(record, "tool_log") else []
+
+
+def test_a_conversation_on_airline_gets_tau2s_own_reward(
+    serving: Callable[[Script], str], tmp_path: Path
+) -> None:
+    """A user that talks 35 times before it stops (past any user cap of ours before: τ² has
+    none), an agent whose first reply is empty (τ² asks again) that then makes the gold calls
+    and says what it must: τ²'s runner and ours judge it alike. The agent's history opens with
+    τ²'s greeting; no request asks for parallel calls (τ²'s never do)."""
+    gold, words = _gold("airline", "2", "conversation")
+    script = Script(gold, words, user_turns=35, empty_first=True)
+    theirs, ours = _both(serving, script, ("airline", "2", "conversation"), tmp_path)
+    assert theirs["end"] == "user_stop" and theirs["reward"] == 1.0, theirs
+    assert ours.conversation.end == "user_stop" and ours.conversation.user_turns == 36
+    assert ours.environment.reward == theirs["reward"]
+    agent = [b for b in script.bodies if "<policy>" in b["messages"][0]["content"]]
+    assert agent and all(b["messages"][1] == {"role": "assistant", "content": GREETING}
+                         for b in agent)  # fmt: skip
+    assert not any("parallel_tool_calls" in b for b in script.bodies)
+
+
+def test_an_agent_that_only_ever_replies_empty_scores_0_in_both(
+    serving: Callable[[Script], str], tmp_path: Path
+) -> None:
+    """Every reply empty: τ² asks three more times, then its runner fails the conversation
+    (0); ours ends it as ``agent_error``, judged 0, never an error left out of the rates."""
+
+    class Empty(Script):
+        def __call__(self, request: httpx.Request) -> httpx.Response:
+            if "<scenario>" in json.loads(request.content)["messages"][0]["content"]:
+                return super().__call__(request)
+            return httpx.Response(200, json=answer(""))
+
+    theirs, ours = _both(serving, Empty([], "", 3), ("airline", "2", "conversation"), tmp_path)
+    assert theirs["reward"] == 0.0
+    assert ours.conversation.end == "agent_error" and ours.status != "error"
+    assert ours.environment.reward == 0.0
+
+
+def test_ten_failed_calls_end_the_conversation_as_tau2s_runner_ends_it(
+    serving: Callable[[Script], str], tmp_path: Path
+) -> None:
+    """τ²'s ``max_errors``: the tenth failed call ends the talk (too_many_errors, 0) in both,
+    before the agent's next reply; the agent reads τ²'s own error text, once prefixed."""
+    bad = [("get_user_details", {"user_id": f"nobody_{i}"}) for i in range(12)]
+    script = Script(bad, "Bye.", 3)
+    theirs, ours = _both(serving, script, ("airline", "2", "conversation"), tmp_path)
+    assert (theirs["end"], theirs["reward"]) == ("too_many_errors", 0.0), theirs
+    assert ours.conversation.end == "too_many_errors" and ours.conversation.errors == 10
+    assert ours.environment.reward == 0.0 and ours.tool_runs == 10
+    agent = [b for b in script.bodies if "<policy>" in b["messages"][0]["content"]]
+    read = [m["content"] for m in agent[-1]["messages"] if m["role"] == "tool"]
+    assert read and all(t.startswith("Error: ") and "Error: Error" not in t for t in read)
+
+
+@pytest.mark.parametrize("idle", [False, True], ids=["gold", "idle"])
+def test_solo_on_telecom_gets_tau2s_own_reward(
+    serving: Callable[[Script], str], tmp_path: Path, idle: bool
+) -> None:
+    """Alone with the ticket: the gold calls (the user's phone among them) then ``done``
+    score 1.0 in both; ``done`` at once scores 0 in both."""
+
+    async def pick() -> str:
+        async with Tau2() as tau2:
+            listed = await tau2.tasks("telecom", "test")
+        return next(str(t["id"]) for t in listed if t["ticket"] and t["actions"])
+
+    task = asyncio.run(pick())
+    gold, _ = _gold("telecom", task, "solo")
+    script = Script([] if idle else gold, "done", user_turns=0)
+    theirs, ours = _both(serving, script, ("telecom", task, "solo"), tmp_path)
+    assert theirs["end"] == "agent_stop" and theirs["reward"] == (0.0 if idle else 1.0), theirs
+    assert ours.conversation.end == "agent_stop" and ours.conversation.user_turns == 0
+    assert ours.environment.reward == theirs["reward"]
+    assert ours.spec.preset.settings["tool_choice"] == "always"
+    assert ours.spec.preset.settings["stop_tool"] == "done"
+    assert "done" not in ours.tools_called  # the stop tool never runs
+
+
+def test_ground_truth_mode_on_airline_gets_tau2s_own_reward(
+    serving: Callable[[Script], str], tmp_path: Path
+) -> None:
+    """The agent given the expected actions (τ²'s GT agent's prompt), with the user."""
+    gold, words = _gold("airline", "2", "gt")
+    theirs, ours = _both(serving, Script(gold, words, 2), ("airline", "2", "gt"), tmp_path)
+    assert theirs["end"] == "user_stop" and theirs["reward"] == 1.0, theirs
+    assert ours.environment.reward == theirs["reward"]
+    assert ours.spec.task_set == "tau2-airline-test-gt"
