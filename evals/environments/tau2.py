@@ -8,7 +8,11 @@ there (a call τ² refuses comes back as a tool error the model reads); every me
 trajectory; at the end τ²'s evaluator replays the trajectory and judges it. An evaluator that
 raises (a replay that does not match, a failure of its own) is the machinery's fault: the run
 is an error, never a 0. The user's tools (telecom's phone) stay on the user's side: the agent
-is never offered them.
+is never offered them, except alone (``solo``), where τ² hands them to the agent.
+
+A task is held in its ``tau2.mode``: a conversation with the user, solo, or with the task's
+resolution steps (``gt``); the agent's system prompt and tools are those τ²'s agent of that
+mode is built with, and its trajectory is judged as τ² judges that mode's.
 """
 
 from __future__ import annotations

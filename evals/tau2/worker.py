@@ -15,13 +15,17 @@ is ready and which tau2 it is:
 - ``{"op": "tasks", "domain": D, "split": S}``: the tasks of a split (``test``, ``train``, or
   tau2's own name of a task set): id, the user's scenario as tau2 words it, and what the
   reward is made of.
-- ``{"op": "open", "key": K, "domain": D, "task": ID}``: a fresh environment for one
-  conversation, in the task's initial state: the domain's policy, the agent's and user's
-  tools, and tau2's own user-simulator prompt for the task (its guidelines and scenario).
-- ``{"op": "call", "key": K, "name": N, "arguments": {...}, "requestor": "assistant"|"user"}``:
-  one tool call executed in that environment; its result as text and whether it failed
-  (``failed``). The
-  call and its result join the conversation's trajectory.
+- ``{"op": "open", "key": K, "domain": D, "task": ID, "mode": M}``: a fresh environment for
+  one conversation, in the task's initial state, held in mode M (``conversation``, ``solo``,
+  ``gt``: tau2's llm_agent, llm_agent_solo, llm_agent_gt): the domain's policy, the system
+  prompt and tools tau2's agent of that mode has, the user's tools, tau2's own user-simulator
+  prompt for the task (its guidelines and scenario), and the greeting the trajectory opens
+  with (None: solo).
+- ``{"op": "call", "key": K, "name": N, "arguments": {...}, "requestor": "assistant"|"user",
+  "call_id": ID, "message": MID, "content": TEXT}``: one tool call executed in that
+  environment; its result as text and whether it failed (``failed``). The calls of one
+  message (MID: its first call's id) join one message of the trajectory with the words beside
+  them (TEXT), each result after it.
 - ``{"op": "gold", "key": K}``: the conversation's task's gold actions of the agent and what
   the agent must say (an oracle agent's script).
 - ``{"op": "say", "key": K, "role": "assistant"|"user", "content": TEXT}``: a message of the
