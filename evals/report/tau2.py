@@ -27,7 +27,18 @@ PAGE = ROOT / "docs" / "tau2.md"
 LABELS = RESULTS / "labels" / "user-turns.jsonl"
 # A second sample, of conversations outside the first: where the rules' error rate is measured.
 HELDOUT = RESULTS / "labels" / "heldout-turns.jsonl"
-ENDS = ("user_stop", "transfer", "out_of_scope", "agent_stop", "step_cap", "error")
+ENDS = (
+    "user_stop",
+    "transfer",
+    "out_of_scope",
+    "agent_stop",
+    "capped",
+    "step_cap",
+    "too_many_errors",
+    "agent_error",
+    "user_error",
+    "error",
+)
 
 # The published anchors the page sets ours beside: (model, airline, retail, telecom) as their
 # sources state them (pass^1, %), on τ²'s original task sets.
