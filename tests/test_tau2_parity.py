@@ -156,10 +156,6 @@ def _both(
     return theirs, ours
 
 
-def _our_calls(record: Any) -> list[str]:
-    return [r.name for r in record.tool_log] if hasattr(record, "tool_log") else []
-
-
 def test_a_conversation_on_airline_gets_tau2s_own_reward(
     serving: Callable[[Script], str], tmp_path: Path
 ) -> None:
