@@ -486,6 +486,31 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     assert loop["max_user_turns"] == 2
 
 
+@needs_tau2
+def test_solo_oracle_ends_with_done_and_scores_one_the_idle_agent_zero(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    """`evals tau2 --mode solo --agent oracle|idle`: the ceiling and the floor of solo mode.
+    τ²'s solo agent must end with ``done``, words fail it (``agent_error``); so the oracle
+    makes the gold calls (the user's actions among them) and then calls ``done``, and the
+    idle agent calls ``done`` at once."""
+    from evals.cli import main
+    from evals.record import read_runs
+
+    task = "[mobile_data_issue]data_saver_mode_on|user_abroad_roaming_enabled_off[PERSONA:Easy]"
+    ended = {}
+    for agent in ("oracle", "idle"):
+        out = tmp_path / f"{agent}.jsonl"
+        flags = ["--agent", agent, "--base-url", scripted_url, "--out", str(out)]
+        assert main(["tau2", "--domain", "telecom", "--mode", "solo", "--task-ids", task,
+                     *flags]) == 0  # fmt: skip
+        (record,) = read_runs(out)
+        assert record.conversation is not None
+        ended[agent] = (record.conversation.end, record.environment.reward, record.tool_runs)
+    assert ended["oracle"][:2] == ("agent_stop", 1.0) and ended["oracle"][2] > 1
+    assert ended["idle"] == ("agent_stop", 0.0, 0)
+
+
 def test_trial_seeds_are_tau2s_and_each_task_and_side_draws_its_own() -> None:
     """τ²'s runner draws its trials' seeds from 300 (``random.seed``, then ``randint``); ours
     are those, and each task and side derives its own from its trial's, so no two tasks (nor

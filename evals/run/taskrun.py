@@ -147,18 +147,23 @@ async def _user(
     yield user, record
 
 
-async def _agent_client(agent: str, dialogue: Dialogue | None, client: ChatClient) -> ChatClient:
+async def _agent_client(
+    agent: str, dialogue: Dialogue | None, client: ChatClient, stop_tool: str = ""
+) -> ChatClient:
     """The agent's side: the model (``client``), or a scripted agent: the oracle makes the
-    task's gold calls and says what it must; the idle agent does nothing."""
+    task's gold calls and says what it must; the idle agent does nothing. An agent that ends
+    its run by calling ``stop_tool`` (τ²'s solo agent) ends with that call, where words would
+    fail it: the oracle after its gold calls, the idle agent at once."""
     if agent == "model":
         return client
+    stop = [(stop_tool, {})] if stop_tool else []
     if agent == "idle":
-        handler = scripted_agent([], IDLE_WORDS)
+        handler = scripted_agent(stop, IDLE_WORDS)
     elif dialogue is None:
         raise EvalError(f"--agent {agent}: this environment knows no gold actions")
     else:
         calls, words = await dialogue.gold()
-        handler = scripted_agent(calls, " ".join(["Done.", *words]))
+        handler = scripted_agent([*calls, *stop], " ".join(["Done.", *words]))
     retry = RetryPolicy(max_retries=0, base_delay_s=0.0, max_delay_s=0.0)
     return ProviderClient("http://agent.invalid/v1", retry=retry, transport=MockTransport(handler))
 
@@ -182,7 +187,7 @@ async def _conversation(
         max_user_turns=settings.max_user_turns, max_steps=settings.max_steps,
         max_errors=settings.max_errors, **(dialogue.ways if dialogue is not None else {}),
     )  # fmt: skip
-    scripted = await _agent_client(settings.agent, dialogue, model_client)
+    scripted = await _agent_client(settings.agent, dialogue, model_client, rules.stop_tool)
     client: ChatClient = scripted
     if rules.empty_retries:  # an empty reply asked again, as the environment's runner asks
         client = AskedAgain(scripted, rules.empty_retries)
