@@ -194,7 +194,7 @@ compare_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals compare $(RUNS) --out $(1
 	--plots $(1)/plots > /dev/null && echo "refreshed $(1)/summary.md and $(1)/plots/"
 # The report reads every committed run folder: the user's new run opens it, set against the
 # references on its task set; superseded and scripted runs are listed only when asked for.
-REPORT_RUNS = $(RUNS) $(wildcard results/workflows results/sql results/sql/runs results/mcp results/tau2 results/superseded/runs)
+REPORT_RUNS = $(RUNS) $(wildcard results/workflows results/sql results/sql/runs results/mcp results/tau2 results/superseded/tau2 results/superseded/runs)
 report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out $(1)/report.html \
 	$(if $(wildcard results/bfcl),--bfcl results/bfcl) $(2)
 
@@ -289,7 +289,7 @@ report: $(STAMP_DEV) chromium
 # workflows' report, the comparison, the sweep's report and the HTML report.
 RESCORED_RUNS = $(RUNS) $(wildcard results/mcp results/leaderboard results/leaderboard/slots4 \
 	results/sql results/sql/runs results/sql/dev results/workflows results/superseded/runs \
-	results/superseded/mcp results/server results/slots results/tau2)
+	results/superseded/mcp results/server results/slots results/tau2 results/superseded/tau2)
 rescore: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m evals rescore $(RESCORED_RUNS) --report results/rescore.md
 	@$(paired_all)

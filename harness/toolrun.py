@@ -34,8 +34,11 @@ async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> Tool
         error = ToolError(f"there is no tool named {call.name!r}. Available tools: {known}.")
         return ToolOutcome(call, "", False, error=error)
     try:
-        # Off the event loop: the schema may be a server's, its patterns matched under a bound.
-        args = await asyncio.to_thread(check_arguments, tool, parse_arguments(call.arguments))
+        args = parse_arguments(call.arguments)
+        if not tool.judges_arguments:
+            # Off the event loop: the schema may be a server's, its patterns matched under a
+            # bound.
+            args = await asyncio.to_thread(check_arguments, tool, args)
     except ToolError as exc:
         return ToolOutcome(call, "", False, error=exc)
     start = time.perf_counter()

@@ -67,6 +67,10 @@ class Tool:
     # True: the calls of one reply run one after the other, in the order asked, whenever one of
     # them is to this tool (an environment that replays its calls in order, as τ²'s does).
     in_order: bool = False
+    # True: the tool's environment judges its arguments by its own rules (τ²'s runs the call
+    # as it is and answers in its own words): the arguments, read as a JSON object, go to it
+    # unchecked against ``parameters``.
+    judges_arguments: bool = False
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool."""

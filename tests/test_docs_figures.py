@@ -231,8 +231,5 @@ def test_the_tool_schema_tables_are_what_the_committed_runs_give() -> None:
 def test_the_tau2_page_is_what_the_committed_conversation_runs_give() -> None:
     from evals.report import tau2
 
-    assert block(tau2.PAGE, "tau2-runs") == tau2.runs_table(), "run python -m evals tau2-report"
-    assert block(tau2.PAGE, "tau2-user-rules") == tau2.rules_table()
-    assert block(tau2.PAGE, "tau2-anchors") == tau2.anchors_table()
-    assert block(tau2.PAGE, "tau2-user-labels") == tau2.labels_text()
-    assert block(tau2.PAGE, "tau2-user-heldout") == tau2.heldout_text()
+    for name, text in tau2.blocks().items():
+        assert block(tau2.PAGE, name) == text, f"{name}: run python -m evals tau2-report"

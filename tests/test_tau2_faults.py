@@ -130,9 +130,15 @@ def test_calculate_refuses_a_power_too_large_to_compute(tmp_path: Path) -> None:
             (200, calls(("c2", "calculate", '{"expression": "(120 + 80) * 1.5"}'))),
             # A part that makes a complex number first hides nothing from the limit.
             (200, calls(("c3", "calculate", '{"expression": "(-8)**0.5 + 9**9**9**9"}'))),
+            # Arguments go to tau2 as its runner sends them (unchecked against the schema):
+            # an expression that is not text is refused, never evaluated.
+            (200, calls(("c4", "calculate", '{"expression": ["9", "*", "*", "9"]}'))),
+            (200, calls(("c5", "calculate", '{"expression": 5}'))),
             (200, answer("Done.")),
         ],
     )  # fmt: skip
+    assert results["c4"].startswith("Error: ") and results["c5"].startswith("Error: ")
+    assert "387420489" not in results["c4"]
     assert "too long to compute" in results["c1"] and "too long to compute" in results["c3"]
     assert results["c2"] == "300.0"
     assert ran.machinery is None and ran.verdicts == {"tau2": 0.0}

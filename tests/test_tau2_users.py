@@ -102,31 +102,43 @@ def test_a_first_message_with_nothing_of_the_scenario_is_off_it() -> None:
     assert _rules(("Cancel EHGLP3.", 0, None), ("Yes.", 1, "Shall I?")) == []
 
 
-def test_the_held_out_sample_reports_both_readers_and_what_the_rules_miss(tmp_path: Path) -> None:
+def test_a_labelled_sample_is_counted_by_conversation_and_readers_agree_where_either_said_ok(
+    tmp_path: Path,
+) -> None:
+    """The conversation is the unit: a user that erred in one turn of a conversation erred in
+    that conversation, and the interval is over conversations, not turns. Two readers are
+    compared where either called a turn ok, and by conversation."""
     from evals.report.tau2 import heldout_text
 
-    def row(turn: int, text: str, label: str) -> dict[str, object]:
+    def row(talk: str, turn: int, text: str, label: str) -> dict[str, object]:
         return {
-            "conversation": "run/t/e1", "turn": turn, "scenario": SCENARIO, "replying_to": None,
+            "conversation": talk, "turn": turn, "scenario": SCENARIO, "replying_to": None,
             "calls_before": 0, "text": text, "earlier": [], "label": label, "why": "read",
         }  # fmt: skip
 
     first = [
-        row(1, "Hello! How can I assist you today?", "error"),  # flagged: speaks as the agent
-        row(2, "Cancel EHGLP3, and my dog is called Rex.", "error"),  # an error no rule sees
-        row(3, "Cancel reservation EHGLP3 please.", "ok"),
+        row("run/a/e1", 1, "Hello! How can I assist you today?", "error"),  # flagged
+        row("run/a/e1", 2, "Cancel EHGLP3, and my dog is called Rex.", "error"),  # unflagged
+        row("run/a/e1", 3, "Cancel reservation EHGLP3 please.", "ok"),
+        row("run/b/e1", 1, "Hi, please cancel reservation EHGLP3.", "ok"),
+        row("run/c/e1", 1, "Hi, please cancel reservation EHGLP3.", "ok"),
+        row("run/c/e1", 2, "Cancel it, and my dog is called Rex.", "error"),
     ]
-    second = [{**first[0]}, {**first[1], "label": "ok"}, {**first[2]}]
+    # The second reader calls the dog an ok turn: one turn apart, and conversation c apart.
+    second = [{**r, "label": "ok"} if r["turn"] == 2 else {**r} for r in first]
     path = tmp_path / "heldout.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in first))
     path.with_suffix(".second-reader.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in second)
     )
     text = heldout_text(path)
-    assert "3 user turns of 1 other conversations" in text
-    assert "2 are the user's errors" in text
-    assert "agrees on 2 of 3 turns" in text
-    assert "flag 1 of the 2 errors" in text and "0 of the 1 turns labelled ok" in text
+    assert "3 conversations (6 user turns)" in text
+    assert "the user erred in 2 of 3 conversations" in text
+    assert "at its first message in 1 of them" in text
+    assert "agrees on whether the user erred in 2 of 3 conversations" in text
+    # Turns either called ok: a/2, a/3, b/1, c/1, c/2; both did on a/3, b/1, c/1.
+    assert "of the 5 turns either reader called ok, both did on 3" in text
+    assert "flag 1 of the 3 turns labelled errors" in text and "0 of the 3 labelled ok" in text
 
 
 def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() -> None:
@@ -141,8 +153,9 @@ def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() 
         return run_record(task_id=task, epoch=1, conversation={"end": "user_stop", "said": said})
 
     runs = [("run", [talk(t) for t in ("a", "b", "c")])]
-    first = sample_turns(runs, {}, 3, seed=7)  # type: ignore[arg-type]
+    first = sample_turns(runs, {}, 2, seed=7)  # type: ignore[arg-type]
     drawn = {str(r["conversation"]) for r in first}
-    assert len(drawn) == 2 and all(r["label"] is None for r in first)  # whole conversations
+    assert len(drawn) == 2 and len(first) == 4  # two whole conversations, every turn of each
+    assert all(r["label"] is None for r in first)
     rest = sample_turns(runs, {}, 10, seed=7, exclude=frozenset(drawn))  # type: ignore[arg-type]
     assert {str(r["conversation"]) for r in rest} == {"run/a/e1", "run/b/e1", "run/c/e1"} - drawn

@@ -17,13 +17,10 @@ from evals.report.stats import by_task, pass_hat_interval, pass_hat_k
 from evals.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
 from evals.report.users import sample_turns
 from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
+from evals.tau2.rules import TAU2_MAX_ERRORS, TAU2_MAX_STEPS, TAU2_SEED, said
 from evals.tau2.tasks import MODES, build, taskset_file
 
 DOMAINS = ("airline", "retail", "telecom")
-# τ²'s runner's defaults (tau2.config): a conversation's steps and failed calls, the seed its
-# trials' seeds are drawn from; its agent and user sample at temperature 0 (greedy, ours when
-# no --temperature is given) and have no other cap.
-TAU2_MAX_STEPS, TAU2_MAX_ERRORS, TAU2_SEED = 200, 10, 300
 
 
 def register(commands: Any) -> None:
@@ -89,9 +86,24 @@ def register(commands: Any) -> None:
 
     sample = commands.add_parser(
         "tau2-sample",
-        help="draw user turns at random from the committed conversation runs, to label",
+        help="draw whole conversations at random from the committed conversation runs, "
+        "their user turns to label (docs/tau2-user-rubric.md)",
     )
-    sample.add_argument("--n", type=int, default=120, help="user turns to draw (default 120)")
+    sample.add_argument(
+        "--conversations",
+        type=int,
+        default=24,
+        metavar="N",
+        help="whole conversations to draw, every user turn of each (default 24)",
+    )
+    sample.add_argument(
+        "--runs",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="draw from this committed run only (its file name under results/tau2/, no "
+        "suffix; repeatable); default: every committed conversation run",
+    )
     sample.add_argument("--seed", type=int, default=7)
     sample.add_argument("--out", type=Path, help="default: results/tau2/labels/user-turns.jsonl")
     sample.add_argument(
@@ -121,7 +133,11 @@ def _sample(args: argparse.Namespace) -> int:
     out = args.out or LABELS
     if out.exists():
         raise EvalError(f"{out} exists (labels are never overwritten); name another --out")
-    runs = conversation_runs()
+    runs = [(name, records) for name, records in conversation_runs()
+            if not args.runs or name in args.runs]  # fmt: skip
+    missing = sorted(set(args.runs) - {name for name, _ in runs})
+    if missing:
+        raise EvalError(f"no committed run {', '.join(missing)} under results/tau2/")
     scenarios = {k: v for _, records in runs for k, v in scenarios_of(records).items()}
     exclude = frozenset(
         str(json.loads(line)["conversation"])
@@ -129,10 +145,12 @@ def _sample(args: argparse.Namespace) -> int:
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     )
-    rows = sample_turns(runs, scenarios, args.n, args.seed, exclude)
+    rows = sample_turns(runs, scenarios, args.conversations, args.seed, exclude)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    print(f"wrote {out}: {len(rows)} user turns (seed {args.seed}) to label ok or error")
+    talks = len({row["conversation"] for row in rows})
+    print(f"wrote {out}: {len(rows)} user turns of {talks} conversations (seed {args.seed}) "
+          "to label ok or error by docs/tau2-user-rubric.md")  # fmt: skip
     return 0
 
 
@@ -178,25 +196,13 @@ def _tau2(args: argparse.Namespace) -> int:
 
 def rules_said(args: argparse.Namespace) -> list[str]:
     """The settings a τ² run is held under, each that differs from τ²'s runner's said so."""
-
-    def vs(value: object, theirs: object, name: str) -> str:
-        return name if value == theirs else f"{name} (tau2's: {theirs})"
-
-    said = [
-        vs(args.max_steps, TAU2_MAX_STEPS, f"{args.max_steps} steps"),
-        vs(args.max_errors, TAU2_MAX_ERRORS, f"{args.max_errors} errors"),
-        "no cap on the user's messages" if args.max_user_turns is None
-        else f"{args.max_user_turns} user messages (tau2's: no cap)",
-        "greedy" if args.temperature in (None, 0) else f"temperature {args.temperature} "
-        "(tau2's: 0)",
-        f"seed {args.seed}: one seed per task, trial and side (tau2's: one per trial)",
-    ]  # fmt: skip
-    if args.max_turns is not None:
-        said.append(f"{args.max_turns} agent turns (tau2's: no cap)")
-    for flag, name in (("budget", "a budget"), ("task_timeout", "a time limit")):
-        if getattr(args, flag, None) is not None:
-            said.append(f"{name} (tau2's: none)")
-    return said
+    return said(
+        {"max_steps": args.max_steps, "max_errors": args.max_errors,
+         "max_user_turns": args.max_user_turns, "temperature": args.temperature,
+         "seeds": "tau2", "seed": args.seed, "max_turns": args.max_turns,
+         "budget_usd": getattr(args, "budget", None),
+         "task_timeout_s": getattr(args, "task_timeout", None)}
+    )  # fmt: skip
 
 
 def _print_pass_hat(outs: list[Path], trials: int) -> None:

@@ -97,6 +97,8 @@ def _proxies(talk: _Talk, specs: list[dict[str, Any]]) -> list[Tool]:
             # tool's answer; the run is an error.
             hang_is_fault=True,
             in_order=True,
+            # τ²'s environment runs a call as its runner sends it and words what fails.
+            judges_arguments=True,
         )
         for spec in specs
     ]

@@ -15,18 +15,22 @@ from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
 from evals.report.docs import fill
 from evals.report.markdown import table
 from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
-from evals.report.users import LABELS as LABEL_WORDS
-from evals.report.users import RULES, agreement, user_errors
+from evals.report.users import RULES, agreement, by_conversation, readers, user_errors
 from evals.tasks import load_tasks
+from evals.tau2.rules import differs
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"
+# Runs made before the conversation followed τ²'s runner's rules, and the samples read of them.
+SUPERSEDED = ROOT / "results" / "superseded" / "tau2"
 PAGE = ROOT / "docs" / "tau2.md"
-# The labelled sample of user turns (``python -m evals tau2-sample``, then read and labelled),
-# beside the runs, not among them.
+# The labelled sample of user turns (``python -m evals tau2-sample``, then read and labelled
+# by docs/tau2-user-rubric.md), beside the runs, not among them.
 LABELS = RESULTS / "labels" / "user-turns.jsonl"
-# A second sample, of conversations outside the first: where the rules' error rate is measured.
-HELDOUT = RESULTS / "labels" / "heldout-turns.jsonl"
+# The samples of the superseded runs: the first, and one of conversations outside it (where
+# the rules' error rate was measured).
+OLD_LABELS = SUPERSEDED / "labels" / "user-turns.jsonl"
+HELDOUT = SUPERSEDED / "labels" / "heldout-turns.jsonl"
 ENDS = (
     "user_stop",
     "transfer",
@@ -74,20 +78,31 @@ def conversation_runs(folder: Path = RESULTS) -> list[tuple[str, list[RunRecord]
 def scenarios_of(records: Sequence[RunRecord]) -> dict[str, str]:
     """Each task's user scenario, read from the task file the run names (none: no rules on
     facts)."""
-    task_set = records[0].spec.task_set
-    path = ROOT / "evals" / "tasks" / "tau2" / f"{str(task_set).removeprefix('tau2-')}.json"
+    name = str(records[0].spec.task_set).removeprefix("tau2-")
+    for mode in ("solo", "gt"):  # a mode's tasks are the split's, its scenarios the same
+        name = name.removesuffix(f"-{mode}")
+    path = ROOT / "evals" / "tasks" / "tau2" / f"{name}.json"
     if not path.exists():
         return {}
     return {t.id: t.user.scenario for t in load_tasks(path).tasks if t.user is not None}
 
 
+def mode_of(records: Sequence[RunRecord]) -> str:
+    """How τ² held the run's tasks: ``conversation``, ``solo`` or ``gt`` (its task set's
+    suffix, as ``evals.tau2.tasks`` names a mode's set)."""
+    name = str(records[0].spec.task_set or "") if records else ""
+    return next((m for m in ("solo", "gt") if name.endswith(f"-{m}")), "conversation")
+
+
 def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[object]:
-    """One run: who held both sides, tasks and trials, pass^k (k = 1..trials, at most
-    ``most_k``), the mean reward, how many of its rewarded conversations ended before the
-    agent's first turn (the user left at once, on a task where nothing needed doing), how
-    conversations ended, and the user's flagged turns."""
+    """One run: how τ² held it, who held both sides, tasks and trials, pass^k (k = 1..trials,
+    at most ``most_k``), the mean reward, how many of its rewarded conversations ended before
+    the agent's first turn (the user left at once, on a task where nothing needed doing), how
+    conversations ended, the conversations a rule flagged a user turn of and the share right
+    among the others, and the settings that differ from τ²'s runner's."""
     judged = [r for r in records if not is_error(r)]
     agent, user = _who(records)
+    mode = mode_of(records)
     trials = min((len(v) for v in by_task(judged).values()), default=0)
     # pass^1 is the accuracy with the task as the unit (each task the share of its trials).
     first = accuracy(judged) if judged else None
@@ -101,45 +116,65 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     silent = sum(r.turns == 0 for r in right)
     ends = Counter(r.conversation.end for r in records if r.conversation is not None)
     flagged = user_errors(judged, scenarios_of(records))
-    share = f"{flagged.flagged}/{flagged.turns}" if flagged.turns else "–"
+    if mode == "solo" or not flagged.conversations:
+        erred = clean = "–"
+    else:
+        erred = f"{flagged.flagged_conversations}/{flagged.conversations}"
+        clean = (
+            f"{wilson(flagged.clean_correct, flagged.clean).interval()} of {flagged.clean}"
+            if flagged.clean else "none"
+        )  # fmt: skip
+    loop = records[0].spec.loop or {}
     return [
         name,
+        mode,
         agent,
-        user,
+        "none" if mode == "solo" else user,
         f"{len(by_task(judged))} × {trials}",
         "–" if first is None else first.interval(),
         " / ".join(f"{v:.1%}" for v in curve if v is not None) or "–",
         f"{sum(rewards) / len(rewards):.2f}" if rewards else "–",
-        f"{silent} of {len(right)}" if right else "–",
+        "–" if mode == "solo" else (f"{silent} of {len(right)}" if right else "–"),
         ", ".join(f"{e} {ends[e]}" for e in ENDS if ends[e]) or "–",
-        share,
+        erred,
+        clean,
+        "; ".join(differs(loop)) or "none",
         len(records) - len(judged),
     ]
 
 
-HEAD = ["run", "agent", "user", "tasks × trials", "pass^1 [95 % CI]", "pass^2 … pass^k",
-        "mean reward", "rewarded before the agent spoke", "ends", "user turns flagged",
-        "errors"]  # fmt: skip
+HEAD = ["run", "mode", "agent", "user", "tasks × trials", "pass^1 [95 % CI]",
+        "pass^2 … pass^k", "mean reward", "rewarded before the agent spoke", "ends",
+        "user erred (rules)", "right where it did not [95 % CI] of n",
+        "differs from τ²'s runner", "errors"]  # fmt: skip
 
 
-def runs_table(folder: Path = RESULTS) -> str:
-    """Every committed conversation run under ``folder``, one row each, by file name."""
-    rows = [run_row(path.stem, read_runs(path)) for path in committed(folder, "*.jsonl")]
+def runs_table(folder: Path = RESULTS, modes: Sequence[str] = ()) -> str:
+    """Every committed conversation run under ``folder`` (of ``modes`` only, when given),
+    one row each, by file name."""
+    rows = []
+    for path in committed(folder, "*.jsonl"):
+        records = read_runs(path)
+        if records and (not modes or mode_of(records) in modes):
+            rows.append(run_row(path.stem, records))
     if not rows:
-        return "No conversation run is committed yet.\n"
+        return "No run of this kind is committed yet.\n"
     return table(HEAD, rows)
 
 
-def rules_table(folder: Path = RESULTS) -> str:
-    """The user's flagged turns by rule, per committed run."""
+def rules_table(folders: Sequence[Path] = (RESULTS, SUPERSEDED)) -> str:
+    """The user's flagged turns by rule, per committed run (a superseded run's name says so)."""
     rows = []
-    for path in committed(folder, "*.jsonl"):
-        records = [r for r in read_runs(path) if not is_error(r)]
-        found = user_errors(records, scenarios_of(records)) if records else None
-        if found is None or not found.turns:
-            continue
-        rows.append([path.stem, found.turns, *(found.by_rule.get(rule, 0) for rule in RULES),
-                     f"{found.flagged_conversations}/{found.conversations}"])  # fmt: skip
+    for folder in folders:
+        prefix = "superseded: " if folder == SUPERSEDED else ""
+        for path in committed(folder, "*.jsonl"):
+            records = [r for r in read_runs(path) if not is_error(r)]
+            found = user_errors(records, scenarios_of(records)) if records else None
+            if found is None or not found.turns:
+                continue
+            rows.append([prefix + path.stem, found.turns,
+                         *(found.by_rule.get(rule, 0) for rule in RULES),
+                         f"{found.flagged_conversations}/{found.conversations}"])  # fmt: skip
     if not rows:
         return "No conversation run is committed yet.\n"
     return table(["run", "user turns", *RULES, "conversations flagged"], rows)
@@ -150,32 +185,53 @@ def _labelled(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def labels_text(path: Path = LABELS) -> str:
-    """The labelled sample: the user's error rate with its interval, how the rules meet the
-    labels, and who was at fault in each failed conversation of the sample."""
+def sample_text(path: Path, heldout: bool = False) -> str:
+    """A labelled sample (``tau2-sample``, labelled by the rubric, docs/tau2-user-rubric.md),
+    counted by conversation: in how many the user erred, with its interval, where its first
+    error fell; a second reader's agreement (``*.second-reader.jsonl``) by conversation and on
+    the turns either called ok; how the rules meet the labels (``heldout``: turns the rules
+    were never written from, so their error rate; else the sample they were fitted to)."""
     if not path.exists():
-        return "No user turn is labelled yet.\n"
+        return "No sample is labelled yet.\n"
     rows = _labelled(path)
     turns = [row for row in rows if "turn" in row]
-    found = agreement(turns)
-    if not found.labelled:
-        return "No user turn is labelled yet.\n"
-    rate = wilson(found.errors, found.labelled)
-    ok = found.labelled - found.errors
-    talks = len({row["conversation"] for row in turns})
+    talks = by_conversation(turns)
+    if not talks.conversations:
+        return "No sample is labelled yet.\n"
+    rate = wilson(talks.erred, talks.conversations)
+    first = talks.first_error.get(1, 0)
     text = (
-        f"{found.labelled} user turns of {talks} conversations drawn at random (`{path.name}`), "
-        f"each labelled by reading before any reward was looked at: {found.errors} are the "
-        f"user's errors, {rate.interval()} (95 % interval). The rules, written after reading "
-        "this sample (so this is how well they fit it, not their error rate on turns they never "
-        f"saw; a fresh sample measures that), flag {found.flagged_errors} of those "
-        f"{found.errors}"
-        + (
-            f" and {found.flagged_ok} of the {ok} turns labelled ok."
-            if ok
-            else "; no turn was labelled ok."
-        )
+        f"{talks.conversations} conversations ({len(turns)} user turns) drawn at random "
+        f"(`{path.name}`), each turn labelled before any reward was looked at: the user erred "
+        f"in {talks.erred} of {talks.conversations} conversations, {rate.interval()} (95 % "
+        f"interval, the conversation the unit), at its first message in {first} of them."
     )
+    second = path.with_suffix(".second-reader.jsonl")
+    if second.exists():
+        both = readers(turns, _labelled(second))
+        text += (
+            f" A second reader, labelling apart, agrees on whether the user erred in "
+            f"{both.same_conversations} of {both.conversations} conversations"
+            + (
+                f"; of the {both.either_ok} turns either reader called ok, both did on "
+                f"{both.both_ok}."
+                if both.either_ok
+                else "; neither called any turn ok."
+            )
+        )
+    found = agreement(turns)
+    ok = found.labelled - found.errors
+    if found.errors:
+        recall = wilson(found.flagged_errors, found.errors)
+        text += (
+            (" The rules, never written from these turns, flag " if heldout else
+             " The rules, written after reading this sample (how well they fit it, not their "
+             "error rate), flag ")
+            + f"{found.flagged_errors} of the {found.errors} turns labelled errors "
+            f"({recall.interval()})"
+            + (f" and {found.flagged_ok} of the {ok} labelled ok." if ok
+               else "; no turn was labelled ok.")
+        )  # fmt: skip
     faults = Counter(str(row["fault"]) for row in rows if "fault" in row)
     if faults:
         text += (
@@ -187,42 +243,12 @@ def labels_text(path: Path = LABELS) -> str:
     return text + "\n"
 
 
-def heldout_text(path: Path = HELDOUT, second: Path | None = None) -> str:
-    """The held-out sample: conversations outside the first sample, labelled blind by two
-    readers; the user's error rate by the first, and the rules' error rate on turns they were
-    never written from (errors they miss, ok turns they flag)."""
-    second = second or path.with_suffix(".second-reader.jsonl")
-    if not path.exists():
-        return "No held-out sample is labelled yet.\n"
-    rows = _labelled(path)
-    found = agreement(rows)
-    if not found.labelled:
-        return "No held-out sample is labelled yet.\n"
-    talks = len({row["conversation"] for row in rows})
-    rate = wilson(found.errors, found.labelled)
-    ok = found.labelled - found.errors
-    text = (
-        f"{found.labelled} user turns of {talks} other conversations, drawn at random from "
-        f"those outside the first sample (`{path.name}`, `tau2-sample --seed 8 --exclude "
-        f"{LABELS.name}`), labelled blind to rewards and rules: {found.errors} are the user's "
-        f"errors, {rate.interval()} (95 % interval)."
-    )
-    if second.exists():
-        other = {(r["conversation"], r["turn"]): r.get("label") for r in _labelled(second)}
-        both = [r for r in rows if other.get((r["conversation"], r["turn"])) in LABEL_WORDS]
-        same = sum(other[(r["conversation"], r["turn"])] == r["label"] for r in both)
-        text += f" A second reader, labelling apart, agrees on {same} of {len(both)} turns."
-    if found.errors:
-        recall = wilson(found.flagged_errors, found.errors)
-        text += (
-            f" The rules, never written from these turns, flag {found.flagged_errors} of the "
-            f"{found.errors} errors ({recall.interval()})"
-        )
-        text += (
-            f" and {found.flagged_ok} of the {ok} turns labelled ok." if ok else
-            "; no turn was labelled ok."
-        )  # fmt: skip
-    return text + "\n"
+def labels_text(path: Path = OLD_LABELS) -> str:
+    return sample_text(path)
+
+
+def heldout_text(path: Path = HELDOUT) -> str:
+    return sample_text(path, heldout=True)
 
 
 def anchors_table() -> str:
@@ -230,13 +256,21 @@ def anchors_table() -> str:
     return table(["published (pass^1, %)", "airline", "retail", "telecom"], rows)
 
 
-def write_page(page: Path = PAGE, folder: Path = RESULTS) -> list[str]:
-    """Fill docs/tau2.md's blocks from the committed runs; the blocks that changed."""
-    blocks = {
-        "tau2-runs": runs_table(folder),
-        "tau2-user-rules": rules_table(folder),
+def blocks(folder: Path = RESULTS) -> dict[str, str]:
+    """docs/tau2.md's generated blocks, by name: the runs that measure the agent (solo, gt)
+    first, then the conversation runs, the superseded ones, the user's flags and samples."""
+    return {
+        "tau2-agent": runs_table(folder, modes=("solo", "gt")),
+        "tau2-runs": runs_table(folder, modes=("conversation",)),
+        "tau2-superseded": runs_table(SUPERSEDED),
+        "tau2-user-rules": rules_table((folder, SUPERSEDED)),
         "tau2-anchors": anchors_table(),
+        "tau2-user-sample": sample_text(LABELS, heldout=True),
         "tau2-user-labels": labels_text(),
         "tau2-user-heldout": heldout_text(),
     }
-    return [name for name, text in blocks.items() if fill(page, name, text)]
+
+
+def write_page(page: Path = PAGE, folder: Path = RESULTS) -> list[str]:
+    """Fill docs/tau2.md's blocks from the committed runs; the blocks that changed."""
+    return [name for name, text in blocks(folder).items() if fill(page, name, text)]

@@ -184,12 +184,15 @@ class UserErrors:
     by_rule: dict[str, int]
     conversations: int
     flagged_conversations: int
+    # The conversations no rule flagged a user turn of: how many, and how many scored.
+    clean: int = 0
+    clean_correct: int = 0
 
 
 def user_errors(records: Sequence[RunRecord], scenarios: dict[str, str]) -> UserErrors:
     """The rules over every conversation of ``records`` (errors left out), each read against
     its task's scenario (``scenarios``: task id to scenario)."""
-    turns = flagged = talks = flagged_talks = 0
+    turns = flagged = talks = flagged_talks = clean = clean_correct = 0
     by_rule: Counter[str] = Counter()
     for record in records:
         talk = record.conversation
@@ -201,8 +204,11 @@ def user_errors(records: Sequence[RunRecord], scenarios: dict[str, str]) -> User
         flagged_turns = {f.turn for f in found}
         flagged += len(flagged_turns)
         flagged_talks += bool(found)
+        if not found:
+            clean += 1
+            clean_correct += bool(record.correct)
         by_rule.update(f.rule for f in found)
-    return UserErrors(turns, flagged, dict(by_rule), talks, flagged_talks)
+    return UserErrors(turns, flagged, dict(by_rule), talks, flagged_talks, clean, clean_correct)
 
 
 # The labelled sample: whole conversations drawn at random (a stated seed) from committed
@@ -214,14 +220,14 @@ LABELS = ("ok", "error")
 def sample_turns(
     runs: Sequence[tuple[str, Sequence[RunRecord]]],
     scenarios: dict[str, str],
-    n: int,
+    conversations: int,
     seed: int,
     exclude: frozenset[str] = frozenset(),
 ) -> list[dict[str, object]]:
-    """Whole conversations drawn at random with ``seed`` from the runs' finished ones, until
-    their user turns number ``n`` or more (every conversation when they hold fewer): one row
-    per user turn, with what its label needs (its scenario, the agent's words before it, the
-    turns before it) and no reward, verdict or rule flag. ``exclude``: conversations
+    """``conversations`` whole conversations drawn at random with ``seed`` from the runs'
+    finished ones (every one when they hold fewer): the conversation is the unit drawn, one
+    row per user turn, with what its label needs (its scenario, the agent's words before it,
+    the turns before it) and no reward, verdict or rule flag. ``exclude``: conversations
     (``RUN/TASK/eEPOCH``) left out, those of a sample already read, so a new one is held out."""
     import random
 
@@ -234,9 +240,7 @@ def sample_turns(
     ]  # fmt: skip
     order = random.Random(seed).sample(range(len(talks)), len(talks))
     rows: list[dict[str, object]] = []
-    for index in order:
-        if len(rows) >= n:
-            break
+    for index in order[:conversations]:
         name, r = talks[index]
         assert r.conversation is not None
         said = r.conversation.said
@@ -256,6 +260,74 @@ def sample_turns(
                 }
             )
     return rows
+
+
+@dataclass(frozen=True)
+class Erred:
+    """A labelled sample counted by conversation: conversations with a label on every turn,
+    those with a turn labelled an error, and the turn each one's first error is on."""
+
+    conversations: int
+    erred: int
+    first_error: dict[int, int]  # turn of the first error: conversations
+
+
+def by_conversation(labelled: Sequence[dict[str, object]]) -> Erred:
+    """Whether the user erred in each conversation of a labelled sample (one whose every
+    turn is labelled), and where first."""
+    turns: dict[str, list[tuple[int, object]]] = {}
+    for row in labelled:
+        turns.setdefault(str(row["conversation"]), []).append(
+            (int(str(row["turn"])), row.get("label"))
+        )
+    done = {k: sorted(v) for k, v in turns.items() if all(label in LABELS for _, label in v)}
+    first: Counter[int] = Counter()
+    for rows in done.values():
+        errors = [turn for turn, label in rows if label == "error"]
+        if errors:
+            first[errors[0]] += 1
+    return Erred(len(done), sum(first.values()), dict(sorted(first.items())))
+
+
+@dataclass(frozen=True)
+class Readers:
+    """Two readers' labels of one sample, compared: on turns either called ``ok`` (where
+    agreement is not the default that all-error turns make it), and by conversation."""
+
+    either_ok: int  # turns both labelled, at least one of them ``ok``
+    both_ok: int  # of those, turns both called ``ok``
+    turns: int  # turns both labelled
+    same_turns: int
+    conversations: int  # conversations both labelled whole
+    same_conversations: int  # of those, both say the user erred, or both that it did not
+
+
+def readers(first: Sequence[dict[str, object]], second: Sequence[dict[str, object]]) -> Readers:
+    def key(row: dict[str, object]) -> tuple[str, int]:
+        return str(row["conversation"]), int(str(row["turn"]))
+
+    other = {key(r): r.get("label") for r in second}
+    both = [(r.get("label"), other[key(r)]) for r in first
+            if r.get("label") in LABELS and other.get(key(r)) in LABELS]  # fmt: skip
+    either = [(a, b) for a, b in both if "ok" in (a, b)]
+    mine, theirs = _erred_by_talk(first), _erred_by_talk(second)
+    talks = mine.keys() & theirs.keys()
+    return Readers(
+        either_ok=len(either),
+        both_ok=sum(a == b for a, b in either),
+        turns=len(both),
+        same_turns=sum(a == b for a, b in both),
+        conversations=len(talks),
+        same_conversations=sum(mine[t] == theirs[t] for t in talks),
+    )
+
+
+def _erred_by_talk(rows: Sequence[dict[str, object]]) -> dict[str, bool]:
+    """Each conversation labelled whole: whether a turn of it is labelled an error."""
+    labels: dict[str, list[object]] = {}
+    for row in rows:
+        labels.setdefault(str(row["conversation"]), []).append(row.get("label"))
+    return {k: "error" in v for k, v in labels.items() if all(x in LABELS for x in v)}
 
 
 @dataclass(frozen=True)

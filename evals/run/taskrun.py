@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from httpx import MockTransport
 
@@ -156,7 +157,7 @@ async def _agent_client(
     fail it: the oracle after its gold calls, the idle agent at once."""
     if agent == "model":
         return client
-    stop = [(stop_tool, {})] if stop_tool else []
+    stop: list[tuple[str, dict[str, Any]]] = [(stop_tool, {})] if stop_tool else []
     if agent == "idle":
         handler = scripted_agent(stop, IDLE_WORDS)
     elif dialogue is None:

@@ -37,7 +37,7 @@ from serve_local.models import QWEN_CODER
 from serve_local.process import serve_command
 
 ROOT = Path(__file__).resolve().parents[3]
-RUN = ROOT / "results" / "tau2" / "airline-test-qwen2.5-coder-1.5b.jsonl"
+RUN = ROOT / "results" / "superseded" / "tau2" / "airline-test-qwen2.5-coder-1.5b.jsonl"
 THREADS, SLOTS, CTX = 2, 2, 16384
 TWO_SLOTS = 4  # two conversations, each with a sequence for its agent and one for its user
 MAX_TOKENS = 8

@@ -1,0 +1,62 @@
+"""τ²'s runner's defaults, and the settings of a run that differ from them: one owner for what
+a run's header prints and what every table a run feeds states beside its figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# τ²'s runner's defaults (tau2.config): a conversation's steps and failed calls, the seed its
+# trials' seeds are drawn from; its agent and user sample at temperature 0 (greedy, ours when
+# no temperature is given) and have no other cap.
+TAU2_MAX_STEPS, TAU2_MAX_ERRORS, TAU2_SEED = 200, 10, 300
+
+
+def said(loop: Mapping[str, object]) -> list[str]:
+    """The settings a τ² run is held under (a record's ``spec.loop``), each that differs from
+    τ²'s runner's said so. A run made before the conversation followed τ²'s rules (no
+    ``max_steps`` in its record) had no step or error cap and seeded by epoch."""
+
+    def vs(value: object, theirs: object, name: str) -> str:
+        return name if value == theirs else f"{name} (tau2's: {theirs})"
+
+    temperature = loop.get("temperature")
+    user_turns = loop.get("max_user_turns")
+    sampled = (
+        "greedy" if temperature in (None, 0, 0.0) else f"temperature {temperature} (tau2's: 0)"
+    )
+    if "max_steps" not in loop:
+        before = "no step or error cap (tau2's: 200 steps, 10 errors)"
+        return [before, sampled, "one seed per epoch (tau2's: one per trial)", *_caps(loop)]
+    out = [
+        vs(loop["max_steps"], TAU2_MAX_STEPS, f"{loop['max_steps']} steps"),
+        vs(loop.get("max_errors"), TAU2_MAX_ERRORS, f"{loop.get('max_errors')} errors"),
+        "no cap on the user's messages" if user_turns is None
+        else f"{user_turns} user messages (tau2's: no cap)",
+        sampled,
+    ]  # fmt: skip
+    if loop.get("seeds") == "tau2":
+        out.append(
+            f"seed {loop.get('seed')}: one seed per task, trial and side (tau2's: one per trial)"
+        )
+    else:
+        out.append(f"seeds by epoch from {loop.get('seed')} (tau2's: one per trial)")
+    return out + _caps(loop, user_turns_said=True)
+
+
+def _caps(loop: Mapping[str, object], user_turns_said: bool = False) -> list[str]:
+    """The caps of our loop that τ²'s runner does not have."""
+    out = []
+    if loop.get("max_user_turns") is not None and not user_turns_said:
+        out.append(f"{loop['max_user_turns']} user messages (tau2's: no cap)")
+    if loop.get("max_turns") is not None:
+        out.append(f"{loop['max_turns']} agent turns (tau2's: no cap)")
+    if loop.get("budget_usd") is not None:
+        out.append("a budget (tau2's: none)")
+    if loop.get("task_timeout_s") is not None:
+        out.append("a time limit (tau2's: none)")
+    return out
+
+
+def differs(loop: Mapping[str, object]) -> list[str]:
+    """Only the settings that differ from τ²'s runner's (the seed rule included)."""
+    return [s for s in said(loop) if "tau2's" in s]
