@@ -35,8 +35,10 @@ def said(loop: Mapping[str, object]) -> list[str]:
         sampled,
     ]  # fmt: skip
     if loop.get("seeds") == "tau2":
+        unused = "; unused when greedy" if sampled == "greedy" else ""
         out.append(
-            f"seed {loop.get('seed')}: one seed per task, trial and side (tau2's: one per trial)"
+            f"seed {loop.get('seed')}: one seed per task, trial and side "
+            f"(tau2's: one per trial{unused})"
         )
     else:
         out.append(f"seeds by epoch from {loop.get('seed')} (tau2's: one per trial)")
