@@ -159,3 +159,26 @@ def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() 
     assert all(r["label"] is None for r in first)
     rest = sample_turns(runs, {}, 10, seed=7, exclude=frozenset(drawn))  # type: ignore[arg-type]
     assert {str(r["conversation"]) for r in rest} == {"run/a/e1", "run/b/e1", "run/c/e1"} - drawn
+
+
+def test_every_setting_that_differs_from_tau2s_runner_is_named() -> None:
+    """A run's table row names what τ²'s runner would not have used: a run made before its
+    rules (no step cap in its record), a sampled run's temperature, a cap of ours; a run
+    under τ²'s defaults names only the seed rule, said unused when greedy."""
+    from evals.tau2.rules import differs
+
+    defaults = {"max_steps": 200, "max_errors": 10, "max_user_turns": None,
+                "temperature": None, "seeds": "tau2", "seed": 300, "max_turns": None}  # fmt: skip
+    assert differs(defaults) == [
+        "seed 300: one seed per task, trial and side (tau2's: one per trial; unused when greedy)"
+    ]
+    sampled = differs({**defaults, "temperature": 0.7, "max_user_turns": 10, "max_turns": 60})
+    assert sampled == [
+        "10 user messages (tau2's: no cap)",
+        "temperature 0.7 (tau2's: 0)",
+        "seed 300: one seed per task, trial and side (tau2's: one per trial)",
+        "60 agent turns (tau2's: no cap)",
+    ]
+    old = differs({"max_turns": 60, "max_user_turns": 10, "temperature": 0.7, "seed": 1})
+    assert old[0] == "no step or error cap (tau2's: 200 steps, 10 errors)"
+    assert "10 user messages (tau2's: no cap)" in old and "temperature 0.7 (tau2's: 0)" in old
