@@ -200,9 +200,11 @@ def sample_text(path: Path, heldout: bool = False) -> str:
         return "No sample is labelled yet.\n"
     rate = wilson(talks.erred, talks.conversations)
     first = talks.first_error.get(1, 0)
+    runs = sorted({str(row["conversation"]).split("/")[0] for row in turns})
     text = (
         f"{talks.conversations} conversations ({len(turns)} user turns) drawn at random "
-        f"(`{path.name}`), each turn labelled before any reward was looked at: the user erred "
+        f"(`{path.name}`) from {', '.join(f'`{r}`' for r in runs)}, each turn labelled "
+        "before any reward was looked at: the user erred "
         f"in {talks.erred} of {talks.conversations} conversations, {rate.interval()} (95 % "
         f"interval, the conversation the unit), at its first message in {first} of them."
     )
