@@ -139,6 +139,8 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         erred,
         clean,
         "; ".join(differs(loop)) or "none",
+        # The code each run was made with: runs of different versions are not like for like.
+        ", ".join(sorted({str(r.spec.code_version or "–") for r in records})),
         len(records) - len(judged),
     ]
 
@@ -146,7 +148,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
 HEAD = ["run", "mode", "agent", "user", "tasks × trials", "pass^1 [95 % CI]",
         "pass^2 … pass^k", "mean reward", "rewarded before the agent spoke", "ends",
         "user erred (rules)", "right where it did not [95 % CI] of n",
-        "differs from τ²'s runner", "errors"]  # fmt: skip
+        "differs from τ²'s runner", "code", "errors"]  # fmt: skip
 
 
 def runs_table(folder: Path = RESULTS, modes: Sequence[str] = ()) -> str:
