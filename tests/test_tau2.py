@@ -487,6 +487,17 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
         200, 10, "tau2", 300,
     )  # fmt: skip
     assert loop["max_user_turns"] == 2
+    # Resumed, the run says its own rules (not the flags' defaults) and keeps one
+    # conversation at a time.
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(out.read_text().splitlines()[0] + "\n")
+    out.unlink()
+    assert main(["tau2", "--resume", str(partial), "--base-url", scripted_url]) == 0
+    printed = capsys.readouterr().out
+    assert "tau2 conversation by its runner's rules" in printed
+    assert "2 user messages (tau2's: no cap)" in printed and "one conversation at a time" in printed
+    assert printed.rstrip().splitlines()[-1] == "  pass^2: 0.0% [0.0%, 0.0%]"
+    assert len(read_runs(out)) == 2
 
 
 @needs_tau2

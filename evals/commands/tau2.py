@@ -16,6 +16,7 @@ from evals.record import is_error, read_runs
 from evals.report.stats import by_task, pass_hat_interval, pass_hat_k
 from evals.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
 from evals.report.users import sample_turns
+from evals.run.settings import resumed_settings
 from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
 from evals.tau2.rules import TAU2_MAX_ERRORS, TAU2_MAX_STEPS, TAU2_SEED, said
 from evals.tau2.tasks import MODES, build, taskset_file
@@ -184,14 +185,20 @@ def _tau2(args: argparse.Namespace) -> int:
     if args.resume is None:
         args.seeds = "tau2"
         args.seed = TAU2_SEED if args.seed is None else args.seed
-    if args.concurrency is None and args.user_base_url is None and args.resume is None:
+    if args.concurrency is None and args.user_base_url is None:
         # A conversation's agent and user each hold a sequence of the server: one talk per
         # two slots keeps both prefixes cached (make serve-local SLOTS=2).
         args.concurrency = 1
         print("evals: one conversation at a time (its agent and its user take two slots); "
               "--concurrency N for more, with a server of 2N slots")  # fmt: skip
-    print(f"evals: tau2 {args.mode} by its runner's rules; {', '.join(rules_said(args))}")
-    return handle(args, after=lambda outs: _print_pass_hat(outs, args.trials))
+    if args.resume is not None:  # the run goes on with its own settings: say those
+        saved = resumed_settings(args.resume, "")
+        mode = next((m for m in MODES if saved.tasks.stem.endswith(f"-{m}")), "conversation")
+        held, trials = said(saved.loop_record()), saved.epochs
+    else:
+        mode, held, trials = args.mode, rules_said(args), args.trials
+    print(f"evals: tau2 {mode} by its runner's rules; {', '.join(held)}")
+    return handle(args, after=lambda outs: _print_pass_hat(outs, trials))
 
 
 def rules_said(args: argparse.Namespace) -> list[str]:
