@@ -10,7 +10,7 @@ from typing import Any
 from harness.cancel import Cancelled
 from harness.errors import ToolBug, ToolError, ToolServerFailed
 from harness.state import Call
-from harness.tools import Tool, ToolContext, check_arguments, parse_arguments
+from harness.tools import Tool, ToolContext, check_arguments, check_depth, parse_arguments
 
 
 @dataclass
@@ -35,7 +35,9 @@ async def run_call(call: Call, tools: dict[str, Tool], ctx: ToolContext) -> Tool
         return ToolOutcome(call, "", False, error=error)
     try:
         args = parse_arguments(call.arguments)
-        if not tool.judges_arguments:
+        if tool.judges_arguments:
+            args = check_depth(args)
+        else:
             # Off the event loop: the schema may be a server's, its patterns matched under a
             # bound.
             args = await asyncio.to_thread(check_arguments, tool, args)

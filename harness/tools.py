@@ -272,6 +272,31 @@ def check_arguments(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+# How deep the arguments of a tool that judges its own (``Tool.judges_arguments``) may nest:
+# deeper than any tool's parameters go, shallow enough for the code behind it to walk.
+MAX_DEPTH = 32
+
+
+def check_depth(args: dict[str, Any], most: int = MAX_DEPTH) -> dict[str, Any]:
+    """``args``, or why not: a structure nested past ``most`` levels, which a tool that takes
+    arguments unchecked (or the judge replaying its calls) would recurse through."""
+    level = 1
+    frontier: list[Any] = [args]
+    while frontier:
+        if level > most:
+            raise InvalidArguments(
+                f"the arguments nest more than {most} levels deep; send a flatter object."
+            )
+        frontier = [
+            child
+            for value in frontier
+            for child in (value.values() if isinstance(value, dict) else value)
+            if isinstance(child, (dict, list))
+        ]
+        level += 1
+    return args
+
+
 def parse_arguments(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")

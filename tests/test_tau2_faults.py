@@ -134,11 +134,14 @@ def test_calculate_refuses_a_power_too_large_to_compute(tmp_path: Path) -> None:
             # an expression that is not text is refused, never evaluated.
             (200, calls(("c4", "calculate", '{"expression": ["9", "*", "*", "9"]}'))),
             (200, calls(("c5", "calculate", '{"expression": 5}'))),
+            # Nested past any tool's need: refused before tau2, whose judge would recurse
+            # through it replaying the call and fail the run as an error.
+            (200, calls(("c6", "calculate", '{"expression": ' + "[" * 500 + "]" * 500 + "}"))),
             (200, answer("Done.")),
         ],
     )  # fmt: skip
     assert results["c4"].startswith("Error: ") and results["c5"].startswith("Error: ")
-    assert "387420489" not in results["c4"]
+    assert "nest more than 32 levels" in results["c6"]
     assert "too long to compute" in results["c1"] and "too long to compute" in results["c3"]
     assert results["c2"] == "300.0"
     assert ran.machinery is None and ran.verdicts == {"tau2": 0.0}

@@ -124,8 +124,13 @@ def test_a_labelled_sample_is_counted_by_conversation_and_readers_agree_where_ei
         row("run/c/e1", 1, "Hi, please cancel reservation EHGLP3.", "ok"),
         row("run/c/e1", 2, "Cancel it, and my dog is called Rex.", "error"),
     ]
-    # The second reader calls the dog an ok turn: one turn apart, and conversation c apart.
+    # The second reader calls the dog an ok turn: one turn apart, and conversation c apart;
+    # its file also holds a reading of a whole conversation, which is no turn.
     second = [{**r, "label": "ok"} if r["turn"] == 2 else {**r} for r in first]
+    second.append({"conversation": "run/a/e1", "fault": "user"})
+    # A conversation not labelled whole is counted neither as a conversation nor by its turns.
+    first.append(row("run/d/e1", 1, "Hello! How can I assist you today?", "error"))
+    first.append({**row("run/d/e1", 2, "Cancel it.", "ok"), "label": None})
     path = tmp_path / "heldout.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in first))
     path.with_suffix(".second-reader.jsonl").write_text(
@@ -159,6 +164,32 @@ def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() 
     assert all(r["label"] is None for r in first)
     rest = sample_turns(runs, {}, 10, seed=7, exclude=frozenset(drawn))  # type: ignore[arg-type]
     assert {str(r["conversation"]) for r in rest} == {"run/a/e1", "run/b/e1", "run/c/e1"} - drawn
+
+
+def test_a_user_that_never_replied_erred_though_no_rule_reads_a_word() -> None:
+    from evals.report.users import user_errors
+    from tests.helpers import run_record
+
+    silent = run_record(task_id="a", epoch=1, conversation={"end": "user_error", "said": []})
+    talked = run_record(
+        task_id="b", epoch=1,
+        conversation={"end": "user_stop", "said": [{"text": "Cancel EHGLP3.", "calls_before": 0}]},
+    )  # fmt: skip
+    found = user_errors([silent, talked], {"a": SCENARIO, "b": SCENARIO})  # type: ignore[list-item]
+    assert (found.conversations, found.flagged_conversations, found.clean) == (2, 1, 1)
+
+
+def test_the_run_header_names_the_caps_a_user_sets_that_tau2s_runner_lacks() -> None:
+    from evals.cli import parser
+    from evals.commands.tau2 import rules_said
+
+    args = parser().parse_args(["tau2", "--budget", "1", "--task-timeout", "60",
+                                "--max-tokens", "9000", "--user-temperature", "0.5"])  # fmt: skip
+    said = rules_said(args)
+    assert "a budget of $1.0 (tau2's: none)" in said
+    assert "a time limit of 60.0 s (tau2's: none)" in said
+    assert "9000 tokens a run (tau2's: no cap)" in said
+    assert "greedy, the user at 0.5 (tau2's: 0)" in said
 
 
 def test_every_setting_that_differs_from_tau2s_runner_is_named() -> None:

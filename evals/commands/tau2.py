@@ -185,7 +185,10 @@ def _tau2(args: argparse.Namespace) -> int:
     if args.resume is None:
         args.seeds = "tau2"
         args.seed = TAU2_SEED if args.seed is None else args.seed
-    if args.concurrency is None and args.user_base_url is None:
+    own_user = args.user_base_url is not None or (
+        args.resume is not None and resumed_settings(args.resume, "").user_base_url is not None
+    )
+    if args.concurrency is None and not own_user:
         # A conversation's agent and user each hold a sequence of the server: one talk per
         # two slots keeps both prefixes cached (make serve-local SLOTS=2).
         args.concurrency = 1
@@ -193,7 +196,8 @@ def _tau2(args: argparse.Namespace) -> int:
               "--concurrency N for more, with a server of 2N slots")  # fmt: skip
     if args.resume is not None:  # the run goes on with its own settings: say those
         saved = resumed_settings(args.resume, "")
-        mode = next((m for m in MODES if saved.tasks.stem.endswith(f"-{m}")), "conversation")
+        refs = [r for t in load_tasks(saved.tasks).tasks if (r := t.fields_of(Tau2Ref))]
+        mode = refs[0].mode if refs else "conversation"
         held, trials = said(saved.loop_record()), saved.epochs
     else:
         mode, held, trials = args.mode, rules_said(args), args.trials
@@ -203,13 +207,14 @@ def _tau2(args: argparse.Namespace) -> int:
 
 def rules_said(args: argparse.Namespace) -> list[str]:
     """The settings a τ² run is held under, each that differs from τ²'s runner's said so."""
-    return said(
-        {"max_steps": args.max_steps, "max_errors": args.max_errors,
-         "max_user_turns": args.max_user_turns, "temperature": args.temperature,
-         "seeds": "tau2", "seed": args.seed, "max_turns": args.max_turns,
-         "budget_usd": getattr(args, "budget", None),
-         "task_timeout_s": getattr(args, "task_timeout", None)}
-    )  # fmt: skip
+    loop = {key: getattr(args, key, None) for key in LOOP_SAID}
+    return said({**loop, "seeds": "tau2"})
+
+
+# What a run's header reads of its flags: the keys of a record's ``spec.loop`` that
+# evals.tau2.rules compares with τ²'s runner's.
+LOOP_SAID = ("max_steps", "max_errors", "max_user_turns", "temperature", "user_temperature",
+             "seed", "max_turns", "max_budget_usd", "max_total_tokens", "timeout_s")  # fmt: skip
 
 
 def _print_pass_hat(outs: list[Path], trials: int) -> None:

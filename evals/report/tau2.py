@@ -147,7 +147,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
 
 HEAD = ["run", "mode", "agent", "user", "tasks × trials", "pass^1 [95 % CI]",
         "pass^2 … pass^k", "mean reward", "rewarded before the agent spoke", "ends",
-        "user erred (rules)", "right where it did not [95 % CI] of n",
+        "user erred (rules)", "right where it did not [95 % CI] of n conversations",
         "differs from τ²'s runner", "code", "errors"]  # fmt: skip
 
 
@@ -196,8 +196,9 @@ def sample_text(path: Path, heldout: bool = False) -> str:
     if not path.exists():
         return "No sample is labelled yet.\n"
     rows = _labelled(path)
-    turns = [row for row in rows if "turn" in row]
-    talks = by_conversation(turns)
+    talks = by_conversation([row for row in rows if "turn" in row])
+    # Only conversations labelled whole are counted, turns and all.
+    turns = [row for row in rows if "turn" in row and row["conversation"] in talks.labelled]
     if not talks.conversations:
         return "No sample is labelled yet.\n"
     rate = wilson(talks.erred, talks.conversations)
@@ -212,7 +213,7 @@ def sample_text(path: Path, heldout: bool = False) -> str:
     )
     second = path.with_suffix(".second-reader.jsonl")
     if second.exists():
-        both = readers(turns, _labelled(second))
+        both = readers(turns, [row for row in _labelled(second) if "turn" in row])
         text += (
             f" A second reader, labelling apart, agrees on whether the user erred in "
             f"{both.same_conversations} of {both.conversations} conversations"
@@ -226,13 +227,12 @@ def sample_text(path: Path, heldout: bool = False) -> str:
     found = agreement(turns)
     ok = found.labelled - found.errors
     if found.errors:
-        recall = wilson(found.flagged_errors, found.errors)
+        # Counts of turns, no interval: turns of one conversation are not independent draws.
         text += (
             (" The rules, never written from these turns, flag " if heldout else
              " The rules, written after reading this sample (how well they fit it, not their "
              "error rate), flag ")
-            + f"{found.flagged_errors} of the {found.errors} turns labelled errors "
-            f"({recall.interval()})"
+            + f"{found.flagged_errors} of the {found.errors} turns labelled errors"
             + (f" and {found.flagged_ok} of the {ok} labelled ok." if ok
                else "; no turn was labelled ok.")
         )  # fmt: skip

@@ -199,12 +199,15 @@ def user_errors(records: Sequence[RunRecord], scenarios: dict[str, str]) -> User
         if talk is None or record.status in ("error", "not_run"):
             continue
         found = flags(scenarios.get(record.task_id, ""), talk.said)
+        # A user whose reply was still empty when asked again ended the talk: its fault,
+        # though it said nothing a rule could read.
+        erred = bool(found) or talk.end == "user_error"
         talks += 1
         turns += len(talk.said)
         flagged_turns = {f.turn for f in found}
         flagged += len(flagged_turns)
-        flagged_talks += bool(found)
-        if not found:
+        flagged_talks += erred
+        if not erred:
             clean += 1
             clean_correct += bool(record.correct)
         by_rule.update(f.rule for f in found)
@@ -270,6 +273,7 @@ class Erred:
     conversations: int
     erred: int
     first_error: dict[int, int]  # turn of the first error: conversations
+    labelled: frozenset[str] = frozenset()  # the conversations counted
 
 
 def by_conversation(labelled: Sequence[dict[str, object]]) -> Erred:
@@ -286,7 +290,7 @@ def by_conversation(labelled: Sequence[dict[str, object]]) -> Erred:
         errors = [turn for turn, label in rows if label == "error"]
         if errors:
             first[errors[0]] += 1
-    return Erred(len(done), sum(first.values()), dict(sorted(first.items())))
+    return Erred(len(done), sum(first.values()), dict(sorted(first.items())), frozenset(done))
 
 
 @dataclass(frozen=True)

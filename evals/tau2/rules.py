@@ -19,11 +19,13 @@ def said(loop: Mapping[str, object]) -> list[str]:
     def vs(value: object, theirs: object, name: str) -> str:
         return name if value == theirs else f"{name} (tau2's: {theirs})"
 
-    temperature = loop.get("temperature")
+    temperature, user_temperature = loop.get("temperature"), loop.get("user_temperature")
     user_turns = loop.get("max_user_turns")
     sampled = (
         "greedy" if temperature in (None, 0, 0.0) else f"temperature {temperature} (tau2's: 0)"
     )
+    if user_temperature not in (None, 0, 0.0):
+        sampled += f", the user at {user_temperature} (tau2's: 0)"
     if "max_steps" not in loop:
         before = "no step or error cap (tau2's: 200 steps, 10 errors)"
         return [before, sampled, "one seed per epoch (tau2's: one per trial)", *_caps(loop)]
@@ -46,16 +48,19 @@ def said(loop: Mapping[str, object]) -> list[str]:
 
 
 def _caps(loop: Mapping[str, object], user_turns_said: bool = False) -> list[str]:
-    """The caps of our loop that τ²'s runner does not have."""
+    """The caps of our loop that τ²'s runner does not have (keys as ``LoopConfig`` names
+    them, as a record's ``spec.loop`` keeps them)."""
     out = []
     if loop.get("max_user_turns") is not None and not user_turns_said:
         out.append(f"{loop['max_user_turns']} user messages (tau2's: no cap)")
     if loop.get("max_turns") is not None:
         out.append(f"{loop['max_turns']} agent turns (tau2's: no cap)")
-    if loop.get("budget_usd") is not None:
-        out.append("a budget (tau2's: none)")
-    if loop.get("task_timeout_s") is not None:
-        out.append("a time limit (tau2's: none)")
+    if loop.get("max_budget_usd") is not None:
+        out.append(f"a budget of ${loop['max_budget_usd']} (tau2's: none)")
+    if loop.get("max_total_tokens") is not None:
+        out.append(f"{loop['max_total_tokens']} tokens a run (tau2's: no cap)")
+    if loop.get("timeout_s") is not None:
+        out.append(f"a time limit of {loop['timeout_s']} s (tau2's: none)")
     return out
 
 
