@@ -500,29 +500,33 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     assert len(read_runs(out)) == 2
 
 
-@needs_tau2
-def test_solo_oracle_ends_with_done_and_scores_one_the_idle_agent_zero(
-    scripted_url: str, tmp_path: Path
-) -> None:
-    """`evals tau2 --mode solo --agent oracle|idle`: the ceiling and the floor of solo mode.
-    τ²'s solo agent must end with ``done``, words fail it (``agent_error``); so the oracle
-    makes the gold calls (the user's actions among them) and then calls ``done``, and the
-    idle agent calls ``done`` at once."""
-    from evals.cli import main
-    from evals.record import read_runs
+async def test_solo_oracle_ends_with_done_after_its_gold_calls_and_the_idle_agent_at_once() -> None:
+    """The ceiling and the floor of solo mode. τ²'s solo agent must end with ``done`` (words
+    fail it: ``agent_error``), so the oracle makes the gold calls, the user's actions among
+    them, then calls ``done``; the idle agent calls ``done`` at once. (Gold calls and ``done``
+    through τ²'s own evaluator score 1.0: tests/test_tau2_parity.py; the committed solo runs'
+    oracle and idle rows show the whole path.)"""
+    from evals.run.taskrun import _agent_client
 
-    task = "[mobile_data_issue]data_saver_mode_on|user_abroad_roaming_enabled_off[PERSONA:Easy]"
-    ended = {}
-    for agent in ("oracle", "idle"):
-        out = tmp_path / f"{agent}.jsonl"
-        flags = ["--agent", agent, "--base-url", scripted_url, "--out", str(out)]
-        assert main(["tau2", "--domain", "telecom", "--mode", "solo", "--task-ids", task,
-                     *flags]) == 0  # fmt: skip
-        (record,) = read_runs(out)
-        assert record.conversation is not None
-        ended[agent] = (record.conversation.end, record.environment.reward, record.tool_runs)
-    assert ended["oracle"][:2] == ("agent_stop", 1.0) and ended["oracle"][2] > 1
-    assert ended["idle"] == ("agent_stop", 0.0, 0)
+    class Gold:
+        async def gold(self) -> tuple[list[tuple[str, dict[str, object]]], list[str]]:
+            return [("toggle_roaming", {}), ("run_speed_test", {})], ["It works."]
+
+    async def calls(agent: str) -> list[str]:
+        client = await _agent_client(agent, Gold(), None, "done")  # type: ignore[arg-type]
+        messages: list[dict[str, object]] = [{"role": "system", "content": "ticket"}]
+        made: list[str] = []
+        while not made or made[-1] != "done":
+            reply = await client.chat("m", messages, [])
+            assert reply.message.get("tool_calls"), reply.message  # never words, alone
+            call = reply.message["tool_calls"][0]
+            made.append(call["function"]["name"])
+            messages += [reply.message, {"role": "tool", "tool_call_id": call["id"], "content": ""}]
+        await client.aclose()  # type: ignore[attr-defined]
+        return made
+
+    assert await calls("oracle") == ["toggle_roaming", "run_speed_test", "done"]
+    assert await calls("idle") == ["done"]
 
 
 def test_trial_seeds_are_tau2s_and_each_task_and_side_draws_its_own() -> None:

@@ -161,6 +161,9 @@ def test_ctrl_c_ends_an_eval_whose_worker_hangs_and_keeps_what_finished(
         cwd=tmp_path, env={**os.environ, "TAU2_PYTHON": str(_faulty(folder, "hang")),
                            "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # As a terminal's foreground job: a background one (make test from a script without
+        # job control) inherits SIGINT ignored, and Python would keep ignoring it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         while not (folder / "fired").exists():  # the first tool call is hanging now

@@ -50,7 +50,7 @@ def register(commands: Any) -> None:
         default=1,
         metavar="K",
         help="tries of each task, for pass^k (k = 1..K); greedy unless --temperature is given "
-        "(tau2's default: greedy trials repeat one another), each task, trial and side "
+        "(tau2's default: greedy trials nearly repeat one another), each task, trial and side "
         f"sampling with a seed derived from tau2's trial seed (drawn from --seed, default "
         f"{TAU2_SEED})",
     )
