@@ -185,8 +185,10 @@ def _tau2(args: argparse.Namespace) -> int:
     if args.resume is None:
         args.seeds = "tau2"
         args.seed = TAU2_SEED if args.seed is None else args.seed
+    # A resumed run goes on with its own settings: those are what it says and follows.
+    saved = resumed_settings(args.resume, "") if args.resume is not None else None
     own_user = args.user_base_url is not None or (
-        args.resume is not None and resumed_settings(args.resume, "").user_base_url is not None
+        saved is not None and saved.user_base_url is not None
     )
     if args.concurrency is None and not own_user:
         # A conversation's agent and user each hold a sequence of the server: one talk per
@@ -194,8 +196,7 @@ def _tau2(args: argparse.Namespace) -> int:
         args.concurrency = 1
         print("evals: one conversation at a time (its agent and its user take two slots); "
               "--concurrency N for more, with a server of 2N slots")  # fmt: skip
-    if args.resume is not None:  # the run goes on with its own settings: say those
-        saved = resumed_settings(args.resume, "")
+    if saved is not None:
         refs = [r for t in load_tasks(saved.tasks).tasks if (r := t.fields_of(Tau2Ref))]
         mode = refs[0].mode if refs else "conversation"
         held, trials = said(saved.loop_record()), saved.epochs
