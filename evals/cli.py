@@ -14,6 +14,7 @@ from evals.commands import (
     conformance,
     databases,
     leaderboard,
+    plugins,
     reports,
     run,
     scoring,
@@ -40,26 +41,39 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     scoring.register,
     tasks.register,
     databases.register,
+    plugins.register,
 )
 
 
-def parser() -> argparse.ArgumentParser:
-    found = ExactParser(prog="python -m evals")
+def parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
+    found = ExactParser(prog=prog)
     commands = found.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(commands)
+    if prog == LOOPBENCH:  # loopbench eval runs python -m evals run
+        commands.choices["run"].prog = f"{LOOPBENCH} eval"
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+LOOPBENCH = "loopbench"
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m evals") -> int:
+    args = parser(prog).parse_args(argv)
     try:
         return int(args.handler(args))
     except (EvalError, HarnessError) as exc:
-        print(f"evals {args.command}: {exc}", file=sys.stderr)
+        command = "eval" if prog == LOOPBENCH and args.command == "run" else args.command
+        print(f"{'evals' if prog != LOOPBENCH else prog} {command}: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (`| head`): what it read is all it wanted, and nothing is wrong.
         # Python would complain once more flushing stdout at exit; point it at nothing.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def loopbench(argv: list[str]) -> int:
+    """``loopbench VERB``, for every verb of this command table: its help and errors name
+    ``loopbench``."""
+    return main(argv, prog=LOOPBENCH)

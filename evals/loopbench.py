@@ -34,6 +34,7 @@ VERBS = (
     ("bench", "benchmarks side by side: results/bench.md"),
     ("power", "how many tasks a difference needs to be seen"),
     ("mcp", "loopbench mcp serve: this project's file and SQL tools as an MCP server"),
+    ("plugins", "what other packages add: environments, settings, backends; what failed, why"),
 )
 HELP = (
     "usage: loopbench COMMAND [ARGS...]\n\n"
@@ -61,7 +62,7 @@ def _serve(argv: list[str]) -> int:
 
 # What runs a verb, as "module:function" (imported when the verb runs); a function of argv.
 RUNS = {"mcp": "harness.mcp.__main__:main"}
-EVALS = "evals.cli:main"  # every other verb: a subcommand of python -m evals
+EVALS = "evals.cli:loopbench"  # every other verb: a subcommand of python -m evals
 POSTGRES = "evals.run.postgres"
 
 

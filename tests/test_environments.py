@@ -164,6 +164,35 @@ async def test_a_workflow_gathers_by_the_environments_own_rule(clock: Any, tmp_p
     assert records["t1"].environment == clock.ClockData(zone="UTC", reads=1)
 
 
+async def test_an_environments_answers_are_judged_by_its_own_claim_rule_or_none(
+    clock: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A right answer's other statements are checked against its own environment's state
+    only: the clock declares no claim rule, so "2 files" beside its time is not read against
+    the default workspace's files (it was: "says 2 files; the workspace holds 3"); an
+    environment that declares one gets its rule's words; the workspace keeps its own."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        offered = [t["function"]["name"] for t in json.loads(request.content)["tools"]]
+        if "read_clock" in offered:
+            return httpx.Response(200, json=answer("It is 09:41; I see 2 files."))
+        return httpx.Response(200, json=answer("There are 2 files; 09:41."))
+
+    records = await _eval(tmp_path, handle, "claims.jsonl")
+    assert records["t1"].correct and records["t1"].false_claims is None
+    assert records["files"].false_claims == ["says 2 files; the workspace holds 3"]
+
+    class Sundial(clock.ClockEnvironment):  # type: ignore[misc]
+        name = "sundial"
+
+        def false_claims(self, task: Task, answer: str | None) -> list[str]:
+            return ["says files; a sundial holds none"] if "files" in (answer or "") else []
+
+    monkeypatch.setattr(registry, "ENVIRONMENTS", (Sundial(), *registry.ENVIRONMENTS))
+    records = await _eval(tmp_path, handle, "sundial.jsonl")
+    assert records["t1"].false_claims == ["says files; a sundial holds none"]
+
+
 async def test_a_workflow_on_an_environment_without_a_gathering_rule_says_so(
     clock: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

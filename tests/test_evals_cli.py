@@ -107,7 +107,12 @@ def test_the_loopbench_command_is_installed_and_leads_to_each_verb(
         assert f"  {verb} " in shown.stdout
     with pytest.raises(SystemExit) as exited:
         loopbench.main(["eval", "--help"])
-    assert exited.value.code == 0 and "--policy" in capsys.readouterr().out
+    shown_eval = capsys.readouterr().out
+    assert exited.value.code == 0 and "--policy" in shown_eval
+    assert shown_eval.startswith("usage: loopbench eval ")  # was: python -m evals run
+    # An error names the command the user typed.
+    assert loopbench.main(["eval", "--epochs", "0"]) == 1
+    assert "loopbench eval: --epochs must be at least 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         loopbench.main(["serve", "--help"])
     assert "--port" in capsys.readouterr().out

@@ -142,6 +142,58 @@ def test_a_plugin_loads_whichever_module_is_imported_first(venv: Path, tmp_path:
     assert "partially initialized" not in found.stderr, found.stderr
 
 
+def test_a_bare_interpreter_reads_a_plugins_task_and_run_files_and_lists_what_loaded(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The meaning of a file does not hang on what was imported first: ``load_tasks`` and
+    ``read_runs``, imported alone, know the plugin's task field and record data (the task file
+    was refused with "Extra inputs are not permitted" and the record read as ``OtherData``
+    unless the environments' registry happened to be imported); ``loopbench plugins`` lists
+    each entry point, the distribution it came from, and why one was left out."""
+    tasks = tmp_path / "clock.yaml"
+    tasks.write_text(
+        "name: clock\ntasks:\n  - id: t1\n    question: What time is it?\n"
+        "    clock: {zone: UTC}\n    checks: [{kind: contains, value: '16:41'}]\n"
+    )
+    from tests.helpers import run_record
+
+    record = run_record(task_id="t1").line()
+    record["environment"] = {"name": "clock", "zone": "UTC", "reads": 1}
+    runs = tmp_path / "clock.jsonl"
+    runs.write_text(json.dumps(record) + "\n")
+    read = _run(
+        venv, "-c",
+        "import sys\n"
+        "from evals.tasks import load_tasks\n"
+        "from evals.record import read_runs\n"
+        f"task = load_tasks({str(tasks)!r}).tasks[0]\n"
+        "print(sorted(task.model_dump(exclude_none=True)))\n"
+        f"print(type(read_runs({str(runs)!r})[0].environment).__name__)\n",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert read.returncode == 0, read.stderr
+    fields, data = read.stdout.strip().splitlines()
+    assert "'clock'" in fields and data == "ClockData", read.stdout
+
+    listed = _run(venv, "-m", "evals.loopbench", "plugins", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    groups: dict[str, dict[str, str]] = {}
+    for line in listed.stdout.splitlines():
+        if not line.startswith("  "):
+            group = groups.setdefault(line, {})
+        else:
+            group[line.split()[0]] = line
+    assert list(groups) == ["loopbench.environments", "loopbench.settings", "loopbench.backends"]
+    env, backend = groups["loopbench.environments"], groups["loopbench.backends"]
+    assert env["clock"].endswith("from loopbench-clock: loaded")
+    assert "loopbench_clock.environment:ClockEnvironment" in env["clock"]
+    assert env["exits"].endswith("left out: SystemExit: the clock plugin gave up")
+    assert "left out: ValueError: an environment named 'clock'" in env["clock-again"]
+    assert "left out: ModuleNotFoundError" in groups["loopbench.settings"]["broken"]
+    assert backend["clock"].endswith("loaded")
+    assert backend["scripted"].endswith("left out: a backend named 'scripted' is registered")
+
+
 def test_help_and_stop_import_no_plugin_and_a_record_of_a_missing_one_says_what_to_install(
     venv: Path, tmp_path: Path
 ) -> None:

@@ -138,7 +138,10 @@ class Environment(Protocol):
     * ``texts``: every text its gathering can put before the model (checked for what must
       never reach it);
     * ``figures``: figures only its runs have (``Figures``), in every summary of a run file
-      (``evals.report.families``).
+      (``evals.report.families``);
+    * ``false_claims(task, answer)``: its claim rule, each statement of a right answer its
+      state contradicts, in words (``evals.scoring.claims``; none: its answers are checked
+      for no claim, never against another environment's state).
     """
 
     name: str

@@ -1,8 +1,10 @@
 """Every environment a task can run on, one line each; a task runs on the first that holds
 it (the workspace, last, holds every task). Environments other packages declare under the
 ``loopbench.environments`` entry point (``harness.plugins``) come first, so a plugin's holds
-the tasks it claims. Each environment's record data and task fields (``base.Environment``) are
-registered as it enters, so its records read typed and its task files load."""
+the tasks it claims. Each environment, built in or a plugin's, enters through ``installed``,
+which registers its record data and task fields (``base.Environment``), so its records read
+typed and its task files load. Every reader of a task or run file loads this module first
+(``evals.installed.load``)."""
 
 from __future__ import annotations
 
@@ -75,7 +77,10 @@ def _plugins() -> list[Environment]:
     return loaded(GROUP, accepted)
 
 
-ENVIRONMENTS: tuple[Environment, ...] = (*_plugins(), *BUILT_IN)
+# Built in or from a plugin, an environment is registered by ``installed`` (its record data and
+# task fields), once, when ``evals.installed.load`` (or any import) first loads this module.
+_BUILT: tuple[Environment, ...] = tuple(installed(e) for e in BUILT_IN)
+ENVIRONMENTS: tuple[Environment, ...] = (*_plugins(), *_BUILT)
 # The distribution each plugin environment came from, by environment name.
 PACKAGES: dict[str, str] = {
     e.name: package for e in ENVIRONMENTS if (package := loaded_from(GROUP, e)) is not None

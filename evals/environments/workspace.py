@@ -8,8 +8,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from evals.environments.base import Gathering, Reading, scripted_calls
+from evals.environments.claims import about_files
 from evals.record import WorkspaceData
-from evals.tasks import Task
+from evals.tasks import RepositoryRef, Task
 from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import default_tools, listed_names
@@ -33,6 +34,13 @@ class WorkspaceEnvironment:
     tool_names = frozenset(t.name for t in default_tools())
     default_preset = "all-helps"  # the sweep's best for the default model on files6
     texts = (PICK_FILES,)
+
+    def false_claims(self, task: Task, answer: str | None) -> list[str] | None:
+        """What the answer states falsely of the task's files (``evals.environments.claims``); None
+        for a workspace the task set does not hold (a git repository's)."""
+        if task.fields_of(RepositoryRef) is not None:
+            return None
+        return about_files(SEED_FILES if task.workspace is None else task.workspace, answer)
 
     def holds(self, task: Task) -> bool:
         return True  # every task that names nothing else runs on files

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from evals import installed
 from evals.record.environments import EnvironmentData
 from evals.record.files import read_records
 from evals.record.spec import SPEC_FIELDS_BEFORE, RunSpec, renamed_spec
@@ -189,6 +190,7 @@ def parse(raw: dict[str, Any], where: str) -> RunRecord:
 
 def read_runs(path: str | Path) -> list[RunRecord]:
     """The records of a run file, each brought to the current version."""
+    installed.load()  # every environment's record data, whatever was imported before
     return [
         parse(raw, f"{path}, line {number}")
         for number, raw in enumerate(read_records(path), start=1)

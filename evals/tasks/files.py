@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from evals import installed
 from evals.errors import EvalError
 from evals.tasks.checks import CHECK_KINDS
 from evals.tasks.fields import HELD, TaskFieldErrors, lifted
@@ -176,6 +177,7 @@ def task_file_problems(path: str | Path) -> tuple[TaskSet | None, list[str]]:
     """The task set in ``path``, or None and every problem with it (file, line, field, what
     was expected)."""
     path = Path(path)
+    installed.load()  # every environment's task fields, whatever was imported before
     try:
         text, data = _read(path)
     except TaskFileError as exc:

@@ -40,6 +40,8 @@ from harness.policies import (
 )
 from harness.policies.base import Hook, Setting, UnknownSetting
 
+GROUP = "loopbench.settings"
+
 BUILT_IN: tuple[Hook, ...] = (
     tools.HOOK,
     tool_choice.HOOK,
@@ -84,7 +86,7 @@ def _plugins() -> list[Hook]:
         settings.update(own)
         return hook
 
-    return loaded("loopbench.settings", accepted)
+    return loaded(GROUP, accepted)
 
 
 HOOKS: tuple[Hook, ...] = (*BUILT_IN, *_plugins())

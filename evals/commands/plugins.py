@@ -1,0 +1,64 @@
+"""``plugins``: what other installed packages add through entry points (environments, loop
+settings, backends), each from its distribution, and each one left out with the reason."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Any
+
+from evals.environments import registry as environments
+from harness.plugins import Outcome, declared, outcomes
+from harness.policies import registry as settings
+from serve_local.backends import registry as backends
+
+
+def register(commands: Any) -> None:
+    listed = commands.add_parser(
+        "plugins",
+        help="what other packages add (environments, loop settings, backends): from which "
+        "distribution, and what was left out and why",
+    )
+    listed.set_defaults(handler=_plugins)
+
+
+def _backends() -> list[Outcome]:
+    """Each plugin backend: loaded (its module imported, its options read), or left out with
+    the reason its registry warned of."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = backends.declared()
+    said = [str(w.message) for w in caught]
+    found = []
+    for entry in declared(backends.GROUP):
+        package = entry.dist.name if entry.dist is not None else None
+        if backends.BACKENDS.get(entry.name) != entry.value:
+            why: str | None = f"a backend named {entry.name!r} is registered"
+        elif entry.name in loaded:
+            why = None
+        else:
+            mine = f"plugin {entry.name!r} ({entry.value}, "
+            why = next((s.split(" left out: ", 1)[1] for s in said if mine in s), "not loaded")
+        found.append(Outcome(backends.GROUP, entry.name, entry.value, package, why))
+    return found
+
+
+def table(rows: list[Outcome]) -> list[str]:
+    lines = []
+    for row in rows:
+        where = f"from {row.package}" if row.package else "from an unknown package"
+        state = "loaded" if row.refused is None else f"left out: {row.refused}"
+        lines.append(f"  {row.name:<14} {row.value:<44} {where}: {state}")
+    return lines
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    groups = [
+        (environments.GROUP, outcomes(environments.GROUP)),
+        (settings.GROUP, outcomes(settings.GROUP)),
+        (backends.GROUP, _backends()),
+    ]
+    for group, rows in groups:
+        print(group)
+        print("\n".join(table(rows)) if rows else "  (none installed)")
+    return 0
