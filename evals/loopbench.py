@@ -34,7 +34,7 @@ VERBS = (
     ("bench", "benchmarks side by side: results/bench.md"),
     ("power", "how many tasks a difference needs to be seen"),
     ("mcp", "loopbench mcp serve: this project's file and SQL tools as an MCP server"),
-    ("plugins", "what other packages add: environments, settings, backends; what failed, why"),
+    ("plugins", "what other packages add (environments, settings, presets, backends), what failed"),
 )
 HELP = (
     "usage: loopbench COMMAND [ARGS...]\n\n"

@@ -6,8 +6,9 @@
     shout = "loopbench_clock:SHOUT"
 
 and the registry of that group (``loopbench.environments``, ``loopbench.settings``,
-``loopbench.backends``) lists the object after this project's own. A plugin that fails to load,
-or that the registry refuses, is named in a :class:`PluginWarning` and left out; the rest works.
+``loopbench.presets``, ``loopbench.backends``) lists the object after this project's own. A
+plugin that fails to load, or that the registry refuses, is named in a :class:`PluginWarning`
+and left out; the rest works (``loopbench plugins`` lists them all).
 """
 
 from __future__ import annotations

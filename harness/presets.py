@@ -14,11 +14,12 @@ import argparse
 import json
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from harness.config import LoopConfig
-from harness.plugins import PluginWarning
+from harness.plugins import PluginWarning, loaded
 from harness.policies.base import Setting, UnknownSetting
 from harness.policies.registry import SETTINGS, defaults, settings_of
 
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 PRESETS_FILE = Path(__file__).with_name("presets.json")
+# Presets other packages declare: each entry point names a dict with the preset's "name", its
+# "description", its "settings" and, if any, its "limits" (as presets.json writes one).
+GROUP = "loopbench.presets"
 # Where a parser keeps the names of the settings it has flags for.
 FLAGGED = "_setting_flags"
 PLAIN = "no-helpers"
@@ -63,13 +67,44 @@ class Preset:
         return Preset(name, {**self.settings, **changed}, self.limits)
 
 
-def presets() -> dict[str, dict[str, Any]]:
+@cache
+def _own() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
     return data
 
 
 # What a preset may set beyond the hooks' settings: the loop's limits, when no flag gives them.
 LIMITS = ("max_turns", "timeout_s")
+
+
+@cache
+def _plugins() -> dict[str, dict[str, Any]]:
+    """The presets of other packages by name, each refused (with a warning naming it) if it is
+    no preset, names a setting or limit nobody registered, or takes a name already taken."""
+    taken = set(_own())
+
+    def accepted(found: Any) -> tuple[str, dict[str, Any]]:
+        if not isinstance(found, dict) or not isinstance(found.get("settings"), dict):
+            raise TypeError("a preset is a dict with a name, a description and its settings")
+        name = found.get("name")
+        if not isinstance(name, str) or not name or "+" in name:
+            raise ValueError(f"a preset's name is a word without '+', not {name!r}")
+        if name in taken:
+            raise ValueError(f"a preset named {name!r} is already registered")
+        settings_of(found["settings"])  # raises UnknownSetting, naming the setting
+        unknown = sorted(set(found.get("limits") or {}) - set(LIMITS))
+        if unknown:
+            raise UnknownSetting(f"no limit {', '.join(unknown)}; limits: {LIMITS}")
+        taken.add(name)
+        kept = {k: found[k] for k in ("description", "settings", "limits") if k in found}
+        return name, kept
+
+    return dict(loaded(GROUP, accepted))
+
+
+def presets() -> dict[str, dict[str, Any]]:
+    """Every preset by name: presets.json's, then those of other packages."""
+    return {**_own(), **_plugins()}
 
 
 def plain_settings() -> dict[str, Any]:

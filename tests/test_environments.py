@@ -1,7 +1,7 @@
 """What a task runs on, as one seam: every committed task runs on the environment that holds
 it, and a new environment is one module and one registry line: its task fields, its record
 data, its gathering rule, its tools, the scorer and the strategies follow. The new environment
-here is the wall clock of tests/plugins/loopbench-clock, a package of its own (which
+here is the wall clock of examples/plugins/loopbench-clock, a package of its own (which
 tests/test_plugins.py installs through its entry points); here it enters the registry as one
 line would add it."""
 
@@ -53,7 +53,7 @@ def test_every_committed_task_runs_where_its_family_says() -> None:
     assert stated('{"name": "read_clock"}') == '{"name": "read_clock"}'
 
 
-PLUGIN = Path(__file__).parent / "plugins" / "loopbench-clock"
+PLUGIN = Path(__file__).parent.parent / "examples" / "plugins" / "loopbench-clock"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Registries open to other packages: a plugin distribution (tests/plugins/loopbench-clock),
+"""Registries open to other packages: a plugin distribution (examples/plugins/loopbench-clock),
 installed by pip into a virtualenv of its own, adds an environment, a loop setting and a
 backend through entry points, and ``python -m evals run`` there runs an eval on its
 environment with its setting; its entries that fail to load are named in warnings and the
@@ -22,7 +22,7 @@ from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app, turn_of
 from tests.helpers import venv_with
 
-PLUGIN = Path(__file__).parent / "plugins" / "loopbench-clock"
+PLUGIN = Path(__file__).parent.parent / "examples" / "plugins" / "loopbench-clock"
 ROOT = Path(__file__).parent.parent
 
 
@@ -65,7 +65,7 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
     with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
         ran = _run(
             venv, "-m", "evals", "run", "--tasks", str(tasks), "--base-url", url,
-            "--model", "fake", "--shout", "on", "--out", str(out), cwd=tmp_path,
+            "--model", "fake", "--preset", "shouting", "--out", str(out), cwd=tmp_path,
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     # The plugin's environment held the task: its tool and intro; its setting in the prompt.
@@ -82,6 +82,8 @@ def test_a_plugin_adds_an_environment_and_a_setting_and_an_eval_runs_on_them(
         "package": "loopbench-clock",
     }
     assert record["correct"] is True
+    # The plugin's preset, with the plugin's setting in it.
+    assert record["spec"]["preset"]["name"] == "shouting"
     assert record["spec"]["preset"]["settings"]["shout"] is True
     # Its figures, in the run file's summary.
     summary = json.loads((tmp_path / "run.summary.json").read_text())
@@ -183,7 +185,12 @@ def test_a_bare_interpreter_reads_a_plugins_task_and_run_files_and_lists_what_lo
             group = groups.setdefault(line, {})
         else:
             group[line.split()[0]] = line
-    assert list(groups) == ["loopbench.environments", "loopbench.settings", "loopbench.backends"]
+    assert list(groups) == [
+        "loopbench.environments", "loopbench.settings", "loopbench.presets", "loopbench.backends"
+    ]  # fmt: skip
+    preset = groups["loopbench.presets"]
+    assert preset["shouting"].endswith("from loopbench-clock: loaded")
+    assert "a preset named 'all-helps' is already registered" in preset["taken"]
     env, backend = groups["loopbench.environments"], groups["loopbench.backends"]
     assert env["clock"].endswith("from loopbench-clock: loaded")
     assert "loopbench_clock.environment:ClockEnvironment" in env["clock"]

@@ -1,5 +1,5 @@
 """``plugins``: what other installed packages add through entry points (environments, loop
-settings, backends), each from its distribution, and each one left out with the reason."""
+settings, presets, backends), each from its distribution, and each one left out with the reason."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import warnings
 from typing import Any
 
 from evals.environments import registry as environments
+from harness import presets
 from harness.plugins import Outcome, declared, outcomes
 from harness.policies import registry as settings
 from serve_local.backends import registry as backends
@@ -16,7 +17,7 @@ from serve_local.backends import registry as backends
 def register(commands: Any) -> None:
     listed = commands.add_parser(
         "plugins",
-        help="what other packages add (environments, loop settings, backends): from which "
+        help="what other packages add (environments, loop settings, presets, backends): from which "
         "distribution, and what was left out and why",
     )
     listed.set_defaults(handler=_plugins)
@@ -43,6 +44,11 @@ def _backends() -> list[Outcome]:
     return found
 
 
+def _presets() -> list[Outcome]:
+    presets.presets()  # loads them, once
+    return outcomes(presets.GROUP)
+
+
 def table(rows: list[Outcome]) -> list[str]:
     lines = []
     for row in rows:
@@ -56,6 +62,7 @@ def _plugins(args: argparse.Namespace) -> int:
     groups = [
         (environments.GROUP, outcomes(environments.GROUP)),
         (settings.GROUP, outcomes(settings.GROUP)),
+        (presets.GROUP, _presets()),
         (backends.GROUP, _backends()),
     ]
     for group, rows in groups:

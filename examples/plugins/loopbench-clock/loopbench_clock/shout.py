@@ -19,3 +19,12 @@ class Shout(Hook):
 
 
 SHOUT = Shout()
+
+# A preset another package adds (``--preset shouting``): a name, what it is, and its settings
+# (those it leaves out keep their defaults), as harness/presets.json writes one.
+PRESET = {
+    "name": "shouting",
+    "description": "no-helpers, with every answer asked for in capital letters.",
+    "settings": {"shout": True},
+}
+TAKEN = {"name": "all-helps", "settings": {}}  # a name presets.json has: left out
