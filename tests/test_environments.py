@@ -36,6 +36,7 @@ from evals.tasks import (
     task_file_problems,
     write_taskset,
 )
+from evals.tasks import checks as task_checks
 from evals.tasks import fields as task_fields
 from harness.plugins import PluginWarning
 from serve_local.inprocess import running_server
@@ -63,6 +64,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.syspath_prepend(str(PLUGIN))
     monkeypatch.setattr(task_fields, "_FIELDS", dict(task_fields._FIELDS))
     monkeypatch.setattr(record_environments, "_MODELS", dict(record_environments._MODELS))
+    monkeypatch.setattr(task_checks, "_REGISTERED", dict(task_checks._REGISTERED))
+    monkeypatch.setattr(task_checks, "_JUDGES", set(task_checks._JUDGES))
     module = importlib.import_module("loopbench_clock.environment")
     env = installed(module.ClockEnvironment())
     monkeypatch.setattr(registry, "ENVIRONMENTS", (env, *registry.ENVIRONMENTS))
@@ -191,6 +194,50 @@ async def test_an_environments_answers_are_judged_by_its_own_claim_rule_or_none(
     monkeypatch.setattr(registry, "ENVIRONMENTS", (Sundial(), *registry.ENVIRONMENTS))
     records = await _eval(tmp_path, handle, "sundial.jsonl")
     assert records["t1"].false_claims == ["says files; a sundial holds none"]
+
+
+async def test_an_environments_own_check_kind_and_judge_come_with_it(
+    clock: Any, tmp_path: Path
+) -> None:
+    """The clock brings a check kind (``clock_read``) by declaring it: a task file names it,
+    it is checked with the file and line, and it passes on the run that read the clock and
+    fails on the one that did not; a ``judged`` check names a judge some environment has."""
+    path = tmp_path / "read.yaml"
+    path.write_text(
+        "name: read\ntasks:\n"
+        "  - {id: read, question: 'What time is it?', clock: {zone: UTC},"
+        " checks: [{kind: clock_read}]}\n"
+        "  - {id: twice, question: 'What time is it now?', clock: {zone: UTC},"
+        " checks: [{kind: clock_read, times: 2}]}\n"
+    )
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if turn_of(request) == 0:
+            return httpx.Response(200, json=calls(("c1", "read_clock", "{}")))
+        return httpx.Response(200, json=answer("It is 09:41."))
+
+    with running_server(server_app(handle, "fake")) as url:  # type: ignore[arg-type]
+        done = await run_eval(
+            EvalSettings(serving=Serving(base_url=url, model="fake"), tasks=path,
+                         out=tmp_path / "read.jsonl"),
+            echo=lambda _: None,
+        )  # fmt: skip
+    records = {r.task_id: r for r in read_runs(done)}
+    assert records["read"].checks == [
+        {"check": 'clock_read {"times": 1}', "kind": "clock_read", "passed": True}
+    ]
+    assert records["read"].correct and not records["twice"].correct
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: bad\ntasks:\n  - id: t1\n    question: What time is it?\n"
+        "    clock: {zone: UTC}\n    checks:\n      - {kind: clock_read, times: 0}\n"
+        "      - {kind: judged, by: nobody}\n"
+    )
+    _, problems = task_file_problems(bad)
+    assert problems == [
+        f"{bad}, line 7: tasks.0.checks.0.times: Input should be greater than or equal to 1",
+        f"{bad}, line 8: tasks.0.checks.1.by: Value error, no judge 'nobody'; the judges are: tau2",
+    ]
 
 
 async def test_a_workflow_on_an_environment_without_a_gathering_rule_says_so(

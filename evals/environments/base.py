@@ -139,6 +139,9 @@ class Environment(Protocol):
       never reach it);
     * ``figures``: figures only its runs have (``Figures``), in every summary of a run file
       (``evals.report.families``);
+    * ``check_kinds``: check kinds only its tasks use (models with a ``kind`` tag and
+      ``passes(run)``, ``evals.tasks.register_check``), and ``judges``: the names its
+      ``judged`` checks may give (its dialogue's ``judge`` rewards them);
     * ``false_claims(task, answer)``: its claim rule, each statement of a right answer its
       state contradicts, in words (``evals.scoring.claims``; none: its answers are checked
       for no claim, never against another environment's state).

@@ -18,7 +18,7 @@ from evals.environments.tau2 import Tau2Environment
 from evals.environments.workspace import WorkspaceEnvironment
 from evals.errors import EvalError
 from evals.record import Data, RunRecord, register
-from evals.tasks import Task, TaskFields, register_fields
+from evals.tasks import Task, TaskFields, register_check, register_fields, register_judge
 from harness.plugins import loaded, loaded_from
 
 GROUP = "loopbench.environments"
@@ -26,9 +26,10 @@ _NEEDS = ("name", "tool_names", "default_preset", "holds", "open", "read_all")
 
 
 def installed(environment: Environment) -> Environment:
-    """``environment``, its record data model and task fields registered. What is not an
-    environment, or declares what cannot be registered (record data under another name, a
-    task field's key already taken), is refused, saying why, before anything is registered."""
+    """``environment``, its record data model, task fields, check kinds and judges registered.
+    What is not an environment, or declares what cannot be registered (record data under
+    another name, a task field's key or a check kind's tag already taken), is refused, saying
+    why, before anything is registered."""
     lacking = [a for a in _NEEDS if not hasattr(environment, a)]
     if lacking:
         raise TypeError(f"{environment!r} is not an environment: it has no {', '.join(lacking)}")
@@ -45,10 +46,22 @@ def installed(environment: Environment) -> Environment:
         if not (isinstance(model, type) and issubclass(model, TaskFields)):
             raise TypeError(f"environment {name!r}: {model!r} is not TaskFields")
         register_fields(model, only_check=True)
+    kinds: Any = tuple(getattr(environment, "check_kinds", ()))
+    for model in kinds:
+        if not isinstance(model, type):
+            raise TypeError(f"environment {name!r}: check kind {model!r} is not a model")
+        register_check(model, only_check=True)
+    judges: Any = tuple(getattr(environment, "judges", ()))
+    if not all(isinstance(j, str) and j for j in judges):
+        raise TypeError(f"environment {name!r}: its judges are names")
     if data is not None:
         register(data)
     for model in fields:
         register_fields(model)
+    for model in kinds:
+        register_check(model)
+    for judge in judges:
+        register_judge(judge)
     return environment
 
 

@@ -261,6 +261,7 @@ class Tau2Environment:
     name = "tau2"
     # τ²'s tools are its domains' (read from its package when a task opens).
     tool_names: frozenset[str] = frozenset()
+    judges = ("tau2",)  # judged checks' by: τ²'s evaluator
     default_preset = "no-helpers"  # τ²'s agent: its own prompt, nothing of ours added
 
     def holds(self, task: Task) -> bool:

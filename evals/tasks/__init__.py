@@ -30,6 +30,8 @@ from evals.tasks.checks import (
     ToolCalled,
     TypedAnswer,
     YesNo,
+    register_check,
+    register_judge,
 )
 from evals.tasks.fields import TaskFields
 from evals.tasks.files import (
@@ -92,7 +94,9 @@ __all__ = [
     "YesNo",
     "chance_of",
     "load_tasks",
+    "register_check",
     "register_fields",
+    "register_judge",
     "task_file_problems",
     "write_taskset",
 ]

@@ -2,8 +2,11 @@
 
 A check passes or fails on :class:`Evidence`, what a finished run shows: the answer it stated,
 its status, the files it read, the tool results it received and the calls it made
-(``evals.scoring.evidence`` reads these from a run's state). The ``Check`` union below is the
-registry: a new kind is one model with ``kind`` and ``passes``, and one line there.
+(``evals.scoring.evidence`` reads these from a run's state). The ``Check`` union below holds
+this project's kinds: a new one is one model with ``kind`` and ``passes``, and one line there.
+An environment may bring kinds of its own (its ``check_kinds``, registered with it by
+``register_check``) and name its own judge (``judges``, for ``judged`` checks); a task file
+that names either loads once the environments are registered (``evals.installed``).
 """
 
 from __future__ import annotations
@@ -12,8 +15,18 @@ import json
 import re
 from typing import Annotated, Any, Literal, Protocol, cast, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
 
+from evals import installed
 from harness.workspace import normal_name
 
 
@@ -257,7 +270,15 @@ class Judged(_Check):
     reward, as τ²'s metrics count a success."""
 
     kind: Literal["judged"]
-    by: Literal["tau2"]
+    by: str
+
+    @field_validator("by")
+    @classmethod
+    def _a_judge(cls, by: str) -> str:
+        installed.load()
+        if by not in _JUDGES:
+            raise ValueError(f"no judge {by!r}; the judges are: {', '.join(sorted(_JUDGES))}")
+        return by
 
     def passes(self, run: Evidence) -> bool:
         reward = run.judged(self.by)
@@ -356,7 +377,7 @@ TypedAnswer = OneOf | NumberIs | YesNo | Facts | ListOf
 Answer = Annotated[TypedAnswer, Field(discriminator="type")]
 ANSWER_TYPES = frozenset({"one_of", "number", "yes_no", "facts", "list"})
 
-Check = Annotated[
+BuiltIn = Annotated[
     Contains
     | ContainsAny
     | NotContains
@@ -373,6 +394,52 @@ Check = Annotated[
     | Answer,
     Field(discriminator="kind"),
 ]
+# Kinds environments bring, by tag; the judges they name (``Judged.by``).
+_REGISTERED: dict[str, type[BaseModel]] = {}
+_JUDGES: set[str] = set()
+
+
+def _registered(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A check of a kind an environment registered, read by its own model; any other by the
+    union of this project's."""
+    if isinstance(value, dict) and isinstance(value.get("kind"), str):
+        if value["kind"] not in CHECK_KINDS:
+            installed.load()
+        model = _REGISTERED.get(value["kind"])
+        if model is not None:
+            return model.model_validate(value)
+    if isinstance(value, BaseModel) and type(value) in _REGISTERED.values():
+        return value
+    return handler(value)
+
+
+# A task's check: one of this project's kinds, or one an environment registered.
+Check = Annotated[SerializeAsAny[BuiltIn], WrapValidator(_registered)]
+
+
+def register_check(model: type[BaseModel], only_check: bool = False) -> type[BaseModel]:
+    """Tasks may carry checks of ``model``'s kind (its ``kind`` field, one ``Literal`` tag,
+    and its ``passes(run)``); a tag this project's kinds or another model hold is an error
+    (``only_check``: say so, register nothing)."""
+    kind = model.model_fields.get("kind")
+    annotation: Any = None if kind is None else kind.annotation
+    tags: tuple[Any, ...] = get_args(annotation) if get_origin(annotation) is Literal else ()
+    if len(tags) != 1 or not isinstance(tags[0], str) or not callable(getattr(model, "passes", 0)):
+        raise TypeError(f"{model.__name__}: a check kind has kind: Literal['tag'] and passes(run)")
+    (tag,) = tags
+    if tag in CHECK_KINDS or _REGISTERED.get(tag, model) is not model:
+        raise ValueError(f"check kind {tag!r} is taken")
+    if not only_check:
+        _REGISTERED[tag] = model
+    return model
+
+
+def register_judge(name: str) -> str:
+    """``judged`` checks may name ``name`` (an environment's own judge, whose rewards its
+    dialogue's ``judge`` gives)."""
+    _JUDGES.add(name)
+    return name
+
 
 # Checks on the answer's text, and checks that the run saw the fact the answer states.
 ANSWER_KINDS = frozenset({"answer", "contains", "contains_any", "regex"})
@@ -393,5 +460,5 @@ def _kinds(union: Any) -> set[str]:
     return tags
 
 
-# Read from the Check union itself, so a task file's error points past every kind there is.
-CHECK_KINDS = frozenset(_kinds(Check))
+# Read from the union itself, so a task file's error points past every kind there is.
+CHECK_KINDS = frozenset(_kinds(BuiltIn))

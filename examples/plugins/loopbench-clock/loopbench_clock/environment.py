@@ -1,6 +1,7 @@
 """The wall clock as an environment: its tasks carry the clock's time zone (``clock: {zone:
-...}``), its records keep the zone and how often the clock was read, a workflow gathers its
-evidence by reading the clock, and a run file's summary says how often it was read. Nothing
+...}``), a check kind of its own (``{kind: clock_read, times: N}``), its records keep the zone
+and how often the clock was read, a workflow gathers its evidence by reading the clock, and a
+run file's summary says how often it was read; it judges no claim of an answer. Nothing
 here is loopbench's own code: it reaches loopbench through the entry point its
 ``pyproject.toml`` declares."""
 
@@ -11,9 +12,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evals.environments.base import Figures, Gathering, Reading, scripted_calls
 from evals.record import Data, RunRecord
-from evals.tasks import Task, TaskFields
+from evals.tasks import Evidence, Task, TaskFields
 from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
@@ -36,6 +39,18 @@ class ClockData(Data):
     name: Literal["clock"] = "clock"
     zone: str
     reads: int | None = None
+
+
+class ClockRead(BaseModel):
+    """A check of the clock's own: the run read the clock, at least ``times`` times."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["clock_read"]
+    times: int = Field(default=1, ge=1)
+
+    def passes(self, run: Evidence) -> bool:
+        return len(run.results("read_clock")) >= self.times
 
 
 def clock_tool(zone: str) -> Tool:
@@ -86,6 +101,7 @@ class ClockEnvironment:
     default_preset = "no-helpers"
     data = ClockData
     task_fields = (ClockFields,)
+    check_kinds = (ClockRead,)
     texts = ()
     figures = Figures("clock", "How often the clock was read", _reads, _reads_markdown)
 
