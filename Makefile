@@ -183,10 +183,10 @@ EVAL_ARGS ?=
 # The task set: files6, or a generated one (python -m evals generate --split test --n 60 ...):
 # make eval TASKS=evals/tasks/gen-test-s1000-n60.json
 TASKS ?= evals/tasks/files6.json
-# The preset (harness/presets.json) the sweep found best for the default model on files6: the
-# most accurate, then the fewest turns, then the fewest tokens (results/sweep.md). POLICY is
-# its older name.
-PRESET ?= $(or $(POLICY),all-helps)
+# The preset (harness/presets.json); unset, loopbench eval runs the default of the environment
+# the tasks run on (files: all-helps, the sweep's best for the default model on files6, results/
+# sweep.md; the SQL analyst: analyst; MCP: penalized; tau2: no-helpers). POLICY is its older name.
+PRESET ?= $(POLICY)
 RUNS := results/runs
 LOCAL := results/local
 # One make invocation, no recursion: options given to make (such as -o) hold for every step.
@@ -199,7 +199,7 @@ report_into = mkdir -p $(RUNS) $(1) && $(PY) -m evals view $(REPORT_RUNS) --out 
 	$(if $(wildcard results/bfcl),--bfcl results/bfcl) $(2)
 
 eval: $(STAMP_DEV)
-	$(VENV)/bin/loopbench eval --preset $(PRESET) --tasks $(TASKS) $(EVAL_ARGS)
+	$(VENV)/bin/loopbench eval $(if $(PRESET),--preset $(PRESET)) --tasks $(TASKS) $(EVAL_ARGS)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 

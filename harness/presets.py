@@ -145,16 +145,20 @@ def _flag(group: Any, setting: Setting[Any]) -> None:
         group.add_argument(setting.flag, type=kind, metavar=setting.metavar, help=setting.help)
 
 
-def add_preset_flags(p: argparse.ArgumentParser) -> None:
+def add_preset_flags(
+    p: argparse.ArgumentParser, default: str | None = PLAIN, unset: str = ""
+) -> None:
     """``--preset`` (``--policy``, its older name, too) and every setting as a flag; unset
-    flags leave the preset's value. A bare on|off flag (``--dedupe``) means on."""
+    flags leave the preset's value. A bare on|off flag (``--dedupe``) means on. ``default``
+    None: the command chooses when none is named (``unset`` says how, in the help)."""
     g = p.add_argument_group("the loop's settings (each flag overrides the --preset's)")
+    said = f"default {default}" if default is not None else unset
     g.add_argument(
         "--preset",
         "--policy",
         dest="preset",
-        default=PLAIN,
-        help=f"a preset of {PRESETS_FILE.name} (--policy: its older name)",
+        default=default,
+        help=f"a preset of {PRESETS_FILE.name} or a plugin's ({said}; --policy: its older name)",
     )
     flagged = []
     for setting in SETTINGS.values():

@@ -124,3 +124,38 @@ def test_the_loopbench_command_is_installed_and_leads_to_each_verb(
     with pytest.raises(SystemExit) as exited:
         loopbench.main(["nonsense"])
     assert exited.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_loopbench_eval_and_make_eval_run_the_environments_default_preset(
+    scripted_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unnamed, the preset is the default of the environment the tasks run on, for
+    ``loopbench eval`` and ``make eval`` alike (which named all-helps while ``loopbench eval``
+    ran no-helpers); tasks on environments whose defaults differ must name one."""
+    import json
+    import subprocess
+
+    from evals import loopbench
+    from evals.record import read_runs
+
+    base = ["eval", "--base-url", scripted_url, "--model", "scripted:oracle"]
+    out = tmp_path / "files.jsonl"
+    assert loopbench.main([*base, "--out", str(out)]) == 0
+    assert {r.spec.preset.name for r in read_runs(out) if r.spec.preset} == {"all-helps"}
+    sql = json.loads(Path("evals/tasks/sql-test-s1000-n60.json").read_text())
+    files = json.loads(Path("evals/tasks/files6.json").read_text())
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"name": "mixed", "tasks": [files["tasks"][0], sql["tasks"][0]]}))
+    capsys.readouterr()
+    assert loopbench.main([*base, "--tasks", str(mixed), "--out", str(tmp_path / "m.jsonl")]) == 1
+    said = capsys.readouterr().err
+    assert "default presets differ (database: analyst, workspace: all-helps)" in said
+    assert "name one with --preset" in said
+    # make eval names no preset unless PRESET (or POLICY) is given.
+    shown = subprocess.run(["make", "-n", "eval"], capture_output=True, text=True, check=True)
+    (line,) = [x for x in shown.stdout.splitlines() if "loopbench eval" in x]
+    assert "--preset" not in line
+    named = subprocess.run(
+        ["make", "-n", "eval", "PRESET=penalized"], capture_output=True, text=True, check=True
+    )
+    assert "loopbench eval --preset penalized" in named.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.conversation import AGENTS
+from evals.environments.registry import held_by
 from evals.errors import EvalError
 from evals.report.compare import compare
 from evals.report.summary import summarize_run_file
@@ -18,7 +19,7 @@ from evals.run.runner import EvalSettings, run_evals
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop, resumed_settings
 from evals.solvers import SOLVERS
-from evals.tasks import DEFAULT_TASKS
+from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env
 from harness.config import add_loop_flags, loop_from_args
 from harness.display import printable
@@ -147,7 +148,28 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         help="who answers the user: the model, or a scripted agent: oracle (the task's gold "
         "calls and words, the ceiling under this user) or idle (nothing, the floor)",
     )
-    add_preset_flags(run)
+    add_preset_flags(
+        run,
+        default=None,
+        unset="default: the preset of the environment the tasks run on; files: all-helps, "
+        "the SQL analyst: analyst, MCP servers: penalized, tau2: no-helpers",
+    )
+
+
+def chosen_preset(args: argparse.Namespace) -> str:
+    """The preset named, or the default of the environment the tasks run on (tasks on
+    environments whose defaults differ must name one)."""
+    if args.preset is not None:
+        return str(args.preset)
+    held = held_by(load_tasks(args.tasks).tasks)
+    defaults = {e.default_preset for e, _ in held}
+    if len(defaults) != 1:
+        which = ", ".join(f"{e.name}: {e.default_preset}" for e, _ in held)
+        raise EvalError(
+            f"these tasks run on environments whose default presets differ ({which}): "
+            "name one with --preset"
+        )
+    return defaults.pop()
 
 
 def add_key_flags(parser: Any, env: str, refused: str, whose: str) -> None:
@@ -205,7 +227,9 @@ def _run(args: argparse.Namespace) -> list[Path]:
         "per_server": args.max_connections,
         "api_key_env": args.api_key_env,
     }
-    limits = preset(args.preset).limits
+    if not args.resume:  # a resumed run keeps its own
+        args.preset = chosen_preset(args)
+    limits = preset(args.preset).limits if args.preset is not None else {}
     # A command's own loop defaults (tau2: no cap on the agent's model calls), then the flags.
     loop = loop_from_args(args, eval_loop(**getattr(args, "loop_base", {})), limits)
     if loop.temperature is not None and not 0 <= loop.temperature <= 2:
