@@ -439,8 +439,8 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 TEST_WORKERS ?= 2
 test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_TAU2) $(STAMP_INSPECT) $(STAMP_INSPECT_EVALS) peer-llama-server chromium postgresql
 	@rc=0; \
-	$(PY) -m pytest -q -rs --durations=20 -m "not serial" -n $(TEST_WORKERS) --dist loadfile || rc=1; \
-	$(PY) -m pytest -q -rs --durations=20 -m serial || rc=1; \
+	$(PY) -m pytest -q -rs --durations=60 -m "not serial" -n $(TEST_WORKERS) --dist loadfile || rc=1; \
+	$(PY) -m pytest -q -rs --durations=40 -m serial || rc=1; \
 	exit $$rc
 
 lint: $(STAMP_DEV) $(STAMP_INSPECT)

@@ -241,6 +241,7 @@ def test_a_killed_concurrent_eval_resumes_to_the_serial_records(
     out = tmp_path / "killed.jsonl"
     killed = evals(
         "--model", "scripted:oracle", "--concurrency", "3", "--out", str(out),
+        "--preset", "no-helpers",  # the in-process eval's default, which it is compared with
         url=slow_url, cwd=tmp_path, env={"LOOPBENCH_CRASH_AFTER_TASK": "3"},
     )  # fmt: skip
     killed.communicate(timeout=120)
