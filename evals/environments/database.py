@@ -112,6 +112,11 @@ class DatabaseEnvironment:
     tool_names = frozenset({RUN_SQL_TOOL, DESCRIBE_TOOL})
     default_preset = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
     texts = (PICK_TABLES, WRITE_QUERY, REPAIR)
+    # What a question-blind guess is worth under a workflow here (the workflows' report).
+    under_workflows = (
+        "The evidence check asks for a query result that holds the answer; the workflows' "
+        "queries are the model's, so a guess is credited only where its query found it."
+    )
 
     def holds(self, task: Task) -> bool:
         return task.fields_of(DatabaseRef) is not None

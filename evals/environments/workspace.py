@@ -34,6 +34,12 @@ class WorkspaceEnvironment:
     tool_names = frozenset(t.name for t in default_tools())
     default_preset = "all-helps"  # the sweep's best for the default model on files6
     texts = (PICK_FILES,)
+    # What a question-blind guess is worth under a workflow here (the workflows' report).
+    under_workflows = (
+        "Under a workflow the code lists and reads every file (route: those the model picks), "
+        "so the evidence checks pass whatever the model says and only the answer decides; "
+        "under the agent loop the model must fetch the evidence itself."
+    )
 
     def false_claims(self, task: Task, answer: str | None) -> list[str] | None:
         """What the answer states falsely of the task's files (``evals.environments.claims``); None

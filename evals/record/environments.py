@@ -31,6 +31,11 @@ class Data(BaseModel):
     # read and write as they always have.
     package: str | None = None
 
+    def verdicts(self) -> dict[str, float]:
+        """What the environment's own judge gave the run, by judge, as the record keeps it
+        (read again by a rescore; ``evals.tasks.Judged``): none unless the environment says."""
+        return {}
+
     @model_serializer(mode="wrap")
     def _package_where_set(
         self, handler: SerializerFunctionWrapHandler, _: SerializationInfo
@@ -107,6 +112,9 @@ class Tau2Data(Data):
     tau2_version: str | None = None
     reward: float | None = None
     reward_info: dict[str, Any] | None = None
+
+    def verdicts(self) -> dict[str, float]:
+        return {} if self.reward is None else {"tau2": self.reward}
 
 
 class OtherData(Data):

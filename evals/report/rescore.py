@@ -26,7 +26,6 @@ from evals.record import (
     read_text,
     run_files,
 )
-from evals.record.environments import Tau2Data
 from evals.report.markdown import table
 from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
@@ -152,10 +151,7 @@ def rescore_file(run_file: Path, tasks: TaskSet | None = None) -> Rescored:
 
 def _verdicts(record: RunRecord) -> dict[str, float]:
     """What the environment's own judge gave the run, as its record keeps it."""
-    environment = record.environment
-    if isinstance(environment, Tau2Data) and environment.reward is not None:
-        return {"tau2": environment.reward}
-    return {}
+    return record.environment.verdicts()
 
 
 def _kept(

@@ -156,7 +156,7 @@ def false_claim_lines(summary: dict[str, Any], records: Sequence[RunRecord]) -> 
     share = f" ({100 * flagged / right:.0f} %)" if right else ""
     lines = [
         f"Right, with a false claim: {flagged} of {right} right answers{share} also state "
-        "something the workspace contradicts (credited all the same; evals.environments.claims).",
+        "something the workspace contradicts (credited all the same; evals.scoring.claims).",
         "",
     ]
     rows = [[r.task_id, r.epoch, "; ".join(r.false_claims or [])] for r in records

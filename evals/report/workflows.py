@@ -10,12 +10,13 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from evals.environments.registry import held_by
 from evals.record import RunRecord, committed, is_error
 from evals.report.compare import Run, load_runs, rank, solver_of
 from evals.report.markdown import table
 from evals.report.pairing import PairingError, paired
 from evals.report.stats import accuracy
-from evals.tasks import DEFAULT_TASKS, DatabaseRef, chance_of, load_tasks
+from evals.tasks import DEFAULT_TASKS, chance_of, load_tasks
 
 
 def _done(run: Run) -> list[RunRecord]:
@@ -69,17 +70,9 @@ def _floor(task_set: str) -> list[str]:
     tasks = load_tasks(path).tasks
     chance = statistics.fmean(chance_of(t) for t in tasks)
     guess = f"Floor: a guess among each question's candidates scores {100 * chance:.0f} % here."
-    if any(t.fields_of(DatabaseRef) is not None for t in tasks):
-        return [
-            f"{guess} The evidence check asks for a query result that holds the answer; the "
-            "workflows' queries are the model's, so a guess is credited only where its query "
-            "found it."
-        ]
-    return [
-        f"{guess} Under a workflow the code lists and reads every file (route: those the model "
-        "picks), so the evidence checks pass whatever the model says and only the answer "
-        "decides; under the agent loop the model must fetch the evidence itself."
-    ]
+    # What the tasks' environments say of a guess under a workflow (the first that says).
+    said = [n for e, _ in held_by(tasks) if (n := getattr(e, "under_workflows", None))]
+    return [" ".join([guess, *said[:1]])]
 
 
 # The run files the report reads by default (``make workflows-report``): the workflows, the
