@@ -41,6 +41,7 @@ from harness.execute import Stop, answer_pending
 from harness.replies import record_turn, settle
 from harness.setup import Setup
 from harness.state import RunState, Status
+from harness.tools import ToolTable
 from harness.trace import Recorder
 
 __all__ = ["SYSTEM_PROMPT", "LoopConfig", "run_loop"]
@@ -159,7 +160,7 @@ async def run_loop(
         state.messages.insert(0, {"role": "system", "content": hooks.system_prompt(config, setup)})
     tools = hooks.offered_tools(setup.tools, config, state.meta.get("task_tools"))
     workspace = setup.workspace
-    by_name, specs = {t.name: t for t in tools}, [t.spec() for t in tools]
+    by_name, specs = ToolTable(tools, setup.unknown), [t.spec() for t in tools]
 
     async def turns(token: CancelToken) -> RunState:
         while True:

@@ -5,6 +5,7 @@ one more keyword threaded through the loop."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.tools import Tool
@@ -24,3 +25,5 @@ class Setup:
     intro: str | None = None
     overview: str | None = None
     system_prompt: bool = True
+    # What answers a call by a name no tool has (``harness.tools.ToolTable``); None: the loop.
+    unknown: Callable[[str], Tool] | None = None

@@ -277,6 +277,23 @@ def check_arguments(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
 MAX_DEPTH = 32
 
 
+class ToolTable(dict[str, Tool]):
+    """The run's tools by name. A call by a name no tool has is answered by the tool
+    ``unknown(name)`` gives, where the environment gives one (τ²: its own environment answers
+    it, as its runner lets it, in its own words and in its trajectory); else by the loop,
+    which names the tools there are."""
+
+    def __init__(self, tools: list[Tool], unknown: Callable[[str], Tool] | None = None) -> None:
+        super().__init__((t.name, t) for t in tools)
+        self.unknown = unknown
+
+    def get(self, name: str, default: Any = None) -> Any:
+        found = super().get(name)
+        if found is None and self.unknown is not None:
+            return self.unknown(name)
+        return default if found is None else found
+
+
 def check_depth(args: dict[str, Any], most: int = MAX_DEPTH) -> dict[str, Any]:
     """``args``, or why not: a structure nested past ``most`` levels, which a tool that takes
     arguments unchecked (or the judge replaying its calls) would recurse through."""

@@ -71,6 +71,7 @@ class Script:
         self.empty_first = empty_first
         self.seen: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] = []
+        self.theirs: list[dict[str, Any]] = []  # τ²'s runner's requests, once both ran
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -152,6 +153,7 @@ def _both(
     theirs = _theirs(serving(script), domain, "test", task, agent, user, tmp_path)
     fresh = type(script)(script.gold, script.words, script.user_turns, script.empty_first)
     ours = _ours(serving(fresh), domain, task, mode, tmp_path)
+    script.theirs = list(script.bodies)
     script.bodies[:] = fresh.bodies  # what our side sent, for the test to read
     return theirs, ours
 
@@ -197,16 +199,28 @@ def test_ten_failed_calls_end_the_conversation_as_tau2s_runner_ends_it(
     serving: Callable[[Script], str], tmp_path: Path
 ) -> None:
     """τ²'s ``max_errors``: the tenth failed call ends the talk (too_many_errors, 0) in both,
-    before the agent's next reply; the agent reads τ²'s own error text, once prefixed."""
-    bad = [("get_user_details", {"user_id": f"nobody_{i}"}) for i in range(12)]
+    before the agent's next reply; the agent reads τ²'s own error text, once prefixed. A call
+    by a name no tool has goes to τ² as its runner sends it: τ² answers it in its own words
+    (the loop answered it, naming our tools, and τ²'s trajectory lacked it)."""
+    bad = [
+        ("no_such_tool" if i % 3 == 0 else "get_user_details", {"user_id": f"nobody_{i}"})
+        for i in range(12)
+    ]
     script = Script(bad, "Bye.", 3)
     theirs, ours = _both(serving, script, ("airline", "2", "conversation"), tmp_path)
     assert (theirs["end"], theirs["reward"]) == ("too_many_errors", 0.0), theirs
     assert ours.conversation.end == "too_many_errors" and ours.conversation.errors == 10
     assert ours.environment.reward == 0.0 and ours.tool_runs == 10
-    agent = [b for b in script.bodies if "<policy>" in b["messages"][0]["content"]]
-    read = [m["content"] for m in agent[-1]["messages"] if m["role"] == "tool"]
-    assert read and all(t.startswith("Error: ") and "Error: Error" not in t for t in read)
+    assert theirs["calls"] == [name for name, _ in bad[:10]]
+
+    def read(bodies: list[dict[str, Any]]) -> list[str]:
+        agent = [b for b in bodies if "<policy>" in b["messages"][0]["content"]]
+        return [m["content"] for m in agent[-1]["messages"] if m["role"] == "tool"]
+
+    ours_read = read(script.bodies)
+    assert ours_read and all(t.startswith("Error: ") and "Error: Error" not in t for t in ours_read)
+    assert ours_read == read(script.theirs)  # τ²'s words, call for call
+    assert "Error: Tool 'no_such_tool' not found." in ours_read
 
 
 @pytest.mark.parametrize("idle", [False, True], ids=["gold", "idle"])

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import functools
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,39 +67,52 @@ def _beside(state: RunState | None, call_id: str) -> tuple[str, str | None]:
     return call_id, None
 
 
+def _proxy(talk: _Talk, name: str, description: str, parameters: dict[str, Any]) -> Tool:
+    """One of τ²'s tools as the loop's: each call executed in the conversation's τ²
+    environment, in the order the agent asked for them (τ²'s orchestrator runs a message's
+    calls so); a name τ² has no tool for is sent as well, and τ² answers it (``Error: Tool
+    '...' not found.``) and keeps it in its trajectory, as its runner does."""
+
+    async def call(args: dict[str, Any], ctx: ToolContext) -> str:
+        message, content = _beside(talk.state, ctx.call_id)
+        try:
+            result, failed = await talk.worker.call(
+                talk.key, name, args, "assistant", ctx.call_id, message, content
+            )
+        except EvalError as exc:  # the worker, not the tool: the run is an error
+            raise ToolServerFailed(f"tau2's worker failed on {name}: {exc}") from exc
+        if failed:  # τ²'s own words ("Error: ..."), read as τ²'s agent reads them
+            raise ToolError(result.removeprefix("Error: "))
+        return result
+
+    return Tool(
+        name,
+        description,
+        parameters,
+        call,
+        read_only=False,  # τ²'s tools change its database; none is served from a cache
+        needs_approval=False,  # the domain's policy is the agent's to follow
+        # A call past the tool time limit: the worker is stuck (and is stopped), not the
+        # tool's answer; the run is an error.
+        hang_is_fault=True,
+        in_order=True,
+        # τ²'s environment runs a call as its runner sends it and words what fails.
+        judges_arguments=True,
+    )
+
+
+def _unknown(talk: _Talk, name: str) -> Tool:
+    return _proxy(talk, name, "", {"type": "object"})
+
+
 def _proxies(talk: _Talk, specs: list[dict[str, Any]]) -> list[Tool]:
-    """τ²'s tools as the loop's, each call executed in the conversation's τ² environment, in
-    the order the agent asked for them (τ²'s orchestrator runs a message's calls so)."""
-
-    def proxy(name: str) -> Callable[[dict[str, Any], ToolContext], Awaitable[str]]:
-        async def call(args: dict[str, Any], ctx: ToolContext) -> str:
-            message, content = _beside(talk.state, ctx.call_id)
-            try:
-                result, failed = await talk.worker.call(
-                    talk.key, name, args, "assistant", ctx.call_id, message, content
-                )
-            except EvalError as exc:  # the worker, not the tool: the run is an error
-                raise ToolServerFailed(f"tau2's worker failed on {name}: {exc}") from exc
-            if failed:  # τ²'s own words ("Error: ..."), read as τ²'s agent reads them
-                raise ToolError(result.removeprefix("Error: "))
-            return result
-
-        return call
-
+    """τ²'s tools as the loop's (``_proxy``)."""
     return [
-        Tool(
+        _proxy(
+            talk,
             spec["function"]["name"],
             spec["function"].get("description", ""),
             spec["function"].get("parameters") or {"type": "object", "properties": {}},
-            proxy(spec["function"]["name"]),
-            read_only=False,  # τ²'s tools change its database; none is served from a cache
-            needs_approval=False,  # the domain's policy is the agent's to follow
-            # A call past the tool time limit: the worker is stuck (and is stopped), not the
-            # tool's answer; the run is an error.
-            hang_is_fault=True,
-            in_order=True,
-            # τ²'s environment runs a call as its runner sends it and words what fails.
-            judges_arguments=True,
         )
         for spec in specs
     ]
@@ -220,7 +234,9 @@ class _Opened:
             self._talks[workspace.root] = talk
             try:
                 # τ²'s own system prompt goes as it is: the loop writes none of its own.
-                yield Setup(tools, workspace, system_prompt=False)
+                # A call by a name τ² has no tool for goes to τ² too, as its runner sends it.
+                unknown = functools.partial(_unknown, talk)
+                yield Setup(tools, workspace, system_prompt=False, unknown=unknown)
             finally:
                 self._talks.pop(workspace.root, None)
         finally:
