@@ -8,6 +8,7 @@ it is done), ground truth on airline."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import subprocess
@@ -111,15 +112,38 @@ def serving() -> Iterator[Callable[[Script], Any]]:
         yield use
 
 
-def _gold(domain: str, task: str, mode: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
-    async def read() -> tuple[list[tuple[str, dict[str, Any]]], str]:
+# The tasks' gold, read from τ² once for the module (each worker start imports τ² anew).
+SOLO = ("telecom", "test")
+GOLDS = [("airline", "2", "conversation"), ("airline", "2", "gt")]
+
+
+@functools.cache
+def _read_golds() -> tuple[str, dict[tuple[str, str, str], Any]]:
+    """The telecom test task the solo tests play (one with a ticket and actions), and the gold
+    of every task and mode the module plays, from one worker."""
+
+    async def read() -> tuple[str, dict[tuple[str, str, str], Any]]:
         async with Tau2() as tau2:
-            await tau2.open("gold", domain, task, mode)
-            found = await tau2.gold("gold")
-        gold = [(str(n), dict(a)) for n, a in found["actions"]]
-        return gold, " ".join(["Done.", *map(str, found["communicate"])])
+            listed = await tau2.tasks(*SOLO)
+            solo = next(str(t["id"]) for t in listed if t["ticket"] and t["actions"])
+            found = {}
+            for i, key in enumerate([*GOLDS, (SOLO[0], solo, "solo")]):
+                await tau2.open(f"gold-{i}", *key)
+                found[key] = await tau2.gold(f"gold-{i}")
+                await tau2.close(f"gold-{i}")
+        return solo, found
 
     return asyncio.run(read())
+
+
+def _solo_task() -> str:
+    return _read_golds()[0]
+
+
+def _gold(domain: str, task: str, mode: str) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    found = _read_golds()[1][(domain, task, mode)]
+    gold = [(str(n), dict(a)) for n, a in found["actions"]]
+    return gold, " ".join(["Done.", *map(str, found["communicate"])])
 
 
 def _theirs(url: str, domain: str, split: str, task: str, agent: str, user: str, cwd: Path) -> Any:
@@ -230,12 +254,7 @@ def test_solo_on_telecom_gets_tau2s_own_reward(
     """Alone with the ticket: the gold calls (the user's phone among them) then ``done``
     score 1.0 in both; ``done`` at once scores 0 in both."""
 
-    async def pick() -> str:
-        async with Tau2() as tau2:
-            listed = await tau2.tasks("telecom", "test")
-        return next(str(t["id"]) for t in listed if t["ticket"] and t["actions"])
-
-    task = asyncio.run(pick())
+    task = _solo_task()
     gold, _ = _gold("telecom", task, "solo")
     script = Script([] if idle else gold, "done", user_turns=0)
     theirs, ours = _both(serving, script, ("telecom", task, "solo"), tmp_path)
