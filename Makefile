@@ -60,7 +60,7 @@ else
 BACKEND_STAMP := $(STAMP_LLAMA)
 endif
 
-.PHONY: tool-schemas tau2-venv bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
+.PHONY: tool-schemas tau2-venv tau2-runs bfcl-inspect mcp-servers mcp-tasks mcp-report mcp-runs leaderboard leaderboard-slots bfcl-report eval-workflows workflows-report serve-postgres eval-sql sql-report postgresql chromium paired grader-check adversaries-fresh setup models bfcl-venv bfcl serve-local serve-scripted peer-llama-server serve-llama-server stop eval sweep compare report rescore adversaries experiments bench run test check lint clean
 
 setup: $(STAMP_DEV)
 
@@ -432,10 +432,30 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 	$(PY) -m evals tool-schemas --serve llama-server
 	$(PY) -m evals tool-schemas-report
 
+# docs/tau2.md's runs under τ²'s own rules, the default model as agent and user: one
+# DOMAIN:SPLIT:MODE:AGENT:TRIALS each, against `make serve-local SLOTS=2 CTX=16384`. A run whose
+# file is in results/tau2/ is left as it is; one cut short goes on from its .partial (its
+# records then name both code versions); then the page. Hours on two cores: a conversation the
+# user never ends runs to τ²'s 200 steps (5-7 min).
+TAU2_RUNS ?= telecom:test:solo:model:1 telecom:test:solo:oracle:1 telecom:test:solo:idle:1 \
+	airline:test:gt:model:1 airline:test:gt:oracle:1 airline:test:gt:idle:1 \
+	airline:test:conversation:oracle:1 retail:test:conversation:oracle:1 \
+	airline:test:conversation:model:4 retail:test:conversation:model:4
+tau2-runs: $(STAMP_DEV) $(STAMP_TAU2)
+	@set -e; for r in $(TAU2_RUNS); do \
+	  set -- $$(echo $$r | tr : ' '); \
+	  name=$$1-$$2$$([ $$3 = conversation ] || echo -$$3)-$$([ $$4 = model ] && echo qwen2.5-coder-1.5b || echo $$4-agent)$$([ $$5 = 1 ] || echo -k$$5); \
+	  out=results/tau2/$$name.jsonl; \
+	  if [ -f $$out ]; then echo "$$out: there"; \
+	  elif [ -f $$out.partial ]; then $(VENV)/bin/loopbench tau2 --resume $$out.partial; \
+	  else $(VENV)/bin/loopbench tau2 --domain $$1 --split $$2 --mode $$3 --agent $$4 --trials $$5 --out $$out; fi; \
+	done
+	$(PY) -m evals tau2-report
+
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The tests that
 # load no model run first, in TEST_WORKERS processes; then those that do (or start PostgreSQL),
-# one at a time (tests/conftest.py: SERIAL). Each summary names every skipped test and the 20
-# slowest; both parts run, and the target fails if either does.
+# one at a time (tests/conftest.py: SERIAL). Each summary names every skipped test and the 60
+# (40) slowest; both parts run, and the target fails if either does.
 TEST_WORKERS ?= 2
 test: $(STAMP_DEV) $(STAMP_MCP) $(STAMP_LLAMA) $(STAMP_TF) $(STAMP_MODELS) $(STAMP_BFCL) $(STAMP_TAU2) $(STAMP_INSPECT) $(STAMP_INSPECT_EVALS) peer-llama-server chromium postgresql
 	@rc=0; \
