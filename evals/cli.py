@@ -45,17 +45,20 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
 )
 
 
+LOOPBENCH = "loopbench"
+# The subcommands loopbench names otherwise (``evals.loopbench``).
+_VERBS = {"run": "eval"}
+
+
 def parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
     found = ExactParser(prog=prog)
     commands = found.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(commands)
-    if prog == LOOPBENCH:  # loopbench eval runs python -m evals run
-        commands.choices["run"].prog = f"{LOOPBENCH} eval"
+    if prog == LOOPBENCH:
+        for command, verb in _VERBS.items():
+            commands.choices[command].prog = f"{LOOPBENCH} {verb}"
     return found
-
-
-LOOPBENCH = "loopbench"
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m evals") -> int:
@@ -63,8 +66,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m evals") -> int:
     try:
         return int(args.handler(args))
     except (EvalError, HarnessError) as exc:
-        command = "eval" if prog == LOOPBENCH and args.command == "run" else args.command
-        print(f"{'evals' if prog != LOOPBENCH else prog} {command}: {exc}", file=sys.stderr)
+        said = (
+            f"{LOOPBENCH} {_VERBS.get(args.command, args.command)}"
+            if prog == LOOPBENCH
+            else f"evals {args.command}"
+        )
+        print(f"{said}: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (`| head`): what it read is all it wanted, and nothing is wrong.

@@ -286,12 +286,17 @@ class ToolTable(dict[str, Tool]):
     def __init__(self, tools: list[Tool], unknown: Callable[[str], Tool] | None = None) -> None:
         super().__init__((t.name, t) for t in tools)
         self.unknown = unknown
+        # The environment's tool for each unknown name asked, made once (the loop looks a
+        # call's tool up several times); never a key, so the names offered stay the tools'.
+        self._made: dict[str, Tool] = {}
 
     def get(self, name: str, default: Any = None) -> Any:
         found = super().get(name)
-        if found is None and self.unknown is not None:
-            return self.unknown(name)
-        return default if found is None else found
+        if found is not None or self.unknown is None:
+            return default if found is None else found
+        if name not in self._made:
+            self._made[name] = self.unknown(name)
+        return self._made[name]
 
 
 def check_depth(args: dict[str, Any], most: int = MAX_DEPTH) -> dict[str, Any]:

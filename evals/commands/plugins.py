@@ -4,7 +4,6 @@ settings, presets, backends), each from its distribution, and each one left out 
 from __future__ import annotations
 
 import argparse
-import warnings
 from typing import Any
 
 from evals.environments import registry as environments
@@ -25,21 +24,14 @@ def register(commands: Any) -> None:
 
 def _backends() -> list[Outcome]:
     """Each plugin backend: loaded (its module imported, its options read), or left out with
-    the reason its registry warned of."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        loaded = backends.declared()
-    said = [str(w.message) for w in caught]
+    the reason its registry gave."""
+    loaded = backends.declared()
     found = []
     for entry in declared(backends.GROUP):
         package = entry.dist.name if entry.dist is not None else None
-        if backends.BACKENDS.get(entry.name) != entry.value:
-            why: str | None = f"a backend named {entry.name!r} is registered"
-        elif entry.name in loaded:
-            why = None
-        else:
-            mine = f"plugin {entry.name!r} ({entry.value}, "
-            why = next((s.split(" left out: ", 1)[1] for s in said if mine in s), "not loaded")
+        why = backends.LEFT_OUT.get((entry.name, entry.value))
+        if why is None and entry.name not in loaded:
+            why = "not loaded"
         found.append(Outcome(backends.GROUP, entry.name, entry.value, package, why))
     return found
 

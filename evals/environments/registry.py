@@ -2,9 +2,9 @@
 it (the workspace, last, holds every task). Environments other packages declare under the
 ``loopbench.environments`` entry point (``harness.plugins``) come first, so a plugin's holds
 the tasks it claims. Each environment, built in or a plugin's, enters through ``installed``,
-which registers its record data and task fields (``base.Environment``), so its records read
-typed and its task files load. Every reader of a task or run file loads this module first
-(``evals.installed.load``)."""
+which registers its record data, task fields, check kinds and judges (``base.Environment``),
+so its records read typed and its task files load. Every reader of a task or run file loads
+this module first (``evals.installed.load``)."""
 
 from __future__ import annotations
 
@@ -90,8 +90,9 @@ def _plugins() -> list[Environment]:
     return loaded(GROUP, accepted)
 
 
-# Built in or from a plugin, an environment is registered by ``installed`` (its record data and
-# task fields), once, when ``evals.installed.load`` (or any import) first loads this module.
+# Built in or from a plugin, an environment is registered by ``installed`` (its record data,
+# task fields, check kinds and judges), once, when ``evals.installed.load`` (or any import)
+# first loads this module.
 _BUILT: tuple[Environment, ...] = tuple(installed(e) for e in BUILT_IN)
 ENVIRONMENTS: tuple[Environment, ...] = (*_plugins(), *_BUILT)
 # The distribution each plugin environment came from, by environment name.

@@ -39,6 +39,7 @@ class PluginWarning(UserWarning):
 
 
 def _left_out(name: str, module: str, why: str) -> None:
+    LEFT_OUT[(name, module)] = why
     package = PACKAGES.get(name, "an unknown package")
     warnings.warn(
         f"{GROUP}: plugin {name!r} ({module}, from {package}) left out: {why}",
@@ -63,6 +64,8 @@ def _backends() -> dict[str, str]:
 
 # The distribution each plugin backend comes from, by name.
 PACKAGES: dict[str, str] = {}
+# Why each plugin left out was left out, by its name and module (``loopbench plugins``).
+LEFT_OUT: dict[tuple[str, str], str] = {}
 # Every backend by name.
 BACKENDS: dict[str, str] = _backends()
 
