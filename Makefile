@@ -220,10 +220,10 @@ mcp-tasks: $(STAMP_DEV)
 
 # Our tools against each community server on the same questions (make mcp-runs ran them):
 # results/mcp/paired-*.md and docs/mcp.md's verdicts, from the committed runs (with the loop
-# policies' pairs; all named in evals/report/paired_pages.py).
+# policies' pairs; all named in lab/report/paired_pages.py).
 MCP_RUNS := results/mcp
 mcp-report: $(STAMP_DEV)
-	$(PY) -m evals paired-report
+	$(PY) -m lab paired-report
 
 # The MCP families on the default model (hours on two cores): each surface of each set, one
 # model process at a time; make mcp-report pairs them.
@@ -245,7 +245,7 @@ eval-sql: $(STAMP_DEV)
 # The committed sql runs side by side with the chapter's figures: results/sql/summary.md
 SQL_RUN = results/sql/qwen-coder-1.5b-analyst
 sql-report: $(STAMP_DEV)
-	$(PY) -m evals sql-report results/sql $(wildcard results/sql/runs) --out results/sql/summary.md \
+	$(PY) -m lab sql-report results/sql $(wildcard results/sql/runs) --out results/sql/summary.md \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-plain.jsonl \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-one-call.jsonl \
 		--pair $(SQL_RUN)-hinted.jsonl $(SQL_RUN)-hinted-postgresql.jsonl \
@@ -267,10 +267,11 @@ eval-workflows: $(STAMP_DEV)
 # The committed workflow runs beside the agent runs they are compared with (the sweep's runs on
 # files6, the generated test set's and the sql family's): results/workflows.md
 workflows-report: $(STAMP_DEV)
-	$(PY) -m evals workflows-report --out results/workflows.md
+	$(PY) -m lab workflows-report --out results/workflows.md
 
 compare: $(STAMP_DEV)
 	@$(call compare_into,results)
+	$(PY) -m lab quoted
 
 # One self-contained HTML file (results/report.html) and its first screen (results/report.png):
 # the newest run against the references on its task set, then each task set's leaderboard,
@@ -280,7 +281,7 @@ REPORT_FOCUS ?= results/runs/20261130-214336-fresh-clone-default.jsonl
 committed_report = $(call report_into,results,$(if $(wildcard $(REPORT_FOCUS)),--focus $(REPORT_FOCUS)))
 report: $(STAMP_DEV) chromium
 	@$(committed_report)
-	$(PY) -m evals screenshot results/report.html --out results/report.png
+	$(PY) -m lab screenshot results/report.html --out results/report.png
 
 # Today's checks applied again to every committed run (a run file whose verdicts change is
 # rewritten with its summaries; each record keeps its first verdict), then the paired
@@ -291,32 +292,33 @@ RESCORED_RUNS = $(RUNS) $(wildcard results/mcp results/leaderboard results/leade
 	results/sql results/sql/runs results/sql/dev results/workflows results/superseded/runs \
 	results/superseded/mcp results/server results/slots results/tau2 results/superseded/tau2)
 rescore: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_MODELS)
-	$(PY) -m evals rescore $(RESCORED_RUNS) --report results/rescore.md
+	$(PY) -m lab rescore $(RESCORED_RUNS) --report results/rescore.md
 	@$(paired_all)
-	$(PY) -m evals bench --render-only
-	$(PY) -m evals workflows-report --out results/workflows.md
+	$(PY) -m lab bench --render-only
+	$(PY) -m lab workflows-report --out results/workflows.md
 	@$(grader_check)
-	$(PY) -m evals sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
+	$(PY) -m lab sweep --from-runs $$($(PY) -c "import json; print(' '.join(r['run_file'] for r in json.load(open('results/sweep.json'))['runs']))") --out results
 	@$(call compare_into,results)
+	$(PY) -m lab quoted
 	@$(committed_report)
 
 # The paired comparisons the docs quote, rebuilt from their run files (the pairs are named in
-# evals/report/paired_pages.py): results/paired/NAME.md for each, their verdicts in
+# lab/report/paired_pages.py): results/paired/NAME.md for each, their verdicts in
 # docs/policies.md and docs/compare.md.
-paired_all = $(PY) -m evals paired-report
+paired_all = $(PY) -m lab paired-report
 paired: $(STAMP_DEV)
 	@$(paired_all)
 
-# The grader against the labelled answer corpus (evals/scoring/labelled.jsonl): agreement,
+# The grader against the labelled answer corpus (lab/data/labelled.jsonl): agreement,
 # false credits and refusals, every disagreement; results/grader-check.md, .json
-grader_check = $(PY) -m evals grader-check --out results/grader-check.md > /dev/null && \
+grader_check = $(PY) -m lab grader-check --out results/grader-check.md > /dev/null && \
 	echo "wrote results/grader-check.md"
 grader-check: $(STAMP_DEV)
 	@$(grader_check)
 
 # The scorer adversaries and the oracle under every preset: results/adversaries-TASKSET.md, .json
 adversaries: $(STAMP_DEV)
-	$(PY) -m evals adversaries --tasks $(TASKS) --out results \
+	$(PY) -m lab adversaries --tasks $(TASKS) --out results \
 		$(if $(filter evals/tasks/files6.json,$(TASKS)),--solvers $(WORKFLOWS))
 
 # The derived strategies and the oracle under every preset on fresh generated sets, two seeds of
@@ -327,7 +329,7 @@ adversaries-fresh: $(STAMP_DEV)
 	@mkdir -p $(LOCAL)/tasks
 	@$(foreach s,$(FRESH_SEEDS),$(PY) -m evals generate --split $(word 1,$(subst :, ,$(s))) \
 		--seed $(word 2,$(subst :, ,$(s))) --n 60 --out $(LOCAL)/tasks/fresh-$(subst :,-,$(s)).json \
-		> /dev/null && $(PY) -m evals adversaries --strategies-only --out results \
+		> /dev/null && $(PY) -m lab adversaries --strategies-only --out results \
 		--tasks $(LOCAL)/tasks/fresh-$(subst :,-,$(s)).json | tail -3 &&) true
 
 # The task set under each preset, for each model; the sweep serves every model itself (one
@@ -337,7 +339,7 @@ SWEEP_PRESETS ?= no-helpers,required-first,focused,guarded,penalized,submit,subm
 SWEEP_MODELS ?= qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,smollm2-135m-instruct
 SWEEP_ARGS ?= --max-turns 8
 sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
-	$(PY) -m evals sweep --presets $(SWEEP_PRESETS) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
+	$(PY) -m lab sweep --presets $(SWEEP_PRESETS) --models $(SWEEP_MODELS) $(SWEEP_ARGS) \
 		$(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) --slots $(SLOTS) --out results
 
 # The ladder on a generated test set sized to tell rungs 10 points apart (`python -m evals
@@ -348,7 +350,7 @@ LEADERBOARD_TASKS ?= evals/tasks/gen-test-s1000-n388.json
 LEADERBOARD_ENTRANTS ?= qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instruct:read-listed,qwen2.5-coder-0.5b-instruct:all-helps,qwen2.5-coder-0.5b-instruct:list-first,smollm2-135m-instruct:all-helps,smollm2-135m-instruct:focused
 LEADERBOARD_OUT ?= results/leaderboard
 leaderboard: $(STAMP_LLAMA) $(STAMP_MODELS)
-	$(PY) -m evals leaderboard --entrants $(LEADERBOARD_ENTRANTS) --tasks $(LEADERBOARD_TASKS) \
+	$(PY) -m lab leaderboard --entrants $(LEADERBOARD_ENTRANTS) --tasks $(LEADERBOARD_TASKS) \
 		--out $(LEADERBOARD_OUT) $(if $(THREADS),--threads $(THREADS)) --tool-grammar $(TOOL_GRAMMAR) \
 		--slots $(SLOTS)
 
@@ -358,20 +360,20 @@ SLOTS_ENTRANTS := qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instr
 leaderboard-slots: $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(MAKE) leaderboard SLOTS=4 LEADERBOARD_OUT=results/leaderboard/slots4 \
 		LEADERBOARD_ENTRANTS=$(SLOTS_ENTRANTS)
-	$(PY) -m evals paired-report
+	$(PY) -m lab paired-report
 
 # Benchmarks side by side in one run (about an hour on 2 cores): results/bench.md, .json
 # make bench BENCH_PARTS="harness throughput"
 BENCH_PARTS ?= harness throughput prefix grammar serving peer ladder draft backends scale analyst
 bench: $(STAMP_BENCH) $(STAMP_MODELS) $(STAMP_BFCL) peer-llama-server
-	$(PY) -m evals bench --parts $(BENCH_PARTS) --out results
+	$(PY) -m lab bench --parts $(BENCH_PARTS) --out results
 
 # BFCL's function-calling items against the server at LLM_BASE_URL, judged by BFCL's own AST
 # checker: results/bfcl/STAMP-LABEL.jsonl, its summaries, and results/bfcl/summary.md.
 # make bfcl BFCL_ARGS="--limit 20 --seed 1 --categories simple_python,irrelevance"
 BFCL_ARGS ?=
 bfcl: $(STAMP_DEV) $(STAMP_BFCL)
-	$(PY) -m evals bfcl $(BFCL_ARGS)
+	$(PY) -m evals bfcl --folder results/bfcl $(BFCL_ARGS)
 
 # Inspect's own BFCL (inspect_evals) on the items of one of our BFCL runs, through the server at
 # LLM_BASE_URL (make serve-local first), both harnesses' verdicts compared item by item:
@@ -381,15 +383,16 @@ BFCL_PEER_OURS ?= results/bfcl/inspect/ours.jsonl
 bfcl-inspect: $(STAMP_DEV) $(STAMP_BFCL) $(STAMP_INSPECT_EVALS)
 	test -f $(BFCL_PEER_OURS) || $(PY) -m evals bfcl --categories simple_python,multiple \
 		--limit 50 --seed 0 --label inspect-peer-ours --out $(BFCL_PEER_OURS)
-	$(PY) -m evals bfcl-peer --ours $(BFCL_PEER_OURS) --out results/bfcl/inspect/peer.jsonl
+	$(PY) -m lab bfcl-peer --ours $(BFCL_PEER_OURS) --out results/bfcl/inspect/peer.jsonl
 
 # The committed BFCL runs' summaries and results/bfcl/summary.md, from their records.
 bfcl-report: $(STAMP_DEV)
 	$(PY) -m evals bfcl-report results/bfcl
+	$(PY) -m lab bfcl-docs
 
 # The chapter's measurements against scripted servers this command starts and stops itself.
 experiments: $(STAMP_DEV)
-	$(PY) -m evals experiments --out results
+	$(PY) -m lab experiments --out results
 
 # The report's browser tests drive Debian's chromium (Playwright never downloads a browser
 # here): installed with apt-get where this user may (root, or sudo without a password). Where
@@ -428,9 +431,9 @@ $(STAMP_MCP): $(STAMP_DEV) $(MCP_DIR)/git.txt $(MCP_DIR)/sqlite.txt $(MCP_DIR)/p
 # BFCL's function documents), each offered alone and forced, on the default model through our
 # server and llama-server; results/tool-schemas/ and docs/server.md's tables (about an hour).
 tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP_MCP) peer-llama-server
-	$(PY) -m evals tool-schemas --serve ours
-	$(PY) -m evals tool-schemas --serve llama-server
-	$(PY) -m evals tool-schemas-report
+	$(PY) -m lab tool-schemas --serve ours
+	$(PY) -m lab tool-schemas --serve llama-server
+	$(PY) -m lab tool-schemas-report
 
 # docs/tau2.md's runs under τ²'s own rules, the default model as agent and user: one
 # DOMAIN:SPLIT:MODE:AGENT:TRIALS each, against `make serve-local SLOTS=2 CTX=16384`. A run whose
@@ -450,7 +453,7 @@ tau2-runs: $(STAMP_DEV) $(STAMP_TAU2)
 	  elif [ -f $$out.partial ]; then $(VENV)/bin/loopbench tau2 --resume $$out.partial; \
 	  else $(VENV)/bin/loopbench tau2 --domain $$1 --split $$2 --mode $$3 --agent $$4 --trials $$5 --out $$out; fi; \
 	done
-	$(PY) -m evals tau2-report
+	$(PY) -m lab tau2-report
 
 # The peer tests need llama-server: built once (about 10 minutes), then cached. The tests that
 # load no model run first, in TEST_WORKERS processes; then those that do (or start PostgreSQL),

@@ -9,20 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from evals.commands import (
-    bfcl,
-    conformance,
-    databases,
-    leaderboard,
-    plugins,
-    reports,
-    run,
-    scoring,
-    studies,
-    sweep,
-    tasks,
-    tau2,
-)
+from evals.commands import bfcl, databases, plugins, reports, run, scoring, tasks, tau2
 from evals.errors import EvalError
 from harness.errors import HarnessError
 from harness.exactargs import ExactParser
@@ -31,12 +18,8 @@ from harness.exactargs import ExactParser
 # order of ``--help``.
 COMMANDS: tuple[Callable[[Any], None], ...] = (
     run.register,
-    sweep.register,
-    leaderboard.register,
     bfcl.register,
     tau2.register,
-    studies.register,
-    conformance.register,
     reports.register,
     scoring.register,
     tasks.register,
@@ -50,10 +33,13 @@ LOOPBENCH = "loopbench"
 _VERBS = {"run": "eval"}
 
 
-def parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
+Registers = tuple[Callable[[Any], None], ...]
+
+
+def parser(prog: str = "python -m evals", table: Registers = COMMANDS) -> argparse.ArgumentParser:
     found = ExactParser(prog=prog)
     commands = found.add_subparsers(dest="command", required=True)
-    for register in COMMANDS:
+    for register in table:
         register(commands)
     if prog == LOOPBENCH:
         for command, verb in _VERBS.items():
@@ -61,15 +47,17 @@ def parser(prog: str = "python -m evals") -> argparse.ArgumentParser:
     return found
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m evals") -> int:
-    args = parser(prog).parse_args(argv)
+def main(
+    argv: list[str] | None = None, prog: str = "python -m evals", table: Registers = COMMANDS
+) -> int:
+    args = parser(prog, table).parse_args(argv)
     try:
         return int(args.handler(args))
     except (EvalError, HarnessError) as exc:
         said = (
             f"{LOOPBENCH} {_VERBS.get(args.command, args.command)}"
             if prog == LOOPBENCH
-            else f"evals {args.command}"
+            else f"{prog.split()[-1]} {args.command}"
         )
         print(f"{said}: {exc}", file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@
 answers (what ``make serve-local`` does), ``loopbench stop`` stops it, ``loopbench eval`` runs
 a task set against it (``python -m evals run``), ``loopbench mcp serve`` serves this project's
 tools over MCP, and every other subcommand of ``python -m evals`` (``compare``, ``view``,
-``check-tasks``, ``bfcl``, ``tau2``, ``bench``, ``power``, ...) is there under its own name.
+``check-tasks``, ``bfcl``, ``tau2``, ``power``, ...) is there under its own name.
 
 Each command's module is imported when that command runs (``RUNS``): the help is a fixed text
 and ``stop`` needs the daemon alone, so neither waits for the eval's modules or for any
@@ -31,7 +31,6 @@ VERBS = (
     ("check-tasks", "check a task file (JSON or YAML): line, field, what was expected"),
     ("bfcl", "BFCL's items against the server, judged by BFCL's own checker"),
     ("tau2", "tau2-bench's conversations: the model as agent, a simulated user"),
-    ("bench", "benchmarks side by side: results/bench.md"),
     ("power", "how many tasks a difference needs to be seen"),
     ("mcp", "loopbench mcp serve: this project's file and SQL tools as an MCP server"),
     ("plugins", "what other packages add (environments, settings, presets, backends), what failed"),
@@ -40,7 +39,7 @@ HELP = (
     "usage: loopbench COMMAND [ARGS...]\n\n"
     + "\n".join(f"  {verb:<12} {text}" for verb, text in VERBS)
     + "\n\nEvery other subcommand of python -m evals runs under its own name "
-    "(loopbench sweep, loopbench rescore, ...); loopbench COMMAND --help says more.\n"
+    "(loopbench export, loopbench bfcl-compare, ...); loopbench COMMAND --help says more.\n"
 )
 
 

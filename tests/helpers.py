@@ -59,6 +59,9 @@ def wait_ready(base_url: str, timeout_s: float = 600.0) -> None:
 
 
 ROOT = Path(__file__).resolve().parents[1]
+# ``python -m lab`` in a child process, from any folder: the lab is the checkout's, not installed.
+LAB = [sys.executable, "-m", "lab"]
+LAB_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def run_harness(

@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK as a client of our server (``evals.conformance.agents_sdk``): its
+"""The OpenAI Agents SDK as a client of our server (``lab.conformance.agents_sdk``): its
 requests, with the SDK's defaults, are accepted and its tool calls round-trip, on the scripted
 provider and on the real packaged default model. Observed at the server, real uvicorn, real SDK."""
 
@@ -14,7 +14,6 @@ import httpx
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evals.conformance.agents_sdk import ask, ask_all, main
 from evals.tasks import load_tasks
 from harness.client import ProviderClient
 from harness.loop import SYSTEM_PROMPT, LoopConfig, run_loop
@@ -22,6 +21,7 @@ from harness.setup import Setup
 from harness.state import new_run
 from harness.tools import default_tools
 from harness.workspace import create_workspace
+from lab.conformance.agents_sdk import ask, ask_all, main
 from serve_local.app import create_app
 from serve_local.backends.base import Backend
 from serve_local.backends.llama import LlamaBackend

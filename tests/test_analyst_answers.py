@@ -10,8 +10,8 @@ import pytest
 
 from evals.record import RunRecord, read_runs
 from evals.record.environments import DatabaseData
-from evals.report.analyst_answers import joins, shape, story
 from harness.replies import FINISH_BRIEFLY
+from lab.report.analyst_answers import joins, shape, story
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "results" / "sql" / "qwen-coder-1.5b-analyst-hinted.jsonl"

@@ -6,18 +6,17 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evals.scoring.answers import commitment, credits
-from evals.studies.grader_check import CORPUS, read_corpus, replay, summary
-from evals.studies.strategies import KNOWN_HEDGE, judge
 from evals.tasks import DEFAULT_TASKS, Facts, NumberIs, OneOf, TaskSet, YesNo, load_tasks
 from evals.tasks.generate import generate
-from tests.helpers import ROOT
+from lab.studies.grader_check import CORPUS, read_corpus, replay, summary
+from lab.studies.strategies import KNOWN_HEDGE, judge
+from tests.helpers import LAB, ROOT
 
 FILES = ["errors.log", "access.log", "notes.txt"]
 LARGEST = OneOf(kind="answer", type="one_of", expected="errors.log", candidates=FILES)
@@ -177,7 +176,7 @@ def test_every_real_corpus_row_names_a_committed_transcript() -> None:
 def test_grader_check_cli_reports_and_fails_a_bad_corpus(tmp_path: Path) -> None:
     out = tmp_path / "grader.md"
     done = subprocess.run(
-        [sys.executable, "-m", "evals", "grader-check", "--out", str(out)],
+        [*LAB, "grader-check", "--out", str(out)],
         capture_output=True, text=True, cwd=ROOT, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -189,14 +188,14 @@ def test_grader_check_cli_reports_and_fails_a_bad_corpus(tmp_path: Path) -> None
         row["label"] = not row["label"]
     flipped.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     bad = subprocess.run(
-        [sys.executable, "-m", "evals", "grader-check", "--corpus", str(flipped)],
+        [*LAB, "grader-check", "--corpus", str(flipped)],
         capture_output=True, text=True, cwd=ROOT, check=False,
     )  # fmt: skip
     assert bad.returncode == 1 and "FAILS" in bad.stdout
     broken = tmp_path / "broken.jsonl"
     broken.write_text(lines[0] + "\n{not json\n")
     unreadable = subprocess.run(
-        [sys.executable, "-m", "evals", "grader-check", "--corpus", str(broken)],
+        [*LAB, "grader-check", "--corpus", str(broken)],
         capture_output=True, text=True, cwd=ROOT, check=False,
     )  # fmt: skip
     assert unreadable.returncode != 0 and "broken.jsonl, line 2" in unreadable.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from evals.studies.serving.analyst_turns import _carried, _lowest, _shares
+from lab.studies.serving.analyst_turns import _carried, _lowest, _shares
 
 
 def _record(*timings: dict[str, int], task: str = "q") -> SimpleNamespace:
@@ -43,7 +43,7 @@ def _figures(low: float, correct: int = 1) -> dict[str, object]:
 
 
 def test_the_target_is_judged_on_the_chapters_loop_and_with_the_schema_shown() -> None:
-    from evals.studies.serving.analyst_turns import render
+    from lab.studies.serving.analyst_turns import render
 
     old = {"questions": 6, "parallel on": _figures(0.838), "parallel off": _figures(0.84)}
     text = "\n".join(render(old))  # a report from before the schema was shown still renders

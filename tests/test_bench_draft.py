@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.studies.serving import draft
-from evals.studies.serving.suite import PARTS
+from lab.studies.serving import draft
+from lab.studies.serving.suite import PARTS
 
 
 def test_recorded_turns_are_the_requests_a_run_sent() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evals.studies.serving import ladder
-from evals.studies.serving.suite import PARTS
+from lab.studies.serving import ladder
+from lab.studies.serving.suite import PARTS
 from serve_local import llama_server
 
 pytestmark = pytest.mark.skipif(

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from evals.record import RunRecord
-from evals.studies.serving import peer, scale
-from evals.studies.serving.common import server_process
-from evals.studies.serving.suite import PARTS
+from lab.studies.serving import peer, scale
+from lab.studies.serving.common import server_process
+from lab.studies.serving.suite import PARTS
 from serve_local.process import serve_command
 from tests.helpers import run_record
 

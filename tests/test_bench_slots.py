@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from evals.errors import EvalError
-from evals.report.docs import block, fill
-from evals.studies.serving import slots, slots_report
-from evals.studies.serving.suite import doc_blocks
+from lab.report.docs import block, fill
+from lab.studies.serving import slots, slots_report
+from lab.studies.serving.suite import doc_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ def test_the_committed_docs_blocks_match_the_committed_figures() -> None:
     assert blocks, "no benchmark part with docs blocks has committed figures"
     for page, name, text in blocks:
         assert block(ROOT / page, name) == text, (
-            f"{page} {name}: run python -m evals bench --render-only"
+            f"{page} {name}: run python -m lab bench --render-only"
         )
 
 

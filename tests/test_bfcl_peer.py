@@ -26,10 +26,10 @@ from evals.bfcl.items import Item
 from evals.bfcl.run import BfclSettings, run_bfcl
 from evals.errors import EvalError
 from evals.record.bfcl import read_items
-from evals.report import bfcl_peer
 from evals.report.bfcl import summarize_bfcl_run
-from evals.report.docs import block
 from evals.run.servers import Serving
+from lab.report import bfcl_peer
+from lab.report.docs import block
 from serve_local.inprocess import running_server
 from tests.test_bfcl import calling, needs_bfcl, right_arguments, wrong_arguments
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.report.docs import block
-from evals.report.workflows import (
+from lab.report.docs import block
+from lab.report.workflows import (
     DOCS,
     FINDINGS,
     default_model_table,
@@ -28,7 +28,7 @@ def test_the_workflow_tables_are_what_the_committed_runs_give() -> None:
 def test_the_readme_leaderboard_is_what_the_committed_board_gives() -> None:
     import json
 
-    from evals.studies import leaderboard
+    from lab.studies import leaderboard
 
     data = json.loads((leaderboard.COMMITTED / "leaderboard.json").read_text())
     for page in (leaderboard.README, leaderboard.FINDINGS):
@@ -43,7 +43,7 @@ def test_the_board_by_kind_is_counted_from_the_runs() -> None:
     import json
 
     from evals.record import read_records
-    from evals.studies import leaderboard
+    from lab.studies import leaderboard
 
     data = json.loads((leaderboard.COMMITTED / "leaderboard.json").read_text())
     for row in data["rows"]:
@@ -58,7 +58,7 @@ def test_the_board_by_kind_is_counted_from_the_runs() -> None:
 
 
 def test_the_bfcl_tables_are_what_the_committed_runs_give() -> None:
-    from evals.report import bfcl
+    from lab.report import bfcl_docs as bfcl
 
     for name, (runs, sizes) in bfcl.DOCS_TABLES.items():
         assert block(bfcl.DOCS, name) == bfcl.docs_table(runs, sizes), f"{name}: make bfcl-report"
@@ -71,7 +71,7 @@ def test_a_bfcl_run_changed_without_its_docs_fails_the_check(tmp_path: Path) -> 
     import json
     import shutil
 
-    from evals.report import bfcl
+    from lab.report import bfcl_docs as bfcl
 
     runs, sizes = bfcl.DOCS_TABLES["bfcl-live"]
     stem = runs[0][0]
@@ -86,14 +86,14 @@ def test_a_bfcl_run_changed_without_its_docs_fails_the_check(tmp_path: Path) -> 
 def test_the_sweep_table_in_the_policies_page_is_the_committed_sweep() -> None:
     import json
 
-    from evals.studies import sweep
+    from lab.studies import sweep
 
     data = json.loads((sweep.COMMITTED / "sweep.json").read_text())
     assert block(sweep.POLICIES, "sweep-table") == sweep.sweep_table(data["runs"], data["best"])
 
 
 def test_the_tables_quoted_from_single_runs_are_what_the_runs_give() -> None:
-    from evals.report import quoted
+    from lab.report import quoted
 
     for page, name, _inputs, make in quoted.BLOCKS:
         assert block(page, name) == make(), f"{page} {name}: run make compare"
@@ -102,8 +102,8 @@ def test_the_tables_quoted_from_single_runs_are_what_the_runs_give() -> None:
 def test_the_sql_page_is_what_the_committed_sql_runs_give(tmp_path: Path) -> None:
     import shutil
 
-    from evals.report import sql_page
-    from evals.report.docs import fill
+    from lab.report import sql_page
+    from lab.report.docs import fill
 
     blocks = sql_page.docs_blocks()
     assert {name for name, _ in blocks} >= {"sql-chapter", "sql-story", "sql-ladder"}
@@ -129,7 +129,7 @@ def test_the_committed_paired_pages_and_their_verdicts_are_what_the_runs_give(
 ) -> None:
     import shutil
 
-    from evals.report import paired_pages
+    from lab.report import paired_pages
 
     for pages, name, listed in paired_pages.BLOCKS:
         pairs = paired_pages.ready(listed)
@@ -158,7 +158,7 @@ def test_the_committed_paired_pages_and_their_verdicts_are_what_the_runs_give(
 
 
 def test_the_policies_page_quotes_both_grader_corpora_as_they_replay() -> None:
-    from evals.studies import grader_check as g
+    from lab.studies import grader_check as g
 
     replayed = g.replay(g.read_corpus(g.CORPUS))
     held = g.replay(g.read_corpus(g.HELDOUT))
@@ -173,8 +173,8 @@ def test_a_resumed_run_says_its_time_covers_its_last_part_only(tmp_path: Path) -
     from datetime import datetime
 
     from evals.record.run import read_runs
-    from evals.report import paired_pages
     from evals.report.compare import load_runs
+    from lab.report import paired_pages
 
     source = paired_pages.RESULTS / "runs" / "20261130-214336-fresh-clone-default.jsonl"
     run_file = tmp_path / source.name
@@ -199,7 +199,7 @@ def test_a_pair_made_at_different_code_versions_says_so_on_its_page_and_terminal
     so, with the count of files that can change a reply. A pair made at one commit says
     nothing of the kind."""
     from evals.cli import main
-    from evals.report.paired_pages import RESULTS
+    from lab.report.paired_pages import RESULTS
 
     slots = RESULTS / "leaderboard" / "slots4" / "paired-qwen2.5-coder-1.5b-instruct-read-listed.md"
     text = slots.read_text()
@@ -217,8 +217,8 @@ def test_a_pair_made_at_different_code_versions_says_so_on_its_page_and_terminal
 def test_the_tool_schema_tables_are_what_the_committed_runs_give() -> None:
     import json
 
-    from evals.commands.conformance import COMMITTED, DOCS
-    from evals.conformance import tool_schemas
+    from lab.commands.conformance import COMMITTED, DOCS
+    from lab.conformance import tool_schemas
 
     runs = [json.loads(p.read_text()) for p in sorted(COMMITTED.glob("*.json"))]
     assert [r["label"] for r in runs] == ["llama-server", "ours"]
@@ -229,7 +229,7 @@ def test_the_tool_schema_tables_are_what_the_committed_runs_give() -> None:
 
 
 def test_the_tau2_page_is_what_the_committed_conversation_runs_give() -> None:
-    from evals.report import tau2
+    from lab.report import tau2
 
     for name, text in tau2.blocks().items():
-        assert block(tau2.PAGE, name) == text, f"{name}: run python -m evals tau2-report"
+        assert block(tau2.PAGE, name) == text, f"{name}: run python -m lab tau2-report"

@@ -26,7 +26,6 @@ from evals.report.summary import summarize, summary_markdown
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.scoring.evidence import offerable_tools, stated
-from evals.studies import strategies
 from evals.tasks import (
     Task,
     TaskFields,
@@ -39,6 +38,7 @@ from evals.tasks import (
 from evals.tasks import checks as task_checks
 from evals.tasks import fields as task_fields
 from harness.plugins import PluginWarning
+from lab.studies import strategies
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, calls, server_app, turn_of
 

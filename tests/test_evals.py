@@ -450,10 +450,13 @@ def test_every_flagged_loop_field_is_a_flag_of_each_command_and_kept_where_the_e
     from evals.cli import parser
     from harness.cli import _parser as harness_parser
     from harness.config import FLAGGED, flagged
+    from lab.cli import parser as lab_parser
 
     commands = next(a for a in parser()._subparsers._group_actions)  # type: ignore[union-attr]
     run = next(a for a in harness_parser()._subparsers._group_actions)  # type: ignore[union-attr]
-    takers = {n: commands.choices[n] for n in ("run", "tau2", "sweep", "leaderboard")}
+    lab = next(a for a in lab_parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    takers = {n: commands.choices[n] for n in ("run", "tau2")}
+    takers |= {n: lab.choices[n] for n in ("sweep", "leaderboard")}
     takers["harness run"] = run.choices["run"]
     for name, command in takers.items():
         dests = {a.dest for a in command._actions if isinstance(a, argparse.Action)}

@@ -8,33 +8,38 @@ from pathlib import Path
 import pytest
 
 from evals.cli import main, parser
+from lab.cli import main as lab_main
+from lab.cli import parser as lab_parser
 from tests.helpers import ROOT
 
 
 def test_every_subcommand_has_a_handler_and_a_help_that_renders(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    commands = next(a for a in parser()._subparsers._group_actions)  # type: ignore[union-attr]
-    names = list(commands.choices)
-    assert {"run", "sweep", "bfcl", "compare", "rescore", "power", "view", "export"} <= set(names)
-    for name in names:
-        sub = commands.choices[name]
-        assert sub.get_default("handler") is not None, name
-        sub.format_help()
-    with pytest.raises(SystemExit) as done:
-        main(["--help"])
-    assert done.value.code == 0
-    assert "power" in capsys.readouterr().out
+    table = next(a for a in parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    lab = next(a for a in lab_parser()._subparsers._group_actions)  # type: ignore[union-attr]
+    assert {"run", "bfcl", "tau2", "compare", "power", "view", "export"} <= set(table.choices)
+    assert {"sweep", "rescore", "bench", "tau2-report", "quoted"} <= set(lab.choices)
+    # The lab's commands write this repository's docs and committed results: none is the
+    # product's, and no name means two things.
+    assert not set(table.choices) & set(lab.choices)
+    for commands in (table, lab):
+        for name, sub in commands.choices.items():
+            assert sub.get_default("handler") is not None, name
+            sub.format_help()
+    for run, said in ((main, "power"), (lab_main, "rescore")):
+        with pytest.raises(SystemExit) as done:
+            run(["--help"])
+        assert done.value.code == 0
+        assert said in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
         (["compare", "nope.jsonl"], "evals compare: nope.jsonl: no such run file or folder"),
-        (["rescore", "nope"], "evals rescore: nope: no such run file or folder"),
         (["run", "--epochs", "0"], "evals run: --epochs must be at least 1"),
         (["run", "--preset", "nope"], "evals run: no preset 'nope'; the presets are: no-helpers"),
-        (["sweep"], "evals sweep: name the presets"),
         (["run", "--out", "tests"], "evals run: --out tests: name the run file to write"),
         (["run", "--out", "mine.json"], "evals run: --out mine.json: name the run file to write"),
     ],
@@ -43,6 +48,21 @@ def test_an_error_is_one_line_and_status_1(
     argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(said) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["rescore", "nope"], "lab rescore: nope: no such run file or folder"),
+        (["sweep"], "lab sweep: name the presets"),
+    ],
+)
+def test_a_lab_error_is_one_line_and_status_1(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert lab_main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith(said) and err.count("\n") == 1, err
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from evals.studies.experiments.common import Result
-from evals.studies.experiments.suite import EXPERIMENTS, run_experiments, write
+from lab.studies.experiments.common import Result
+from lab.studies.experiments.suite import EXPERIMENTS, run_experiments, write
 
 FAST = [
     "plan",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from evals.record import read_runs
 from evals.scoring.evidence import RunEvidence
-from evals.studies import evidence_check, grader_check
-from evals.studies.heldout import SIZE, family
 from evals.tasks import Presence
 from evals.tasks.named import load_named
+from lab.studies import evidence_check, grader_check
+from lab.studies.heldout import SIZE, family
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def test_grader_check_reports_the_held_out_corpus_apart(tmp_path: Path) -> None:
 
 
 def test_the_readme_quotes_the_held_out_figure_the_corpus_gives() -> None:
-    from evals.report.docs import block
+    from lab.report.docs import block
 
     held = grader_check.replay(grader_check.read_corpus(grader_check.HELDOUT))
     assert block(grader_check.README, "grader-heldout") == grader_check.heldout_sentence(held)

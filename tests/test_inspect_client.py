@@ -1,5 +1,5 @@
 """Inspect AI as a client of our server: its OpenAI-compatible provider runs an Inspect task
-(evals/conformance/inspect_task.py) against the scripted backend on a real uvicorn server."""
+(lab/conformance/inspect_task.py) against the scripted backend on a real uvicorn server."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ModelEvent
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 
-from evals.conformance.inspect_task import notes
+from lab.conformance.inspect_task import notes
 
 # Reads one file with read_file (access.log, whatever it is asked), then answers from it.
 MODEL = "openai-api/loopbench/scripted:adversary-wrong-file"

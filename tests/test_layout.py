@@ -1,5 +1,6 @@
 """The architecture holds by itself: the import-linter contracts in pyproject.toml (the stages
-of evals as layers, harness and serve_local independent, neither importing evals, no circles)
+of evals as layers, harness and serve_local independent, neither importing evals, the product
+never importing the lab, the lab's own layers, no circles)
 pass, they catch a breach when one is made, and no import of the project's own modules is
 hidden inside a function or under TYPE_CHECKING to dodge a circle."""
 
@@ -15,7 +16,7 @@ import pytest
 
 from tests.helpers import ROOT
 
-PACKAGES = ("evals", "harness", "serve_local")
+PACKAGES = ("evals", "harness", "serve_local", "lab")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -33,7 +34,7 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_import_contracts_hold() -> None:
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Contracts: 5 kept, 0 broken." in done.stdout
+    assert "Contracts: 7 kept, 0 broken." in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -43,6 +44,10 @@ def test_the_import_contracts_hold() -> None:
         ("evals/record/spec.py", "import evals.report.summary", "evals: the stages are layers"),
         ("harness/loop.py", "import serve_local.app", "harness and serve_local never import"),
         ("serve_local/app.py", "import evals.record", "neither imports evals"),
+        # The product reading the lab: what pip installs would not run without the checkout.
+        ("evals/report/compare.py", "import lab.report.quoted", "never imports the lab"),
+        # The lab's docs writers reading one of its studies.
+        ("lab/report/quoted.py", "import lab.studies.sweep", "lab: the studies and the docs"),
     ],
 )
 def test_a_breach_of_the_layout_is_caught(

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evals.errors import EvalError
 from evals.record import read_records
-from evals.studies.leaderboard import (
+from evals.tasks import DEFAULT_TASKS
+from harness.policies.base import UnknownSetting
+from lab.studies.leaderboard import (
     Entrant,
     LeaderboardSettings,
     parse_entrants,
@@ -20,8 +21,7 @@ from evals.studies.leaderboard import (
     run_leaderboard,
     write,
 )
-from evals.tasks import DEFAULT_TASKS
-from harness.policies.base import UnknownSetting
+from tests.helpers import LAB, LAB_ENV
 
 # Two "models" of the scripted server: one that answers every files6 task, one that guesses.
 ENTRANTS = parse_entrants(
@@ -96,7 +96,7 @@ async def test_the_ladder_runs_resumes_and_is_tested_rung_by_rung(
 
 
 def test_the_report_alone_names_what_is_not_run(tmp_path: Path) -> None:
-    base = [sys.executable, "-m", "evals", "leaderboard", "--tasks", str(DEFAULT_TASKS)]
+    base = [*LAB, "leaderboard", "--tasks", str(DEFAULT_TASKS)]
     base += ["--out", str(tmp_path), "--entrants", "m:all-helps", "--report-only"]
-    empty = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    empty = subprocess.run(base, capture_output=True, text=True, timeout=120, env=LAB_ENV)
     assert empty.returncode == 1 and "no finished leaderboard run" in empty.stderr

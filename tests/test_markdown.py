@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evals.report.markdown import table
-from evals.studies.serving.common import Part
-from evals.studies.serving.suite import markdown as bench_markdown
+from lab.studies.serving.common import Part
+from lab.studies.serving.suite import markdown as bench_markdown
 from tests.helpers import ROOT
 
 
@@ -35,7 +35,7 @@ def test_a_part_run_alone_leaves_the_others_naming_where_they_were_measured(
 ) -> None:
     """bench.md's header names this run's machine and code; a part kept from an earlier run
     names its own under it, once, after one blank line."""
-    from evals.studies.serving import suite
+    from lab.studies.serving import suite
 
     def part(name: str, text: str) -> Part:
         return Part(name, lambda echo: {"text": text}, lambda f: [f"## {name}", "", f["text"]])

@@ -15,7 +15,6 @@ from evals.environments.registry import environment_of
 from evals.record import RunRecord
 from evals.report.pairing import PairingError, paired
 from evals.scoring.evidence import received, score
-from evals.studies import strategies
 from evals.tasks import (
     Facts,
     ListOf,
@@ -32,6 +31,7 @@ from evals.tasks import git as git_family
 from evals.tasks.surfaces import over_surface
 from harness.mcp.servers import MCP_BIN
 from harness.state import new_run
+from lab.studies import strategies
 from tests.helpers import run_record
 
 MCP_TASKS = Path("evals/tasks/mcp")

@@ -16,13 +16,14 @@ from evals.cli import main
 from evals.errors import EvalError
 from evals.record import files, kept_file, read_records, task_folder
 from evals.report.compare import load_runs
-from evals.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from evals.report.stats import wilson
 from evals.report.view import render, write_report
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.tasks import generate
+from lab.cli import main as lab_main
+from lab.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from serve_local.catalogue import DEFAULT_NAME
 
 SMALL, TINY = "qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct"
@@ -243,7 +244,7 @@ def test_the_screenshot_is_the_first_screen(report: Path, tmp_path: Path) -> Non
     png = tmp_path / "report.png"
     # In a thread of its own: the browser tests' driver may hold this thread's event loop.
     with ThreadPoolExecutor(1) as pool:
-        assert pool.submit(main, ["screenshot", str(report), "--out", str(png)]).result() == 0
+        assert pool.submit(lab_main, ["screenshot", str(report), "--out", str(png)]).result() == 0
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")

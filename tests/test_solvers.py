@@ -226,7 +226,7 @@ async def test_every_record_names_its_solver_and_an_unknown_one_is_refused(
 async def test_the_workflows_report_pairs_the_best_workflow_with_the_best_agent_run(
     tmp_path: Path,
 ) -> None:
-    from evals.report.workflows import report
+    from lab.report.workflows import report
 
     tasks = TASKS / "files6.json"
     runs = [(await _eval(tmp_path / s, s, _largest, tasks))[0] for s in ("agent", "chain", "route")]

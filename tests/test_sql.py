@@ -16,7 +16,6 @@ from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.scoring.answers import commitment, credits
-from evals.studies.strategies import judge
 from evals.tasks import DatabaseRef, ListOf, NumberIs, ObservedValue, load_tasks
 from evals.tasks.sql import tasks as sql_tasks
 from evals.tasks.sql import write
@@ -31,6 +30,7 @@ from harness.setup import Setup
 from harness.sql import SQLError, open_database, sql_tools
 from harness.state import RunState, new_run
 from harness.workspace import create_workspace
+from lab.studies.strategies import judge
 from tests.fake_provider import answer, by_turn, calls, fake_client
 from tests.sql_cases import COUNTS, NEVER_ENDS, SQLITE_WRITES
 
@@ -404,6 +404,7 @@ def test_the_analysts_figures_count_errors_recoveries_and_timeouts() -> None:
 
 def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> None:
     from evals.cli import main
+    from lab.cli import main as lab_main
 
     assert (
         main(
@@ -448,7 +449,7 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
         8
     }  # the preset's limit
     out = tmp_path / "summary.md"
-    assert main(["sql-report", str(run), "--pair", str(run), str(run), "--out", str(out)]) == 0
+    assert lab_main(["sql-report", str(run), "--pair", str(run), str(run), "--out", str(out)]) == 0
     text = out.read_text()
     assert "12/12" in text and "no difference detected" in text and "about 15 %" in text
 

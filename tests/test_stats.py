@@ -30,8 +30,8 @@ from evals.report.stats import (
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
-from evals.studies.sweep import rewrite
 from evals.tasks import DEFAULT_TASKS
+from lab.studies.sweep import rewrite
 from tests.helpers import ROOT, run_record
 
 
@@ -337,7 +337,8 @@ def test_the_commands_declare_their_flags_without_the_heavy_packages() -> None:
     code = (
         "import sys\n"
         "from evals.cli import parser\n"
-        "parser()\n"
+        "from lab.cli import parser as lab_parser\n"
+        "parser(), lab_parser()\n"
         "heavy = ('scipy', 'statsmodels', 'mcp', 'inspect_ai')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )

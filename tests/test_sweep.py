@@ -1,4 +1,4 @@
-"""``python -m evals sweep``: the task set under each policy, for each model, and its report."""
+"""``python -m lab sweep``: the task set under each policy, for each model, and its report."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from evals.errors import EvalError
 from evals.record import read_records
 from evals.report.compare import compare
 from evals.run.started import Started, served
-from evals.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
+from lab.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
 
 
 async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_the_servers_a_command_starts_take_every_option_the_backends_declare() -
     """The sweep's and the leaderboard's server flags are the backends' own options
     (``OPTIONS``): each is a flag of both, what is given reaches ``python -m serve_local``,
     and an option the chosen backend does not declare is refused, never dropped."""
-    from evals.cli import parser
+    from lab.cli import parser
     from serve_local.backends.registry import declared
 
     declared_flags = {o.flag for opts in declared().values() for o in opts} - {"--model"}

@@ -421,7 +421,7 @@ def test_the_bench_replays_a_committed_conversation_request_by_request() -> None
     agent turn (tau2's system prompt and tools, the talk so far)."""
     from evals.conversation import GREETING
     from evals.record import read_runs
-    from evals.studies.serving import tau2_replay
+    from lab.studies.serving import tau2_replay
 
     if not tau2_replay.RUN.exists():
         pytest.skip(f"{tau2_replay.RUN} is not committed")
@@ -442,7 +442,7 @@ def test_the_bench_replays_a_committed_conversation_request_by_request() -> None
 def test_two_conversations_at_once_count_what_is_new_to_each_by_its_own_talk() -> None:
     """With two conversations at once, a request's new tokens are its prompt less the previous
     prompt of the same side of the same conversation, not of the other conversation's."""
-    from evals.studies.serving.tau2_replay import _counted, _new_tokens
+    from lab.studies.serving.tau2_replay import _counted, _new_tokens
 
     def row(conversation: int, side: str, sent: int, computed: int) -> dict[str, Any]:
         return {"conversation": conversation, "side": side,

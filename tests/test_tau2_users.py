@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evals.conversation import STOP, TRANSFER
 from evals.record import UserTurn
-from evals.report.users import flags
+from lab.report.users import flags
 
 SCENARIO = """Instructions:
 	Domain: airline
@@ -108,7 +108,7 @@ def test_a_labelled_sample_is_counted_by_conversation_and_readers_agree_where_ei
     """The conversation is the unit: a user that erred in one turn of a conversation erred in
     that conversation, and the interval is over conversations, not turns. Two readers are
     compared where either called a turn ok, and by conversation."""
-    from evals.report.tau2 import heldout_text
+    from lab.report.tau2 import heldout_text
 
     def row(talk: str, turn: int, text: str, label: str) -> dict[str, object]:
         return {
@@ -147,7 +147,7 @@ def test_a_labelled_sample_is_counted_by_conversation_and_readers_agree_where_ei
 
 
 def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() -> None:
-    from evals.report.users import sample_turns
+    from lab.report.users import sample_turns
     from tests.helpers import run_record
 
     def talk(task: str) -> object:
@@ -167,7 +167,7 @@ def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() 
 
 
 def test_a_user_that_never_replied_erred_though_no_rule_reads_a_word() -> None:
-    from evals.report.users import user_errors
+    from lab.report.users import user_errors
     from tests.helpers import run_record
 
     silent = run_record(task_id="a", epoch=1, conversation={"end": "user_error", "said": []})

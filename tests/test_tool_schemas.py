@@ -1,4 +1,4 @@
-"""Tool schemas as the field writes them (``evals.conformance.tool_schemas``): pydantic shapes,
+"""Tool schemas as the field writes them (``lab.conformance.tool_schemas``): pydantic shapes,
 tau2's 72 tools, the community MCP servers' listed tools and BFCL's function documents. Every
 one is accepted and compiles into the call grammar over the real vocabulary; through the real
 server and the real model, forced calls of each shape come back as calls whose arguments the
@@ -17,8 +17,8 @@ import jsonschema
 import pytest
 
 from evals.bfcl.bridge import bfcl_python
-from evals.conformance.tool_schemas import Entry, corpus, force, groups, offer_all
 from evals.tau2.bridge import tau2_python
+from lab.conformance.tool_schemas import Entry, corpus, force, groups, offer_all
 from serve_local.backends.llama import LlamaBackend, llama_vocabulary
 from serve_local.models import QWEN_CODER, resolve
 from serve_local.toolcalls import ToolSchemas

@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,11 @@ from typing import Any
 import pytest
 
 from evals.record import read_records
-from evals.report.rescore import RescoreError, rescore
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.scoring import files_read, received, score, stated
 from evals.scoring.verdict import passed, verdict_of
-from evals.studies.adversaries import run_adversaries, weak, write
 from evals.tasks import DEFAULT_TASKS, Contains, ContainsAny, Regex, Task, load_tasks
 from harness.approvals import reject
 from harness.client import ProviderClient
@@ -35,9 +32,11 @@ from harness.state import RunState, ToolRun, new_run
 from harness.tools import ToolContext, default_tools, read_file
 from harness.trace import Recorder
 from harness.workspace import Workspace, create_workspace
+from lab.report.rescore import RescoreError, rescore
+from lab.studies.adversaries import run_adversaries, weak, write
 from serve_local.scenarios import ADVERSARIES
 from tests.fake_provider import answer, by_turn, calls, fake_client
-from tests.helpers import ROOT
+from tests.helpers import LAB, LAB_ENV, ROOT
 
 TASK_FILES = sorted(DEFAULT_TASKS.parent.glob("*.json"))
 
@@ -265,10 +264,11 @@ async def test_rescore_applies_todays_checks_and_reports_before_and_after(
     assert sum(r["correct"] for r in records) == 6
     missing = tmp_path / "run.runs" / f"{records[0]['run_id']}.json"
     missing.unlink()  # the first task (timeout) can no longer be rescored
-    command = [sys.executable, "-m", "evals", "rescore", "run.jsonl"]
+    command = [*LAB, "rescore", "run.jsonl"]
     proc = subprocess.run(
         [*command, "--tasks", str(stricter(tmp_path)), "--report", "rescore.md"],
         cwd=tmp_path,
+        env=LAB_ENV,
         capture_output=True,
         text=True,
     )
@@ -299,7 +299,7 @@ async def test_rescoring_twice_keeps_the_first_verdict(scripted_url: str, tmp_pa
 
 def test_rescore_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "evals", "rescore", str(tmp_path / "nowhere.jsonl")],
+        [*LAB, "rescore", str(tmp_path / "nowhere.jsonl")],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -307,7 +307,7 @@ def test_rescore_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "nowhere.jsonl: no such run file or folder" in proc.stderr
     shutil.copy(DEFAULT_TASKS, tmp_path / "x.jsonl")
     proc = subprocess.run(
-        [sys.executable, "-m", "evals", "rescore", str(tmp_path / "x.jsonl")],
+        [*LAB, "rescore", str(tmp_path / "x.jsonl")],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -513,7 +513,7 @@ def test_the_loopbench_serve_flags_after_its_own_go_to_the_server(
 
 
 def test_rescore_keeps_what_the_state_file_cannot_show_and_nothing_else() -> None:
-    from evals.report.rescore import _kept
+    from lab.report.rescore import _kept
     from tests.helpers import run_record
 
     def check(kind: str, passed: bool) -> dict[str, Any]:

@@ -9,7 +9,7 @@ virtualenv into a cache folder the run owns (Inspect would clone BFCL's reposito
 and nothing is downloaded here). Its log is kept, and read back through
 ``inspect_items.py`` (run by Inspect's interpreter) as one JSON line per item, to which the
 request our runner sent for the same item is added, so that the comparison
-(``evals/report/bfcl_peer.py``) needs neither virtualenv.
+(``lab/report/bfcl_peer.py``) needs neither virtualenv.
 
 Inspect's single-turn BFCL scorer matches parsed arguments against BFCL's possible answers
 and runs none of the model's text; the subprocess gets no secret and a home folder of its own.

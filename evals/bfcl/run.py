@@ -37,14 +37,14 @@ from evals.record.bfcl import BfclRun, ItemRecord, header, read_items
 from evals.run.discovery import Server, discover
 from evals.run.driver import RunFile, drive
 from evals.run.progress import Progress
-from evals.run.runner import RESULTS, Summarize, default_out
+from evals.run.runner import LOCAL, Summarize, default_out
 from evals.run.servers import PooledClient, ServerPool, Serving, served_spec, servers_for
 from harness.client import TurnOptions
 from harness.policies.base import UnknownSetting
 from harness.presets import PLAIN, preset
 from harness.trace import Recorder
 
-BFCL_RESULTS = RESULTS / "bfcl"
+BFCL_RESULTS = LOCAL / "bfcl"
 # What a resumed run must share with the records it keeps, beside the weights: one label, one
 # configuration, one checker.
 SAME_ON_RESUME = (
@@ -63,6 +63,7 @@ class BfclSettings:
     limit: int | None = None  # items per category; None: all
     seed: int = 0
     out: Path | None = None
+    folder: Path = BFCL_RESULTS  # where the run file goes when ``out`` names none
     label: str | None = None
     checker_python: Path | None = None  # default: .venv-bfcl's (or $BFCL_PYTHON)
     max_tokens: int | None = None  # reply cap sent with each item; None: the server's default
@@ -225,7 +226,7 @@ async def run_bfcl(
         spec, run = _header(settings, servers, loaded)
         context = header(spec, run)  # what a resumed run's records are compared with
         model = spec.model
-        out = settings.out or default_out(str(spec.label), BFCL_RESULTS)
+        out = settings.out or default_out(str(spec.label), settings.folder)
         out.parent.mkdir(parents=True, exist_ok=True)
         runs = out.with_suffix(".runs")  # each conversation's state (ID.json) and trace
         kept = _kept(settings, context, items)

@@ -9,24 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evals.bfcl import peer
 from evals.bfcl.items import CATEGORIES, DEFAULT_CATEGORIES
-from evals.bfcl.run import BfclSettings, resumed_settings, run_bfcl
+from evals.bfcl.run import BFCL_RESULTS, BfclSettings, resumed_settings, run_bfcl
 from evals.commands.run import add_key_flags
 from evals.errors import EvalError
 from evals.record import run_files
-from evals.record.bfcl import read_items
-from evals.report import bfcl_peer
-from evals.report.bfcl import (
-    COMMITTED,
-    DOCS,
-    summarize_bfcl_run,
-    write_comparison,
-    write_docs_tables,
-    write_summaries,
-)
+from evals.report.bfcl import summarize_bfcl_run, write_comparison, write_summaries
 from evals.report.bfcl_paired import markdown, pair_runs
-from evals.run.discovery import fetch_models
 from evals.run.servers import Serving
 from harness.client import base_url_from_env
 from harness.keys import key_from, refused_on_command_line
@@ -38,7 +27,7 @@ def register(commands: Any) -> None:
     bfcl = commands.add_parser(
         "bfcl",
         help="BFCL's function-calling items against a server, judged by BFCL's own checker; "
-        "results/bfcl/",
+        "results/local/bfcl/ unless --folder or --out names another place",
     )
     add_bfcl_arguments(bfcl)
     bfcl.set_defaults(handler=bfcl_command)
@@ -46,7 +35,7 @@ def register(commands: Any) -> None:
         "bfcl-report",
         help="rewrite every BFCL run's summaries and the folder's comparison from the records",
     )
-    rebuild.add_argument("folder", type=Path, nargs="?", default=Path("results/bfcl"))
+    rebuild.add_argument("folder", type=Path, help="a folder of BFCL run files")
     rebuild.set_defaults(handler=bfcl_report_command)
     compare = commands.add_parser(
         "bfcl-compare",
@@ -57,31 +46,6 @@ def register(commands: Any) -> None:
     compare.add_argument("run_b", type=Path, help="the run set against it (B)")
     compare.add_argument("--out", type=Path, help="also write the table to this Markdown file")
     compare.set_defaults(handler=bfcl_compare_command)
-    inspect = commands.add_parser(
-        "bfcl-peer",
-        help="the single-turn items of one of our BFCL runs asked again by Inspect's own BFCL "
-        "(inspect_evals) through the server, and both harnesses' verdicts compared",
-    )
-    inspect.add_argument("--ours", type=Path, required=True, help="our BFCL run file")
-    inspect.add_argument(
-        "--base-url", help="the server (default: $LLM_BASE_URL or http://127.0.0.1:8000/v1)"
-    )
-    inspect.add_argument("--model", help="model name to ask for (default: the server's first)")
-    inspect.add_argument(
-        "--out",
-        type=Path,
-        default=Path("results/bfcl/inspect/peer.jsonl"),
-        help="the peer run's file; its comparison is written beside it (.md) and Inspect's "
-        "log in the same folder (default: results/bfcl/inspect/peer.jsonl)",
-    )
-    inspect.set_defaults(handler=bfcl_peer_command)
-    peer_report = commands.add_parser(
-        "bfcl-peer-report", help="rewrite the comparison page of a peer run from its file"
-    )
-    peer_report.add_argument(
-        "peer_file", type=Path, nargs="?", default=Path("results/bfcl/inspect/peer.jsonl")
-    )
-    peer_report.set_defaults(handler=bfcl_peer_report_command)
 
 
 def bfcl_report_command(args: argparse.Namespace) -> int:
@@ -95,9 +59,6 @@ def bfcl_report_command(args: argparse.Namespace) -> int:
         write_summaries(run_file, elapsed_ms=elapsed)
         print(f"rewrote {run_file.with_suffix('')}.summary.json and .summary.md")
     print(f"wrote {write_comparison(args.folder)}")
-    if args.folder.resolve() == COMMITTED:  # the runs docs/bfcl.md quotes
-        write_docs_tables()
-        print(f"rewrote the tables of {DOCS}")
     return 0
 
 
@@ -110,36 +71,6 @@ def bfcl_compare_command(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
     print(text, end="")
-    return 0
-
-
-def bfcl_peer_command(args: argparse.Namespace) -> int:
-    base_url = (args.base_url or base_url_from_env()).rstrip("/")
-    try:
-        ids, categories = peer.peer_ids(read_items(args.ours))
-        model = args.model or str(fetch_models(base_url)[0]["id"])
-        ours = asyncio.run(peer.our_requests(ids, categories))
-        log = peer.run_inspect(
-            ids, categories, base_url=base_url, model=model, log_dir=args.out.parent
-        )
-        peer.write_peer_items(args.out, log, peer.log_items(log), ours, args.ours)
-        comparison = bfcl_peer.write(args.out, args.out.with_suffix(".md"))
-    except EvalError as exc:
-        print(f"evals bfcl-peer: {exc}", file=sys.stderr)
-        return 1
-    agree = sum(i.ours == i.theirs for i in comparison.items)
-    print(f"same verdict on {agree} of {len(comparison.items)} items")
-    print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
-    return 0
-
-
-def bfcl_peer_report_command(args: argparse.Namespace) -> int:
-    try:
-        bfcl_peer.write(args.peer_file, args.peer_file.with_suffix(".md"))
-    except EvalError as exc:
-        print(f"evals bfcl-peer-report: {exc}", file=sys.stderr)
-        return 1
-    print(f"wrote {args.peer_file.with_suffix('.md')}")
     return 0
 
 
@@ -190,7 +121,13 @@ def add_bfcl_arguments(bfcl: argparse.ArgumentParser) -> None:
         help="the preset the multi-turn conversations run under (harness/presets.json; "
         f"default {PLAIN}, the plain loop)",
     )
-    bfcl.add_argument("--out", type=Path, help="run file (default: results/bfcl/STAMP-LABEL.jsonl)")
+    bfcl.add_argument("--out", type=Path, help="run file (default: FOLDER/STAMP-LABEL.jsonl)")
+    bfcl.add_argument(
+        "--folder",
+        type=Path,
+        default=BFCL_RESULTS,
+        help=f"where the run file goes when --out names none (default {BFCL_RESULTS})",
+    )
     bfcl.add_argument("--label", help="name of this run in the comparison")
     bfcl.add_argument(
         "--resume",
@@ -224,6 +161,7 @@ def bfcl_command(args: argparse.Namespace) -> int:
                 limit=args.limit,
                 seed=args.seed,
                 out=args.out,
+                folder=args.folder,
                 label=args.label,
                 max_tokens=args.max_tokens,
                 preset=args.preset,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,7 @@ from evals.environments.tau2 import STOP_TOOL
 from evals.errors import EvalError
 from evals.record import is_error, read_runs
 from evals.report.stats import by_task, pass_hat_interval, pass_hat_k
-from evals.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
-from evals.report.users import sample_turns
+from evals.run.runner import LOCAL
 from evals.run.settings import resumed_settings
 from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
 from evals.tau2.rules import TAU2_MAX_ERRORS, TAU2_MAX_STEPS, TAU2_SEED, said
@@ -79,80 +77,11 @@ def register(commands: Any) -> None:
     # τ²'s user has no cap of its own on its messages (the step cap holds it).
     tau2.set_defaults(handler=_tau2, max_user_turns=None)
 
-    report = commands.add_parser(
-        "tau2-report",
-        help="fill docs/tau2.md from the conversation runs committed under results/tau2/",
-    )
-    report.set_defaults(handler=_report)
-
-    sample = commands.add_parser(
-        "tau2-sample",
-        help="draw whole conversations at random from the committed conversation runs, "
-        "their user turns to label (docs/tau2-user-rubric.md)",
-    )
-    sample.add_argument(
-        "--conversations",
-        type=int,
-        default=24,
-        metavar="N",
-        help="whole conversations to draw, every user turn of each (default 24)",
-    )
-    sample.add_argument(
-        "--runs",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="draw from this committed run only (its file name under results/tau2/, no "
-        "suffix; repeatable); default: every committed conversation run",
-    )
-    sample.add_argument("--seed", type=int, default=7)
-    sample.add_argument("--out", type=Path, help="default: results/tau2/labels/user-turns.jsonl")
-    sample.add_argument(
-        "--exclude",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="LABELS",
-        help="leave out the conversations of this sample (a held-out sample: repeatable)",
-    )
-    sample.set_defaults(handler=_sample)
-
     tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")
     tasks.add_argument("--domain", choices=DOMAINS, required=True)
     tasks.add_argument("--split", default="test")
     tasks.add_argument("--out", type=Path, help="default: evals/tasks/tau2/DOMAIN-SPLIT.json")
     tasks.set_defaults(handler=_tasks)
-
-
-def _report(_: argparse.Namespace) -> int:
-    changed = write_page()
-    print(f"{PAGE}: " + (", ".join(changed) + " rewritten" if changed else "unchanged"))
-    return 0
-
-
-def _sample(args: argparse.Namespace) -> int:
-    out = args.out or LABELS
-    if out.exists():
-        raise EvalError(f"{out} exists (labels are never overwritten); name another --out")
-    runs = [(name, records) for name, records in conversation_runs()
-            if not args.runs or name in args.runs]  # fmt: skip
-    missing = sorted(set(args.runs) - {name for name, _ in runs})
-    if missing:
-        raise EvalError(f"no committed run {', '.join(missing)} under results/tau2/")
-    scenarios = {k: v for _, records in runs for k, v in scenarios_of(records).items()}
-    exclude = frozenset(
-        str(json.loads(line)["conversation"])
-        for path in args.exclude
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    )
-    rows = sample_turns(runs, scenarios, args.conversations, args.seed, exclude)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    talks = len({row["conversation"] for row in rows})
-    print(f"wrote {out}: {len(rows)} user turns of {talks} conversations (seed {args.seed}) "
-          "to label ok or error by docs/tau2-user-rubric.md")  # fmt: skip
-    return 0
 
 
 def _tasks(args: argparse.Namespace) -> int:
@@ -169,8 +98,10 @@ def _tau2(args: argparse.Namespace) -> int:
     tasks = taskset_file(args.domain, args.split)
     if args.mode != "conversation" or not tasks.exists():
         # A mode's tasks, or a split not committed: read from tau2's package for this run.
-        local = Path("results/local/tau2") / (
-            tasks.stem + ("" if args.mode == "conversation" else f"-{args.mode}") + ".json"
+        local = (
+            LOCAL
+            / "tau2"
+            / (tasks.stem + ("" if args.mode == "conversation" else f"-{args.mode}") + ".json")
         )
         tasks = asyncio.run(build(args.domain, args.split, local, args.mode))
     if args.task_ids:
@@ -248,7 +179,7 @@ def _only(tasks: Path, wanted: list[str]) -> Path:
     if missing:
         raise EvalError(f"no task {', '.join(missing)} in {tasks}")
     slug = "-".join(t.id for t in chosen)[:60]
-    out = Path("results/local/tau2") / f"{taskset.name}-{slug}.json"
+    out = LOCAL / "tau2" / f"{taskset.name}-{slug}.json"
     subset = TaskSet(name=taskset.name, description=taskset.description, tasks=chosen)
     write_taskset(subset, out)
     return out

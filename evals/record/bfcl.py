@@ -1,4 +1,4 @@
-"""The BFCL item record: one line of ``results/bfcl/*.jsonl``, one item, typed and versioned.
+"""The BFCL item record: one line of a BFCL run file, one item, typed and versioned.
 
 What ran is the eval's :class:`~evals.record.spec.RunSpec`, the same model every task record
 carries, and what BFCL's run fixes besides (its checker's version, the categories asked, the

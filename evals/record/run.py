@@ -2,7 +2,7 @@
 
 The runner builds it in one place (``evals.run.recorder``); rescoring, the comparison, the
 report, the sweep and the Inspect export read it through :func:`read_runs`, which brings a
-record of any shape committed under ``results/`` to this one. A field a record was written
+record of any shape written before to this one. A field a record was written
 without is None (``invalid_calls`` is None in a record from before the harness checked
 arguments), so no reader asks whether a key is there.
 
@@ -55,7 +55,7 @@ class UserRecord(BaseModel):
 class UserTurn(BaseModel):
     """One message of a simulated user, how many tool calls the agent had made before it, and
     the agent's words it replied to (None: it opened the talk): what the user's error rules
-    read (``evals.report.users``)."""
+    read (``lab.report.users``)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,8 +1,7 @@
 """What a BFCL run's records show, counted: for a multi-turn run, how the conversations failed
 (BFCL's checker's error types), the calls that repeat the call just before, and the user turns
 answered without a call (prose only, or nothing at all); for a single-turn run, the replies'
-shapes (a call, several calls, a code fence, call-shaped JSON left as text, the length cap).
-docs/bfcl.md's prose rests on these tables (``make bfcl-report`` writes them)."""
+shapes (a call, several calls, a code fence, call-shaped JSON left as text, the length cap)."""
 
 from __future__ import annotations
 

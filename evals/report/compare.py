@@ -16,6 +16,7 @@ from evals.report.markdown import table as markdown_table
 from evals.report.pairing import PairingError, paired
 from evals.report.stats import Accuracy, accuracy
 from evals.report.summary import cost_text, summarize
+from evals.run.runner import RUNS
 from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -292,10 +293,10 @@ def reply_code_changed(a: list[str], b: list[str]) -> int | None:
 
 
 def _shown(path: Path) -> str:
-    """A run file as a page names it: from results/ down when it lies there (two runs of one
-    name in two folders stay apart), else by its name."""
+    """A run file as a page names it: from the working folder's results folder down when it
+    lies there (two runs of one name in two folders stay apart), else by its name."""
     resolved = path.resolve()
-    results = ROOT / "results"
+    results = RUNS.parent.resolve()
     return str(resolved.relative_to(results)) if resolved.is_relative_to(results) else path.name
 
 

@@ -1,4 +1,4 @@
-"""The one Markdown table writer: every table under results/ goes through ``table``."""
+"""The one Markdown table writer: every table a summary or a report holds goes through ``table``."""
 
 from __future__ import annotations
 

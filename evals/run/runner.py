@@ -48,10 +48,13 @@ __all__ = ["EvalSettings", "Summarize", "fetch_models", "run_eval", "run_evals"]
 # the line that totals it (``evals.report.summary.write_summaries`` with its total line).
 Summarize = Callable[[Path, float], str]
 
-RESULTS = Path("results")
+# The user's own output folders, under the working folder: runs (``RUNS``) and what a command
+# writes for itself (``LOCAL``: task files it derives, reports).
+RUNS = Path("results/runs")
+LOCAL = Path("results/local")
 
 
-def default_out(label: str, folder: Path = RESULTS / "runs") -> Path:
+def default_out(label: str, folder: Path = RUNS) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return folder / f"{stamp}-{slug(label)}.jsonl"
 

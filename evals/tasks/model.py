@@ -63,7 +63,7 @@ class McpFields(TaskFields):
     """What a task over MCP servers runs with (``evals.environments.mcp``), each field under a
     key of its own in the task file: the servers, in the shape desktop clients use
     (``mcpServers``); the calls that fetch every result its evidence checks ask for (tool,
-    arguments: what the question-blind strategies read first, ``evals.studies.strategies``);
+    arguments: what the question-blind strategies read first, ``lab.studies.strategies``);
     what the system prompt says the run works on (``intro``, ``{workspace}``: its folder;
     none: the environment's own words). A task set writes the servers and the intro its tasks
     share once, at its top."""

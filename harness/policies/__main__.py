@@ -1,5 +1,5 @@
-"""``python -m harness.policies``: the table of every loop setting, as docs/policies.md holds
-it; ``--write PAGE`` rebuilds it in place between the page's markers."""
+"""``python -m harness.policies``: the table of every loop setting, as the loop settings' page
+holds it; ``--write PAGE`` rebuilds it in place between the page's markers."""
 
 from __future__ import annotations
 

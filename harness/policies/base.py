@@ -72,7 +72,7 @@ class Setting(Generic[T]):
     choices: tuple[str, ...] = ()
     optional: bool = False  # None is a value: the setting is not sent
     metavar: str | None = None
-    # What it does, as docs/policies.md's table says it (generated from the registry); the
+    # What it does, as the settings' table says it (generated from the registry); the
     # flag's own help is the short form.
     doc: str = ""
 

@@ -140,9 +140,9 @@ def _plain(setting: Setting[Any]) -> str:
 
 
 def settings_table() -> str:
-    """docs/policies.md's table of every setting: its flag, what it does, and its value in the
-    plain loop; the docs hold it between ``<!-- settings -->`` markers, rebuilt by
-    ``python -m harness.policies --write docs/policies.md``."""
+    """The table of every setting: its flag, what it does, and its value in the plain loop; a
+    page holds it between ``<!-- settings -->`` markers, rebuilt by
+    ``python -m harness.policies --write PAGE``."""
     rows = [
         "| " + " | ".join(_cell(c) for c in (_usage(s), s.doc or s.help, _plain(s))) + " |"
         for s in SETTINGS.values()

@@ -218,7 +218,7 @@ class PostgresDatabase:
             raise SQLError(
                 f"the role {role!r} at {public_url(self.url)} holds {'; '.join(held)}: this "
                 "tool runs a model's SQL and connects only as a role that may read and nothing "
-                "more (make serve-postgres makes one, loopbench_reader; see docs/sql.md)"
+                "more (make serve-postgres makes one, loopbench_reader)"
             )
 
     def tables(self) -> list[Table]:

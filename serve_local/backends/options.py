@@ -81,7 +81,7 @@ MODEL_OPTIONS: tuple[Option, ...] = (
         "--written-replies",
         "render a past reply of this server as the model wrote it, not in the chat template's "
         "form, so the prefix cache keeps it (off by default: the model then reads its own call "
-        "shapes back and may copy them as text; see docs/server.md)",
+        "shapes back and may copy them as text)",
         False,
         switch=True,
     ),

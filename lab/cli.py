@@ -1,0 +1,26 @@
+"""``python -m lab``: the lab's subcommands, in the product's command table's way
+(``evals.cli``): each registers its own parser and handler."""
+
+from __future__ import annotations
+
+import argparse
+
+from evals import cli
+from lab.commands import conformance, docs, leaderboard, scoring, studies, sweep
+
+COMMANDS: cli.Registers = (
+    sweep.register,
+    leaderboard.register,
+    studies.register,
+    conformance.register,
+    scoring.register,
+    docs.register,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(argv, prog="python -m lab", table=COMMANDS)
+
+
+def parser() -> argparse.ArgumentParser:
+    return cli.parser("python -m lab", COMMANDS)

@@ -1,0 +1,280 @@
+"""Conversation runs (τ²-bench's and any task set with a user) as the docs quote them: pass^k
+over trials, the reward's parts, how conversations ended, and the simulated user's flagged
+turns beside the score. ``python -m lab tau2-report`` fills docs/tau2.md from the run files
+committed under ``results/tau2/``; a test renders the blocks again and compares."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
+from evals.report.markdown import table
+from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
+from evals.tasks import load_tasks
+from evals.tau2.rules import differs
+from lab.report.docs import fill
+from lab.report.users import RULES, agreement, by_conversation, readers, user_errors
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "results" / "tau2"
+# Runs made before the conversation followed τ²'s runner's rules, and the samples read of them.
+SUPERSEDED = ROOT / "results" / "superseded" / "tau2"
+PAGE = ROOT / "docs" / "tau2.md"
+# The labelled sample of user turns (``python -m lab tau2-sample``, then read and labelled
+# by docs/tau2-user-rubric.md), beside the runs, not among them.
+LABELS = RESULTS / "labels" / "user-turns.jsonl"
+# The samples of the superseded runs: the first, and one of conversations outside it (where
+# the rules' error rate was measured).
+OLD_LABELS = SUPERSEDED / "labels" / "user-turns.jsonl"
+HELDOUT = SUPERSEDED / "labels" / "heldout-turns.jsonl"
+ENDS = (
+    "user_stop",
+    "transfer",
+    "out_of_scope",
+    "agent_stop",
+    "capped",
+    "step_cap",
+    "too_many_errors",
+    "agent_error",
+    "user_error",
+    "error",
+)
+
+# The published anchors the page sets ours beside: (model, airline, retail, telecom) as their
+# sources state them (pass^1, %), on τ²'s original task sets.
+ANCHORS = [
+    (
+        "Qwen3-4B-Instruct-2507 ([its model card](https://huggingface.co/Qwen/Qwen3-4B-Instruct-2507))",
+        24.0,
+        40.4,
+        13.2,
+    ),
+    ("GPT-4.1-mini ([τ²-bench leaderboard](https://taubench.com))", 48.7, 61.4, 48.9),
+]
+
+
+def _who(records: Sequence[RunRecord]) -> tuple[str, str]:
+    first = records[0]
+    agent = str(first.spec.loop.get("agent", "model")) if first.spec.loop else "model"
+    agent = first.spec.model if agent == "model" else f"{agent} (scripted)"
+    talk = first.conversation
+    if talk is None:
+        return agent, "–"
+    user = "scripted" if talk.user.scripted else str(talk.user.model)
+    if talk.user.temperature:
+        user += f" @ T={talk.user.temperature:g}"
+    return agent, user
+
+
+def conversation_runs(folder: Path = RESULTS) -> list[tuple[str, list[RunRecord]]]:
+    """Every committed conversation run under ``folder``: its name and records."""
+    return [(path.stem, read_runs(path)) for path in committed(folder, "*.jsonl")]
+
+
+def scenarios_of(records: Sequence[RunRecord]) -> dict[str, str]:
+    """Each task's user scenario, read from the task file the run names (none: no rules on
+    facts)."""
+    name = str(records[0].spec.task_set).removeprefix("tau2-")
+    for mode in ("solo", "gt"):  # a mode's tasks are the split's, its scenarios the same
+        name = name.removesuffix(f"-{mode}")
+    path = ROOT / "evals" / "tasks" / "tau2" / f"{name}.json"
+    if not path.exists():
+        return {}
+    return {t.id: t.user.scenario for t in load_tasks(path).tasks if t.user is not None}
+
+
+def mode_of(records: Sequence[RunRecord]) -> str:
+    """How τ² held the run's tasks: ``conversation``, ``solo`` or ``gt`` (its task set's
+    suffix, as ``evals.tau2.tasks`` names a mode's set)."""
+    name = str(records[0].spec.task_set or "") if records else ""
+    return next((m for m in ("solo", "gt") if name.endswith(f"-{m}")), "conversation")
+
+
+def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[object]:
+    """One run: how τ² held it, who held both sides, tasks and trials, pass^k (k = 1..trials,
+    at most ``most_k``), the mean reward, how many of its rewarded conversations ended before
+    the agent's first turn (the user left at once, on a task where nothing needed doing), how
+    conversations ended, the conversations a rule flagged a user turn of and the share right
+    among the others, and the settings that differ from τ²'s runner's."""
+    judged = [r for r in records if not is_error(r)]
+    agent, user = _who(records)
+    mode = mode_of(records)
+    trials = min((len(v) for v in by_task(judged).values()), default=0)
+    # pass^1 is the accuracy with the task as the unit (each task the share of its trials).
+    first = accuracy(judged) if judged else None
+    curve = [pass_hat_k(judged, k) for k in range(2, min(trials, most_k) + 1)]
+    rewards = [
+        r.environment.reward
+        for r in judged
+        if isinstance(r.environment, Tau2Data) and r.environment.reward is not None
+    ]
+    right = [r for r in judged if r.correct]
+    silent = sum(r.turns == 0 for r in right)
+    ends = Counter(r.conversation.end for r in records if r.conversation is not None)
+    flagged = user_errors(judged, scenarios_of(records))
+    if mode == "solo" or not flagged.conversations:
+        erred = clean = "–"
+    else:
+        erred = f"{flagged.flagged_conversations}/{flagged.conversations}"
+        clean = (
+            f"{wilson(flagged.clean_correct, flagged.clean).interval()} of {flagged.clean}"
+            if flagged.clean else "none"
+        )  # fmt: skip
+    loop = records[0].spec.loop or {}
+    return [
+        name,
+        mode,
+        agent,
+        "none" if mode == "solo" else user,
+        f"{len(by_task(judged))} × {trials}",
+        "–" if first is None else first.interval(),
+        " / ".join(f"{v:.1%}" for v in curve if v is not None) or "–",
+        f"{sum(rewards) / len(rewards):.2f}" if rewards else "–",
+        "–" if mode == "solo" else (f"{silent} of {len(right)}" if right else "–"),
+        ", ".join(f"{e} {ends[e]}" for e in ENDS if ends[e]) or "–",
+        erred,
+        clean,
+        "; ".join(differs(loop)) or "none",
+        # The code each run was made with: runs of different versions are not like for like.
+        ", ".join(sorted({str(r.spec.code_version or "–") for r in records})),
+        len(records) - len(judged),
+    ]
+
+
+HEAD = ["run", "mode", "agent", "user", "tasks × trials", "pass^1 [95 % CI]",
+        "pass^2 … pass^k", "mean reward", "rewarded before the agent spoke", "ends",
+        "user erred (rules)", "right where it did not [95 % CI] of n conversations",
+        "differs from τ²'s runner", "code", "errors"]  # fmt: skip
+
+
+def runs_table(folder: Path = RESULTS, modes: Sequence[str] = ()) -> str:
+    """Every committed conversation run under ``folder`` (of ``modes`` only, when given),
+    one row each, by file name."""
+    rows = []
+    for path in committed(folder, "*.jsonl"):
+        records = read_runs(path)
+        if records and (not modes or mode_of(records) in modes):
+            rows.append(run_row(path.stem, records))
+    if not rows:
+        return "No run of this kind is committed yet.\n"
+    return table(HEAD, rows)
+
+
+def rules_table(folders: Sequence[Path] = (RESULTS, SUPERSEDED)) -> str:
+    """The user's flagged turns by rule, per committed run (a superseded run's name says so)."""
+    rows = []
+    for folder in folders:
+        prefix = "superseded: " if folder == SUPERSEDED else ""
+        for path in committed(folder, "*.jsonl"):
+            records = [r for r in read_runs(path) if not is_error(r)]
+            found = user_errors(records, scenarios_of(records)) if records else None
+            if found is None or not found.turns:
+                continue
+            rows.append([prefix + path.stem, found.turns,
+                         *(found.by_rule.get(rule, 0) for rule in RULES),
+                         f"{found.flagged_conversations}/{found.conversations}"])  # fmt: skip
+    if not rows:
+        return "No conversation run is committed yet.\n"
+    return table(["run", "user turns", *RULES, "conversations flagged"], rows)
+
+
+def _labelled(path: Path) -> list[dict[str, Any]]:
+    """A labelled sample's rows (one user turn each)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def sample_text(path: Path, heldout: bool = False) -> str:
+    """A labelled sample (``tau2-sample``, labelled by the rubric, docs/tau2-user-rubric.md),
+    counted by conversation: in how many the user erred, with its interval, where its first
+    error fell; a second reader's agreement (``*.second-reader.jsonl``) by conversation and on
+    the turns either called ok; how the rules meet the labels (``heldout``: turns the rules
+    were never written from, so their error rate; else the sample they were fitted to)."""
+    if not path.exists():
+        return "No sample is labelled yet.\n"
+    rows = _labelled(path)
+    talks = by_conversation([row for row in rows if "turn" in row])
+    # Only conversations labelled whole are counted, turns and all.
+    turns = [row for row in rows if "turn" in row and row["conversation"] in talks.labelled]
+    if not talks.conversations:
+        return "No sample is labelled yet.\n"
+    rate = wilson(talks.erred, talks.conversations)
+    first = talks.first_error.get(1, 0)
+    runs = sorted({str(row["conversation"]).split("/")[0] for row in turns})
+    text = (
+        f"{talks.conversations} conversations ({len(turns)} user turns) drawn at random "
+        f"(`{path.name}`) from {', '.join(f'`{r}`' for r in runs)}, each turn labelled "
+        "before any reward was looked at: the user erred "
+        f"in {talks.erred} of {talks.conversations} conversations, {rate.interval()} (95 % "
+        f"interval, the conversation the unit), at its first message in {first} of them."
+    )
+    second = path.with_suffix(".second-reader.jsonl")
+    if second.exists():
+        both = readers(turns, [row for row in _labelled(second) if "turn" in row])
+        text += (
+            f" A second reader, labelling apart, agrees on whether the user erred in "
+            f"{both.same_conversations} of {both.conversations} conversations"
+            + (
+                f"; of the {both.either_ok} turns either reader called ok, both did on "
+                f"{both.both_ok}."
+                if both.either_ok
+                else "; neither called any turn ok."
+            )
+        )
+    found = agreement(turns)
+    ok = found.labelled - found.errors
+    if found.errors:
+        # Counts of turns, no interval: turns of one conversation are not independent draws.
+        text += (
+            (" The rules, never written from these turns, flag " if heldout else
+             " The rules, written after reading this sample (how well they fit it, not their "
+             "error rate), flag ")
+            + f"{found.flagged_errors} of the {found.errors} turns labelled errors"
+            + (f" and {found.flagged_ok} of the {ok} labelled ok." if ok
+               else "; no turn was labelled ok.")
+        )  # fmt: skip
+    faults = Counter(str(row["fault"]) for row in rows if "fault" in row)
+    if faults:
+        text += (
+            f" Of the sample's {sum(faults.values())} failed conversations, read whole once "
+            "their rewards were known: "
+            + ", ".join(f"{faults[k]} {k}" for k in ("agent", "user", "both") if faults[k])
+            + " at fault."
+        )
+    return text + "\n"
+
+
+def labels_text(path: Path = OLD_LABELS) -> str:
+    return sample_text(path)
+
+
+def heldout_text(path: Path = HELDOUT) -> str:
+    return sample_text(path, heldout=True)
+
+
+def anchors_table() -> str:
+    rows = [[name, f"{a:.1f}", f"{r:.1f}", f"{t:.1f}"] for name, a, r, t in ANCHORS]
+    return table(["published (pass^1, %)", "airline", "retail", "telecom"], rows)
+
+
+def blocks(folder: Path = RESULTS) -> dict[str, str]:
+    """docs/tau2.md's generated blocks, by name: the runs that measure the agent (solo, gt)
+    first, then the conversation runs, the superseded ones, the user's flags and samples."""
+    return {
+        "tau2-agent": runs_table(folder, modes=("solo", "gt")),
+        "tau2-runs": runs_table(folder, modes=("conversation",)),
+        "tau2-superseded": runs_table(SUPERSEDED),
+        "tau2-user-rules": rules_table((folder, SUPERSEDED)),
+        "tau2-anchors": anchors_table(),
+        "tau2-user-sample": sample_text(LABELS, heldout=True),
+        "tau2-user-labels": labels_text(),
+        "tau2-user-heldout": heldout_text(),
+    }
+
+
+def write_page(page: Path = PAGE, folder: Path = RESULTS) -> list[str]:
+    """Fill docs/tau2.md's blocks from the committed runs; the blocks that changed."""
+    return [name for name, text in blocks(folder).items() if fill(page, name, text)]
