@@ -107,7 +107,11 @@ def run_record(**fields: Any) -> RunRecord:
     """A run record with what a test names and plain values for the rest: what ran (``model``,
     ``label``, ``preset``...) goes to its spec, a ``database`` or an ``audit`` makes it a task
     run on the database."""
-    spec = {k: fields.pop(k) for k in list(fields) if k in RunSpec.model_fields}
+    # ``conversation`` is the record's (what happened); its spec's settings of one are not
+    # asked for by name here.
+    spec = {
+        k: fields.pop(k) for k in list(fields) if k in RunSpec.model_fields and k != "conversation"
+    }
     kept: dict[str, Any] = {k: fields.pop(k) for k in ("database", "audit") if k in fields}
     kept = {k: v for k, v in kept.items() if v is not None}
     environment = {"name": "database", **kept} if kept else {"name": "workspace"}

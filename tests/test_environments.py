@@ -410,3 +410,27 @@ def test_an_environment_that_cannot_be_registered_registers_nothing(clock: Any) 
 
     with pytest.raises(ValueError, match="its record data names another environment"):
         installed(Misnamed())
+
+
+def test_an_environment_owns_the_settings_only_its_tasks_read(clock: Any) -> None:
+    """The database owns the SQL tools' limits: a record of another environment keeps the
+    preset without them. An environment that claims a setting another owns, or one no hook
+    reads, is refused before anything is registered."""
+    settings = {"row_cap": 20, "statement_timeout_s": 15.0, "nudges": 2}
+    assert record_environments.preset_used(settings, {"database"}) == settings
+    assert record_environments.preset_used(settings, {"workspace"}) == {"nudges": 2}
+
+    class Greedy(clock.ClockEnvironment):  # type: ignore[misc]
+        name, data, task_fields, check_kinds = "greedy", None, (), ()
+        settings = ("row_cap",)
+
+    with pytest.raises(ValueError, match="'row_cap' \\(database's\\) are owned"):
+        installed(Greedy())
+
+    class Unknown(clock.ClockEnvironment):  # type: ignore[misc]
+        name, data, task_fields, check_kinds = "unknown", None, (), ()
+        settings = ("no_such_setting",)
+
+    with pytest.raises(ValueError, match="no setting 'no_such_setting'"):
+        installed(Unknown())
+    assert record_environments.preset_used(settings, {"greedy", "unknown"}) == {"nudges": 2}

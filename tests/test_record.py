@@ -161,12 +161,75 @@ def test_a_version_3_record_reads_with_the_presets_and_the_loops_names_of_today(
     changed = dict(raw, spec={**raw["spec"], "loop": {**raw["spec"]["loop"]}})
     changed["spec"]["loop"].update(budget_usd=0.5, task_timeout_s=20.0)
     record = parse(changed, "v3")
-    assert record.record_version == RECORD_VERSION == 4
+    assert record.record_version == RECORD_VERSION == 5
     assert record.spec.preset is not None
-    assert record.spec.preset.model_dump() == raw["spec"]["policy"]
+    # The SQL tools' limits are the database's: an MCP task's record keeps the rest.
+    sql = {"row_cap", "statement_timeout_s"}
+    policy = raw["spec"]["policy"]
+    assert sql <= set(policy["settings"]) and record.spec.preset.model_dump() == {
+        **policy,
+        "settings": {k: v for k, v in policy["settings"].items() if k not in sql},
+    }
     loop = record.spec.loop or {}
     assert (loop["max_budget_usd"], loop["timeout_s"]) == (0.5, 20.0)
     assert not {"budget_usd", "task_timeout_s"} & set(loop)
-    assert {k: loop[k] for k in ("max_turns", "approvals", "agent")} == {
-        k: raw["spec"]["loop"][k] for k in ("max_turns", "approvals", "agent")
+    assert {k: loop[k] for k in ("max_turns", "approvals")} == {
+        k: raw["spec"]["loop"][k] for k in ("max_turns", "approvals")
+    }
+    # No task of it had a user: the conversation's settings it kept are gone (version 5).
+    assert "agent" in raw["spec"]["loop"] and "agent" not in loop
+    assert record.spec.conversation is None
+
+
+# The settings only a conversation reads, and those only the database's tasks read.
+CONVERSATION_SETTINGS = {"user_model", "user_temperature", "max_user_turns", "max_steps",
+                         "max_errors", "agent"}  # fmt: skip
+SQL_SETTINGS = {"row_cap", "statement_timeout_s"}
+
+
+def test_a_version_4_record_reads_with_its_settings_in_layers() -> None:
+    """Version 4 kept the conversation's settings in every record's ``loop`` and the SQL
+    tools' limits in every preset: read today, a conversation's go to ``conversation``, a file
+    task's are gone, and only a database task keeps the SQL limits."""
+    path = ROOT / "results" / "tau2" / "airline-test-oracle-agent.jsonl"
+    raw = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert raw["record_version"] == 4 and set(raw["spec"]["loop"]) >= CONVERSATION_SETTINGS
+    assert set(raw["spec"]["preset"]["settings"]) >= SQL_SETTINGS
+    talk = parse(raw, "talk")
+    assert talk.spec.loop is not None and talk.spec.conversation is not None
+    assert set(talk.spec.conversation) == CONVERSATION_SETTINGS
+    assert not CONVERSATION_SETTINGS & set(talk.spec.loop)
+    assert talk.spec.conversation["max_steps"] == raw["spec"]["loop"]["max_steps"]
+    assert talk.spec.preset is not None and not SQL_SETTINGS & set(talk.spec.preset.settings)
+    files = parse({**raw, "conversation": None, "environment": {"name": "workspace"}}, "files")
+    assert files.spec.conversation is None and files.spec.loop is not None
+    assert not CONVERSATION_SETTINGS & set(files.spec.loop)
+    sql = parse({**raw, "conversation": None, "environment": {"name": "database"}}, "sql")
+    assert sql.spec.preset is not None and set(sql.spec.preset.settings) >= SQL_SETTINGS
+
+
+def test_a_file_tasks_record_holds_no_conversation_or_sql_setting(
+    scripted_url: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "run.jsonl"
+    ran = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--base-url", scripted_url, "--model",
+         "scripted:oracle", "--out", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    record = read_runs(out)[0]
+    assert record.record_version == RECORD_VERSION == 5
+    assert record.spec.conversation is None and record.spec.loop is not None
+    assert not CONVERSATION_SETTINGS & set(record.spec.loop), record.spec.loop
+    assert record.spec.preset is not None and record.spec.preset.settings
+    assert not SQL_SETTINGS & set(record.spec.preset.settings)
+    line = read_records(out)[0]  # as written, not only as read
+    assert "conversation" in line["spec"] and line["spec"]["conversation"] is None
+    assert not (CONVERSATION_SETTINGS | SQL_SETTINGS) & {
+        *line["spec"]["loop"],
+        *line["spec"]["preset"]["settings"],
     }

@@ -448,6 +448,11 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
     assert {r.spec.loop and r.spec.loop["max_turns"] for r in read_runs(run)} == {
         8
     }  # the preset's limit
+    # The SQL tools' limits are the database's settings: its records keep them.
+    assert all(
+        r.spec.preset and {"row_cap", "statement_timeout_s"} <= set(r.spec.preset.settings)
+        for r in read_runs(run)
+    )
     out = tmp_path / "summary.md"
     assert lab_main(["sql-report", str(run), "--pair", str(run), str(run), "--out", str(out)]) == 0
     text = out.read_text()

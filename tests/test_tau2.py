@@ -480,13 +480,14 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     assert record.conversation is not None and record.conversation.end == "step_cap"
     assert (record.status, record.correct, record.environment.reward) == ("completed", False, 0.0)
     # τ²'s runner's rules: no cap on the agent's model calls, 200 steps, 10 errors, seeds drawn
-    # from 300; the user-turn cap asked for is kept in the record.
-    loop = record.spec.loop
-    assert loop is not None and loop["max_turns"] is None
-    assert (loop["max_steps"], loop["max_errors"], loop["seeds"], loop["seed"]) == (
+    # from 300; the user-turn cap asked for is kept in the record, with the conversation's
+    # other settings apart from the loop's.
+    loop, talk = record.spec.loop, record.spec.conversation
+    assert loop is not None and loop["max_turns"] is None and talk is not None
+    assert (talk["max_steps"], talk["max_errors"], loop["seeds"], loop["seed"]) == (
         200, 10, "tau2", 300,
     )  # fmt: skip
-    assert loop["max_user_turns"] == 2
+    assert talk["max_user_turns"] == 2 and "max_user_turns" not in loop
     # Resumed, the run says its own rules (not the flags' defaults) and keeps one
     # conversation at a time.
     partial = out.with_name(out.name + ".partial")

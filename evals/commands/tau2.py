@@ -130,7 +130,7 @@ def _tau2(args: argparse.Namespace) -> int:
     if saved is not None:
         refs = [r for t in load_tasks(saved.tasks).tasks if (r := t.fields_of(Tau2Ref))]
         mode = refs[0].mode if refs else "conversation"
-        held, trials = said(saved.loop_record()), saved.epochs
+        held, trials = said(saved.held()), saved.epochs
     else:
         mode, held, trials = args.mode, rules_said(args), args.trials
     print(f"evals: tau2 {mode} by its runner's rules; {', '.join(held)}")

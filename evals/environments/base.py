@@ -144,7 +144,10 @@ class Environment(Protocol):
       ``judged`` checks may give (its dialogue's ``judge`` rewards them);
     * ``false_claims(task, answer)``: its claim rule, each statement of a right answer its
       state contradicts, in words (``evals.scoring.claims``; none: its answers are checked
-      for no claim, never against another environment's state).
+      for no claim, never against another environment's state);
+    * ``settings``: the names of the preset settings only its tasks read (the database's SQL
+      row cap and statement timeout), registered by the registry: a record of another
+      environment's task does not keep them (``evals.record.preset_used``).
     """
 
     name: str

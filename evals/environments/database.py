@@ -29,6 +29,7 @@ from harness.sql import (
     sql_tools,
 )
 from harness.sql.postgres import public_url
+from harness.sql.tools import ROW_CAP_SETTING, STATEMENT_TIMEOUT_SETTING
 from harness.state import RunState
 from harness.workspace import create_workspace
 
@@ -111,6 +112,8 @@ class DatabaseEnvironment:
     name = "database"
     tool_names = frozenset({RUN_SQL_TOOL, DESCRIBE_TOOL})
     default_preset = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
+    # The preset settings only its tasks read: the SQL tools' limits.
+    settings = (STATEMENT_TIMEOUT_SETTING, ROW_CAP_SETTING)
     texts = (PICK_TABLES, WRITE_QUERY, REPAIR)
     # What a question-blind guess is worth under a workflow here (the workflows' report).
     under_workflows = (

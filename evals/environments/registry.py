@@ -17,9 +17,10 @@ from evals.environments.mcp import McpEnvironment
 from evals.environments.tau2 import Tau2Environment
 from evals.environments.workspace import WorkspaceEnvironment
 from evals.errors import EvalError
-from evals.record import Data, RunRecord, register
+from evals.record import Data, RunRecord, own_settings, register
 from evals.tasks import Task, TaskFields, register_check, register_fields, register_judge
 from harness.plugins import loaded, loaded_from
+from harness.policies.registry import SETTINGS
 
 GROUP = "loopbench.environments"
 _NEEDS = ("name", "tool_names", "default_preset", "holds", "open", "read_all")
@@ -54,6 +55,11 @@ def installed(environment: Environment) -> Environment:
     judges: Any = tuple(getattr(environment, "judges", ()))
     if not all(isinstance(j, str) and j for j in judges):
         raise TypeError(f"environment {name!r}: its judges are names")
+    settings: Any = tuple(getattr(environment, "settings", ()))
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown:
+        raise ValueError(f"environment {name!r}: no setting {', '.join(map(repr, unknown))}")
+    own_settings(name, settings, only_check=True)
     if data is not None:
         register(data)
     for model in fields:
@@ -62,6 +68,7 @@ def installed(environment: Environment) -> Environment:
         register_check(model)
     for judge in judges:
         register_judge(judge)
+    own_settings(name, settings)
     return environment
 
 

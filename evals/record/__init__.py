@@ -19,6 +19,8 @@ from evals.record.environments import (
     OtherData,
     Tau2Data,
     WorkspaceData,
+    own_settings,
+    preset_used,
     register,
 )
 from evals.record.files import (
@@ -73,6 +75,8 @@ __all__ = [
     "kept_at",
     "kept_file",
     "machine",
+    "own_settings",
+    "preset_used",
     "read_records",
     "read_runs",
     "read_text",

@@ -147,6 +147,29 @@ for _model in (WorkspaceData, DatabaseData, McpData, Tau2Data):
     register(_model)
 
 
+# The preset settings only an environment's tasks read (the SQL tools' row cap and statement
+# timeout: the database's), by the environment's name: a record keeps those of its own
+# environment and no other's (``preset_used``).
+_OWNED: dict[str, frozenset[str]] = {}
+
+
+def own_settings(environment: str, settings: tuple[str, ...], only_check: bool = False) -> None:
+    """``settings`` read by ``environment``'s tasks alone; a setting another environment owns
+    is an error (``only_check``: say so, register nothing)."""
+    taken = {s: e for e, owned in _OWNED.items() if e != environment for s in owned}
+    clash = [f"{s!r} ({taken[s]}'s)" for s in settings if s in taken]
+    if clash:
+        raise ValueError(f"environment {environment!r}: the settings {', '.join(clash)} are owned")
+    if not only_check:
+        _OWNED[environment] = frozenset(settings)
+
+
+def preset_used(settings: dict[str, Any], environments: set[str]) -> dict[str, Any]:
+    """A preset's ``settings`` less those owned by an environment not in ``environments``."""
+    other = {s for e, owned in _OWNED.items() if e not in environments for s in owned}
+    return {k: v for k, v in settings.items() if k not in other}
+
+
 def _read(value: Any) -> Data:
     if isinstance(value, Data):
         return value

@@ -28,12 +28,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from evals import installed
-from evals.record.environments import EnvironmentData
+from evals.record.environments import EnvironmentData, preset_used
 from evals.record.files import read_records
-from evals.record.spec import SPEC_FIELDS_BEFORE, RunSpec, renamed_spec
+from evals.record.spec import CONVERSATION_KEYS_V4, SPEC_FIELDS_BEFORE, RunSpec, renamed_spec
 from evals.record.versioned import parse as parse_versioned
 
-RECORD_VERSION = 4
+RECORD_VERSION = 5
 
 NOT_RUN = "not_run"
 ERROR = "error"
@@ -179,7 +179,24 @@ def _nest(raw: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-UPGRADES = {2: _nest, 3: renamed_spec}
+def _layered(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 to 5: the settings in layers. The conversation's settings leave ``loop`` for
+    ``conversation`` in a conversation's record and are dropped from any other; the preset
+    keeps no setting owned by an environment the record did not run on."""
+    spec = dict(raw["spec"])
+    loop = dict(spec.get("loop") or {})
+    talk = {k: loop.pop(k) for k in CONVERSATION_KEYS_V4 if k in loop}
+    if spec.get("loop") is not None:
+        spec["loop"] = loop
+    spec["conversation"] = talk if raw.get("conversation") is not None and talk else None
+    preset = spec.get("preset")
+    if isinstance(preset, dict) and isinstance(preset.get("settings"), dict):
+        name = str((raw.get("environment") or {}).get("name"))
+        spec["preset"] = {**preset, "settings": preset_used(preset["settings"], {name})}
+    return {**raw, "spec": spec}
+
+
+UPGRADES = {2: _nest, 3: renamed_spec, 4: _layered}
 
 
 def parse(raw: dict[str, Any], where: str) -> RunRecord:

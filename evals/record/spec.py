@@ -49,6 +49,11 @@ class RunSpec(BaseModel):
     # the eval's own settings that change a task run (approvals, solver, the user of a
     # conversation); its preset with every setting.
     loop: dict[str, Any] | None = None
+    # A task set that holds a conversation: its simulated user's settings and its caps, by the
+    # names of ``evals.run.settings.EvalSettings`` (None: no task of the eval had a user).
+    conversation: dict[str, Any] | None = None
+    # The preset with every setting the eval's environments read (those another environment
+    # owns left out: ``evals.record.environments.preset_used``).
     preset: PresetRecord | None = None
     # How a task was solved: the agent loop, or a workflow, and what the workflow fixes.
     # Every record before solvers existed ran the agent loop.
@@ -69,8 +74,14 @@ class RunSpec(BaseModel):
 
 # The loop's keys as records kept them before the loop's settings were one group.
 OLD_LOOP_KEYS = {"budget_usd": "max_budget_usd", "task_timeout_s": "timeout_s"}
-# RunSpec's fields as records wrote them before ``preset`` was named so (``policy``).
-SPEC_FIELDS_BEFORE = tuple("policy" if k == "preset" else k for k in RunSpec.model_fields)
+# RunSpec's fields as records of version 2 wrote them, at the record's top level (``preset``
+# was ``policy``; ``conversation`` did not exist).
+SPEC_FIELDS_BEFORE = tuple(
+    "policy" if k == "preset" else k for k in RunSpec.model_fields if k != "conversation"
+)
+# The keys records of version 4 kept under ``loop`` that only a conversation reads.
+CONVERSATION_KEYS_V4 = ("user_model", "user_temperature", "max_user_turns", "max_steps",
+                        "max_errors", "agent")  # fmt: skip
 
 
 def renamed_spec(record: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,8 @@ def _totals(records: Sequence[RunRecord]) -> dict[str, Any]:
         "tool_grammar": first and first.spec.tool_grammar,
         "draft": first and first.spec.draft,
         "loop": first and first.spec.loop,
+        # A conversation's settings (its user's, its caps), where the run held conversations.
+        **({"conversation": first.spec.conversation} if first and first.spec.conversation else {}),
         "policy": first.spec.preset.model_dump() if first and first.spec.preset else None,
         "tasks": len(by_task),
         "epochs": epochs,
@@ -135,8 +137,13 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         f"# {name}",
         "",
         f"Model `{summary['model']}` (sha256 `{summary['model_sha256']}`), backend "
-        f"`{summary['backend']}`, loop `{json.dumps(summary['loop'])}`, policy "
-        f"`{json.dumps(summary.get('policy'))}`.",
+        f"`{summary['backend']}`, loop `{json.dumps(summary['loop'])}`, "
+        + (
+            f"conversation `{json.dumps(summary['conversation'])}`, "
+            if summary.get("conversation")
+            else ""
+        )
+        + f"policy `{json.dumps(summary.get('policy'))}`.",
         "",
         table([*head, "answer"], rows),
         total_line(summary),

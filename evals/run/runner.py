@@ -23,6 +23,7 @@ from evals.record import (
     RunSpec,
     beside,
     keep_compact,
+    preset_used,
     slug,
     task_folder,
 )
@@ -121,7 +122,19 @@ def _prepare(
         shape,
         api=settings.serving.api,
         loop=settings.loop_record(),
-        preset=PresetRecord(**settings.preset.record()),
+        # The layers its tasks read: the conversation's where one has a user, the settings
+        # of its own environments (``evals.environments``: a file task keeps no SQL limit).
+        conversation=(
+            settings.conversation_record()
+            if any(t.user is not None for t in taskset.tasks)
+            else None
+        ),
+        preset=PresetRecord(
+            name=settings.preset.name,
+            settings=preset_used(
+                dict(settings.preset.settings), {environment_of(t).name for t in taskset.tasks}
+            ),
+        ),
         solver=settings.solver,
         solver_settings=solver_named(settings.solver).settings,
         temperature=settings.loop.temperature,

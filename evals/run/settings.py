@@ -21,10 +21,13 @@ from harness.presets import PLAIN, Preset, preset
 from harness.sql.postgres import public_url
 
 # How a field of EvalSettings is kept: LOOP, in every record's ``loop`` (it changes what a
-# task run does); RESUMED, taken by a resumed eval from the one it continues (as are the
-# serving's model and wire shape and the loop's flagged fields; not where the servers are,
+# task run does); CONVERSATION, in the records of a task set that holds a conversation, under
+# ``conversation`` (the simulated user's and the conversation's settings: a task without a
+# user reads none of them); RESUMED, taken by a resumed eval from the one it continues (as are
+# the serving's model and wire shape and the loop's flagged fields; not where the servers are,
 # nor how many task runs are in flight: neither changes a record).
 LOOP = {"loop": True, "resumed": True}
+CONVERSATION = {"conversation": True, "resumed": True}
 RESUMED_ONLY = {"resumed": True}
 
 
@@ -56,17 +59,17 @@ class EvalSettings:
     # The simulated user of a task that is a conversation (``evals.conversation``): its model
     # (None: the agent's), its server (None: the eval's servers), its temperature (None: the
     # eval's) and a cap on its messages. Its seed is the epoch's.
-    user_model: str | None = field(default=None, metadata=LOOP)
+    user_model: str | None = field(default=None, metadata=CONVERSATION)
     user_base_url: str | None = field(default=None, metadata=RESUMED_ONLY)
     # The environment variable the user's server's key is read from (its name only; None:
     # OPENAI_API_KEY when it is set). Given again on --resume, as the servers are.
     user_api_key_env: str | None = None
-    user_temperature: float | None = field(default=None, metadata=LOOP)
-    max_user_turns: int | None = field(default=30, metadata=LOOP)
+    user_temperature: float | None = field(default=None, metadata=CONVERSATION)
+    max_user_turns: int | None = field(default=30, metadata=CONVERSATION)
     # A conversation's caps over both its sides, counted as τ²'s orchestrator counts them
     # (``evals.conversation.Rules``); None: none.
-    max_steps: int | None = field(default=None, metadata=LOOP)
-    max_errors: int | None = field(default=None, metadata=LOOP)
+    max_steps: int | None = field(default=None, metadata=CONVERSATION)
+    max_errors: int | None = field(default=None, metadata=CONVERSATION)
     # How a task run's seed follows from the loop's: "epoch", seed + e - 1 for epoch e (the
     # agent and the user alike); "tau2", τ²'s trial seeds drawn from it as τ²'s runner draws
     # them, one seed per task, trial and side derived from the trial's (τ² hands one seed to
@@ -74,7 +77,7 @@ class EvalSettings:
     seeds: str = field(default="epoch", metadata=LOOP)
     # Who answers the user of a conversation: the model, or a scripted agent (``oracle``: the
     # task's gold calls and words; ``idle``: nothing), the ceiling and the floor.
-    agent: str = field(default="model", metadata=LOOP)
+    agent: str = field(default="model", metadata=CONVERSATION)
 
     def epoch_seed(self, epoch: int) -> int | None:
         seed = self.loop.seed
@@ -92,6 +95,17 @@ class EvalSettings:
         and the eval's own that change what a task run does."""
         own = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("loop")}
         return {**flagged(self.loop), **own}
+
+    def conversation_record(self) -> dict[str, Any]:
+        """What the records of a conversation keep under ``spec.conversation``: its simulated
+        user's settings and its caps."""
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("conversation")
+        }
+
+    def held(self) -> dict[str, Any]:
+        """Every setting a conversation is held under: the loop's and the conversation's."""
+        return {**self.loop_record(), **self.conversation_record()}
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:

@@ -59,7 +59,7 @@ ANCHORS = [
 
 def _who(records: Sequence[RunRecord]) -> tuple[str, str]:
     first = records[0]
-    agent = str(first.spec.loop.get("agent", "model")) if first.spec.loop else "model"
+    agent = str((first.spec.conversation or {}).get("agent", "model"))
     agent = first.spec.model if agent == "model" else f"{agent} (scripted)"
     talk = first.conversation
     if talk is None:
@@ -124,7 +124,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
             f"{wilson(flagged.clean_correct, flagged.clean).interval()} of {flagged.clean}"
             if flagged.clean else "none"
         )  # fmt: skip
-    loop = records[0].spec.loop or {}
+    loop = {**(records[0].spec.loop or {}), **(records[0].spec.conversation or {})}
     return [
         name,
         mode,
