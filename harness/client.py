@@ -85,7 +85,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, error: ProviderError) -> float | None:
         """Seconds to wait before retry ``attempt``; None: do not retry (the server asked
-        for a longer wait than the policy allows)."""
+        for a longer wait than the retry policy allows)."""
         if error.retry_after_s is not None:
             if error.retry_after_s > self.max_retry_after_s:
                 return None

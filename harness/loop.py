@@ -4,7 +4,7 @@ Exits, each recorded as data on the run state (``status`` and ``interruption``):
 
 * ``completed``: the model answered without asking for a tool, or called ``submit``;
 * ``failed``: the provider failed for good (after bounded retries, or at once for 4xx), the
-  model refused, or a tool failed under the ``fatal`` policy (or permanently, if asked);
+  model refused, or a tool failed under the ``fatal`` tool-error wording (or permanently, if asked);
 * ``max_turns_exceeded`` / ``budget_exceeded``: a turn, dollar or token limit was reached.
   Limits are checked at the top of every iteration, *before* the model is asked, and a turn's
   price is known only once it is over: a dollar budget is overshot by at most one turn's cost;

@@ -71,7 +71,7 @@ def test_the_newest_run_is_set_against_the_references_of_its_task_set() -> None:
     roles = {r.entry.run.label: r.roles for r in focus.references}
     # Two runs of one configuration: the later stands for both.
     assert roles == {
-        "default-plain": ["default model, default policy (all-helps)"],
+        "default-plain": ["default model, default preset (all-helps)"],
         "default-best": ["default model, its best"],
         "small-best": ["ladder model, its best"],
     }
@@ -98,7 +98,7 @@ def test_one_run_in_two_roles_is_listed_once_with_both() -> None:
     (focus,) = board(runs).focus
     (only,) = focus.references
     assert only.entry.run.label == "plain"
-    assert only.roles == ["default model, default policy (all-helps)", "default model, its best"]
+    assert only.roles == ["default model, default preset (all-helps)", "default model, its best"]
     assert only.headline.startswith("no difference detected")
 
 
@@ -112,7 +112,7 @@ def test_sql_runs_are_set_against_the_analyst_policy() -> None:
     (focus,) = board(runs).focus
     roles = {r.entry.run.label: r.roles for r in focus.references}
     assert roles == {
-        "analyst": ["default model, default policy (analyst)"],
+        "analyst": ["default model, default preset (analyst)"],
         "chain": ["default model, its best"],
     }
 

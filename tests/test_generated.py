@@ -50,9 +50,9 @@ async def test_the_oracle_solves_every_task_and_no_adversary_any(
     tasks = write(seed, len(KINDS), tmp_path / "gen.json")
     assert Counter(t.kind for t in load_tasks(tasks).tasks) == Counter(KINDS)
     cells = await run_adversaries(
-        tasks, scripted_url, echo=lambda _: None, policies=DIFFERING_PRESETS
+        tasks, scripted_url, echo=lambda _: None, presets_asked=DIFFERING_PRESETS
     )
-    assert {c.policy for c in cells} == set(DIFFERING_PRESETS)
+    assert {c.column for c in cells} == set(DIFFERING_PRESETS)
     assert {c.scenario for c in cells} == {"oracle", *ADVERSARIES}
     assert weak(cells) == {}
     oracle = [c for c in cells if c.scenario == "oracle"]

@@ -156,7 +156,7 @@ def test_every_setting_is_a_flag_and_a_checked_preset_value() -> None:
         assert set(preset(name).settings) == set(registry.SETTINGS)
     with pytest.raises(UnknownSetting, match="'listing' is 'sideways'; it takes one of plain"):
         LoopConfig.of(listing="sideways")
-    with pytest.raises(UnknownSetting, match="no policy setting 'nudge'; the settings are: tools"):
+    with pytest.raises(UnknownSetting, match="no setting 'nudge'; the settings are: tools"):
         LoopConfig.of(nudge=1)
     with pytest.raises(UnknownSetting, match="'nudges' is True; it takes a whole number"):
         LoopConfig.of(nudges=True)

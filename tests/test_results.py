@@ -61,7 +61,7 @@ def test_a_fresh_clone_eval_keeps_every_committed_column(scripted_url: str, tmp_
     yours = (local / "report.html").read_text().split('<section id="yours">')[1]
     yours = yours.split("</section>")[0]
     assert "Your run: fresh-clone" in yours and 'class="references"' in yours
-    assert "default model, default policy (all-helps)" in yours
+    assert "default model, default preset (all-helps)" in yours
     status = _git_status(clone)
     # Only new files: no committed run, state file, trace, summary, plot or report changed.
     assert status and all(line.startswith("?? ") for line in status), status

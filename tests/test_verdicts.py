@@ -56,11 +56,11 @@ async def test_every_adversary_scores_zero_and_the_oracle_all_under_every_preset
 ) -> None:
     cells = await run_adversaries(DEFAULT_TASKS, scripted_url, echo=lambda _: None)
     assert {c.scenario for c in cells} == {"oracle", *ADVERSARIES}
-    assert {c.policy for c in cells} == set(presets())
+    assert {c.column for c in cells} == set(presets())
     assert all(c.runs == 6 for c in cells)
-    credited = {(c.scenario, c.policy): c.credited for c in cells if c.scenario != "oracle"}
+    credited = {(c.scenario, c.column): c.credited for c in cells if c.scenario != "oracle"}
     assert {k: v for k, v in credited.items() if v} == {}
-    missed = {c.policy: c.correct for c in cells if c.scenario == "oracle" and c.correct < 6}
+    missed = {c.column: c.correct for c in cells if c.scenario == "oracle" and c.correct < 6}
     assert missed == {}
     md, _ = write(cells, DEFAULT_TASKS, tmp_path)
     assert md.name == "adversaries-files6.md"
@@ -344,7 +344,7 @@ async def test_under_a_workflow_an_adversary_is_credited_only_where_its_words_ar
     the closing note and docs/workflows.md give that floor beside every workflow's score."""
     solvers = ["chain", "route", "vote", "evaluate-optimize"]
     cells = await run_adversaries(DEFAULT_TASKS, scripted_url, lambda _: None, [], None, solvers)
-    credited = {(c.scenario, c.policy): set(c.credited) for c in cells if c.scenario != "oracle"}
+    credited = {(c.scenario, c.column): set(c.credited) for c in cells if c.scenario != "oracle"}
     right = {
         "adversary-guess": {"timeout", "largest"},  # "errors.log"
         "adversary-shotgun": {"count"},  # "There are 3 files: ..."

@@ -148,7 +148,7 @@ async def converse(
     step_limit: int,
     held_prompt: str,
     scratch: Path,
-    policy: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
     recorder: Recorder | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> Conversation:
@@ -164,7 +164,7 @@ async def converse(
             tools += _proxies(entry, entry.held[str(index)], checker, key)
             messages = [{"role": "user", "content": held_prompt}]
         state.messages += [dict(m) for m in messages]
-        # Every function the entry offers is the task's own (a policy's "tools: task").
+        # Every function the entry offers is the task's own (a preset's "tools: task").
         state.meta["task_tools"] = [t.name for t in tools]
         replies_before = len(state.turn_records)
         # BFCL quits after ``step_limit`` steps with calls in one turn; the reply after the
@@ -172,7 +172,7 @@ async def converse(
         # A reply without a call ends the turn, cut at the length limit or not, as in BFCL's
         # inference: the loop does not ask the model to finish it.
         config = LoopConfig.of(
-            max_turns=state.turns + step_limit + 1, finish_cut_replies=False, **(policy or {})
+            max_turns=state.turns + step_limit + 1, finish_cut_replies=False, **(settings or {})
         )
         state = await run_loop(
             state, client, Setup(tools, workspace, system_prompt=False), config, recorder
@@ -244,9 +244,9 @@ def _scratch() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="bfcl-multi-")
 
 
-def loop_settings(policy: str, max_tokens: int | None) -> dict[str, Any]:
+def loop_settings(chosen: str, max_tokens: int | None) -> dict[str, Any]:
     """The conversations' loop settings: the preset's, with ``--max-tokens`` as its reply cap."""
-    found = dict(preset(policy).settings)
+    found = dict(preset(chosen).settings)
     if max_tokens is not None:
         found["max_tokens_per_turn"] = max_tokens
     return found
@@ -259,7 +259,7 @@ async def judge(
     checker: Checker,
     key: str,
     loaded: dict[str, Any],
-    policy: dict[str, Any],
+    settings: dict[str, Any],
     recorder: Recorder | None = None,
 ) -> tuple[Conversation, dict[str, Any]]:
     """One entry's conversation and BFCL's verdict on it; a conversation that a failed request
@@ -274,7 +274,7 @@ async def judge(
             int(loaded["step_limit"]),
             str(loaded["held_prompt"]),
             Path(scratch),
-            policy=policy,
+            settings=settings,
             recorder=recorder,
         )
     if done.error is not None:

@@ -258,7 +258,7 @@ async def run_bfcl(
                 checker,
                 key=conversation_key(out, entry.id),
                 loaded=loaded,
-                policy=loop_settings(settings.preset, settings.max_tokens),
+                settings=loop_settings(settings.preset, settings.max_tokens),
                 recorder=Recorder(state_dir=runs, trace_path=runs / f"{entry.id}.trace.jsonl"),
             )
             record = entry_record(spec, run, entry, done, verdict, client.answered)

@@ -114,7 +114,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         "--solver",
         default="agent",
         choices=list(SOLVERS),
-        help="how each task is solved: the agent loop under the loop policy (agent, the "
+        help="how each task is solved: the agent loop under the preset (agent, the "
         "default), or a workflow whose steps the code fixes: "
         + "; ".join(f"{s.name}: {s.help}" for s in SOLVERS.values() if s.name != "agent"),
     )

@@ -1,4 +1,4 @@
-"""Two BFCL runs item by item: does one policy, grammar or model do better on the same items?
+"""Two BFCL runs item by item: does one preset, grammar or model do better on the same items?
 
 ``python -m evals bfcl-compare A.jsonl B.jsonl`` pairs the items (single-turn items, or
 multi-turn conversations) both runs asked, category by category, with the same paired test as

@@ -4,7 +4,7 @@ leaderboard, where runs of one configuration show once (the latest, with a count
 
 "Your run" is the newest run given (by its records' timestamps), or the runs named with
 ``--focus``. Its references are runs on the same task set, neither scripted nor superseded:
-the default model under its environment's default policy, the default model's best run, and
+the default model under its environment's default preset, the default model's best run, and
 each ladder model's best. "Best" is the most accurate, then the fewest model calls, then the
 fewest tokens: figures that do not move with the machine's load; wall time is shown, never
 ranked by.
@@ -47,7 +47,7 @@ def aside(run: Run) -> str | None:
 
 def configuration(run: Run) -> str:
     """What makes two runs repeats of one another: the model and its server's settings, the
-    solver and its policy by name (a preset revised since is the same preset, its latest run
+    solver and its preset by name (a preset revised since is the same preset, its latest run
     standing for it), sampling, the loop's limits and the task set. A setting a record left
     out because it did not exist yet reads as its default."""
     s = run.records[0].spec
@@ -190,7 +190,7 @@ def _best(entries: Sequence[Entry]) -> Entry | None:
 
 def references(focus: Entry, candidates: Sequence[Entry]) -> list[Reference]:
     """The runs ``focus`` is set against: the default model under its environment's default
-    policy (the latest such run), the default model's best, each ladder model's best; one
+    preset (the latest such run), the default model's best, each ladder model's best; one
     run filling several roles is listed once with all of them."""
     pool = [e for e in candidates if e.hidden is None and e.run is not focus.run]
     roles: dict[int, tuple[Entry, list[str]]] = {}
@@ -199,11 +199,11 @@ def references(focus: Entry, candidates: Sequence[Entry]) -> list[Reference]:
         if entry is not None:
             roles.setdefault(entry.index, (entry, []))[1].append(role)
 
-    policy = environment_of_record(focus.run.records[0]).default_preset
+    chosen = environment_of_record(focus.run.records[0]).default_preset
     default_runs = [e for e in pool if e.model == DEFAULT_NAME]
-    plain = [e for e in default_runs if e.solver == f"agent ({policy})"]
+    plain = [e for e in default_runs if e.solver == f"agent ({chosen})"]
     add(max(plain, key=lambda e: (e.started, e.index)) if plain else None, "default model, "
-        f"default policy ({policy})")  # fmt: skip
+        f"default preset ({chosen})")  # fmt: skip
     add(_best(default_runs), "default model, its best")
     for model in LADDER:
         if model != DEFAULT_NAME:

@@ -1,5 +1,5 @@
 """One task run as the report shows it: its transcript turn by turn (the user's messages, the
-model's words and calls, each call's result, approval and timing, what a policy said), read from
+model's words and calls, each call's result, approval and timing, what a hook said), read from
 the state file and trace kept beside its run file, and how a conversation ended."""
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ SAME_ON_RESUME = (
 
 def refuse_changed_setup(out: Path, kept: list[RunRecord], spec: RunSpec) -> None:
     """An :class:`EvalError` naming both values when the records being resumed were made with
-    other weights, another tool grammar, draft or loop policy than this run would use."""
+    other weights, another tool grammar, draft or preset than this run would use."""
     context = spec.model_dump(mode="json")
     for record in kept:
         had = record.spec.model_dump(mode="json")
@@ -60,7 +60,7 @@ def refuse_changed_setup(out: Path, kept: list[RunRecord], spec: RunSpec) -> Non
 
 
 def _shown(value: Any, other: Any) -> str:
-    """A recorded value as the refusal names it; a policy by its name, and by the settings
+    """A recorded value as the refusal names it; a preset by its name, and by the settings
     that differ when the names agree."""
     if isinstance(value, dict) and isinstance(other, dict) and "name" in value:
         settings, theirs = value.get("settings") or {}, other.get("settings") or {}

@@ -53,7 +53,7 @@ class EvalSettings:
     # Where a task set's databases are: None for SQLite (built by the eval), or a
     # postgresql:// URL (make serve-postgres prints one).
     db: str | None = field(default=None, metadata=RESUMED_ONLY)
-    # How each task is solved: "agent" (the loop, under ``policy``) or a workflow
+    # How each task is solved: "agent" (the loop, under ``preset``) or a workflow
     # (``evals.solvers``).
     solver: str = field(default="agent", metadata=LOOP)
     # The simulated user of a task that is a conversation (``evals.conversation``): its model

@@ -1,4 +1,4 @@
-"""The agent loop: the model steers its own calls under the loop policy (``harness.loop``)."""
+"""The agent loop: the model steers its own calls under its preset's settings (``harness.loop``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from harness.state import RunState
 class Agent:
     def __init__(self) -> None:
         self.name = "agent"
-        self.help = "the agent loop under the loop policy (the default)"
+        self.help = "the agent loop under the preset (the default)"
         self.settings: dict[str, Any] = {}
 
     async def solve(self, run: TaskRun) -> RunState:

@@ -55,7 +55,7 @@ class Solver(Protocol):
 
 class WorkflowStop(Exception):
     """The run ends before the workflow's last step: a limit, or a tool error the tool-error
-    policy ends the run on."""
+    setting ends the run on."""
 
     def __init__(self, outcome: Stop) -> None:
         super().__init__(outcome.status)

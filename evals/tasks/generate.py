@@ -6,7 +6,7 @@ and small word lists, built so every answer is unique: sizes differ, each needle
 value appears in exactly one file, and no file name appears inside another name or any content.
 The same seed always writes the same task set.
 
-Seeds are split so that a policy tuned on some tasks is reported on others: ``dev`` seeds
+Seeds are split so that a preset tuned on some tasks is reported on others: ``dev`` seeds
 0-99 are for trying things, ``test`` seeds 1000-1099 for the figures one reports. Nothing
 enforces it; the task set's name records seed and split (``gen-test-s1000-n60``).
 

@@ -129,8 +129,8 @@ class Task(HoldsFields):
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
     checks: list[Check] = Field(min_length=1)
-    # The tools this task needs, offered under the ``task`` tools policy. A task that declares
-    # none is read-only, and that policy offers it the read-only tools.
+    # The tools this task needs, offered under the ``task`` tools setting. A task that declares
+    # none is read-only, and that setting offers it the read-only tools.
     tools: list[str] | None = None
     # The files this task's workspace holds (name -> content); none: the three default files.
     workspace: dict[str, str] | None = None

@@ -1,9 +1,9 @@
-"""Loop policies for small models: one module per policy, one registry, the presets.
+"""The loop's settings for small models: one module per hook, one registry, the presets.
 
-A policy is an object with settings and hooks (:mod:`harness.policies.base`); the registry
-(:mod:`harness.policies.registry`) lists them in the order the loop consults them; the loop
-calls them through :mod:`harness.hooks`; presets and flags
-(:mod:`harness.presets`) are derived from the registry. Adding a policy is one module
+A hook is an object with settings and methods the loop calls (:mod:`harness.policies.base`);
+the registry (:mod:`harness.policies.registry`) lists them in the order the loop consults them;
+the loop calls them through :mod:`harness.hooks`; presets and flags (:mod:`harness.presets`)
+are derived from the registry. Adding a hook is one module
 and one registry line.
 
 No text here is taken from any task set: the worked example is about another folder and

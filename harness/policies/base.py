@@ -1,22 +1,22 @@
-"""What a loop policy is: its settings, and the hooks the loop calls at each step of a turn.
+"""What a hook is: its settings, and the methods the loop calls at each step of a turn.
 
-A policy is one object with a name, the settings it reads (each with its default, its check and
-its command-line flag) and any of the hooks below; a hook it does not define leaves the run as
-the plain loop would have it. The loop calls the hooks of every registered policy
+A hook is one object with a name, the settings it reads (each with its default, its check and
+its command-line flag) and any of the methods below; a method it does not define leaves the run
+as the plain loop would have it. The loop calls the methods of every registered hook
 (``harness.policies.registry``) in registry order:
 
 * ``prompt``: edits the system prompt the loop gives a run that has none;
 * ``offer``: edits the tools the run is offered (filters them, adds one, wraps one);
 * ``ask``: after each reply is recorded (before its calls run), a request to say to the
-  model, or None; the loop appends it and records it as the policy's
-  :class:`~harness.state.Ask`, the run's typed record of what each policy said, so no text in
+  model, or None; the loop appends it and records it as the hook's
+  :class:`~harness.state.Ask`, the run's typed record of what each hook said, so no text in
   the transcript can be taken for one;
 * ``answer``: the run's final answer read from the newest reply (``submit``);
 * ``plan``: what the next request asks (tools offered, ``tool_choice``, sampling fields);
 * ``answer_call``: an answer to a call without running its tool (dedupe, the repeat guard);
-* ``conclusion``: the request for a last answer when a limit is reached, if the policy asks one.
+* ``conclusion``: the request for a last answer when a limit is reached, if the hook asks one.
 
-Policies keep their state in the run's typed fields (``asks``, ``tool_log``), never in what a
+Hooks keep their state in the run's typed fields (``asks``, ``tool_log``), never in what a
 message says.
 """
 
@@ -57,13 +57,13 @@ class Config(Protocol):
 
 
 class UnknownSetting(HarnessError):
-    """A policy name, setting or value the registry does not know; the message lists what it
+    """A hook name, setting or value the registry does not know; the message lists what it
     does."""
 
 
 @dataclass(frozen=True)
 class Setting(Generic[T]):
-    """One value a policy reads from the run's settings, with its default and its flag."""
+    """One value a hook reads from the run's settings, with its default and its flag."""
 
     name: str
     default: T
@@ -114,7 +114,7 @@ class Setting(Generic[T]):
 @dataclass
 class Prompt:
     """The system prompt in parts: what the run is, how it ends, rules, then examples; and
-    the run's setup (None where a prompt is built without one), from which a policy may add
+    the run's setup (None where a prompt is built without one), from which a hook may add
     what it needs (the overview of what the run works on, say)."""
 
     intro: str
@@ -134,7 +134,7 @@ def _strength(choice: Choice) -> int:
 
 @dataclass
 class TurnPlan:
-    """What the next request asks beyond its messages; policies edit it, the loop sends it."""
+    """What the next request asks beyond its messages; hooks edit it, the loop sends it."""
 
     tools: list[dict[str, Any]]
     tool_choice: Choice = None
@@ -142,7 +142,7 @@ class TurnPlan:
 
     def require(self, choice: str | dict[str, Any]) -> None:
         """Demand a call ("required") or one named tool; the strongest demand stands, and of
-        two as strong the first policy's."""
+        two as strong the first hook's."""
         if _strength(choice) > _strength(self.tool_choice):
             self.tool_choice = choice
 
@@ -153,7 +153,7 @@ def named(tool: str) -> dict[str, Any]:
 
 
 class Hook:
-    """The protocol every policy follows; each hook's default changes nothing."""
+    """The protocol every hook follows; each method's default changes nothing."""
 
     name: ClassVar[str]
     settings: ClassVar[tuple[Setting[Any], ...]] = ()
@@ -185,7 +185,7 @@ class Hook:
 
 @dataclass(frozen=True)
 class Said:
-    """A request a policy makes before a turn: its text, and what the policy keeps with it."""
+    """A request a hook makes before a turn: its text, and what the hook keeps with it."""
 
     text: str
     data: dict[str, Any] | None = None

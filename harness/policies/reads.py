@@ -23,11 +23,11 @@ def answered_last(state: RunState) -> bool:
     return not message.get("tool_calls") and bool((message.get("content") or "").strip())
 
 
-def answered_before_success(state: RunState, tool: str, offered: set[str], policy: str) -> bool:
+def answered_before_success(state: RunState, tool: str, offered: set[str], hook: str) -> bool:
     """The newest reply is an answer, ``tool`` is offered and no call of it has succeeded, and
-    ``policy`` has not asked yet in this run, nor is the run concluding at a limit: the case in
+    ``hook`` has not asked yet in this run, nor is the run concluding at a limit: the case in
     which ``read_before_answer`` and ``query_before_answer`` ask for that call."""
-    if state.concluding is not None or tool not in offered or state.asked(policy):
+    if state.concluding is not None or tool not in offered or state.asked(hook):
         return False
     if not answered_last(state):
         return False

@@ -1,4 +1,4 @@
-"""Every loop policy, in the order the loop consults them; one line adds one. Policies other
+"""Every hook of the loop, in the order the loop consults them; one line adds one. Hooks other
 packages declare under the ``loopbench.settings`` entry point (``harness.plugins``) come after
 this project's, each with its own settings and flags.
 
@@ -107,8 +107,7 @@ def settings_of(given: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(given) - set(SETTINGS))
     if unknown:
         raise UnknownSetting(
-            f"no policy setting {', '.join(map(repr, unknown))}; the settings are: "
-            + ", ".join(SETTINGS)
+            f"no setting {', '.join(map(repr, unknown))}; the settings are: " + ", ".join(SETTINGS)
         )
     checked = {name: SETTINGS[name].check(value) for name, value in given.items()}
     return {**defaults(), **checked}

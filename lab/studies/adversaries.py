@@ -55,24 +55,24 @@ def scripted_server(base_url: str | None) -> Iterator[str]:
 @dataclass
 class Cell:
     scenario: str
-    policy: str
+    column: str
     correct: int
     runs: int
     credited: list[str]  # task ids scored correct
-    solver: str = "agent"  # a workflow's cell is named by its solver, not a policy
+    solver: str = "agent"  # a workflow's cell is named by its solver, not a preset
 
 
 async def _cell(
-    url: str, scenario: str, policy: str, tasks: Path, scratch: Path, solver: str = "agent"
+    url: str, scenario: str, chosen: str, tasks: Path, scratch: Path, solver: str = "agent"
 ) -> Cell:
-    """``scenario`` on ``tasks`` under the loop ``policy`` (or, for a workflow, ``solver``: the
+    """``scenario`` on ``tasks`` under the preset ``chosen`` (or, for a workflow, ``solver``: the
     cell is named by the solver)."""
-    column = policy if solver == "agent" else solver
+    column = chosen if solver == "agent" else solver
     out = scratch / f"{scenario}-{column}.jsonl"
     settings = EvalSettings(
         serving=Serving(base_url=url, model=f"scripted:{scenario}", concurrency=4),
         tasks=tasks,
-        preset=preset(policy),
+        preset=preset(chosen),
         loop=eval_loop(max_turns=8),
         out=out,
         solver=solver,
@@ -86,24 +86,24 @@ async def run_adversaries(
     tasks: Path = DEFAULT_TASKS,
     base_url: str | None = None,
     echo: Callable[[str], None] = print,
-    policies: list[str] | None = None,
+    presets_asked: list[str] | None = None,
     scenarios: list[str] | None = None,
     solvers: list[str] | None = None,
 ) -> list[Cell]:
-    """The oracle and every adversary (or ``scenarios``) under each policy (default: every
-    preset), and under each workflow of ``solvers`` (a column each, after the policies)."""
+    """The oracle and every adversary (or ``scenarios``) under each preset (default: every
+    preset), and under each workflow of ``solvers`` (a column each, after the presets)."""
     load_tasks(tasks)  # a bad task file fails before any run
     cells = []
     with scripted_server(base_url) as url, tempfile.TemporaryDirectory() as scratch:
         for scenario in scenarios or [ORACLE, *adversary_names()]:
-            for policy in policies if policies is not None else list(presets()):
-                cell = await _cell(url, scenario, policy, tasks, Path(scratch))
+            for column in presets_asked if presets_asked is not None else list(presets()):
+                cell = await _cell(url, scenario, column, tasks, Path(scratch))
                 cells.append(cell)
             for solver in (solvers or []) if scenario != ORACLE else []:  # the oracle is an agent
                 cell = await _cell(url, scenario, PLAIN, tasks, Path(scratch), solver)
                 cells.append(cell)
             row = [c for c in cells if c.scenario == scenario]
-            echo(f"{scenario}: " + ", ".join(f"{c.policy} {c.correct}/{c.runs}" for c in row))
+            echo(f"{scenario}: " + ", ".join(f"{c.column} {c.correct}/{c.runs}" for c in row))
     return cells
 
 
@@ -125,17 +125,17 @@ def derived(tasks: Path) -> list[FamilyReport]:
 
 
 def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None = None) -> str:
-    policies = list(dict.fromkeys(c.policy for c in cells))
+    columns = list(dict.fromkeys(c.column for c in cells))
     scenarios = list(dict.fromkeys(c.scenario for c in cells))
-    by = {(c.scenario, c.policy): c for c in cells}
+    by = {(c.scenario, c.column): c for c in cells}
 
     def mark(c: Cell) -> str:
         named = c.credited and c.scenario != ORACLE
         return f"{c.correct}/{c.runs}" + (f" ({', '.join(c.credited)})" if named else "")
 
-    rows = [[s, *(mark(by[s, p]) if (s, p) in by else "–" for p in policies)] for s in scenarios]
+    rows = [[s, *(mark(by[s, p]) if (s, p) in by else "–" for p in columns)] for s in scenarios]
     problems = weak(cells)
-    missed = [c.policy for c in cells if c.scenario == ORACLE and c.correct < c.runs]
+    missed = [c.column for c in cells if c.scenario == ORACLE and c.correct < c.runs]
     only_oracle = {c.scenario for c in cells} == {ORACLE}
     said = [f"The oracle misses tasks under {', '.join(missed)}."] if missed else []
     if only_oracle:
@@ -151,7 +151,7 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
             ("Under the agent loop no" if any(c.solver != "agent" for c in cells) else "No")
             + " adversary is credited with any task: every check refuses what is not an answer."
         )
-    flows = [p for p in policies if any(c.policy == p and c.solver != "agent" for c in cells)]
+    flows = [p for p in columns if any(c.column == p and c.solver != "agent" for c in cells)]
     if flows and not only_oracle:
         said.append(
             f"Under the workflows ({', '.join(flows)}) the code lists and reads every file, so "
@@ -191,7 +191,7 @@ def markdown(cells: list[Cell], tasks: Path, reports: list[FamilyReport] | None 
             *strategies,
             f"Scripted scenarios: {scenarios_line}",
             "",
-            *([table(["scenario", *policies], rows), verdict] if cells else []),
+            *([table(["scenario", *columns], rows), verdict] if cells else []),
             "",
         ]
     )

@@ -98,10 +98,10 @@ def _lowest(records: list[Any]) -> dict[str, Any] | None:
     return lowest
 
 
-def _measure(url: str, label: str, policy: Preset, scratch: Path) -> dict[str, Any]:
-    limits = policy.limits
+def _measure(url: str, label: str, chosen: Preset, scratch: Path) -> dict[str, Any]:
+    limits = chosen.limits
     settings = EvalSettings(
-        serving=Serving(url), tasks=_subset(scratch), preset=policy,
+        serving=Serving(url), tasks=_subset(scratch), preset=chosen,
         loop=eval_loop(**limits),
         out=scratch / f"{label}.jsonl",
     )  # fmt: skip
@@ -128,7 +128,7 @@ def _measure(url: str, label: str, policy: Preset, scratch: Path) -> dict[str, A
     }
 
 
-# Each configuration, in the order the table shows them: its label, its policy's preset, the
+# Each configuration, in the order the table shows them: its label, its preset, the
 # settings it overrides, and whether the server renders a past reply as the model wrote it
 # (``--written-replies``).
 CONFIGS: tuple[tuple[str, str, dict[str, Any], bool], ...] = (
@@ -155,8 +155,8 @@ def run(echo: Echo) -> Figures:
             with server_process(command) as (url, _, _):
                 for label, name, overrides, w in CONFIGS:
                     if w is written:
-                        policy = preset(name).overriding(overrides)
-                        figures[label] = _measure(url, label, policy, Path(scratch))
+                        chosen = preset(name).overriding(overrides)
+                        figures[label] = _measure(url, label, chosen, Path(scratch))
                         echo(f"   {label}: {figures[label]['reuse_by_turn']}")
     return figures
 
