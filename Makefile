@@ -344,7 +344,7 @@ sweep: $(STAMP_LLAMA) $(STAMP_MODELS)
 
 # The ladder on a generated test set sized to tell rungs 10 points apart (`python -m evals
 # power --tasks $(LEADERBOARD_TASKS) --difference 10`): each model under its environment's
-# default policy and its best on gen-test-s1000-n60, one model process at a time. Hours on two
+# default preset and its best on gen-test-s1000-n60, one model process at a time. Hours on two
 # cores, and its own resume: run it again and it goes on. results/leaderboard/leaderboard.md
 LEADERBOARD_TASKS ?= evals/tasks/gen-test-s1000-n388.json
 LEADERBOARD_ENTRANTS ?= qwen2.5-coder-1.5b-instruct:all-helps,qwen2.5-coder-1.5b-instruct:read-listed,qwen2.5-coder-0.5b-instruct:all-helps,qwen2.5-coder-0.5b-instruct:list-first,smollm2-135m-instruct:all-helps,smollm2-135m-instruct:focused

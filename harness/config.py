@@ -131,8 +131,8 @@ class LoopConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoopConfig:
         """A config saved with ``asdict``; one saved before the hooks were objects has their
-        settings among its own fields, and one saved before they were named so, under
-        ``policy``."""
+        settings among its own fields, and one saved before they were named so, under their
+        older name."""
         values = dict(data)
         if "policy" in values:
             values["settings"] = values.pop("policy")

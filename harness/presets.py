@@ -148,7 +148,7 @@ def _flag(group: Any, setting: Setting[Any]) -> None:
 def add_preset_flags(
     p: argparse.ArgumentParser, default: str | None = PLAIN, unset: str = ""
 ) -> None:
-    """``--preset`` (``--policy``, its older name, too) and every setting as a flag; unset
+    """``--preset`` (and its older name) and every setting as a flag; unset
     flags leave the preset's value. A bare on|off flag (``--dedupe``) means on. ``default``
     None: the command chooses when none is named (``unset`` says how, in the help)."""
     g = p.add_argument_group("the loop's settings (each flag overrides the --preset's)")

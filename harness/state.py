@@ -297,7 +297,7 @@ def _upgrade(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-# What version 2 states said for each policy, as they said it; a v2 state's requests are
+# What version 2 states said for each hook, as they said it; a v2 state's requests are
 # recognised by these words once, on loading, and kept as ``asks`` from then on.
 _V2_NUDGES = (
     "Your last reply was empty. Call a tool to find out what you still need, or give your "
@@ -310,7 +310,7 @@ _V2_READ_LISTED = "Some files list_files showed are still unread."
 
 
 def _upgrade_2(fields: dict[str, Any]) -> dict[str, Any]:
-    """A version 2 state kept no record of what policies said; find it by its words, and move
+    """A version 2 state kept no record of what hooks said; find it by its words, and move
     read_listed's unread files from the meta into its requests."""
     unread = list((fields.get("meta") or {}).pop("read_listed_unread", []))
     asks, question = [], True
@@ -319,12 +319,12 @@ def _upgrade_2(fields: dict[str, Any]) -> dict[str, Any]:
             continue
         text, question = ("" if question else str(message.get("content") or "")), False
         if text in _V2_NUDGES:
-            asks.append({"policy": "nudges", "at": at, "data": None})
+            asks.append({"hook": "nudges", "at": at, "data": None})
         elif text.startswith(_V2_READ_FIRST):
-            asks.append({"policy": "read_before_answer", "at": at, "data": None})
+            asks.append({"hook": "read_before_answer", "at": at, "data": None})
         elif text.startswith(_V2_READ_LISTED):
             data = {"unread": unread.pop(0)} if unread else None
-            asks.append({"policy": "read_listed", "at": at, "data": data})
+            asks.append({"hook": "read_listed", "at": at, "data": data})
     fields["asks"] = asks
     return fields
 

@@ -12,10 +12,10 @@ TOOL_ERROR_POLICIES: tuple[ToolErrorPolicy, ...] = ("fatal", "generic", "descrip
 GENERIC_ERROR = "Error: the tool call failed."
 
 
-def error_text(error: ToolError, policy: ToolErrorPolicy, hints: bool = True) -> str:
+def error_text(error: ToolError, wording: ToolErrorPolicy, hints: bool = True) -> str:
     """What the model reads in place of a result. ``fatal`` never reaches the model. The
     error's hint, when it has one, follows its message unless ``hints`` is off."""
-    if policy == "generic":
+    if wording == "generic":
         return GENERIC_ERROR
     if hints and error.hint:
         return f"Error: {error} Hint: {error.hint}"

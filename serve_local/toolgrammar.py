@@ -79,13 +79,13 @@ class CallPolicy:
         return {self.choice: self.tools[self.choice]}
 
 
-def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
-    """The Lark grammar (llguidance dialect) for the calls ``policy`` allows."""
+def lark_grammar(rules: CallPolicy, tag_is_token: bool) -> str:
+    """The Lark grammar (llguidance dialect) for the calls ``rules`` allows."""
     if tag_is_token:  # one special token in the vocabulary (Qwen): the model emits it whole
         tag_open, tag_close = TAG_OPEN, TAG_CLOSE
     else:
         tag_open, tag_close = json.dumps(TAG_OPEN), json.dumps(TAG_CLOSE)
-    more = "(SEP {})*" if policy.parallel else ""
+    more = "(SEP {})*" if rules.parallel else ""
     return "\n".join(
         [
             "start: WS? (tagged_calls | fenced_calls | bare_calls | wrapped_calls)",
@@ -98,7 +98,7 @@ def lark_grammar(policy: CallPolicy, tag_is_token: bool) -> str:
             f"fenced_calls: fenced {more.format('fenced')}",
             f'fenced: "```" "json"? NL call {more.format("call")} NL? "```"',
             f"bare_calls: call {more.format('call')}",
-            f"call: %json {json.dumps(call_schema(grammar_tools(policy.allowed())[0]))}",
+            f"call: %json {json.dumps(call_schema(grammar_tools(rules.allowed())[0]))}",
             r"WS: /[ \t\r\n]{1,4}/",
             r"SEP: /\n{1,2}/",
             r'NL: "\n"',
@@ -145,16 +145,16 @@ class CallGrammar:
         self.tag_is_token = len(ids) == 1 and bool(tokenizer.is_special_token(ids[0]))
         self._matcher = llguidance.LLMatcher
 
-    def matcher(self, policy: CallPolicy) -> Any:
-        grammar = self._matcher.grammar_from_lark(lark_grammar(policy, self.tag_is_token))
+    def matcher(self, rules: CallPolicy) -> Any:
+        grammar = self._matcher.grammar_from_lark(lark_grammar(rules, self.tag_is_token))
         # The matcher never raises: a grammar it cannot compile leaves it in an error state.
         matcher = self._matcher(self.tokenizer, grammar, log_level=0)
         if matcher.is_error():
             raise GrammarError(matcher.get_error())
         return matcher
 
-    def constraint(self, policy: CallPolicy) -> CallConstraint:
-        return CallConstraint(self, policy)
+    def constraint(self, rules: CallPolicy) -> CallConstraint:
+        return CallConstraint(self, rules)
 
 
 class CallConstraint:
@@ -164,15 +164,15 @@ class CallConstraint:
     (it returns True when the reply must end) and :meth:`allowed` before each sampling step.
     """
 
-    def __init__(self, grammar: CallGrammar, policy: CallPolicy) -> None:
-        self.policy = policy
+    def __init__(self, grammar: CallGrammar, rules: CallPolicy) -> None:
+        self.rules = rules
         self._grammar = grammar
-        self._matcher = grammar.matcher(policy)
-        enforced, self.loosened = grammar_tools(policy.allowed())
+        self._matcher = grammar.matcher(rules)
+        enforced, self.loosened = grammar_tools(rules.allowed())
         # The schemas the reply's calls are parsed against: the tools' own, or, where a keyword
         # was loosened, what the grammar enforced (the client checks the rest, as the harness
         # does), so that a call forced under a loosened schema still comes back as a call.
-        self.schemas = enforced if self.loosened else dict(policy.allowed())
+        self.schemas = enforced if self.loosened else dict(rules.allowed())
         for note in self.loosened:
             log.warning(
                 "tool %r: the call grammar leaves %s unconstrained (%s); its arguments are "
@@ -184,7 +184,7 @@ class CallConstraint:
         self._bitmask = np.zeros((grammar.n_vocab + 31) // 32, dtype=np.int32)
         self._scanner = CallScanner()
         self._made: list[tuple[str, object]] = []  # calls closed so far in this reply
-        self.active = policy.eager
+        self.active = rules.eager
         self.abandoned = False  # the model's text left the grammar (lazy trigger only)
 
     def observe(self, token: int, text: str) -> bool:

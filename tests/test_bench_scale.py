@@ -73,7 +73,7 @@ def test_the_real_model_section_renders_figures_from_the_runner(
                 max_turns=scale.REAL_MAX_TURNS, preset_name=scale.REAL_PRESET,
             )  # fmt: skip
             servers.append({**figures, "slots": slots})
-    assert all(s["same_records"] and s["policy"] == "penalized" for s in servers)
+    assert all(s["same_records"] and s["preset"] == "penalized" for s in servers)
     assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == [
         "four-c1.jsonl", "four-c4.jsonl", "one-c1.jsonl", "one-c4.jsonl",
     ]  # fmt: skip

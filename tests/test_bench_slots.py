@@ -37,7 +37,7 @@ def figures() -> dict[str, Any]:
     }  # fmt: skip
     agree = {"tasks": 60, "same_verdict": 59, "same_answer": 57, "differing": [differing]}
     return {
-        "model": "m", "tasks": "evals/tasks/gen-test-s1000-n60.json", "policy": "penalized",
+        "model": "m", "tasks": "evals/tasks/gen-test-s1000-n60.json", "preset": "penalized",
         "max_turns": 8, "threads": 2, "levels": [1, 4], "plot": "results/plots/slots.png",
         "decode": [{"batch": 1, "ms": 40.0, "ms_per_token": 40.0},
                    {"batch": 4, "ms": 144.0, "ms_per_token": 36.0}],

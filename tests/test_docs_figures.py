@@ -54,7 +54,7 @@ def test_the_board_by_kind_is_counted_from_the_runs() -> None:
                 t = tally.setdefault(r["kind"], [0, 0])
                 t[0] += bool(r["correct"])
                 t[1] += 1
-        assert data["kinds"][f"{row['model']} {row['policy']}"] == dict(sorted(tally.items()))
+        assert data["kinds"][f"{row['model']} {row['preset']}"] == dict(sorted(tally.items()))
 
 
 def test_the_bfcl_tables_are_what_the_committed_runs_give() -> None:

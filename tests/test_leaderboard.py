@@ -48,7 +48,7 @@ async def test_the_ladder_runs_resumes_and_is_tested_rung_by_rung(
     lines: list[str] = []
     md, js = await run_leaderboard(settings, echo=lines.append)
     data = json.loads(js.read_text())
-    rows = {(r["model"], r["policy"]): r for r in data["rows"]}
+    rows = {(r["model"], r["preset"]): r for r in data["rows"]}
     assert rows[("scripted:oracle", "all-helps")]["correct"] == 6
     assert rows[("scripted:adversary-guess", "all-helps")]["correct"] == 0
     assert all(r["errors"] == 0 and r["tasks"] == 6 for r in rows.values())

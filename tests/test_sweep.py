@@ -1,4 +1,4 @@
-"""``python -m lab sweep``: the task set under each policy, for each model, and its report."""
+"""``python -m lab sweep``: the task set under each preset, for each model, and its report."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from evals.run.started import Started, served
 from lab.studies.sweep import SweepSettings, best, pareto_front, rewrite, run_sweep
 
 
-async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_path: Path) -> None:
+async def test_sweep_runs_every_preset_for_every_model(scripted_url: str, tmp_path: Path) -> None:
     written = await run_sweep(
         SweepSettings(
             presets=["no-helpers", "guarded"],
@@ -30,7 +30,7 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
     assert (tmp_path / "plots" / "sweep_pareto.png").read_bytes()[:4] == b"\x89PNG"
     data = json.loads((tmp_path / "sweep.json").read_text())
     rows = data["runs"]
-    assert [(r["model"], r["policy"]) for r in rows] == [
+    assert [(r["model"], r["preset"]) for r in rows] == [
         ("scripted:oracle", "no-helpers"),
         ("scripted:oracle", "guarded"),
         ("scripted:duplicate", "no-helpers"),
@@ -41,13 +41,13 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
         assert run_file.parent == tmp_path / "runs"
         assert (run_file.with_name(run_file.stem + ".runs") / "eval.json").exists()
         records = read_records(run_file)
-        assert {r["spec"]["preset"]["name"] for r in records} == {row["policy"]}
-    duplicate = {r["policy"]: r for r in rows if r["model"] == "scripted:duplicate"}
+        assert {r["spec"]["preset"]["name"] for r in records} == {row["preset"]}
+    duplicate = {r["preset"]: r for r in rows if r["model"] == "scripted:duplicate"}
     # The guard answers the repeated read from the earlier result: one tool run less per task.
     assert (duplicate["no-helpers"]["tool_runs"], duplicate["guarded"]["tool_runs"]) == (18, 12)
     # Both solve every task in the same turns; guarded offers only the task's two tools, so
     # its requests are shorter.
-    oracle = {r["policy"]: r for r in rows if r["model"] == "scripted:oracle"}
+    oracle = {r["preset"]: r for r in rows if r["model"] == "scripted:oracle"}
     assert oracle["no-helpers"]["turns"] == oracle["guarded"]["turns"]
     assert oracle["guarded"]["prompt_tokens"] < oracle["no-helpers"]["prompt_tokens"]
     assert data["best"]["scripted:oracle"] == "guarded"
@@ -55,14 +55,14 @@ async def test_sweep_runs_every_policy_for_every_model(scripted_url: str, tmp_pa
     for label in ("accuracy", "pass^k", "p95 turn ms", "invalid calls", "guarded", "no-helpers"):
         assert label in table
     assert "**" + data["best"]["scripted:duplicate"] + "**" in table
-    # The comparison of the sweep's runs names each run's policy.
+    # The comparison of the sweep's runs names each run's preset.
     text = compare([tmp_path / "runs"])
-    assert "| policy |" in text and "guarded" in text and "repeat_guard=answer" in text
+    assert "| preset |" in text and "guarded" in text and "repeat_guard=answer" in text
 
 
-def row(policy: str, accuracy: float, turns: int, tokens: int, wall_ms: float) -> dict[str, Any]:
+def row(preset: str, accuracy: float, turns: int, tokens: int, wall_ms: float) -> dict[str, Any]:
     return {
-        "policy": policy,
+        "preset": preset,
         "accuracy": accuracy,
         "turns": turns,
         "prompt_tokens": tokens,
@@ -78,18 +78,18 @@ def test_best_is_the_most_accurate_then_fewest_turns_then_fewest_tokens() -> Non
         row("right-few-turns-many-tokens", 0.83, 12, 900, 900.0),
         row("right-few-turns-few-tokens", 0.83, 12, 800, 950.0),
     ]
-    assert best(rows)["policy"] == "right-few-turns-few-tokens"
+    assert best(rows)["preset"] == "right-few-turns-few-tokens"
 
 
 def test_the_pareto_front_keeps_only_rows_nothing_beats_on_both() -> None:
     rows = [
-        {"model": "a", "policy": "slow-right", "accuracy": 0.8, "mean_turn_ms": 900.0},
-        {"model": "a", "policy": "fast-wrong", "accuracy": 0.2, "mean_turn_ms": 100.0},
-        {"model": "b", "policy": "beaten", "accuracy": 0.5, "mean_turn_ms": 950.0},
-        {"model": "b", "policy": "middle", "accuracy": 0.5, "mean_turn_ms": 400.0},
-        {"model": "b", "policy": "untimed", "accuracy": 1.0, "mean_turn_ms": None},
+        {"model": "a", "preset": "slow-right", "accuracy": 0.8, "mean_turn_ms": 900.0},
+        {"model": "a", "preset": "fast-wrong", "accuracy": 0.2, "mean_turn_ms": 100.0},
+        {"model": "b", "preset": "beaten", "accuracy": 0.5, "mean_turn_ms": 950.0},
+        {"model": "b", "preset": "middle", "accuracy": 0.5, "mean_turn_ms": 400.0},
+        {"model": "b", "preset": "untimed", "accuracy": 1.0, "mean_turn_ms": None},
     ]
-    front = [r["policy"] for r in pareto_front(rows)]
+    front = [r["preset"] for r in pareto_front(rows)]
     assert front == ["fast-wrong", "middle", "slow-right"]
 
 
@@ -97,8 +97,8 @@ def test_wall_time_never_decides() -> None:
     """Two runs equal in every deterministic figure: the earlier row wins, whichever was faster
     on a shared machine."""
     first, second = row("named-first", 0.0, 8, 300, 900.0), row("faster", 0.0, 8, 300, 10.0)
-    assert best([first, second])["policy"] == "named-first"
-    assert best([second, first])["policy"] == "faster"
+    assert best([first, second])["preset"] == "named-first"
+    assert best([second, first])["preset"] == "faster"
 
 
 async def test_the_report_can_be_written_again_from_the_run_files(

@@ -108,8 +108,8 @@ def _nest(raw: dict[str, Any]) -> dict[str, Any]:
     settings), BFCL's run under ``bfcl``."""
     data = dict(raw)
     spec = {k: data.pop(k) for k in _SPEC_FIELDS if k in data}
-    policy = data.pop("policy", None)
-    spec["policy"] = None if policy is None else {"name": policy, "settings": {}}
+    name = data.pop("policy", None)
+    spec["policy"] = None if name is None else {"name": name, "settings": {}}
     data["spec"] = spec
     data["bfcl"] = {k: data.pop(k) for k in _BFCL_FIELDS if k in data}
     return data

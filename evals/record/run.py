@@ -8,7 +8,7 @@ arguments), so no reader asks whether a key is there.
 
 Versions (``record_version``):
 
-1. every record before the field existed (no ``record_version``); some lack ``policy``,
+1. every record before the field existed (no ``record_version``); some lack the preset,
    ``tool_grammar``, ``invalid_calls``, ``refused_calls``, ``call_shaped_text``, ``queue_ms``,
    ``api``, ``draft``, ``task_hash``...;
 2. ``record_version`` written; what ran, and the SQL tasks' ``database`` and ``audit``, at the
@@ -16,8 +16,10 @@ Versions (``record_version``):
 3. what ran is the eval's :class:`~evals.record.spec.RunSpec` under ``spec``, and what only
    one environment keeps is under ``environment``, which names it. A version 2 record with a
    ``database`` or an ``audit`` ran on the database, any other on the workspace;
-4. this model: the spec's ``policy`` is ``preset``, its loop's ``budget_usd`` and
-   ``task_timeout_s`` are ``max_budget_usd`` and ``timeout_s`` (the loop's own names).
+4. the spec's preset under that name (it was ``policy``), its loop's ``budget_usd`` and
+   ``task_timeout_s`` are ``max_budget_usd`` and ``timeout_s`` (the loop's own names);
+5. this model: the settings in layers (``loop``, ``conversation`` where a task has a user,
+   the preset without the settings another environment owns).
 """
 
 from __future__ import annotations

@@ -165,8 +165,8 @@ def table(runs: list[Run]) -> str:
         ["backend", *(str(r.summary["backend"]) for r in runs)],
         ["tool grammar", *(str(r.summary.get("tool_grammar") or "–") for r in runs)],
         ["model sha256", *(f"`{str(r.summary['model_sha256'])[:12]}`" for r in runs)],
-        ["policy", *(preset_name(r.summary.get("policy")) for r in runs)],
-        ["policy settings", *(preset_settings(r.summary.get("policy")) for r in runs)],
+        ["preset", *(preset_name(r.summary.get("preset")) for r in runs)],
+        ["preset settings", *(preset_settings(r.summary.get("preset")) for r in runs)],
         [
             "loop",
             *(", ".join(f"{k}={v}" for k, v in (r.summary["loop"] or {}).items()) for r in runs),

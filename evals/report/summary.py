@@ -48,7 +48,7 @@ def _totals(records: Sequence[RunRecord]) -> dict[str, Any]:
         "loop": first and first.spec.loop,
         # A conversation's settings (its user's, its caps), where the run held conversations.
         **({"conversation": first.spec.conversation} if first and first.spec.conversation else {}),
-        "policy": first.spec.preset.model_dump() if first and first.spec.preset else None,
+        "preset": first.spec.preset.model_dump() if first and first.spec.preset else None,
         "tasks": len(by_task),
         "epochs": epochs,
         "runs": len(answered),
@@ -143,7 +143,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
             if summary.get("conversation")
             else ""
         )
-        + f"policy `{json.dumps(summary.get('policy'))}`.",
+        + f"preset `{json.dumps(summary.get('preset'))}`.",
         "",
         table([*head, "answer"], rows),
         total_line(summary),

@@ -157,7 +157,7 @@ def resumed_settings(run_file: Path, base_url: str, db: str | None = None) -> Ev
         kept = {k: saved[k] for k in RESUMED if k in saved}  # older evals saved fewer
         kept["tasks"] = Path(kept["tasks"])
         serving = Serving(base_url, model=saved.get("model"), api=saved.get("api", "openai"))
-        chosen = saved.get("preset", saved.get("policy"))  # "policy": its name until v4
+        chosen = saved.get("preset", saved.get("policy"))  # its older name, until v4
         if chosen is None:
             raise KeyError("preset")
         if db is not None:

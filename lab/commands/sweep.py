@@ -1,4 +1,4 @@
-"""``python -m lab sweep``: the task set under each policy, for each model."""
+"""``python -m lab sweep``: the task set under each preset, for each model."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lab.studies.sweep import SweepSettings, rewrite, run_sweep
 
 
 def register(commands: Any) -> None:
-    sweep = commands.add_parser("sweep", help="the task set under each policy; results/sweep.*")
+    sweep = commands.add_parser("sweep", help="the task set under each preset; results/sweep.*")
     sweep.add_argument(
         "--presets", "--policies", dest="presets", help="preset names, comma-separated"
     )

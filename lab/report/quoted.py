@@ -170,7 +170,7 @@ def false_claims_table(board: Path = LEADERBOARD) -> str:
         kinds = Counter(r.kind or "?" for r in flagged)
         rows.append(
             [
-                f"{entry['model']} {entry['policy']}",
+                f"{entry['model']} {entry['preset']}",
                 len(right),
                 f"{len(flagged)}"
                 + (f" ({100 * len(flagged) / len(right):.0f} %)" if right else ""),
@@ -181,7 +181,7 @@ def false_claims_table(board: Path = LEADERBOARD) -> str:
 
 
 # docs/scale.md: the Coder-0.5B's run against llama-server at four slots, beside the same model
-# and policy on our server.
+# and preset on our server.
 PEER_RUNS = [
     ("`qwen-coder-0.5b-llama-server-c4` (llama-server, four slots)",
      RUNS / "20261130-151141-qwen-coder-0.5b-llama-server-c4.jsonl"),

@@ -185,8 +185,8 @@ def report(paths: Sequence[Path], pairs: Sequence[tuple[Path, Path]]) -> str:
         lines += [
             f"## {run.label}",
             "",
-            f"Model `{_model(run)}` (sha256 `{run.summary.get('model_sha256')}`), policy "
-            f"`{(run.summary.get('policy') or {}).get('name')}`, run file `{run.path}`.",
+            f"Model `{_model(run)}` (sha256 `{run.summary.get('model_sha256')}`), preset "
+            f"`{(run.summary.get('preset') or {}).get('name')}`, run file `{run.path}`.",
             "",
             markdown(figures(run.records) or {}),
             "",

@@ -1,5 +1,5 @@
 """Workflow or agent? Each task set's runs side by side, by model and solver (the agent loop
-under its policy, or a workflow), and for each model the best workflow against the best agent
+under its preset, or a workflow), and for each model the best workflow against the best agent
 run, paired task by task. "Best" is the most accurate, then the fewest model calls, then the
 fewest tokens: figures that do not move with the machine's load (wall time is shown, never
 ranked by)."""
@@ -186,7 +186,7 @@ def report(paths: Sequence[Path]) -> str:
     lines = [
         "# Workflow or agent?",
         "",
-        "Each task set's runs by model and solver: the agent loop under a policy, or a workflow "
+        "Each task set's runs by model and solver: the agent loop under a preset, or a workflow "
         "whose steps the code fixes (`--solver chain|route|vote|evaluate-optimize`). In bold, "
         "per model, the best workflow and the best agent run: the most accurate, then the "
         "fewest model calls, then the fewest tokens. Rebuilt from the run files by "

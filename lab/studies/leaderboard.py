@@ -12,7 +12,7 @@ The report: every run with its accuracy (each task once, its interval clustered 
 pass^k where epochs were sampled, model calls and tokens per question, errors apart; each
 model's best in bold (most accurate, then fewest calls, then fewest tokens; never wall time);
 then the paired tests that say whether the rungs differ: within a model, its environment's
-default policy against its best, and down the ladder, each model's best against the next
+default preset against its best, and down the ladder, each model's best against the next
 model's best. Each verdict is the exact test's, with the smallest difference the set could
 detect beside every "no difference detected".
 """
@@ -155,7 +155,7 @@ def _row(run: Run, best: bool) -> dict[str, Any]:
     record = run.records[0]
     return {
         "model": record.spec.model,
-        "policy": record.spec.preset.name if record.spec.preset else None,
+        "preset": record.spec.preset.name if record.spec.preset else None,
         "best": best,
         "tasks": acc.n,
         "correct": acc.k,
@@ -184,7 +184,7 @@ def best_of(runs: dict[Entrant, Run], entrants: list[Entrant]) -> dict[str, Entr
 def comparisons(
     runs: dict[Entrant, Run], entrants: list[Entrant]
 ) -> list[tuple[str, Entrant, Entrant, Paired]]:
-    """Within each model its environment's default policy against its best; down the ladder
+    """Within each model its environment's default preset against its best; down the ladder
     (the order the models were named), each model's best against the next one's."""
     best = best_of(runs, entrants)
     found = []
@@ -266,7 +266,7 @@ def kinds_table(data: dict[str, Any]) -> str:
     names = list(data.get("kinds", {}))
     kinds = sorted({k for name in names for k in data["kinds"][name]})
     label = {
-        f"{r['model']} {r['policy']}": f"{model_label(r['model'])} {r['policy']}"
+        f"{r['model']} {r['preset']}": f"{model_label(r['model'])} {r['preset']}"
         for r in data["rows"]
     }
     body = [
@@ -297,15 +297,15 @@ def readme_verdicts(data: dict[str, Any]) -> str:
 
 def readme_table(data: dict[str, Any]) -> str:
     """The README's leaderboard: every entrant, each model's best in bold, the file family's
-    default policy said."""
+    default preset said."""
     default = WorkspaceEnvironment.default_preset
-    head = ["model", "policy", "correct", "accuracy [95 % CI]", "model calls per question",
+    head = ["model", "preset", "correct", "accuracy [95 % CI]", "model calls per question",
             "tokens per question"]  # fmt: skip
     body = [
         [
             model_label(r["model"]),
-            (f"**{r['policy']}**" if r["best"] else str(r["policy"]))
-            + (" (the default)" if r["policy"] == default else ""),
+            (f"**{r['preset']}**" if r["best"] else str(r["preset"]))
+            + (" (the default)" if r["preset"] == default else ""),
             f"{r['correct']:g}/{r['tasks']}",
             f"{100 * r['accuracy']:.1f} % [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}]",
             _fmt(r["calls"], ".2f"),
@@ -324,12 +324,12 @@ def markdown(data: dict[str, Any]) -> str:
     rows = data["rows"]
     n = max((r["tasks"] for r in rows), default=0)
     mdd = detectable_difference(n)
-    head = ["model", "policy", "correct", "accuracy [95 % CI]", "pass^k", "calls", "tokens",
+    head = ["model", "preset", "correct", "accuracy [95 % CI]", "pass^k", "calls", "tokens",
             "errors"]  # fmt: skip
     body = [
         [
             f"`{r['model']}`",
-            f"**{r['policy']}**" if r["best"] else str(r["policy"]),
+            f"**{r['preset']}**" if r["best"] else str(r["preset"]),
             f"{r['correct']:g}/{r['tasks']}",
             f"{100 * r['accuracy']:.1f} % [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}]",
             "–" if r["pass_k"] is None else f"{r['pass_k']:.2f} (k={r['epochs']})",
@@ -358,7 +358,7 @@ def markdown(data: dict[str, Any]) -> str:
         "",
     ]
     for c in data["comparisons"]:
-        what = "default policy against best" if c["kind"] == "default against best" else "rung"
+        what = "default preset against best" if c["kind"] == "default against best" else "rung"
         lines.append(f"- **{c['b']} against {c['a']}** ({what}): {c['verdict']}.")
     if not data["comparisons"]:
         lines.append("- none: one entrant per model and a single model.")

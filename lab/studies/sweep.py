@@ -1,14 +1,14 @@
-"""The task set under each loop policy, for each model: ``python -m lab sweep``.
+"""The task set under each preset, for each model: ``python -m lab sweep``.
 
 How models reach servers: with ``--base-url`` every model is asked of that server, as it is
 (a running ``make serve-local``, or the scripted provider). Without it, the sweep serves each
 model itself: ``serve_local.process`` starts one server per model on a free port (backend,
-threads and tool grammar as given), every policy runs against it, and it is stopped before the
+threads and tool grammar as given), every preset runs against it, and it is stopped before the
 next model starts, so two models never share the cores.
 
-Each (model, policy) is one ordinary eval: its run file, state files and traces land under
+Each (model, preset) is one ordinary eval: its run file, state files and traces land under
 ``results/runs/`` like ``make eval``'s. The sweep writes ``sweep.md``, ``sweep.json`` and
-``plots/sweep.png`` from their summaries; the best policy per model is the most accurate, then
+``plots/sweep.png`` from their summaries; the best preset per model is the most accurate, then
 the one with the fewest turns, then the fewest tokens (never the fastest: wall time moves with
 the machine's load).
 """
@@ -52,7 +52,7 @@ class SweepSettings:
 def best(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The most accurate, then the fewest turns, then the fewest tokens: figures a rerun on the
     same machine repeats. Wall time moves with the machine's load and is never the tie-breaker;
-    a tie left after the tokens goes to the earlier row (the order policies were named)."""
+    a tie left after the tokens goes to the earlier row (the order the presets were named)."""
     return min(
         rows,
         key=lambda r: (-r["accuracy"], r["turns"], r["prompt_tokens"] + r["completion_tokens"]),
@@ -80,15 +80,15 @@ async def _sweep_model(
 
 def row(run_file: Path) -> dict[str, Any]:
     """One line of the sweep: a run file's summary, named by its model and preset (under the
-    keys ``policy`` and ``policy_settings``, as sweep.json and the summaries keep them)."""
+    keys ``preset`` and ``preset_settings``, as sweep.json and the summaries keep them)."""
     summary = summarize(read_runs(run_file))
-    preset = summary.pop("policy") or {"name": "no-helpers (unrecorded)", "settings": {}}
+    preset = summary.pop("preset") or {"name": "no-helpers (unrecorded)", "settings": {}}
     accuracy = accuracy_of(summary)
     return {
         **summary,
         "accuracy_ci95": [round(accuracy.low, 4), round(accuracy.high, 4)],
-        "policy": preset["name"],
-        "policy_settings": preset["settings"],
+        "preset": preset["name"],
+        "preset_settings": preset["settings"],
         "run_file": str(run_file),
     }
 
@@ -118,11 +118,11 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def sweep_table(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
-    """Every run of the sweep in a row, each model's best policy in bold: what sweep.md and
+    """Every run of the sweep in a row, each model's best preset in bold: what sweep.md and
     docs/policies.md show."""
     head = [
         "model",
-        "policy",
+        "preset",
         "accuracy",
         "pass^k",
         "turns",
@@ -138,7 +138,7 @@ def sweep_table(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
     body = [
         [
             r["model"],
-            f"**{r['policy']}**" if winners.get(r["model"]) == r["policy"] else r["policy"],
+            f"**{r['preset']}**" if winners.get(r["model"]) == r["preset"] else r["preset"],
             str(accuracy_of(r)),
             f"{r['pass_k']:.2f} (k={r['epochs']})",
             r["turns"],
@@ -159,10 +159,10 @@ def sweep_table(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
 def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
     machine = rows[0].get("machine") or {} if rows else {}
     lines = [
-        "# Loop policy sweep",
+        "# Preset sweep",
         "",
-        "The task set under each loop policy (presets in `harness/presets.json`); "
-        "the best policy per model, in bold, is the most accurate, then the one with the "
+        "The task set under each preset (presets in `harness/presets.json`); "
+        "the best preset per model, in bold, is the most accurate, then the one with the "
         "fewest turns, then the fewest tokens; wall time is shown, never used to choose. "
         "Accuracy carries its 95 % Wilson interval: where two rows' intervals overlap, the "
         "bold one may be luck (`python -m evals compare --paired A B` tests two rows on the "
@@ -185,7 +185,7 @@ def markdown(rows: list[dict[str, Any]], winners: dict[str, str]) -> str:
             if mdd is not None
             else f"On {n} task(s), no difference between two rows can be detected.",
         ]
-    front = ", ".join(f"{r['model']} {r['policy']}" for r in pareto_front(rows))
+    front = ", ".join(f"{r['model']} {r['preset']}" for r in pareto_front(rows))
     lines += [
         "",
         f"Pareto front (accuracy against mean turn latency; latency is shown, never used to "
@@ -206,21 +206,21 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(r["model"] for r in rows))
-    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    presets_run = list(dict.fromkeys(r["preset"] for r in rows))
     width = 0.8 / max(len(models), 1)
-    fig, (acc, wall) = plt.subplots(1, 2, figsize=(max(8, 1.5 * len(policies)), 4))
+    fig, (acc, wall) = plt.subplots(1, 2, figsize=(max(8, 1.5 * len(presets_run)), 4))
     for i, model in enumerate(models):
-        mine = {r["policy"]: r for r in rows if r["model"] == model}
-        xs = [x + i * width for x in range(len(policies))]
-        acc.bar(xs, [mine[p]["accuracy"] if p in mine else 0 for p in policies], width)
+        mine = {r["preset"]: r for r in rows if r["model"] == model}
+        xs = [x + i * width for x in range(len(presets_run))]
+        acc.bar(xs, [mine[p]["accuracy"] if p in mine else 0 for p in presets_run], width)
         wall.bar(
             xs,
-            [mine[p]["wall_ms"] / 1000 if p in mine else 0 for p in policies],
+            [mine[p]["wall_ms"] / 1000 if p in mine else 0 for p in presets_run],
             width,
             label=model,
         )
     for ax, title in ((acc, "accuracy"), (wall, "wall time for the task set (s)")):
-        ax.set_xticks([x + width * (len(models) - 1) / 2 for x in range(len(policies))], policies)
+        ax.set_xticks([x + width * (len(models) - 1) / 2 for x in range(len(presets_run))], presets_run)
         ax.tick_params(axis="x", labelrotation=30)
         ax.set_title(title)
     wall.legend(fontsize="small")
@@ -247,7 +247,7 @@ def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def pareto_plot(rows: list[dict[str, Any]], path: Path) -> Path:
-    """Accuracy against mean turn latency, one point per (model, policy), the front joined."""
+    """Accuracy against mean turn latency, one point per (model, preset), the front joined."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -265,7 +265,7 @@ def pareto_plot(rows: list[dict[str, Any]], path: Path) -> Path:
             alpha=0.8,
         )
         for r in mine:
-            ax.annotate(r["policy"], (r["mean_turn_ms"], r["accuracy"]), fontsize=6, alpha=0.7)
+            ax.annotate(r["preset"], (r["mean_turn_ms"], r["accuracy"]), fontsize=6, alpha=0.7)
     front = pareto_front(rows)
     if front:
         ax.plot(
@@ -279,7 +279,7 @@ def pareto_plot(rows: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xlabel("mean turn latency (ms, log scale; moves with the machine's load)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("accuracy against latency per turn, one point per model and policy")
+    ax.set_title("accuracy against latency per turn, one point per model and preset")
     ax.legend(fontsize="small")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -294,7 +294,7 @@ POLICIES = COMMITTED.parent / "docs" / "policies.md"
 
 def write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     winners = {
-        model: best([r for r in rows if r["model"] == model])["policy"]
+        model: best([r for r in rows if r["model"] == model])["preset"]
         for model in dict.fromkeys(r["model"] for r in rows)
     }
     out.mkdir(parents=True, exist_ok=True)

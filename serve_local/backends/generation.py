@@ -133,9 +133,9 @@ def to_completion(
     queue_ms: float,
     constraint: CallConstraint | None = None,
 ) -> Completion:
-    policy = call_policy(request)
-    schemas = ToolSchemas(constraint.schemas if constraint else policy.allowed() if policy else {})
-    parsed = parse_tool_calls(generated.text, schemas, parallel=policy.parallel if policy else True)
+    rules = call_policy(request)
+    schemas = ToolSchemas(constraint.schemas if constraint else rules.allowed() if rules else {})
+    parsed = parse_tool_calls(generated.text, schemas, parallel=rules.parallel if rules else True)
     calls = [
         {
             "id": f"call_{uuid.uuid4().hex[:24]}",
@@ -151,7 +151,7 @@ def to_completion(
         model=model_name,
         # With tools offered, the content is the text around the calls, trimmed, whether or not
         # it holds any: what a streamed reply can send before it knows.
-        content=parsed.content if policy is not None else generated.text,
+        content=parsed.content if rules is not None else generated.text,
         tool_calls=calls,
         finish_reason=finish,
         prompt_tokens=generated.prompt_n + generated.cache_n,
@@ -282,11 +282,11 @@ class LocalBackend:
         raise NotImplementedError
 
     def _constraint(self, request: ChatRequest) -> CallConstraint | None:
-        policy = call_policy(request)
-        if policy is None or self._call_grammar is None:
+        rules = call_policy(request)
+        if rules is None or self._call_grammar is None:
             return None
         try:
-            return self._call_grammar.constraint(policy)
+            return self._call_grammar.constraint(rules)
         except GrammarError as exc:
             raise InvalidRequest(
                 f"The offered tools cannot be turned into a call grammar: {exc}",
@@ -346,7 +346,7 @@ class LocalBackend:
         calls = (
             None
             if constraint is None
-            else CallStreamer(ToolSchemas(constraint.schemas), constraint.policy.parallel)
+            else CallStreamer(ToolSchemas(constraint.schemas), constraint.rules.parallel)
         )
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue[str] = asyncio.Queue()

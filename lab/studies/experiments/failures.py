@@ -7,10 +7,10 @@ from lab.studies.experiments.common import Env, Result, drive, row
 
 async def exp_policies(env: Env) -> Result:
     rows, costs = [], {}
-    for policy in ("fatal", "generic", "descriptive"):
-        s, _ = await drive(env, "scripted:recover", tool_errors=policy)
-        costs[policy] = s.cost_usd
-        rows.append(row(policy, s, answer=s.answer or ""))
+    for wording in ("fatal", "generic", "descriptive"):
+        s, _ = await drive(env, "scripted:recover", tool_errors=wording)
+        costs[wording] = s.cost_usd
+        rows.append(row(wording, s, answer=s.answer or ""))
     for r in rows:
         r["cost vs fatal"] = f"{costs[r['run']] / costs['fatal']:.1f}x"
     return Result(

@@ -3,7 +3,7 @@ decoding: recorded agent turns replayed through two of our servers side by side,
 for each packaged model.
 
 The turns are real requests an agent loop sent: every turn of the default model's six-task run
-under the default policy and of the first tasks of its generated-set run (the transcripts
+under the default preset and of the first tasks of its generated-set run (the transcripts
 committed under ``results/runs/``), and a stratified sample of BFCL items (its functions as
 tools). Each turn goes to both servers, interleaved (off then on, then on then off), greedy.
 Per turn: the reply (text, calls, finish reason) of each, the server's own timings, the drafted
@@ -42,7 +42,7 @@ from serve_local.process import serve_command
 
 THREADS = 2
 DRAFT_TOKENS = 10
-# Committed transcripts of the default model under the default policy (all-helps).
+# Committed transcripts of the default model under the default preset (all-helps).
 SIX_TASKS = RUNS / "20261130-214336-fresh-clone-default.runs"
 GENERATED = RUNS / "20261130-213246-gen-test-qwen2.5-coder-1.5b-all-helps.runs"
 GENERATED_TASKS = 10

@@ -120,7 +120,7 @@ def over_levels(
         "model": model,
         "epochs": epochs,
         "max_turns": max_turns,
-        "policy": preset_name,  # the figures' key, as bench.json keeps it
+        "preset": preset_name,
         "rows": rows,
         "speedup": rows[-1]["speedup"],
         "same_records": all(r["same_records"] for r in rows),
@@ -155,7 +155,7 @@ def real(echo: Echo, peer_args: list[str]) -> Figures:
     """The six tasks once on the real model, c1 then c4: our server, then llama-server. A
     request without max_tokens gets ours's default cap on both: llama-server is given it
     (``--n-predict``) instead of its own, which is to generate until the slot's context is
-    full. (The loop sends the policy's cap on every turn; this holds for any other request.)"""
+    full. (The loop sends the preset's cap on every turn; this holds for any other request.)"""
     capped = [*peer_args, "--n-predict", str(DEFAULT_MAX_TOKENS)]
     servers = (("ours", ours_args(), 1), ("llama-server", capped, REAL_SLOTS))
     found = []
@@ -251,14 +251,14 @@ def render_real(r: Figures) -> list[str]:
     )
     top = servers[0]["rows"][-1]["concurrency"]
     return [
-        f"(b) The real model `{servers[0]['model']}`, the six tasks once (policy "
-        f"`{servers[0]['policy']}`, at most {servers[0]['max_turns']} turns), at concurrency "
+        f"(b) The real model `{servers[0]['model']}`, the six tasks once (preset "
+        f"`{servers[0]['preset']}`, at most {servers[0]['max_turns']} turns), at concurrency "
         f"{first} then {top}, each server in one process with `--threads 2`. Server software as "
         f"the records name it: {software}. A request without max_tokens gets "
         f"{r.get('default_max_tokens', '–')} tokens at most on both: llama-server is started "
         "with our server's default (`--n-predict`), without which it generates until the "
         "slot's context is full. llama-server does not read `repetition_penalty` (it reads "
-        "`repeat_penalty`), so there the policy runs without its penalty. No target.",
+        "`repeat_penalty`), so there the preset runs without its penalty. No target.",
         "",
         table(head, rows),
         "The project never re-implements batching: the eval only keeps requests in flight. A "

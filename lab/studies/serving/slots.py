@@ -308,7 +308,7 @@ def run(
     figures: Figures = {
         "model": DEFAULT_NAME,
         "tasks": str(tasks),
-        "policy": PRESET,  # the figures' key, as bench.json keeps it
+        "preset": PRESET,
         "max_turns": MAX_TURNS,
         "threads": THREADS,
         "levels": list(levels),

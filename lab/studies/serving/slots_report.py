@@ -34,8 +34,8 @@ def render(s: Figures) -> list[str]:
     lines = [
         "## Slots: several conversations decoded at once",
         "",
-        f"`{s['model']}` on `{Path(s['tasks']).name}` through the eval runner (policy "
-        f"`{s['policy']}`, at most {s['max_turns']} turns), on our server with `--slots N` and "
+        f"`{s['model']}` on `{Path(s['tasks']).name}` through the eval runner (preset "
+        f"`{s['preset']}`, at most {s['max_turns']} turns), on our server with `--slots N` and "
         f"on llama.cpp's `llama-server --parallel N` (same GGUF, `--threads {s['threads']}`), "
         "each configuration a fresh server warmed with one request, the two engines side by "
         "side at each N; the eval keeps N task runs in flight (read from the server). Latency "
@@ -98,7 +98,7 @@ def render(s: Figures) -> list[str]:
         lines.append(
             "- llama-server was not run through the eval (`slots.PEER_EVAL`): it makes no tool "
             "call from this model, so each task runs to the turn cap with replies cut at the "
-            "policy's token cap, about a minute a task on two cores."
+            "preset's token cap, about a minute a task on two cores."
         )
     lines += [
         "",
@@ -208,7 +208,7 @@ def docs(s: Figures) -> list[tuple[Path, str, str]]:
     decode = ", ".join(f"{d['batch']}: {d['ms_per_token'] / s['decode'][0]['ms_per_token']:.2f}×"
                        for d in s["decode"])  # fmt: skip
     text = (
-        f"`{s['model']}` on `{Path(s['tasks']).name}`, policy `{s['policy']}`, "
+        f"`{s['model']}` on `{Path(s['tasks']).name}`, preset `{s['preset']}`, "
         f"`--threads {s['threads']}` ([results/bench.md](../results/bench.md), section "
         "Slots, has every column):\n\n"
         + slots_table(s, DOCS_COLUMNS)
