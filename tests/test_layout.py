@@ -34,7 +34,7 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_import_contracts_hold() -> None:
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Contracts: 7 kept, 0 broken." in done.stdout
+    assert "Contracts: 8 kept, 0 broken." in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -44,6 +44,8 @@ def test_the_import_contracts_hold() -> None:
         ("evals/record/spec.py", "import evals.report.summary", "evals: the stages are layers"),
         ("harness/loop.py", "import serve_local.app", "harness and serve_local never import"),
         ("serve_local/app.py", "import evals.record", "neither imports evals"),
+        # The eval core reading a module of the server's own, not its public one.
+        ("evals/run/recorder.py", "import serve_local.callshape", "through its public modules"),
         # The product reading the lab: what pip installs would not run without the checkout.
         ("evals/report/compare.py", "import lab.report.quoted", "never imports the lab"),
         # The lab's docs writers reading one of its studies.

@@ -22,7 +22,7 @@ from evals.record import is_error
 from evals.report.compare import Run, per_question, rank, solver_of
 from evals.report.pairing import PairingError, paired
 from evals.report.stats import Accuracy, accuracy
-from serve_local.catalogue import DEFAULT_NAME, LADDER
+from serve_local.public import DEFAULT_NAME, LADDER
 
 # A task set's matrix and transcripts: your runs, the references, then the leaderboard's top
 # rows, up to this many columns (the page stays a few megabytes on the committed results).

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.errors import EvalError
-from serve_local.process import free_port
+from serve_local.public import free_port
 
 # A folder of the project's (its data, its pid and the reader's password file), where the
 # command runs: `make serve-postgres` in the project makes .run/postgres there.

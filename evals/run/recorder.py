@@ -19,7 +19,7 @@ from evals.scoring.evidence import offerable_tools
 from evals.scoring.verdict import Verdict, right
 from evals.tasks import Task
 from harness.state import RunState
-from serve_local.callshape import call_spans
+from serve_local.public import call_spans
 
 
 def call_shaped_text(state: RunState, offered: set[str] | None = None) -> int:

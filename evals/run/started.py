@@ -13,8 +13,7 @@ from typing import Any
 from evals.errors import EvalError
 from serve_local.backends.options import Option
 from serve_local.backends.registry import DEFAULT, declared, taken_by
-from serve_local.errors import StartupError
-from serve_local.process import serve_command, server_process
+from serve_local.public import StartupError, serve_command, server_process
 
 
 @dataclass(frozen=True)

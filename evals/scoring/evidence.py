@@ -33,7 +33,7 @@ from evals.tasks.checks import after_key
 from harness.policies.submit import submit_tool
 from harness.state import RunState, ToolRun, signature
 from harness.workspace import normal_name
-from serve_local.callshape import CALL_HEAD, call_spans
+from serve_local.public import CALL_HEAD, call_spans
 
 # What is left of a call's wrapping once the call is cut out: tags, fences, stray braces.
 _WRAPPING = re.compile(r"</?tool_call>|```(?:json)?|^[\s{}\[\],]+$", re.MULTILINE)

@@ -206,21 +206,21 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(r["model"] for r in rows))
-    presets_run = list(dict.fromkeys(r["preset"] for r in rows))
+    shown = list(dict.fromkeys(r["preset"] for r in rows))
     width = 0.8 / max(len(models), 1)
-    fig, (acc, wall) = plt.subplots(1, 2, figsize=(max(8, 1.5 * len(presets_run)), 4))
+    fig, (acc, wall) = plt.subplots(1, 2, figsize=(max(8, 1.5 * len(shown)), 4))
     for i, model in enumerate(models):
         mine = {r["preset"]: r for r in rows if r["model"] == model}
-        xs = [x + i * width for x in range(len(presets_run))]
-        acc.bar(xs, [mine[p]["accuracy"] if p in mine else 0 for p in presets_run], width)
+        xs = [x + i * width for x in range(len(shown))]
+        acc.bar(xs, [mine[p]["accuracy"] if p in mine else 0 for p in shown], width)
         wall.bar(
             xs,
-            [mine[p]["wall_ms"] / 1000 if p in mine else 0 for p in presets_run],
+            [mine[p]["wall_ms"] / 1000 if p in mine else 0 for p in shown],
             width,
             label=model,
         )
     for ax, title in ((acc, "accuracy"), (wall, "wall time for the task set (s)")):
-        ax.set_xticks([x + width * (len(models) - 1) / 2 for x in range(len(presets_run))], presets_run)
+        ax.set_xticks([x + width * (len(models) - 1) / 2 for x in range(len(shown))], shown)
         ax.tick_params(axis="x", labelrotation=30)
         ax.set_title(title)
     wall.legend(fontsize="small")

@@ -6,7 +6,7 @@ to the scripted backend (``--answer-key evals.tasks.sql.answer_key:answer``)."""
 from __future__ import annotations
 
 from evals.tasks.sql.questions import gold_for
-from serve_local.scenarios import Reply, Transcript, call, text
+from serve_local.public import Reply, Transcript, call, text
 
 
 def _result_rows(result: str) -> list[list[str]]:
