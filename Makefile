@@ -288,9 +288,11 @@ report: $(STAMP_DEV) chromium
 # comparisons, the grader check, the benchmark's verdicts read from its run files (where its
 # transcripts part is counted in the model's tokens: llama-cpp-python and the weights), the
 # workflows' report, the comparison, the sweep's report and the HTML report.
+# The superseded τ² runs are not among them: their task files changed since (the greeting,
+# the user's rules), and a rescore refuses a record whose task is no longer the one it was asked.
 RESCORED_RUNS = $(RUNS) $(wildcard results/mcp results/leaderboard results/leaderboard/slots4 \
 	results/sql results/sql/runs results/sql/dev results/workflows results/superseded/runs \
-	results/superseded/mcp results/server results/slots results/tau2 results/superseded/tau2)
+	results/superseded/mcp results/server results/slots results/tau2)
 rescore: $(STAMP_DEV) $(STAMP_LLAMA) $(STAMP_MODELS)
 	$(PY) -m lab rescore $(RESCORED_RUNS) --report results/rescore.md
 	@$(paired_all)

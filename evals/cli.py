@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from evals.commands import bfcl, databases, plugins, reports, run, scoring, tasks, tau2
+from evals.commands import bfcl, databases, plugins, relink, reports, run, tasks, tau2
 from evals.errors import EvalError
 from harness.errors import HarnessError
 from harness.exactargs import ExactParser
@@ -21,7 +21,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     bfcl.register,
     tau2.register,
     reports.register,
-    scoring.register,
+    relink.register,
     tasks.register,
     databases.register,
     plugins.register,

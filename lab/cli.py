@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from evals import cli
-from lab.commands import conformance, docs, leaderboard, scoring, studies, sweep
+from lab.commands import conformance, leaderboard, scoring, studies, sweep, writers
 
 COMMANDS: cli.Registers = (
     sweep.register,
@@ -14,7 +14,7 @@ COMMANDS: cli.Registers = (
     studies.register,
     conformance.register,
     scoring.register,
-    docs.register,
+    writers.register,
 )
 
 

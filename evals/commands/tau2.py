@@ -80,14 +80,16 @@ def register(commands: Any) -> None:
     tasks = commands.add_parser("tau2-tasks", help="write a tau2 split as a task file")
     tasks.add_argument("--domain", choices=DOMAINS, required=True)
     tasks.add_argument("--split", default="test")
-    tasks.add_argument("--out", type=Path, help="default: evals/tasks/tau2/DOMAIN-SPLIT.json")
+    tasks.add_argument("--mode", choices=MODES, default="conversation")
+    tasks.add_argument(
+        "--out", type=Path, help="default: evals/tasks/tau2/DOMAIN-SPLIT.json (-MODE.json)"
+    )
     tasks.set_defaults(handler=_tasks)
 
 
 def _tasks(args: argparse.Namespace) -> int:
-    out = asyncio.run(
-        build(args.domain, args.split, args.out or taskset_file(args.domain, args.split))
-    )
+    out = args.out or taskset_file(args.domain, args.split, args.mode)
+    out = asyncio.run(build(args.domain, args.split, out, args.mode))
     print(f"wrote {out}")
     return 0
 
@@ -95,15 +97,9 @@ def _tasks(args: argparse.Namespace) -> int:
 def _tau2(args: argparse.Namespace) -> int:
     if args.trials < 1:
         raise EvalError("--trials must be at least 1")
-    tasks = taskset_file(args.domain, args.split)
-    if args.mode != "conversation" or not tasks.exists():
-        # A mode's tasks, or a split not committed: read from tau2's package for this run.
-        local = (
-            LOCAL
-            / "tau2"
-            / (tasks.stem + ("" if args.mode == "conversation" else f"-{args.mode}") + ".json")
-        )
-        tasks = asyncio.run(build(args.domain, args.split, local, args.mode))
+    tasks = taskset_file(args.domain, args.split, args.mode)
+    if not tasks.exists():  # a split or mode not committed: read from tau2's package for this run
+        tasks = asyncio.run(build(args.domain, args.split, LOCAL / "tau2" / tasks.name, args.mode))
     if args.task_ids:
         tasks = _only(tasks, [i for i in args.task_ids.split(",") if i])
     args.tasks, args.epochs = tasks, args.trials

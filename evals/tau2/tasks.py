@@ -81,8 +81,12 @@ def as_taskset(
     )
 
 
-def taskset_file(domain: str, split: str, folder: Path = FOLDER) -> Path:
-    return folder / f"{domain}-{split}.json"
+def taskset_file(
+    domain: str, split: str, mode: str = "conversation", folder: Path = FOLDER
+) -> Path:
+    """Where the task file of a split held in ``mode`` is committed (the mode named after the
+    split, but for a conversation's)."""
+    return folder / f"{domain}-{split}{'' if mode == 'conversation' else '-' + mode}.json"
 
 
 async def build(domain: str, split: str, out: Path, mode: str = "conversation") -> Path:
