@@ -438,7 +438,7 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 	$(PY) -m lab tool-schemas-report
 
 # docs/tau2.md's runs under τ²'s own rules, the default model as agent and user: one
-# DOMAIN:SPLIT:MODE:AGENT:TRIALS each, against `make serve-local SLOTS=2 CTX=16384`. A run whose
+# DOMAIN:SPLIT:MODE:AGENT:EPOCHS each, against `make serve-local SLOTS=2 CTX=16384`. A run whose
 # file is in results/tau2/ is left as it is; one cut short goes on from its .partial (its
 # records then name both code versions); then the page. Hours on two cores: a conversation the
 # user never ends runs to τ²'s 200 steps (5-7 min).
@@ -453,7 +453,7 @@ tau2-runs: $(STAMP_DEV) $(STAMP_TAU2)
 	  out=results/tau2/$$name.jsonl; \
 	  if [ -f $$out ]; then echo "$$out: there"; \
 	  elif [ -f $$out.partial ]; then $(VENV)/bin/loopbench tau2 --resume $$out.partial; \
-	  else $(VENV)/bin/loopbench tau2 --domain $$1 --split $$2 --mode $$3 --agent $$4 --trials $$5 --out $$out; fi; \
+	  else $(VENV)/bin/loopbench tau2 --domain $$1 --split $$2 --mode $$3 --agent $$4 --epochs $$5 --out $$out; fi; \
 	done
 	$(PY) -m lab tau2-report
 

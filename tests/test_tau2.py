@@ -469,7 +469,7 @@ def test_the_tau2_command_runs_the_chosen_tasks_of_a_committed_split(
     out = tmp_path / "tau2.jsonl"
     flags = ["--agent", "oracle", "--max-user-turns", "2", "--base-url", scripted_url]
     assert main(["tau2", "--domain", "airline", "--task-ids", "2", *flags, "--out", str(out),
-                 "--trials", "2"]) == 0  # fmt: skip
+                 "--epochs", "2"]) == 0  # fmt: skip
     printed = capsys.readouterr().out
     # The settings that differ from τ²'s runner's are said; pass^1..K end the output.
     assert "2 user messages (tau2's: no cap)" in printed and "200 steps" in printed
@@ -530,14 +530,14 @@ async def test_solo_oracle_ends_with_done_after_its_gold_calls_and_the_idle_agen
     assert await calls("idle") == ["done"]
 
 
-def test_trial_seeds_are_tau2s_and_each_task_and_side_draws_its_own() -> None:
-    """τ²'s runner draws its trials' seeds from 300 (``random.seed``, then ``randint``); ours
-    are those, and each task and side derives its own from its trial's, so no two tasks (nor
-    the agent and the user of one) share a first draw."""
+def test_epoch_seeds_are_tau2s_and_each_task_and_side_draws_its_own() -> None:
+    """τ²'s runner draws its epochs' seeds (its trials') from 300 (``random.seed``, then
+    ``randint``); ours are those, and each task and side derives its own from its epoch's, so
+    no two tasks (nor the agent and the user of one) share a first draw."""
     from evals.run.servers import Serving
-    from evals.run.settings import EvalSettings, eval_loop, trial_seeds
+    from evals.run.settings import EvalSettings, epoch_seeds, eval_loop
 
-    assert trial_seeds(300, 5) == [626729, 373753, 361454, 1567, 514337]
+    assert epoch_seeds(300, 5) == [626729, 373753, 361454, 1567, 514337]
     settings = EvalSettings(
         serving=Serving(base_url="http://unused.invalid/v1"), loop=eval_loop(seed=300),
         seeds="tau2",

@@ -201,13 +201,15 @@ def test_every_setting_that_differs_from_tau2s_runner_is_named() -> None:
     defaults = {"max_steps": 200, "max_errors": 10, "max_user_turns": None,
                 "temperature": None, "seeds": "tau2", "seed": 300, "max_turns": None}  # fmt: skip
     assert differs(defaults) == [
-        "seed 300: one seed per task, trial and side (tau2's: one per trial; unused when greedy)"
+        "seed 300: one seed per task, epoch and side "
+        "(tau2's: one per epoch, shared by every task and side; unused when greedy)"
     ]
     sampled = differs({**defaults, "temperature": 0.7, "max_user_turns": 10, "max_turns": 60})
     assert sampled == [
         "10 user messages (tau2's: no cap)",
         "temperature 0.7 (tau2's: 0)",
-        "seed 300: one seed per task, trial and side (tau2's: one per trial)",
+        "seed 300: one seed per task, epoch and side "
+        "(tau2's: one per epoch, shared by every task and side)",
         "60 agent turns (tau2's: no cap)",
     ]
     old = differs({"max_turns": 60, "max_user_turns": 10, "temperature": 0.7, "seed": 1})

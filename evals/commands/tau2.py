@@ -43,14 +43,16 @@ def register(commands: Any) -> None:
         "actions, with the user (gt); default conversation",
     )
     tau2.add_argument(
+        "--epochs",
         "--trials",
+        dest="epochs",
         type=int,
         default=1,
         metavar="K",
-        help="tries of each task, for pass^k (k = 1..K); greedy unless --temperature is given "
-        "(tau2's default: greedy trials nearly repeat one another), each task, trial and side "
-        f"sampling with a seed derived from tau2's trial seed (drawn from --seed, default "
-        f"{TAU2_SEED})",
+        help="tries of each task (tau2's --num-trials; --trials is taken too), for pass^k "
+        "(k = 1..K); greedy unless --temperature is given (tau2's default: greedy epochs nearly "
+        "repeat one another), each task, epoch and side sampling with a seed derived from "
+        f"tau2's seed of the epoch (drawn from --seed, default {TAU2_SEED})",
     )
     tau2.add_argument(
         "--max-steps",
@@ -95,14 +97,14 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _tau2(args: argparse.Namespace) -> int:
-    if args.trials < 1:
-        raise EvalError("--trials must be at least 1")
+    if args.epochs < 1:
+        raise EvalError("--epochs must be at least 1")
     tasks = taskset_file(args.domain, args.split, args.mode)
     if not tasks.exists():  # a split or mode not committed: read from tau2's package for this run
         tasks = asyncio.run(build(args.domain, args.split, LOCAL / "tau2" / tasks.name, args.mode))
     if args.task_ids:
         tasks = _only(tasks, [i for i in args.task_ids.split(",") if i])
-    args.tasks, args.epochs = tasks, args.trials
+    args.tasks = tasks
     # τ²'s agent has no cap of its own on its model calls (the step cap holds it), and keeps a
     # reply cut at the length limit as it is.
     args.loop_base = {"max_turns": None, "finish_cut_replies": False}
@@ -126,11 +128,11 @@ def _tau2(args: argparse.Namespace) -> int:
     if saved is not None:
         refs = [r for t in load_tasks(saved.tasks).tasks if (r := t.fields_of(Tau2Ref))]
         mode = refs[0].mode if refs else "conversation"
-        held, trials = said(saved.held()), saved.epochs
+        held, epochs = said(saved.held()), saved.epochs
     else:
-        mode, held, trials = args.mode, rules_said(args), args.trials
+        mode, held, epochs = args.mode, rules_said(args), args.epochs
     print(f"evals: tau2 {mode} by its runner's rules; {', '.join(held)}")
-    return handle(args, after=lambda outs: _print_pass_hat(outs, trials))
+    return handle(args, after=lambda outs: _print_pass_hat(outs, epochs))
 
 
 def rules_said(args: argparse.Namespace) -> list[str]:
@@ -145,13 +147,13 @@ LOOP_SAID = ("max_steps", "max_errors", "max_user_turns", "temperature", "user_t
              "seed", "max_turns", "max_budget_usd", "max_total_tokens", "timeout_s")  # fmt: skip
 
 
-def _print_pass_hat(outs: list[Path], trials: int) -> None:
+def _print_pass_hat(outs: list[Path], epochs: int) -> None:
     """pass^1..pass^K with their intervals, as τ²'s own command ends a run."""
     for out in outs:
         records = [r for r in read_runs(out) if not is_error(r)]
-        print(f"pass^k of {out} ({len(by_task(records))} tasks, {trials} trials; "
+        print(f"pass^k of {out} ({len(by_task(records))} tasks, {epochs} epochs; "
               "95 % interval: tasks drawn again)")  # fmt: skip
-        for k in range(1, trials + 1):
+        for k in range(1, epochs + 1):
             value, interval = pass_hat_k(records, k), pass_hat_interval(records, k)
             if value is None or interval is None:
                 print(f"  pass^{k}: –")

@@ -138,8 +138,8 @@ def histogram(turns: Sequence[int], largest: int, label: str) -> Markup:
 
 
 def pass_curves(curves: Sequence[tuple[str, Sequence[float]]], title: str) -> Markup:
-    """pass^k against k (1 to the most trials), one line per run: how reliably each run's
-    tasks are solved as the number of tries that must all succeed grows. Runs of one trial
+    """pass^k against k (1 to the most epochs), one line per run: how reliably each run's
+    tasks are solved as the number of tries that must all succeed grows. Runs of one epoch
     (a single point) draw nothing."""
     curves = [(label, list(values)) for label, values in curves if len(values) > 1]
     if not curves:
@@ -158,7 +158,7 @@ def pass_curves(curves: Sequence[tuple[str, Sequence[float]]], title: str) -> Ma
         )
     parts.append(
         f'<text class="axis-label" x="{LEFT + w / 2}" y="{HEIGHT - 4}" text-anchor="middle">'
-        "k: trials that must all succeed</text>"
+        "k: epochs that must all succeed</text>"
         f'<text class="axis-label" x="12" y="{TOP + h / 2}" text-anchor="middle" '
         f'transform="rotate(-90 12 {TOP + h / 2})">pass^k</text>'
     )

@@ -71,9 +71,10 @@ class EvalSettings:
     max_steps: int | None = field(default=None, metadata=CONVERSATION)
     max_errors: int | None = field(default=None, metadata=CONVERSATION)
     # How a task run's seed follows from the loop's: "epoch", seed + e - 1 for epoch e (the
-    # agent and the user alike); "tau2", τ²'s trial seeds drawn from it as τ²'s runner draws
-    # them, one seed per task, trial and side derived from the trial's (τ² hands one seed to
-    # every task and both sides of a trial: with a local sampler their first draws coincide).
+    # agent and the user alike); "tau2", τ²'s epoch seeds drawn from it as τ²'s runner draws
+    # them (τ² calls an epoch a trial), one seed per task, epoch and side derived from the
+    # epoch's (τ² hands one seed to every task and both sides of an epoch: with a local sampler
+    # their first draws coincide).
     seeds: str = field(default="epoch", metadata=LOOP)
     # Who answers the user of a conversation: the model, or a scripted agent (``oracle``: the
     # task's gold calls and words; ``idle``: nothing), the ceiling and the floor.
@@ -88,7 +89,7 @@ class EvalSettings:
         seed = self.loop.seed
         if seed is None or self.seeds != "tau2":
             return self.epoch_seed(epoch)
-        return side_seed(trial_seeds(seed, epoch)[epoch - 1], task_id, side)
+        return side_seed(epoch_seeds(seed, epoch)[epoch - 1], task_id, side)
 
     def loop_record(self) -> dict[str, Any]:
         """What every record of this eval keeps under ``spec.loop``: the loop's flagged fields
@@ -108,16 +109,16 @@ class EvalSettings:
         return {**self.loop_record(), **self.conversation_record()}
 
 
-def trial_seeds(seed: int, trials: int) -> list[int]:
-    """τ²'s runner's seeds of trials 1..``trials`` (``random.seed(seed)``, then one
-    ``randint(0, 1_000_000)`` a trial)."""
+def epoch_seeds(seed: int, epochs: int) -> list[int]:
+    """τ²'s runner's seeds of epochs 1..``epochs`` (its trials: ``random.seed(seed)``, then one
+    ``randint(0, 1_000_000)`` an epoch)."""
     draw = random.Random(seed)
-    return [draw.randint(0, 1_000_000) for _ in range(trials)]
+    return [draw.randint(0, 1_000_000) for _ in range(epochs)]
 
 
-def side_seed(trial: int, task_id: str, side: str) -> int:
-    """A seed of one task and side within a trial, from the trial's: independent draws."""
-    digest = hashlib.sha256(f"{trial}:{task_id}:{side}".encode()).hexdigest()
+def side_seed(epoch_seed: int, task_id: str, side: str) -> int:
+    """A seed of one task and side within an epoch, from the epoch's: independent draws."""
+    digest = hashlib.sha256(f"{epoch_seed}:{task_id}:{side}".encode()).hexdigest()
     return int(digest[:8], 16) % 2**31
 
 

@@ -47,7 +47,7 @@ class Tau2(PipeWorker):
         return str(self.hello["tau2"]) if self.hello else None
 
     async def pass_hat_k(self, counts: list[tuple[int, int]], k: int) -> float | None:
-        """tau2's own pass^k over tasks right in c of their n trials ((n, c) each)."""
+        """tau2's own pass^k over tasks right in c of their n epochs ((n, c) each)."""
         request = {"op": "pass_hat_k", "counts": [list(c) for c in counts], "k": k}
         answer = await self.ask_for(request, {"pass_hat_k": (int, float, type(None))})
         value = answer["pass_hat_k"]

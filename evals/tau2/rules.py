@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 # τ²'s runner's defaults (tau2.config): a conversation's steps and failed calls, the seed its
-# trials' seeds are drawn from; its agent and user sample at temperature 0 (greedy, ours when
-# no temperature is given) and have no other cap.
+# epochs' seeds are drawn from (τ² calls an epoch a trial); its agent and user sample at
+# temperature 0 (greedy, ours when no temperature is given) and have no other cap.
 TAU2_MAX_STEPS, TAU2_MAX_ERRORS, TAU2_SEED = 200, 10, 300
 
 
@@ -28,7 +28,8 @@ def said(loop: Mapping[str, object]) -> list[str]:
         sampled += f", the user at {user_temperature} (tau2's: 0)"
     if "max_steps" not in loop:
         before = "no step or error cap (tau2's: 200 steps, 10 errors)"
-        return [before, sampled, "one seed per epoch (tau2's: one per trial)", *_caps(loop)]
+        seeds = "one seed per epoch (tau2's: one per epoch, shared by every task and side)"
+        return [before, sampled, seeds, *_caps(loop)]
     out = [
         vs(loop["max_steps"], TAU2_MAX_STEPS, f"{loop['max_steps']} steps"),
         vs(loop.get("max_errors"), TAU2_MAX_ERRORS, f"{loop.get('max_errors')} errors"),
@@ -39,11 +40,14 @@ def said(loop: Mapping[str, object]) -> list[str]:
     if loop.get("seeds") == "tau2":
         unused = "; unused when greedy" if sampled == "greedy" else ""
         out.append(
-            f"seed {loop.get('seed')}: one seed per task, trial and side "
-            f"(tau2's: one per trial{unused})"
+            f"seed {loop.get('seed')}: one seed per task, epoch and side "
+            f"(tau2's: one per epoch, shared by every task and side{unused})"
         )
     else:
-        out.append(f"seeds by epoch from {loop.get('seed')} (tau2's: one per trial)")
+        out.append(
+            f"seeds by epoch from {loop.get('seed')} "
+            "(tau2's: one per epoch, shared by every task and side)"
+        )
     return out + _caps(loop, user_turns_said=True)
 
 

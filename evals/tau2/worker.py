@@ -38,7 +38,7 @@ is ready and which tau2 it is:
   main process sends it when a run ends, whatever ended it).
 - ``{"op": "held"}``: the keys of the conversations whose environments are open.
 - ``{"op": "pass_hat_k", "counts": [[n, c], ...], "k": K}``: tau2's own pass^k
-  (``tau2.metrics.agent_metrics.pass_hat_k``) of each task right in c of its n trials,
+  (``tau2.metrics.agent_metrics.pass_hat_k``) of each task right in c of its n epochs,
   averaged over the tasks, as tau2's metrics average it.
 """
 

@@ -1,5 +1,5 @@
 """Conversation runs (τ²-bench's and any task set with a user) as the docs quote them: pass^k
-over trials, the reward's parts, how conversations ended, and the simulated user's flagged
+over epochs, the reward's parts, how conversations ended, and the simulated user's flagged
 turns beside the score. ``python -m lab tau2-report`` fills docs/tau2.md from the run files
 committed under ``results/tau2/``; a test renders the blocks again and compares."""
 
@@ -95,7 +95,7 @@ def mode_of(records: Sequence[RunRecord]) -> str:
 
 
 def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[object]:
-    """One run: how τ² held it, who held both sides, tasks and trials, pass^k (k = 1..trials,
+    """One run: how τ² held it, who held both sides, tasks and epochs, pass^k (k = 1..epochs,
     at most ``most_k``), the mean reward, how many of its rewarded conversations ended before
     the agent's first turn (the user left at once, on a task where nothing needed doing), how
     conversations ended, the conversations a rule flagged a user turn of and the share right
@@ -103,10 +103,10 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     judged = [r for r in records if not is_error(r)]
     agent, user = _who(records)
     mode = mode_of(records)
-    trials = min((len(v) for v in by_task(judged).values()), default=0)
-    # pass^1 is the accuracy with the task as the unit (each task the share of its trials).
+    epochs = min((len(v) for v in by_task(judged).values()), default=0)
+    # pass^1 is the accuracy with the task as the unit (each task the share of its epochs).
     first = accuracy(judged) if judged else None
-    curve = [pass_hat_k(judged, k) for k in range(2, min(trials, most_k) + 1)]
+    curve = [pass_hat_k(judged, k) for k in range(2, min(epochs, most_k) + 1)]
     rewards = [
         r.environment.reward
         for r in judged
@@ -130,7 +130,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         mode,
         agent,
         "none" if mode == "solo" else user,
-        f"{len(by_task(judged))} × {trials}",
+        f"{len(by_task(judged))} × {epochs}",
         "–" if first is None else first.interval(),
         " / ".join(f"{v:.1%}" for v in curve if v is not None) or "–",
         f"{sum(rewards) / len(rewards):.2f}" if rewards else "–",
@@ -145,7 +145,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     ]
 
 
-HEAD = ["run", "mode", "agent", "user", "tasks × trials", "pass^1 [95 % CI]",
+HEAD = ["run", "mode", "agent", "user", "tasks × epochs", "pass^1 [95 % CI]",
         "pass^2 … pass^k", "mean reward", "rewarded before the agent spoke", "ends",
         "user erred (rules)", "right where it did not [95 % CI] of n conversations",
         "differs from τ²'s runner", "code", "errors"]  # fmt: skip
