@@ -209,14 +209,14 @@ eval: $(STAMP_DEV)
 MCP_TASKS := evals/tasks/mcp
 mcp-tasks: $(STAMP_DEV)
 	mkdir -p $(MCP_TASKS)
-	$(PY) -m evals generate --family git --split dev --n 30 --out $(MCP_TASKS)/git-dev-s0-n30.json
-	$(PY) -m evals generate --family git --split test --n 60 --out $(MCP_TASKS)/git-test-s1000-n60.json
+	$(PY) -m evals generate --source git --split dev --n 30 --out $(MCP_TASKS)/git-dev-s0-n30.json
+	$(PY) -m evals generate --source git --split test --n 60 --out $(MCP_TASKS)/git-test-s1000-n60.json
 	$(PY) -m evals generate --split dev --n 30 --out $(MCP_TASKS)/.gen-dev-s0-n30.json
 	@$(foreach t,files6 gen-test-s1000-n60 .gen-dev-s0-n30,$(foreach s,ours filesystem,$(PY) -m evals surface \
-		--family files --surface $(s) --tasks $(if $(filter .%,$(t)),$(MCP_TASKS),evals/tasks)/$(t).json \
+		--source files --surface $(s) --tasks $(if $(filter .%,$(t)),$(MCP_TASKS),evals/tasks)/$(t).json \
 		--out $(MCP_TASKS)/$(t:.%=%)-$(s).json &&)) rm $(MCP_TASKS)/.gen-dev-s0-n30.json
 	@$(foreach t,sql-dev-s0-n30 sql-test-s1000-n60,$(foreach s,ours sqlite,$(PY) -m evals surface \
-		--family sql --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
+		--source sql --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
 
 # Our tools against each community server on the same questions (make mcp-runs ran them):
 # results/mcp/paired-*.md and docs/mcp.md's verdicts, from the committed runs (with the loop

@@ -410,7 +410,7 @@ def test_sql_report_and_generate_commands(scripted_url: str, tmp_path: Path) -> 
         main(
             [
                 "generate",
-                "--family",
+                "--source",
                 "sql",
                 "--seed",
                 "3",

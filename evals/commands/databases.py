@@ -1,4 +1,4 @@
-"""The sql family's databases: ``serve-postgres``, ``stop-postgres``, ``load-db``."""
+"""The SQL analyst's databases: ``serve-postgres``, ``stop-postgres``, ``load-db``."""
 
 from __future__ import annotations
 

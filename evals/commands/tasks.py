@@ -21,7 +21,9 @@ def register(commands: Any) -> None:
         "questions over a generated bank) that --tasks reads",
     )
     gen.add_argument(
+        "--source",
         "--family",
+        dest="source",
         choices=sorted(SOURCES),
         default="files",
         help="; ".join(f"{s.name}: {s.help}" for s in SOURCES.values()) + " (default files)",
@@ -49,7 +51,9 @@ def register(commands: Any) -> None:
         help="write a task set's questions over MCP servers: our tools or a community "
         "server's, with checks both are scored by alike (for paired comparisons)",
     )
-    surface.add_argument("--family", choices=sorted(SURFACES), required=True)
+    surface.add_argument(
+        "--source", "--family", dest="source", choices=sorted(SURFACES), required=True
+    )
     surface.add_argument(
         "--surface",
         required=True,
@@ -61,7 +65,7 @@ def register(commands: Any) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    source = SOURCES[args.family]
+    source = SOURCES[args.source]
     seed = args.seed if args.seed is not None else source.default_seed(args.split)
     if args.n < 1:
         print("evals generate: --n must be at least 1", file=sys.stderr)
@@ -94,7 +98,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _surface(args: argparse.Namespace) -> int:
-    taskset = over_surface(load_tasks(args.tasks), args.family, args.surface)
+    taskset = over_surface(load_tasks(args.tasks), args.source, args.surface)
     write_taskset(taskset, args.out)
     print(f"wrote {args.out}: {taskset.name}, {len(taskset.tasks)} tasks")
     return 0

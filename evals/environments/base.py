@@ -138,7 +138,7 @@ class Environment(Protocol):
     * ``texts``: every text its gathering can put before the model (checked for what must
       never reach it);
     * ``figures``: figures only its runs have (``Figures``), in every summary of a run file
-      (``evals.report.families``);
+      (``evals.report.figures``);
     * ``check_kinds``: check kinds only its tasks use (models with a ``kind`` tag and
       ``passes(run)``, ``evals.tasks.register_check``), and ``judges``: the names its
       ``judged`` checks may give (its dialogue's ``judge`` rewards them);

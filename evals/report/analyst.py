@@ -1,7 +1,8 @@
 """What the loop-control chapter measures of its SQL analyst, measured on a run file of the
-sql family: steps per question, the share of questions that hit an SQL error, the share of
-those that recovered on the next step, statement timeouts, rows returned, and wall time per
-question. Read from each record's audit (one entry per run_sql call) and its turns."""
+database environment's tasks: steps per question, the share of questions that hit an SQL
+error, the share of those that recovered on the next step, statement timeouts, rows returned,
+and wall time per question. Read from each record's audit (one entry per run_sql call) and
+its turns."""
 
 from __future__ import annotations
 

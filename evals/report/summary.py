@@ -1,6 +1,6 @@
 """A run file's summaries: its totals as JSON (``RUN.summary.json``) and as Markdown
-(``RUN.summary.md``), with the figures of each family whose tasks it ran
-(:mod:`evals.report.families`)."""
+(``RUN.summary.md``), with the figures of each environment whose tasks it ran
+(:mod:`evals.report.figures`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from evals.numbers import mean, p95
 from evals.record import NOT_RUN, RunRecord, is_error, read_runs
-from evals.report.families import family_figures, family_sections
+from evals.report.figures import environment_figures, environment_sections
 from evals.report.markdown import table
 from evals.report.stats import accuracy, accuracy_of, pass_hat_curve
 
@@ -25,7 +25,7 @@ def _total(values: list[int | None]) -> int | None:
 def summarize(records: Sequence[RunRecord]) -> dict[str, Any]:
     """Totals of one run file, and each environment's own figures over its runs."""
     summary = _totals(records)
-    return {**summary, **family_figures(records, taken=set(summary))}
+    return {**summary, **environment_figures(records, taken=set(summary))}
 
 
 def _totals(records: Sequence[RunRecord]) -> dict[str, Any]:
@@ -150,7 +150,7 @@ def summary_markdown(name: str, summary: dict[str, Any], records: Sequence[RunRe
         "",
     ]
     lines += false_claim_lines(summary, records)
-    lines += family_sections(summary, taken=set(_totals([])))
+    lines += environment_sections(summary, taken=set(_totals([])))
     return "\n".join(lines)
 
 

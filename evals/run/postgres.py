@@ -1,4 +1,4 @@
-"""A local PostgreSQL for the sql family: ``python -m evals serve-postgres`` (``make
+"""A local PostgreSQL for the SQL analyst's tasks: ``python -m evals serve-postgres`` (``make
 serve-postgres``) and ``python -m evals stop-postgres`` (``make stop``).
 
 It is Debian's ``postgresql`` (installed with apt-get where missing), started on a free port

@@ -1,4 +1,4 @@
-"""Every generated task source, by name: what ``python -m evals generate --family NAME``
+"""Every generated task source, by name: what ``python -m evals generate --source NAME``
 writes. A new source is one module (its seeds' splits and a writer) and one line here."""
 
 from __future__ import annotations

@@ -140,24 +140,24 @@ def _sql_reading(task: Task, surface: str) -> list[tuple[str, dict[str, Any]]]:
     return [("list_tables", {}), *described, *(("read_query", {"query": q}) for q in queries)]
 
 
-def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
-    """``taskset``'s questions over ``surface`` (``SURFACES[family]``), with surface-blind
+def over_surface(taskset: TaskSet, source: str, surface: str) -> TaskSet:
+    """``taskset``'s questions over ``surface`` (``SURFACES[source]``), with surface-blind
     checks and the reading that surface needs."""
-    if surface not in SURFACES.get(family, ()):
+    if surface not in SURFACES.get(source, ()):
         known = ", ".join(f"{f}: {'/'.join(s)}" for f, s in SURFACES.items())
-        raise EvalError(f"no surface {surface!r} for {family!r} (there are: {known})")
+        raise EvalError(f"no surface {surface!r} for {source!r} (there are: {known})")
     tasks = []
     for task in taskset.tasks:
-        if (task.fields_of(DatabaseRef) is not None) != (family == "sql"):
-            raise EvalError(f"task {task.id} is not a {family} task")
-        if family == "files":
+        if (task.fields_of(DatabaseRef) is not None) != (source == "sql"):
+            raise EvalError(f"task {task.id} is not a {source} task")
+        if source == "files":
             checks, reading = _file_checks(task), _file_reading(task, surface)
         else:
             checks, reading = _sql_checks(task), _sql_reading(task, surface)
         mcp = McpFields(
-            mcp_servers=dict(SERVERS[(family, surface)]),
+            mcp_servers=dict(SERVERS[(source, surface)]),
             reading=reading,
-            intro=FILES_INTRO if family == "files" else SQL_INTRO,
+            intro=FILES_INTRO if source == "files" else SQL_INTRO,
         )
         tasks.append(
             task.model_copy(
@@ -170,6 +170,6 @@ def over_surface(taskset: TaskSet, family: str, surface: str) -> TaskSet:
         )
     return TaskSet(
         name=f"{taskset.name}-mcp-{surface}",
-        description=f"{taskset.name} over MCP: {surface} tools ({family})",
+        description=f"{taskset.name} over MCP: {surface} tools ({source})",
         tasks=tasks,
     )

@@ -52,7 +52,7 @@ def register(commands: Any) -> None:
     pairs.set_defaults(handler=_paired_report)
     sql = commands.add_parser(
         "sql-report",
-        help="the sql family's runs side by side with the chapter's figures, and named pairs "
+        help="the SQL analyst's runs side by side with the chapter's figures, and named pairs "
         "compared task by task",
     )
     sql.add_argument("files", nargs="+", type=Path, help="run files, or folders of them")

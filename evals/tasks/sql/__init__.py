@@ -1,7 +1,7 @@
 """The ``sql`` task family: an analyst's questions about a generated bank, asked of a
 read-only database through ``run_sql`` and ``describe`` (the loop-control chapter's own case).
 
-``python -m evals generate --family sql --seed S --n N`` writes a task set; every task names
+``python -m evals generate --source sql --seed S --n N`` writes a task set; every task names
 its database (the bank's seed and the fingerprint of its rows), so the same seed always gives
 the same database and questions. Each question's expected answer is what its gold SQL returns
 there; its candidates (what a question-blind answer chooses among) come from the same data. A

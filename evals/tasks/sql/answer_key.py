@@ -1,4 +1,4 @@
-"""The sql family's answer key for the scripted oracle: run the question's gold SQL, then
+"""The SQL analyst's answer key for the scripted oracle: run the question's gold SQL, then
 answer from its result. The gold SQL is a function of the question alone
 (:mod:`evals.tasks.sql.questions`); serve_local knows no task family, so the eval hands this key
 to the scripted backend (``--answer-key evals.tasks.sql.answer_key:answer``)."""
@@ -17,7 +17,7 @@ def _result_rows(result: str) -> list[list[str]]:
 
 
 def answer(t: Transcript) -> Reply | None:
-    """The oracle's reply to a question of the sql family; None for any other question."""
+    """The oracle's reply to a question of the SQL analyst's; None for any other question."""
     gold = gold_for(t.question)
     if gold is None:
         return None

@@ -17,7 +17,7 @@ from evals.report import analyst
 from harness.plugins import PluginWarning
 
 # Figures that live in the report's layer, by the name of the environment whose records
-# they read: the sql family's (steps, SQL errors and recoveries, timeouts, rows).
+# they read: the SQL analyst's (steps, SQL errors and recoveries, timeouts, rows).
 FIGURES: dict[str, Figures] = {
     "database": Figures("analyst", "What the chapter measures", analyst.figures, analyst.markdown),
 }
@@ -46,10 +46,10 @@ def _figures(taken: Set[str] = frozenset()) -> dict[str, Figures]:
     return found
 
 
-def family_figures(
+def environment_figures(
     records: Sequence[RunRecord], taken: Set[str] = frozenset()
 ) -> dict[str, dict[str, Any] | None]:
-    """Every family's figures over its own environment's records, by the summary's key; none
+    """Every environment's figures over its own records, by the summary's key; none
     under a key in ``taken`` (the summary's own)."""
     return {
         f.key: f.of([r for r in records if r.environment.name == name])
@@ -57,8 +57,8 @@ def family_figures(
     }
 
 
-def family_sections(summary: dict[str, Any], taken: Set[str] = frozenset()) -> list[str]:
-    """The Markdown sections of the families a summary has figures of (none under a key in
+def environment_sections(summary: dict[str, Any], taken: Set[str] = frozenset()) -> list[str]:
+    """The Markdown sections of the environments a summary has figures of (none under a key in
     ``taken``, the summary's own)."""
     lines: list[str] = []
     for f in _figures(taken).values():
