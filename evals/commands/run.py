@@ -24,7 +24,7 @@ from harness.client import base_url_from_env
 from harness.config import add_loop_flags, loop_from_args
 from harness.display import printable
 from harness.keys import key_from, refused_on_command_line
-from harness.presets import add_preset_flags, preset, preset_from_args
+from harness.presets import add_preset_flags, preset_from_args
 from harness.providers import APIS, base_url_for
 
 INTERRUPTED = (
@@ -227,9 +227,12 @@ def _run(args: argparse.Namespace) -> list[Path]:
         "per_server": args.max_connections,
         "api_key_env": args.api_key_env,
     }
-    if not args.resume:  # a resumed run keeps its own
+    chosen = None  # a resumed run keeps its own preset
+    if not args.resume:
         args.preset = chosen_preset(args)
-    limits = preset(args.preset).limits if args.preset is not None else {}
+        # Read once: its limits under the loop's flags, its settings with theirs.
+        chosen = preset_from_args(args)
+    limits = chosen.limits if chosen is not None else {}
     # A command's own loop defaults (tau2: no cap on the agent's model calls), then the flags.
     loop = loop_from_args(args, eval_loop(**getattr(args, "loop_base", {})), limits)
     if loop.temperature is not None and not 0 <= loop.temperature <= 2:
@@ -251,6 +254,7 @@ def _run(args: argparse.Namespace) -> list[Path]:
         resumed = replace(resumed, user_api_key_env=args.user_api_key_env)
         evals = [resumed]
     else:
+        assert chosen is not None  # named, or the default of the tasks' environment
         evals = [
             EvalSettings(
                 serving=Serving(urls[0], api=args.api, model=model, **spread),
@@ -260,7 +264,7 @@ def _run(args: argparse.Namespace) -> list[Path]:
                 label=f"{args.label}-{model}" if args.label and len(models) > 1 else args.label,
                 out=args.out,
                 approvals=args.approvals,
-                preset=preset_from_args(args),
+                preset=chosen,
                 db=args.db,
                 solver=args.solver,
                 user_model=args.user_model,
