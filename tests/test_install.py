@@ -21,7 +21,7 @@ from serve_local.process import free_port
 from tests.helpers import venv_with
 
 ROOT = Path(__file__).parent.parent
-SOURCE = ("pyproject.toml", "README.md", "evals", "harness", "serve_local")
+SOURCE = ("pyproject.toml", "README.md", "evals", "harness", "serve_local", "lab")
 
 
 # Every requirement the installed loopbench declares, with the llama extra, met by what is
@@ -91,6 +91,19 @@ def test_the_package_installs_its_command_and_its_data(installed: Path, tmp_path
     assert found.returncode == 0 and "site-packages" in found.stdout, found.stderr
     tasks = _run(installed, "loopbench", "check-tasks", found.stdout.strip(), cwd=tmp_path)
     assert tasks.returncode == 0, tasks.stdout + tasks.stderr
+    # τ²'s committed task files too, its modes' included.
+    tau2 = _run(
+        installed, "python", "-c",
+        "from evals.tau2.tasks import taskset_file; "
+        "print(all(taskset_file(*s).exists() for s in "
+        "[('airline', 'test'), ('airline', 'test', 'gt'), ('telecom', 'test', 'solo')]))",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert tau2.stdout.strip() == "True", tau2.stdout + tau2.stderr
+    # The lab (the studies, the conformance runs, the docs writers) is the checkout's: pip
+    # installs none of it.
+    lab = _run(installed, "python", "-c", "import lab", cwd=tmp_path)
+    assert lab.returncode == 1 and "No module named 'lab'" in lab.stderr, lab.stderr
 
 
 def test_loopbench_serve_eval_and_stop_work_without_make(installed: Path, tmp_path: Path) -> None:

@@ -408,7 +408,7 @@ def test_the_ladder_is_the_instruction_tuned_models_and_make_sweep_serves_it() -
         ["make", "--no-print-directory", "-n", "sweep"], cwd=ROOT, capture_output=True, text=True
     )
     assert planned.returncode == 0, planned.stderr
-    command = next(line for line in planned.stdout.splitlines() if "evals sweep" in line)
+    command = next(line for line in planned.stdout.splitlines() if "lab sweep" in line)
     assert f"--models {','.join(LADDER)} " in command
     # ... under every preset, in the order presets.json names them.
     presets = json.loads((ROOT / "harness" / "presets.json").read_text())

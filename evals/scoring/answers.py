@@ -47,7 +47,7 @@ be") commits to nothing: a worked example of what an answer could look like is n
 What the reading does not do: check that a claim answers the question asked. "errors.log is
 the largest file" commits to errors.log, so it is credited for "which file mentions a
 timeout?" when errors.log is the answer there too. The labelled corpus holds such rows and
-``evals grader-check`` lists them as disagreements.
+``python -m lab grader-check`` lists them as disagreements.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def _run_schemas(args: argparse.Namespace, url: str) -> int:
 def report_schemas(args: argparse.Namespace) -> int:
     paths = args.runs or sorted(COMMITTED.glob("*.json"))
     if not paths:
-        raise EvalError("no tool-schema runs: `evals tool-schemas --label NAME` writes one")
+        raise EvalError("no tool-schema runs: `python -m lab tool-schemas --label NAME` writes one")
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
     fill(DOCS, "tool-schemas", tool_schemas.summary_table(runs))
     fill(DOCS, "tool-schemas-sets", tool_schemas.sets_table(runs))

@@ -236,7 +236,7 @@ def bfcl_peer_command(args: argparse.Namespace) -> int:
         peer.write_peer_items(args.out, log, peer.log_items(log), ours, args.ours)
         comparison = bfcl_peer.write(args.out, args.out.with_suffix(".md"))
     except EvalError as exc:
-        print(f"evals bfcl-peer: {exc}", file=sys.stderr)
+        print(f"lab bfcl-peer: {exc}", file=sys.stderr)
         return 1
     agree = sum(i.ours == i.theirs for i in comparison.items)
     print(f"same verdict on {agree} of {len(comparison.items)} items")
@@ -248,7 +248,7 @@ def bfcl_peer_report_command(args: argparse.Namespace) -> int:
     try:
         bfcl_peer.write(args.peer_file, args.peer_file.with_suffix(".md"))
     except EvalError as exc:
-        print(f"evals bfcl-peer-report: {exc}", file=sys.stderr)
+        print(f"lab bfcl-peer-report: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {args.peer_file.with_suffix('.md')}")
     return 0
