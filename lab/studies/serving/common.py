@@ -44,7 +44,8 @@ class Part:
     # Blocks of the docs its figures write: (page, block name, text), see lab.report.docs.
     docs: Callable[[Figures], list[tuple[Path, str, str]]] | None = None
     # For a part whose figures include verdicts of its committed run files: those figures
-    # again from the files as they read now (after ``python -m lab rescore``), nothing measured again.
+    # again from the files as they read now (after ``python -m lab rescore``), nothing
+    # measured again.
     rescored: Callable[[Figures], Figures] | None = None
     # bench.md's heading above its section, for a part whose lines have none (they also fill a
     # docs block, under the page's own heading).
