@@ -30,7 +30,7 @@ STAMP_TAU2 := $(TAU2_VENV)/.installed-tau2
 INSPECT_VENV := .venv-inspect
 INSPECT_EVALS_VERSION := 0.26.0
 STAMP_INSPECT_EVALS := $(INSPECT_VENV)/.installed-inspect-evals
-# The community MCP servers the task families run, each where its own dependencies hold
+# The community MCP servers the MCP task sets run, each where its own dependencies hold
 # (mcp-server-git needs the MCP SDK 2.x, mcp-server-sqlite the 1.x API): a virtualenv each,
 # the filesystem server from npm, and one folder of entry points (mcp-servers/bin) that the
 # MCP environment looks in before PATH.
@@ -159,7 +159,7 @@ serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted \
 		--answer-key evals.tasks.sql.answer_key:answer
 
-# A local PostgreSQL for the sql family (Debian's postgresql, installed where missing), data
+# A local PostgreSQL for the SQL analyst (Debian's postgresql, installed where missing), data
 # under .run/postgres/, the committed sql task sets' banks loaded; prints the --db URL:
 #   make serve-postgres && python -m evals run --tasks evals/tasks/sql-test-s1000-n60.json \
 #     --db "$$(cat .run/postgres/url)"
@@ -203,7 +203,7 @@ eval: $(STAMP_DEV)
 	@$(call compare_into,$(LOCAL))
 	@$(call report_into,$(LOCAL))
 
-# The MCP families' task sets (evals/tasks/mcp/): the git family over mcp-server-git (dev and
+# The MCP task sets (evals/tasks/mcp/): the git source over mcp-server-git (dev and
 # test seeds), and the file and SQL sets over two tool surfaces each, ours served over MCP
 # against a community server, for paired comparisons. Committed; this rewrites them.
 MCP_TASKS := evals/tasks/mcp
@@ -219,13 +219,13 @@ mcp-tasks: $(STAMP_DEV)
 		--source sql --surface $(s) --tasks evals/tasks/$(t).json --out $(MCP_TASKS)/$(t)-$(s).json &&)) true
 
 # Our tools against each community server on the same questions (make mcp-runs ran them):
-# results/mcp/paired-*.md and docs/mcp.md's verdicts, from the committed runs (with the loop
-# policies' pairs; all named in lab/report/paired_pages.py).
+# results/mcp/paired-*.md and docs/mcp.md's verdicts, from the committed runs (with the
+# presets' pairs; all named in lab/report/paired_pages.py).
 MCP_RUNS := results/mcp
 mcp-report: $(STAMP_DEV)
 	$(PY) -m lab paired-report
 
-# The MCP families on the default model (hours on two cores): each surface of each set, one
+# The MCP task sets on the default model (hours on two cores): each surface of each set, one
 # model process at a time; make mcp-report pairs them.
 mcp-runs: $(STAMP_DEV) $(STAMP_MCP)
 	@$(foreach r,files6-ours:penalized files6-filesystem:penalized \
@@ -235,7 +235,7 @@ mcp-runs: $(STAMP_DEV) $(STAMP_MCP)
 		--preset $(word 2,$(subst :, ,$(r))) --label $(word 1,$(subst :, ,$(r))) \
 		--out $(MCP_RUNS)/$(word 1,$(subst :, ,$(r)))-$(word 2,$(subst :, ,$(r))).jsonl &&) true
 
-# The sql family under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
+# The SQL analyst under the chapter's analyst loop: make eval-sql [DB=postgresql://...]
 # [SQL_PRESET=analyst-schema] (the schema in the system prompt; SQL_POLICY, its older name)
 SQL_TASKS ?= evals/tasks/sql-test-s1000-n60.json
 SQL_PRESET ?= $(or $(SQL_POLICY),analyst)
@@ -265,7 +265,7 @@ eval-workflows: $(STAMP_DEV)
 	done
 
 # The committed workflow runs beside the agent runs they are compared with (the sweep's runs on
-# files6, the generated test set's and the sql family's): results/workflows.md
+# files6, the generated test set's and the SQL analyst's): results/workflows.md
 workflows-report: $(STAMP_DEV)
 	$(PY) -m lab workflows-report --out results/workflows.md
 
@@ -406,7 +406,7 @@ chromium:
 		{ $$sudo apt-get update >/dev/null 2>&1 && $$sudo apt-get install -y chromium >/dev/null 2>&1; } || \
 		echo "make: chromium could not be installed (needs root or sudo): the browser tests will be skipped"; }
 
-# The sql family's PostgreSQL tests need Debian's postgresql: installed here when missing (the
+# The SQL analyst's PostgreSQL tests need Debian's postgresql: installed here when missing (the
 # tests start and stop servers of their own, as the postgres user).
 postgresql:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \

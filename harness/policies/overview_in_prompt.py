@@ -18,8 +18,8 @@ OVERVIEW_ON: Setting[bool] = Setting(
     "bool",
     doc=(
         "the system prompt shows what the task works on, where its source gives an overview: for "
-        "the `sql` family every table and column as `describe` lists them (the `analyst-schema` "
-        "preset); a folder of files gives none, and the prompt stays as it is"
+        "the database's tasks every table and column as `describe` lists them (the "
+        "`analyst-schema` preset); a folder of files gives none, and the prompt stays as it is"
     ),
 )
 

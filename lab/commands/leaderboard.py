@@ -21,7 +21,7 @@ from lab.studies.leaderboard import LeaderboardSettings, parse_entrants, run_lea
 def register(commands: Any) -> None:
     board = commands.add_parser(
         "leaderboard",
-        help="each model under its policies on one task set; DIR/leaderboard.md",
+        help="each model under its presets on one task set; DIR/leaderboard.md",
         description="Runs every MODEL:PRESET without a finished run file under --out "
         "(resuming an interrupted one), serving each model in turn, then writes "
         "leaderboard.md and .json with the paired tests.",

@@ -46,7 +46,7 @@ def register(commands: Any) -> None:
     shot.set_defaults(handler=_screenshot)
     pairs = commands.add_parser(
         "paired-report",
-        help="the committed paired comparisons the docs quote (the loop policies' and the MCP "
+        help="the committed paired comparisons the docs quote (the presets' and the MCP "
         "tool surfaces'): a page for each under results/, and their verdicts in the docs",
     )
     pairs.set_defaults(handler=_paired_report)
