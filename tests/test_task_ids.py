@@ -17,8 +17,9 @@ import pytest
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
-from evals.tasks import McpFields, Task, TaskSet, Tau2Ref, load_tasks, write_taskset
+from evals.tasks import McpFields, Task, TaskSet, load_tasks, write_taskset
 from evals.tau2.bridge import tau2_python
+from evals.tau2.fields import Tau2Ref
 from harness.workspace import SEED_FILES
 from serve_local.inprocess import running_server
 from tests.fake_provider import answer, server_app

@@ -15,7 +15,8 @@ from evals.record import is_error, read_runs
 from evals.report.stats import by_task, pass_hat_interval, pass_hat_k
 from evals.run.runner import LOCAL
 from evals.run.settings import resumed_settings
-from evals.tasks import Task, TaskSet, Tau2Ref, load_tasks, write_taskset
+from evals.tasks import Task, TaskSet, load_tasks, write_taskset
+from evals.tau2.fields import Tau2Ref
 from evals.tau2.rules import TAU2_MAX_ERRORS, TAU2_MAX_STEPS, TAU2_SEED, said
 from evals.tau2.tasks import MODES, build, taskset_file
 

@@ -29,9 +29,10 @@ from typing import Any
 from evals.environments.base import Reading
 from evals.errors import EvalError
 from evals.pipe import PipeFailed
-from evals.record import Tau2Data
-from evals.tasks import Task, Tau2Ref
+from evals.tasks import Task
 from evals.tau2.bridge import Tau2
+from evals.tau2.data import Tau2Data
+from evals.tau2.fields import Tau2Ref
 from harness.errors import ToolError, ToolServerFailed
 from harness.setup import Setup
 from harness.state import RunState
@@ -278,6 +279,8 @@ class Tau2Environment:
     # τ²'s tools are its domains' (read from its package when a task opens).
     tool_names: frozenset[str] = frozenset()
     judges = ("tau2",)  # judged checks' by: τ²'s evaluator
+    data = Tau2Data  # its domain and task, τ²'s version, and the reward with its parts
+    task_fields = (Tau2Ref,)  # which of τ²'s tasks a task is, under its ``tau2`` key
     default_preset = "no-helpers"  # τ²'s agent: its own prompt, nothing of ours added
 
     def holds(self, task: Task) -> bool:

@@ -98,25 +98,6 @@ class McpData(Data):
         return {name for server in self.servers or [] for name in server.tools}
 
 
-class Tau2Data(Data):
-    """One of τ²-bench's tasks (``evals.environments.tau2``): its domain and τ²'s own id, the
-    tau2 package that ran it, and τ²'s evaluator's verdict: the reward (None: never judged,
-    the run an error) and its parts as τ² writes them (``db_check``, ``communicate_checks``,
-    ``env_assertions``, ``action_checks``, ``reward_breakdown``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["tau2"] = "tau2"
-    domain: str
-    task: str
-    tau2_version: str | None = None
-    reward: float | None = None
-    reward_info: dict[str, Any] | None = None
-
-    def verdicts(self) -> dict[str, float]:
-        return {} if self.reward is None else {"tau2": self.reward}
-
-
 class OtherData(Data):
     """An environment this module has no model for: its name, and what it kept as fields."""
 
@@ -143,7 +124,7 @@ def register(model: type[Data], only_check: bool = False) -> type[Data]:
     return model
 
 
-for _model in (WorkspaceData, DatabaseData, McpData, Tau2Data):
+for _model in (WorkspaceData, DatabaseData, McpData):
     register(_model)
 
 

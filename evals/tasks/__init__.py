@@ -51,7 +51,7 @@ from evals.tasks.model import (
     chance_of,
     register_fields,
 )
-from evals.tasks.users import Tau2Ref, UserScenario
+from evals.tasks.users import UserScenario
 from harness.mcp.config import ServerConfig
 
 __all__ = [
@@ -87,7 +87,6 @@ __all__ = [
     "TaskFields",
     "TaskFileError",
     "TaskSet",
-    "Tau2Ref",
     "ToolCalled",
     "TypedAnswer",
     "UserScenario",

@@ -34,7 +34,7 @@ from evals.tasks.checks import (
     YesNo,
 )
 from evals.tasks.fields import HELD, F, TaskFields, add, at_top, given_to, split, validated
-from evals.tasks.users import Tau2Ref, UserScenario
+from evals.tasks.users import UserScenario
 from harness.mcp.config import ServerConfig
 
 
@@ -271,7 +271,6 @@ def register_fields(model: type[F], only_check: bool = False) -> type[F]:
 register_fields(DatabaseRef)
 register_fields(McpFields)
 register_fields(RepositoryRef)
-register_fields(Tau2Ref)
 
 
 def chance_of(task: Task) -> float:

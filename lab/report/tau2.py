@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.record import RunRecord, Tau2Data, committed, is_error, read_runs
+from evals.record import RunRecord, committed, is_error, read_runs
 from evals.report.markdown import table
 from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
 from evals.tasks import load_tasks
+from evals.tau2.data import Tau2Data
 from evals.tau2.rules import differs
 from lab.report.docs import fill
 from lab.report.users import RULES, agreement, by_conversation, readers, user_errors
