@@ -233,3 +233,31 @@ def test_a_file_tasks_record_holds_no_conversation_or_sql_setting(
         *line["spec"]["loop"],
         *line["spec"]["preset"]["settings"],
     }
+
+
+def test_a_bare_interpreter_reads_an_environments_record_and_task_typed() -> None:
+    """τ²'s record data and task field are declared by its environment, not registered at
+    import by the record or task layers: reading a record or validating a task loads the
+    registry first, so neither reads as another environment's (``OtherData``) or is refused
+    for an unknown key, whatever was imported before."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from evals.record.run import parse\n"
+        "raw = json.loads(open(sys.argv[1]).readline())\n"
+        "print(type(parse(raw, 'r').environment).__name__)\n"
+        "from evals.tasks import Task\n"
+        "task = Task.model_validate({'id': 'a', 'question': 'q', 'user': {'scenario': 's'},\n"
+        "    'checks': [{'kind': 'judged', 'by': 'tau2'}], 'tau2': {'domain': 'airline',\n"
+        "    'task': '2'}})\n"
+        "print(sorted(task.environment_fields))\n"
+    )
+    path = ROOT / "results" / "tau2" / "airline-test-oracle-agent.jsonl"
+    ran = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT,
+        timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split("\n")[:2] == ["Tau2Data", "['tau2']"], ran.stdout

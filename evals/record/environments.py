@@ -20,6 +20,8 @@ from pydantic import (
     model_serializer,
 )
 
+from evals import installed
+
 
 class Data(BaseModel):
     """What every environment's record data answers; each model names itself by a ``name``
@@ -155,6 +157,8 @@ def _read(value: Any) -> Data:
     if isinstance(value, Data):
         return value
     name = value.get("name") if isinstance(value, dict) else None
+    if name not in _MODELS:  # whoever reads a record, the environments' data are known
+        installed.load()
     return _MODELS.get(name, OtherData).model_validate(value)  # type: ignore[arg-type]
 
 

@@ -17,6 +17,8 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError
 
+from evals import installed
+
 
 class TaskFields(BaseModel):
     """The fields one environment adds to a task, under the task file's key ``key``; where
@@ -90,6 +92,8 @@ def split(data: Any) -> Any:
         raise ValueError(
             f"{HELD!r} is not a task field: write each environment's fields at the top"
         )
+    # Whoever validates a task, the environments' fields are known (registered once).
+    installed.load()
     keys = _keys()
     if not isinstance(data, dict) or not (set(data) & set(keys)):
         return data
