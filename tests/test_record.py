@@ -239,7 +239,8 @@ def test_a_bare_interpreter_reads_an_environments_record_and_task_typed() -> Non
     """τ²'s record data and task field are declared by its environment, not registered at
     import by the record or task layers: reading a record or validating a task loads the
     registry first, so neither reads as another environment's (``OtherData``) or is refused
-    for an unknown key, whatever was imported before."""
+    for an unknown key, and an older record loses the settings another environment owns,
+    whatever was imported before."""
     import subprocess
     import sys
 
@@ -247,6 +248,8 @@ def test_a_bare_interpreter_reads_an_environments_record_and_task_typed() -> Non
         "import json, sys\n"
         "from evals.record.run import parse\n"
         "raw = json.loads(open(sys.argv[1]).readline())\n"
+        "files = parse({**raw, 'conversation': None, 'environment': {'name': 'workspace'}}, 'f')\n"
+        "print(sorted(k for k in files.spec.preset.settings if k in ('row_cap', 'nudges')))\n"
         "print(type(parse(raw, 'r').environment).__name__)\n"
         "from evals.tasks import Task\n"
         "task = Task.model_validate({'id': 'a', 'question': 'q', 'user': {'scenario': 's'},\n"
@@ -260,4 +263,5 @@ def test_a_bare_interpreter_reads_an_environments_record_and_task_typed() -> Non
         timeout=120,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.split("\n")[:2] == ["Tau2Data", "['tau2']"], ran.stdout
+    # A version 4 record of a file task read first of all: the SQL limits it kept are dropped.
+    assert ran.stdout.split("\n")[:3] == ["['nudges']", "Tau2Data", "['tau2']"], ran.stdout

@@ -148,7 +148,9 @@ def own_settings(environment: str, settings: tuple[str, ...], only_check: bool =
 
 
 def preset_used(settings: dict[str, Any], environments: set[str]) -> dict[str, Any]:
-    """A preset's ``settings`` less those owned by an environment not in ``environments``."""
+    """A preset's ``settings`` less those owned by an environment not in ``environments``
+    (the registry loaded first: what each environment owns is declared there)."""
+    installed.load()
     other = {s for e, owned in _OWNED.items() if e not in environments for s in owned}
     return {k: v for k, v in settings.items() if k not in other}
 
