@@ -275,7 +275,7 @@ def test_the_six_tasks_run_four_at_a_time(served: tuple[str, LlamaBackend], tmp_
     engine.peak = 0
     decoded, decode_s = engine.decoded, engine.decode_s
     out = tmp_path / "run.jsonl"
-    settings = EvalSettings(serving=Serving(base_url=url), out=out, loop=eval_loop(max_turns=4))
+    settings = EvalSettings(serving=Serving(base_url=url), out=out, loop=eval_loop(max_turns=2))
     lines: list[str] = []
     asyncio.run(run_eval(settings, echo=lines.append))
     records = read_runs(out)
