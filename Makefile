@@ -157,7 +157,7 @@ serve-llama-server: peer-llama-server $(STAMP_MODELS)
 
 serve-scripted: $(STAMP_DEV)
 	$(PY) -m serve_local.daemon start scripted $(SCRIPTED_PORT) --timeout 60 -- --backend scripted \
-		--answer-key evals.tasks.sql.answer_key:answer
+		--answer-key evals.database.sql.answer_key:answer
 
 # A local PostgreSQL for the SQL analyst (Debian's postgresql, installed where missing), data
 # under .run/postgres/, the committed sql task sets' banks loaded; prints the --db URL:

@@ -5,7 +5,7 @@ point) with its record data and task fields.
 Registration is explicit: each reader of a file (``evals.tasks.load_tasks``,
 ``evals.record.read_runs``, the CLI before any command) calls :func:`load` first, so what a
 file means never depends on which module happened to be imported before it. The registry
-(``evals.environments.registry``) sits above the readers; :func:`load` imports it by its name,
+(``evals.registry``) sits above the readers; :func:`load` imports it by its name,
 the way an entry point is loaded, and it registers the built-in environments and the
 plugins' through one function (``registry.installed``)."""
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-REGISTRY = "evals.environments.registry"
+REGISTRY = "evals.registry"
 
 
 def load() -> None:

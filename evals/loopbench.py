@@ -62,7 +62,7 @@ def _serve(argv: list[str]) -> int:
 # What runs a verb, as "module:function" (imported when the verb runs); a function of argv.
 RUNS = {"mcp": "harness.mcp.__main__:main"}
 EVALS = "evals.cli:loopbench"  # every other verb: a subcommand of python -m evals
-POSTGRES = "evals.run.postgres"
+POSTGRES = "evals.database.postgres"
 
 
 def _runner(spec: str) -> Callable[[list[str]], int]:

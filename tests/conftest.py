@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from evals.tasks.sql.answer_key import answer as sql_answer
+from evals.database.sql.answer_key import answer as sql_answer
 from harness.workspace import Workspace, create_workspace
 from serve_local.app import create_app
 from serve_local.backends.scripted import ScriptedBackend

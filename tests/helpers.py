@@ -8,12 +8,13 @@ from typing import Any
 
 import httpx
 
-from evals.record import RunRecord, RunSpec, WorkspaceData
+from evals.record import RunRecord, RunSpec
 from evals.record.bfcl import read_items
 from evals.run.recorder import task_record
 from evals.run.servers import Serving
 from evals.scoring.verdict import Verdict
 from evals.tasks import Task
+from evals.workspace.data import WorkspaceData
 from harness.state import RunState
 
 
@@ -153,9 +154,9 @@ def run_tau2_task(
     task run, and the record data its environment keeps of a run that never started."""
     import asyncio
 
-    from evals.environments.tau2 import Tau2Environment
     from evals.run.settings import EvalSettings, eval_loop
     from evals.run.taskrun import run_task
+    from evals.tau2.environment import Tau2Environment
 
     async def run() -> tuple[Any, Any]:
         opened = Tau2Environment().open(tasks or [task], None, folder)

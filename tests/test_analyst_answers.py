@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from evals.database.data import DatabaseData
 from evals.record import RunRecord, read_runs
-from evals.record.environments import DatabaseData
 from harness.replies import FINISH_BRIEFLY
 from lab.report.analyst_answers import joins, shape, story
 

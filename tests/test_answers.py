@@ -13,7 +13,7 @@ import pytest
 
 from evals.scoring.answers import commitment, credits
 from evals.tasks import DEFAULT_TASKS, Facts, NumberIs, OneOf, TaskSet, YesNo, load_tasks
-from evals.tasks.generate import generate
+from evals.workspace.generate import generate
 from lab.studies.grader_check import CORPUS, read_corpus, replay, summary
 from lab.studies.strategies import KNOWN_HEDGE, judge
 from tests.helpers import LAB, ROOT

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from pydantic import Field
 
-from evals.environments import registry
-from evals.environments.registry import environment_of, environment_of_record, installed
+from evals import registry
 from evals.errors import EvalError
-from evals.record import WorkspaceData, read_runs
 from evals.record import environments as record_environments
+from evals.record import read_runs
+from evals.registry import environment_of, environment_of_record, installed
 from evals.report.summary import summarize, summary_markdown
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
@@ -37,6 +37,7 @@ from evals.tasks import (
 )
 from evals.tasks import checks as task_checks
 from evals.tasks import fields as task_fields
+from evals.workspace.data import WorkspaceData
 from harness.plugins import PluginWarning
 from lab.studies import strategies
 from serve_local.inprocess import running_server
@@ -381,6 +382,42 @@ def test_an_environments_fields_may_take_several_keys_of_the_task_file_and_a_set
     with pytest.raises(ValueError, match="task field 'question' is taken"):
         register_fields(flat_question)
     assert register_fields(Dial) is Dial  # the same model again is no clash
+
+
+def test_each_built_in_environment_is_one_package_and_the_core_defines_none() -> None:
+    """An environment's object, record data, task fields, task sources and figures live in one
+    package of its own; the record and task layers define no environment's data or fields."""
+    for environment in registry.BUILT_IN:
+        module = type(environment).__module__
+        package = module.rsplit(".", 1)[0]
+        assert package not in {"evals", "evals.environments"}, module
+        declared = [getattr(environment, "data", None), *getattr(environment, "task_fields", ())]
+        modules = {m.__module__ for m in declared if m is not None}
+        modules |= {s.write.__module__ for s in getattr(environment, "sources", ())}
+        figures = getattr(environment, "figures", None)
+        if figures is not None:
+            modules |= {figures.of.__module__, figures.markdown.__module__}
+        assert all(m.startswith(package + ".") for m in modules), (environment.name, modules)
+    assert {"workspace", "database", "mcp", "tau2"} <= set(record_environments._MODELS)
+    for model in [*record_environments._MODELS.values(), *task_fields._FIELDS.values()]:
+        assert not model.__module__.startswith(("evals.record", "evals.tasks")), model
+    assert set(registry.sources()) >= {"files", "sql", "git"}
+
+
+def test_an_environments_task_source_is_what_generate_offers(clock: Any, tmp_path: Path) -> None:
+    """A source is declared on its environment: ``generate --source`` offers it and writes
+    tasks that run there."""
+    from evals.cli import main
+
+    out = tmp_path / "clock.json"
+    assert main(["generate", "--source", "clock", "--n", "3", "--out", str(out)]) == 0
+    tasks = load_tasks(out).tasks
+    assert [t.id for t in tasks] == ["clock-0", "clock-1", "clock-2"]
+    assert [t.fields_of(clock.ClockFields) for t in tasks] == [
+        clock.ClockFields(zone=z) for z in ("UTC", "Asia/Ho_Chi_Minh", "UTC")
+    ]
+    assert {environment_of(t).name for t in tasks} == {"clock"}
+    assert "clock" in registry.sources() and "files" in registry.sources()
 
 
 def test_an_environment_that_cannot_be_registered_registers_nothing(clock: Any) -> None:

@@ -18,7 +18,7 @@ from evals.record import read_records
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from evals.tasks.generate import KINDS, PHRASINGS, generate, set_name, write
+from evals.workspace.generate import KINDS, PHRASINGS, generate, set_name, write
 from lab.studies.adversaries import run_adversaries, weak
 from serve_local.scenarios import ADVERSARIES
 from tests.helpers import ROOT

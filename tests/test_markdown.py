@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import Part
 from lab.studies.serving.suite import markdown as bench_markdown
 from tests.helpers import ROOT
@@ -78,7 +78,7 @@ def test_nothing_outside_serve_local_calls_a_private_method_of_its_backends() ->
 
 
 def test_model_text_in_a_cell_is_neither_markup_nor_terminal_control() -> None:
-    from evals.report.markdown import cell
+    from evals.markdown import cell
 
     answer = '<img src=x onerror="alert(1)"> a | b & c\x1b[2J\x1b]0;pwned\x07\r\nnext'
     text = cell(answer)
@@ -119,7 +119,7 @@ def test_an_evals_progress_line_shows_model_text_escaped() -> None:
 
 
 def test_clip_puts_text_on_one_line_within_its_length() -> None:
-    from evals.report.markdown import clip
+    from evals.markdown import clip
 
     assert clip("a  b\n c", 10) == "a b c"
     assert clip("x" * 12, 10) == "x" * 9 + "…"

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from evals.record import McpData, read_runs
+from evals.mcp.data import McpData
+from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.tasks import load_tasks
@@ -403,8 +404,8 @@ def test_the_task_folders_root_is_this_users_own_and_names_no_task(
 ) -> None:
     """A root in the shared temporary folder that another user made (or a link in its place)
     is refused, never written through; a task's folder says nothing of its id or question."""
-    from evals.environments import mcp
     from evals.errors import EvalError
+    from evals.mcp import environment as mcp
 
     root = tmp_path / "shared" / f"loopbench-mcp-{os.getuid()}"
     root.parent.mkdir()

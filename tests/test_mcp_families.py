@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 
-from evals.environments.registry import environment_of
+from evals.mcp import git as git_family
+from evals.mcp.fields import McpFields
+from evals.mcp.surfaces import over_surface
 from evals.record import RunRecord
+from evals.registry import environment_of
 from evals.report.pairing import PairingError, paired
 from evals.scoring.evidence import received, score
 from evals.tasks import (
     Facts,
     ListOf,
-    McpFields,
     NumberIs,
     Received,
     Task,
@@ -27,8 +29,6 @@ from evals.tasks import (
     load_tasks,
     write_taskset,
 )
-from evals.tasks import git as git_family
-from evals.tasks.surfaces import over_surface
 from harness.mcp.servers import MCP_BIN
 from harness.state import new_run
 from lab.studies import strategies

@@ -135,7 +135,7 @@ def test_a_plugin_loads_whichever_module_is_imported_first(venv: Path, tmp_path:
     found = _run(
         venv, "-c",
         "import loopbench_clock.environment, loopbench_clock.shout\n"
-        "from evals.environments.registry import ENVIRONMENTS\n"
+        "from evals.registry import ENVIRONMENTS\n"
         "from harness.policies.registry import SETTINGS\n"
         "print(sorted(e.name for e in ENVIRONMENTS), 'shout' in SETTINGS)",
         cwd=tmp_path,

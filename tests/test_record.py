@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from evals.database.data import DatabaseData
 from evals.errors import RunFileError
-from evals.record import RECORD_VERSION, DatabaseData, committed, read_records, read_runs
+from evals.record import RECORD_VERSION, committed, read_records, read_runs
 from evals.record.bfcl import RECORD_VERSION as BFCL_VERSION
 from evals.record.bfcl import read_items
 from evals.record.run import parse

@@ -16,12 +16,12 @@ from evals.cli import main
 from evals.errors import EvalError
 from evals.record import files, kept_file, read_records, task_folder
 from evals.report.compare import load_runs
-from evals.report.stats import wilson
 from evals.report.view import render, write_report
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
-from evals.tasks import generate
+from evals.stats import wilson
+from evals.workspace import generate
 from lab.cli import main as lab_main
 from lab.report.screenshot import CHROMIUM_FLAGS, HEIGHT, WIDTH
 from serve_local.catalogue import DEFAULT_NAME

@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from evals.database.data import DatabaseData
 from evals.errors import EvalError
-from evals.record import DatabaseData, RunRecord, read_runs
+from evals.record import RunRecord, read_runs
 from evals.record.run import parse
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving

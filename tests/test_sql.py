@@ -9,19 +9,21 @@ from typing import Any
 
 import pytest
 
-from evals.record import DatabaseData, kept_at, read_runs
-from evals.report.analyst import audit
+from evals.database.data import DatabaseData
+from evals.database.fields import DatabaseRef
+from evals.database.figures import audit
+from evals.database.sql import tasks as sql_tasks
+from evals.database.sql import write
+from evals.database.sql.bank import generate
+from evals.database.sql.build import sqlite_file
+from evals.database.sql.questions import gold_for
+from evals.record import kept_at, read_runs
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.scoring.answers import commitment, credits
-from evals.tasks import DatabaseRef, ListOf, NumberIs, ObservedValue, load_tasks
-from evals.tasks.sql import tasks as sql_tasks
-from evals.tasks.sql import write
-from evals.tasks.sql.bank import generate
-from evals.tasks.sql.build import sqlite_file
-from evals.tasks.sql.questions import gold_for
+from evals.tasks import ListOf, NumberIs, ObservedValue, load_tasks
 from harness.config import LoopConfig
 from harness.loop import run_loop
 from harness.policies.query_before_answer import QUERY_FIRST
@@ -359,7 +361,7 @@ def _audit(turn: int, error: str | None = None, timed_out: bool = False) -> dict
 
 
 def test_the_analysts_figures_count_errors_recoveries_and_timeouts() -> None:
-    from evals.report.analyst import figures, markdown
+    from evals.database.figures import figures, markdown
     from tests.helpers import run_record
 
     loop = {"max_turns": 8}

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from evals.commands.databases import load_banks
-from evals.environments.database import Databases
+from evals.database import postgres
+from evals.database.environment import Databases
+from evals.database.sql.build import check_postgres, sqlite_file
+from evals.database.sql.questions import gold_for
 from evals.errors import EvalError
 from evals.record import read_runs
-from evals.run import postgres
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.tasks import load_tasks
-from evals.tasks.sql.build import check_postgres, sqlite_file
-from evals.tasks.sql.questions import gold_for
 from harness.presets import preset
 from harness.sql import SQLError, open_database
 from harness.sql.tools import render

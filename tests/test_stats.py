@@ -19,7 +19,10 @@ import pytest
 from evals.record import RunRecord
 from evals.report.compare import compare
 from evals.report.pairing import PairingError, paired
-from evals.report.stats import (
+from evals.report.summary import summarize, summarize_run_file
+from evals.run.runner import EvalSettings, run_eval
+from evals.run.servers import Serving
+from evals.stats import (
     accuracy,
     detectable_difference,
     pass_hat_curve,
@@ -27,9 +30,6 @@ from evals.report.stats import (
     tasks_needed,
     wilson,
 )
-from evals.report.summary import summarize, summarize_run_file
-from evals.run.runner import EvalSettings, run_eval
-from evals.run.servers import Serving
 from evals.tasks import DEFAULT_TASKS
 from lab.studies.sweep import rewrite
 from tests.helpers import ROOT, run_record

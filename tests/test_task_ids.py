@@ -14,10 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from evals.mcp.fields import McpFields
 from evals.record import read_runs
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
-from evals.tasks import McpFields, Task, TaskSet, load_tasks, write_taskset
+from evals.tasks import Task, TaskSet, load_tasks, write_taskset
 from evals.tau2.bridge import tau2_python
 from evals.tau2.fields import Tau2Ref
 from harness.workspace import SEED_FILES

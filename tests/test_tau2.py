@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from evals.record import RunRecord
-from evals.report.stats import pass_hat_k
+from evals.stats import pass_hat_k
 from evals.tau2.bridge import Tau2, Tau2Unavailable, tau2_python
 from evals.tau2.fields import Tau2Ref
 from tests.helpers import run_record, run_tau2_task

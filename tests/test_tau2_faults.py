@@ -187,11 +187,11 @@ def test_a_run_never_judged_leaves_no_environment_open_in_the_worker(tmp_path: P
 
     import httpx
 
-    from evals.environments.tau2 import Tau2Environment
     from evals.run.servers import Serving
     from evals.run.settings import EvalSettings, eval_loop
     from evals.run.taskrun import run_task
     from evals.tasks import load_tasks
+    from evals.tau2.environment import Tau2Environment
     from harness.client import RetryPolicy
     from tests.fake_provider import fake_client
 

@@ -465,7 +465,7 @@ def test_only_a_read_of_the_file_in_the_tasks_folder_by_the_tool_itself_shows_it
 def test_on_the_filesystem_server_a_reads_result_is_no_listing() -> None:
     """read_multiple_files reports a path it could not read inside a successful result: the
     file's name in it shows nothing, so only the surface's listing tools list."""
-    from evals.tasks.surfaces import over_surface
+    from evals.mcp.surfaces import over_surface
 
     taskset = over_surface(load_tasks("evals/tasks/gen-test-s1000-n60.json"), "files", "filesystem")
     task = next(t for t in taskset.tasks if t.kind == "exists")

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from evals.database import postgres
+from evals.database.sql.build import load_postgres
 from evals.errors import EvalError
-from evals.run import postgres
-from evals.tasks.sql.build import load_postgres
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 

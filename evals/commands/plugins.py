@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from evals.environments import registry as environments
+from evals import registry as environments
 from harness import presets
 from harness.plugins import Outcome, declared, outcomes
 from harness.policies import registry as settings

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.conversation import AGENTS
-from evals.environments.registry import held_by
 from evals.errors import EvalError
+from evals.registry import held_by
 from evals.report.compare import compare
 from evals.report.summary import summarize_run_file
 from evals.run.runner import EvalSettings, run_evals

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evals.environments.registry import environment_of
+from evals.mcp.surfaces import SURFACES, over_surface
+from evals.registry import environment_of, sources
 from evals.tasks import load_tasks, task_file_problems, write_taskset
-from evals.tasks.sources import SOURCES, SPLITS
-from evals.tasks.surfaces import SURFACES, over_surface
+from evals.tasks.sources import SPLITS
 
 
 def register(commands: Any) -> None:
@@ -24,9 +24,9 @@ def register(commands: Any) -> None:
         "--source",
         "--family",
         dest="source",
-        choices=sorted(SOURCES),
+        choices=sorted(sources()),
         default="files",
-        help="; ".join(f"{s.name}: {s.help}" for s in SOURCES.values()) + " (default files)",
+        help="; ".join(f"{s.name}: {s.help}" for s in sources().values()) + " (default files)",
     )
     gen.add_argument(
         "--split",
@@ -65,7 +65,7 @@ def register(commands: Any) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    source = SOURCES[args.source]
+    source = sources()[args.source]
     seed = args.seed if args.seed is not None else source.default_seed(args.split)
     if args.n < 1:
         print("evals generate: --n must be at least 1", file=sys.stderr)

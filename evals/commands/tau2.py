@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from evals.commands.run import add_run_flags, handle
-from evals.environments.tau2 import STOP_TOOL
 from evals.errors import EvalError
 from evals.record import is_error, read_runs
-from evals.report.stats import by_task, pass_hat_interval, pass_hat_k
 from evals.run.runner import LOCAL
 from evals.run.settings import resumed_settings
+from evals.stats import by_task, pass_hat_interval, pass_hat_k
 from evals.tasks import Task, TaskSet, load_tasks, write_taskset
+from evals.tau2.environment import STOP_TOOL
 from evals.tau2.fields import Tau2Ref
 from evals.tau2.rules import TAU2_MAX_ERRORS, TAU2_MAX_STEPS, TAU2_SEED, said
 from evals.tau2.tasks import MODES, build, taskset_file

@@ -1,14 +1,15 @@
 """What a record keeps of the environment its task ran on: one small model per environment,
 named by ``name``, the record's ``environment`` field one of them, chosen by that name among
-the models registered (:func:`register`). An environment (``evals.environments``) fills its own
-and nothing else. This project's are declared here, so a record reads typed wherever it is
-read; a new environment declares its model in its own module (its ``data``), and the
-environments' registry registers it. A record of an environment with no model registered reads
-as :class:`OtherData`, its name and what it kept as given."""
+the models registered (:func:`register`). An environment fills its own and nothing else, and
+declares its model in its own package (its ``data``: ``evals.workspace.data``,
+``evals.database.data``, ``evals.mcp.data``, ``evals.tau2.data``, or a plugin's); the
+environments' registry registers each as it enters, and whoever reads a record loads the
+registry first, so a record reads typed wherever it is read. A record of an environment with
+no model registered reads as :class:`OtherData`, its name and what it kept as given."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -53,53 +54,6 @@ class Data(BaseModel):
         return set()
 
 
-class WorkspaceData(Data):
-    """A folder of files: nothing beyond what every record keeps."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["workspace"] = "workspace"
-
-
-class DatabaseData(Data):
-    """A database: where the data was (``sqlite``, or the PostgreSQL URL without its password)
-    and one audit entry per ``run_sql`` call (turn, sql, ms, rows, cut, error, timed_out,
-    refused_write)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["database"] = "database"
-    database: str | None = None
-    audit: list[dict[str, Any]] | None = None
-
-
-class McpServerData(BaseModel):
-    """One MCP server a task run started: its name in the task file, what it calls itself and
-    its version (``serverInfo``), and each tool it offered with its input schema's hash."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    server_name: str | None = None
-    server_version: str | None = None
-    tools: dict[str, str] = {}
-
-
-class McpData(Data):
-    """Tools from MCP servers (``evals.environments.mcp``): the servers as started (None: the
-    run never started them, or they failed before listing their tools), and the database file
-    a ``{database}`` placeholder named, when the task names a bank."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["mcp"] = "mcp"
-    servers: list[McpServerData] | None = None
-    database: str | None = None
-
-    def offered_tools(self) -> set[str]:
-        return {name for server in self.servers or [] for name in server.tools}
-
-
 class OtherData(Data):
     """An environment this module has no model for: its name, and what it kept as fields."""
 
@@ -124,10 +78,6 @@ def register(model: type[Data], only_check: bool = False) -> type[Data]:
     if not only_check:
         _MODELS[name] = model
     return model
-
-
-for _model in (WorkspaceData, DatabaseData, McpData):
-    register(_model)
 
 
 # The preset settings only an environment's tasks read (the SQL tools' row cap and statement

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.items import RELEVANCE
+from evals.markdown import table
 from evals.numbers import mean, p95
 from evals.record import run_files
 from evals.record.bfcl import ItemRecord, read_items
-from evals.report.markdown import table
-from evals.report.stats import wilson
+from evals.stats import wilson
 
 # BFCL's published figures, kept with the BFCL family (evals/bfcl/published.json).
 PUBLISHED = Path(__file__).parents[1] / "bfcl" / "published.json"

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from evals.markdown import table
 from evals.record.bfcl import ItemRecord
-from evals.report.markdown import table
 
 Item = ItemRecord
 _FENCE = "```"

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals.bfcl.items import RELEVANCE
+from evals.markdown import table
 from evals.record.bfcl import ItemRecord, read_items
 from evals.report.bfcl import categories_of
-from evals.report.markdown import table
 from evals.report.pairing import Paired, PairingError, paired_outcomes, unshared
 
 CALLS_TOGETHER = "call categories together"

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.environments.registry import environment_of_record
 from evals.record import is_error
+from evals.registry import environment_of_record
 from evals.report.compare import Run, per_question, rank, solver_of
 from evals.report.pairing import PairingError, paired
-from evals.report.stats import Accuracy, accuracy
+from evals.stats import Accuracy, accuracy
 from serve_local.public import DEFAULT_NAME, LADDER
 
 # A task set's matrix and transcripts: your runs, the references, then the leaderboard's top

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import RunFileError
+from evals.markdown import table as markdown_table
 from evals.record import RunRecord, is_error, read_runs, run_files
-from evals.report.markdown import table as markdown_table
 from evals.report.pairing import PairingError, paired
-from evals.report.stats import Accuracy, accuracy
 from evals.report.summary import cost_text, summarize
 from evals.run.runner import RUNS
+from evals.stats import Accuracy, accuracy
 from harness.presets import plain_settings
 
 NO_RUNS = "No run files yet: `make eval` adds one under results/runs/.\n"
@@ -257,7 +257,16 @@ def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None =
 # The code that makes a reply: a change under these between two runs' commits can change what
 # the model was asked (the environments lay out its prompt and tools, the solvers its turns) or
 # how its reply was read, so such a pair is not like for like.
-REPLY_CODE = ("serve_local", "harness", "evals/environments", "evals/solvers")
+REPLY_CODE = (
+    "serve_local",
+    "harness",
+    "evals/environments",
+    "evals/workspace",
+    "evals/database",
+    "evals/mcp",
+    "evals/tau2",
+    "evals/solvers",
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 

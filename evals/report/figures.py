@@ -1,8 +1,7 @@
 """Figures only one environment's runs have, by environment: a run file's summary carries
 each under its key (None when no task of the run ran there) and its Markdown adds a section.
-An environment declares its own (``figures``, ``evals.environments.base.Figures``); the
-database environment's are the analyst's, which use the report's statistics and tables (a
-layer above the environments), so they are named here, by that environment's name."""
+An environment declares its own (``figures``, ``evals.environments.base.Figures``): the
+database's are the analyst's (``evals.database.figures``)."""
 
 from __future__ import annotations
 
@@ -10,25 +9,17 @@ import warnings
 from collections.abc import Sequence, Set
 from typing import Any
 
-from evals.environments import registry
+from evals import registry
 from evals.environments.base import Figures
 from evals.record import RunRecord
-from evals.report import analyst
 from harness.plugins import PluginWarning
-
-# Figures that live in the report's layer, by the name of the environment whose records
-# they read: the SQL analyst's (steps, SQL errors and recoveries, timeouts, rows).
-FIGURES: dict[str, Figures] = {
-    "database": Figures("analyst", "What the chapter measures", analyst.figures, analyst.markdown),
-}
 
 
 def _figures(taken: Set[str] = frozenset()) -> dict[str, Figures]:
-    """Every environment's figures: the report's own, and those each environment declares. A
-    declared one under a key the summary has (``taken``) or another's is left out, with a
-    warning that names its environment."""
-    found = dict(FIGURES)
-    keys = set(taken) | {f.key for f in FIGURES.values()}
+    """The figures each environment declares, by its name. One under a key the summary has
+    (``taken``) or another's is left out, with a warning that names its environment."""
+    found: dict[str, Figures] = {}
+    keys = set(taken)
     for environment in registry.ENVIRONMENTS:
         figures = getattr(environment, "figures", None)
         if not isinstance(figures, Figures) or environment.name in found:

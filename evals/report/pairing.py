@@ -4,7 +4,7 @@
   differ (McNemar's exact test where each task's outcome is right or wrong); a paired bootstrap
   over tasks (percentile method, fixed random state) gives the interval and never overrides
   the test. Every "no difference detected" states the smallest rise the set could have
-  detected (:func:`evals.report.stats.detectable_difference`). Runs over different task sets
+  detected (:func:`evals.stats.detectable_difference`). Runs over different task sets
   are refused, never compared.
 * :func:`paired_outcomes`: the same over outcomes already paired by key (BFCL's items).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from evals.errors import EvalError
 from evals.record import RunRecord
-from evals.report.stats import (
+from evals.stats import (
     CONFIDENCE,
     POWER,
     RANDOM_STATE,

@@ -1,5 +1,5 @@
 """``python -m evals power``: how large a difference a task set can tell, and how many tasks a
-difference needs (:func:`evals.report.stats.detectable_difference`, :func:`tasks_needed`)."""
+difference needs (:func:`evals.stats.detectable_difference`, :func:`tasks_needed`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from evals.report.stats import detectable_difference, tasks_needed
+from evals.stats import detectable_difference, tasks_needed
 from evals.tasks import DEFAULT_TASKS, TaskFileError, load_tasks
 
 

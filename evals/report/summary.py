@@ -10,11 +10,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table
 from evals.numbers import mean, p95
 from evals.record import NOT_RUN, RunRecord, is_error, read_runs
 from evals.report.figures import environment_figures, environment_sections
-from evals.report.markdown import table
-from evals.report.stats import accuracy, accuracy_of, pass_hat_curve
+from evals.stats import accuracy, accuracy_of, pass_hat_curve
 
 
 def _total(values: list[int | None]) -> int | None:

@@ -25,9 +25,9 @@ from evals.record.bfcl import read_items
 from evals.report import bfcl
 from evals.report.board import Entry, Section, accuracy_of_kind, board
 from evals.report.compare import load_runs
-from evals.report.stats import Accuracy, Proportion, pass_hat_curve, wilson
 from evals.report.svg import Point, histogram, pass_curves, scatter
 from evals.report.transcripts import Transcript, transcript
+from evals.stats import Accuracy, Proportion, pass_hat_curve, wilson
 
 
 @dataclass

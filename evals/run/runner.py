@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from evals.environments import Opened
-from evals.environments.registry import environment_of, held_by, recorded
 from evals.errors import EvalError
 from evals.record import (
     PresetRecord,
@@ -27,6 +26,7 @@ from evals.record import (
     slug,
     task_folder,
 )
+from evals.registry import environment_of, held_by, recorded
 from evals.run.discovery import NoListing, Server, Unreachable, discover, fetch_models
 from evals.run.driver import Job, RunFile, drive
 from evals.run.progress import Progress

@@ -27,10 +27,10 @@ from evals.conversation import (
 )
 from evals.environments import Dialogue, Opened
 from evals.environments.base import filled
-from evals.environments.registry import environment_of
 from evals.errors import EvalError
 from evals.pipe import PipeFailed
 from evals.record import ConversationRecord, UserRecord, UserTurn
+from evals.registry import environment_of
 from evals.run.resume import set_aside_attempt
 from evals.run.settings import EvalSettings
 from evals.solvers import TaskRun, solver_named

@@ -170,7 +170,7 @@ def _number_mentions(text: str, candidates: list[float], tolerance: float = 0.0)
     ]
 
 
-# How a value question asks (evals.tasks.generate): an answer in these words gives a value.
+# How a value question asks (evals.workspace.generate): an answer in these words gives a value.
 _AS_VALUE = re.compile(r"\b(?:value|set to|gives?\b[^.;\n]*\bfor)\b", re.IGNORECASE)
 
 

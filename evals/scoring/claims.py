@@ -4,13 +4,13 @@ with a false claim"; the verdict never moves on them.
 
 Which statements are read, and against what, is the environment's own rule
 (``false_claims(task, answer)``, declared on it; the workspace's reads the files the task set
-holds: ``evals.environments.claims``). An environment without one, a plugin's included, is
+holds: ``evals.workspace.claims``). An environment without one, a plugin's included, is
 never judged by another's state: its tasks get None, nothing checked.
 """
 
 from __future__ import annotations
 
-from evals.environments.registry import environment_of
+from evals.registry import environment_of
 from evals.tasks import Task
 
 

@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import evals.scoring.answers as answers
-from evals.environments.registry import tool_names
+from evals.registry import tool_names
 from evals.tasks import Check, Task, TypedAnswer
 from evals.tasks.checks import after_key
 from harness.policies.submit import submit_tool
@@ -133,7 +133,7 @@ def received(state: RunState) -> list[Received]:
 # ("no such file: x"), Node's filesystem server ("ENOENT: no such file or directory").
 _NOT_THERE = re.compile(r"no such file|ENOENT", re.IGNORECASE)
 # The folder a task's files sit in where a server is given an absolute path to it
-# (``evals.environments.mcp``): a path names a file of the task's folder when it is the file's
+# (``evals.mcp.environment``): a path names a file of the task's folder when it is the file's
 # bare name or that folder's path followed by it.
 _TASK_FOLDER = "workspace"
 

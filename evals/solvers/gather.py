@@ -6,7 +6,7 @@ runs it, with one repair round if asked)."""
 
 from __future__ import annotations
 
-from evals.environments import registry
+from evals import registry
 from evals.errors import EvalError
 from evals.solvers.base import Steps, said
 

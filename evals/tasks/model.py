@@ -1,6 +1,7 @@
 """The task model: a question, the checks that score it, and what it runs on (a workspace of
-files, a database, a repository, MCP servers, one of τ²'s tasks, or fields an environment
-declares, ``evals.tasks.fields``); a task set; what a question-blind guess scores."""
+files, or the fields an environment declares, ``evals.tasks.fields``: a database, a
+repository, MCP servers, one of τ²'s tasks, a plugin's); a task set; what a question-blind
+guess scores."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ import hashlib
 import json
 import math
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -35,62 +35,6 @@ from evals.tasks.checks import (
 )
 from evals.tasks.fields import HELD, F, TaskFields, add, at_top, given_to, split, validated
 from evals.tasks.users import UserScenario
-from harness.mcp.config import ServerConfig
-
-
-class DatabaseRef(TaskFields):
-    """The database a task's questions are asked about (the database environment, and an MCP
-    server over it): a generated one, named by its source and seed, with the fingerprint of
-    the rows the expected answers were computed on."""
-
-    key: ClassVar[str] = "database"
-    source: Literal["bank"] = "bank"
-    seed: int
-    fingerprint: str = Field(min_length=1)
-
-
-class RepositoryRef(TaskFields):
-    """A git repository a task's questions are asked about, laid out in its workspace: a
-    generated history, named by its seed, with the fingerprint of its commits."""
-
-    key: ClassVar[str] = "repository"
-    source: Literal["history"] = "history"
-    seed: int
-    fingerprint: str = Field(min_length=1)
-
-
-class McpFields(TaskFields):
-    """What a task over MCP servers runs with (``evals.environments.mcp``), each field under a
-    key of its own in the task file: the servers, in the shape desktop clients use
-    (``mcpServers``); the calls that fetch every result its evidence checks ask for (tool,
-    arguments: what the question-blind strategies read first, ``lab.studies.strategies``);
-    what the system prompt says the run works on (``intro``, ``{workspace}``: its folder;
-    none: the environment's own words). A task set writes the servers and the intro its tasks
-    share once, at its top."""
-
-    key: ClassVar[str] = "mcp"
-    flat: ClassVar[bool] = True
-    shared: ClassVar[tuple[str, ...]] = ("mcpServers", "intro")
-    mcp_servers: dict[str, ServerConfig] | None = Field(
-        default=None,
-        validation_alias=AliasChoices("mcpServers", "mcp_servers"),
-        serialization_alias="mcpServers",
-    )
-    reading: list[tuple[str, dict[str, Any]]] | None = None
-    intro: str | None = None
-
-    def asked(self) -> dict[str, Any]:
-        """The servers (as configured, defaults left out) and the intro; the reading calls are
-        the strategies', never the model's."""
-        asked: dict[str, Any] = {}
-        if self.intro is not None:
-            asked["intro"] = self.intro
-        if self.mcp_servers is not None:
-            asked["mcpServers"] = {
-                n: c.model_dump(exclude_defaults=True) for n, c in self.mcp_servers.items()
-            }
-        return asked
-
 
 # A task id names the task's folders (its scratch space, its state and trace files): letters,
 # digits, '.', '_' and '-', starting with a letter or digit, so that no id can be a path.
@@ -261,16 +205,6 @@ def register_fields(model: type[F], only_check: bool = False) -> type[F]:
     aliases = (f.validation_alias for f in fields.values())
     taken = set(fields) | {a for a in aliases if isinstance(a, str)}
     return add(model, taken, only_check)
-
-
-# The fields of this project's environments declared in this layer, so any task file loads
-# wherever it is read: the database a task asks about (``evals.environments.database``, and
-# an MCP server over it), the git repository its workspace holds, the MCP servers it runs
-# with (``evals.environments.mcp``), one of τ²-bench's tasks (``evals.environments.tau2``).
-# Each is absent from a task without it, so that task's hash stays what it was.
-register_fields(DatabaseRef)
-register_fields(McpFields)
-register_fields(RepositoryRef)
 
 
 def chance_of(task: Task) -> float:

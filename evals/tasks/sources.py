@@ -1,5 +1,7 @@
-"""Every generated task source, by name: what ``python -m evals generate --source NAME``
-writes. A new source is one module (its seeds' splits and a writer) and one line here."""
+"""A generated task source: what ``loopbench generate --source NAME`` writes. Each environment
+declares its own (``sources``: the workspace's files, the database's sql, MCP's git), and the
+registry lists them (``evals.registry.sources``): a new source is one module and one entry in
+its environment's ``sources``."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.tasks import TaskSet, generate, git, load_tasks, sql
+from evals.tasks.model import TaskSet
+
+# One set of seeds for every generated source: dev to tune on, test to report on.
+SPLITS = {"dev": range(0, 100), "test": range(1000, 1100)}
 
 
 @dataclass(frozen=True)
@@ -20,37 +25,3 @@ class Source:
 
     def default_seed(self, split: str | None) -> int:
         return self.splits[split or "dev"].start
-
-
-def _files(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
-    return load_tasks(generate.write(seed, n, out, split))
-
-
-def _git(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
-    return git.write(seed, n, out, split)
-
-
-def _sql(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
-    return sql.write(seed, n, out, split)[1]
-
-
-SPLITS = generate.SPLITS
-
-SOURCES: dict[str, Source] = {
-    s.name: s
-    for s in (
-        Source("files", "questions over a workspace of three to six files", SPLITS, _files),
-        Source(
-            "sql",
-            "an analyst's questions about a generated bank, asked through run_sql and describe",
-            SPLITS,
-            _sql,
-        ),
-        Source(
-            "git",
-            "questions about a generated git history, through mcp-server-git (an MCP server)",
-            git.SPLITS,
-            _git,
-        ),
-    )
-}

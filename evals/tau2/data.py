@@ -11,7 +11,7 @@ from evals.record import Data
 
 
 class Tau2Data(Data):
-    """One of τ²-bench's tasks (``evals.environments.tau2``): its domain and τ²'s own id, the
+    """One of τ²-bench's tasks (``evals.tau2.environment``): its domain and τ²'s own id, the
     tau2 package that ran it, and τ²'s evaluator's verdict: the reward (None: never judged,
     the run an error) and its parts as τ² writes them (``db_check``, ``communicate_checks``,
     ``env_assertions``, ``action_checks``, ``reward_breakdown``)."""

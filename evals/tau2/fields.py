@@ -10,7 +10,7 @@ from evals.tasks import TaskFields
 
 class Tau2Ref(TaskFields):
     """One of τ²-bench's tasks, by its domain and its own id, under the task's ``tau2`` key:
-    its environment, tools, policy, user and verdict are τ²'s (``evals.environments.tau2``)."""
+    its environment, tools, policy, user and verdict are τ²'s (``evals.tau2.environment``)."""
 
     key = "tau2"
     domain: str = Field(pattern=r"^(airline|retail|telecom)$")

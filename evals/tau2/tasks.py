@@ -1,5 +1,5 @@
 """τ²-bench's task sets as this project's task files: one task per τ² task, its conversation
-held in τ²'s environment (``evals.environments.tau2``), judged by τ²'s evaluator.
+held in τ²'s environment (``evals.tau2.environment``), judged by τ²'s evaluator.
 
 A task's id is the domain and τ²'s id (``airline-2``); τ²'s telecom ids, which hold brackets and
 bars, become the domain and a short hash of the id (τ²'s own stays under ``tau2.task``). Nothing

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import validators
 
 from evals.errors import EvalError
+from evals.markdown import table
 from evals.record import slug
-from evals.report.markdown import table
 from evals.run.discovery import fetch_models
 from evals.tasks import DEFAULT_TASKS, load_tasks
 from harness.client import base_url_from_env

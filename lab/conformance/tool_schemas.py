@@ -35,7 +35,7 @@ from jsonschema import validators
 
 from evals.bfcl.bridge import Checker
 from evals.errors import EvalError
-from evals.report.markdown import table
+from evals.markdown import table
 from evals.tau2.bridge import Tau2
 from harness.mcp.config import ServerConfig
 from harness.mcp.servers import open_servers

@@ -20,10 +20,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from evals.database.figures import audit
+from evals.markdown import table
 from evals.record import RunRecord, is_error
-from evals.report.analyst import audit
-from evals.report.markdown import table
-from evals.report.stats import wilson
+from evals.stats import wilson
 from harness.replies import FINISH_BRIEFLY
 
 SHAPES = (

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl.items import RELEVANCE
+from evals.markdown import table
 from evals.record.bfcl import ItemRecord, read_items
 from evals.report.bfcl import call_mean, percent, published, published_figure, summarize
 from evals.report.bfcl_habits import agreement, conversations_table, replies_table
-from evals.report.markdown import table
 from lab.report.docs import fill
 
 # The tables docs/bfcl.md quotes, each between <!-- NAME --> markers: the committed runs it

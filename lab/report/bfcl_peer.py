@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
+from evals.markdown import clip, table
 from evals.record.bfcl import ItemRecord, read_items
-from evals.report.markdown import clip, table
 from evals.report.pairing import Paired, paired_outcomes
-from evals.report.stats import wilson
+from evals.stats import wilson
 from lab.report.docs import fill
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table
 from evals.report.compare import load_runs, paired_table
-from evals.report.markdown import table
 from evals.report.pairing import paired
 from lab.report.docs import fill
 

@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from evals.markdown import clip, table
 from evals.record.files import committed
 from evals.record.run import RunRecord, is_error, read_runs
-from evals.report.markdown import clip, table
-from evals.report.stats import wilson
+from evals.stats import wilson
 from lab.report.docs import fill
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
+from evals.markdown import table
 from evals.record import (
     NOT_RUN,
     RunRecord,
@@ -26,7 +27,6 @@ from evals.record import (
     read_text,
     run_files,
 )
-from evals.report.markdown import table
 from evals.report.summary import write_summaries
 from evals.run.runfiles import start_partial
 from evals.scoring.claims import false_claims

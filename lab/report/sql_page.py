@@ -1,5 +1,5 @@
 """The SQL analyst's page (``make sql-report``): the sql runs side by side, each beside the
-chapter's figures (:mod:`evals.report.analyst`), and each named pair compared task by task."""
+chapter's figures (:mod:`evals.database.figures`), and each named pair compared task by task."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.database.figures import database_kind, database_of, figures, markdown, side_by_side
+from evals.markdown import table
 from evals.record import RunRecord, is_error, read_runs
-from evals.report.analyst import database_kind, database_of, figures, markdown, side_by_side
 from evals.report.compare import load_runs
-from evals.report.markdown import table
 from evals.report.pairing import paired
-from evals.report.stats import wilson
+from evals.stats import wilson
 from lab.report.analyst_answers import ladder_table, story_table
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table
 from evals.record import RunRecord, committed, is_error, read_runs
-from evals.report.markdown import table
-from evals.report.stats import accuracy, by_task, pass_hat_k, wilson
+from evals.stats import accuracy, by_task, pass_hat_k, wilson
 from evals.tasks import load_tasks
 from evals.tau2.data import Tau2Data
 from evals.tau2.rules import differs

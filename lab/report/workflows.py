@@ -10,12 +10,12 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.environments.registry import held_by
+from evals.markdown import table
 from evals.record import RunRecord, committed, is_error
+from evals.registry import held_by
 from evals.report.compare import Run, load_runs, rank, solver_of
-from evals.report.markdown import table
 from evals.report.pairing import PairingError, paired
-from evals.report.stats import accuracy
+from evals.stats import accuracy
 from evals.tasks import DEFAULT_TASKS, chance_of, load_tasks
 
 

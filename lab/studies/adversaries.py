@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.database.sql.answer_key import answer as sql_answer
+from evals.markdown import table
 from evals.record import read_runs
-from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.tasks import DEFAULT_TASKS, load_tasks
-from evals.tasks.sql.answer_key import answer as sql_answer
 from harness.presets import PLAIN, preset, presets
 from lab.studies.strategies import FamilyReport, judge
 from lab.studies.strategies import markdown as strategies_markdown

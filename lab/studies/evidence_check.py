@@ -20,10 +20,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from evals.errors import EvalError
+from evals.markdown import table
 from evals.record import kept_file, read_text
-from evals.report.markdown import table
-from evals.report.stats import wilson
 from evals.scoring.evidence import RunEvidence
+from evals.stats import wilson
 from evals.tasks import EVIDENCE_KINDS, Task
 from evals.tasks.named import load_named
 from harness.state import RunState

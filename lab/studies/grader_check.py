@@ -28,10 +28,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evals.errors import EvalError
-from evals.report.markdown import table
-from evals.report.stats import wilson
+from evals.markdown import table
 from evals.scoring.answers import commitment
 from evals.scoring.evidence import RunEvidence, stated
+from evals.stats import wilson
 from evals.tasks import ANSWER_KINDS, DEFAULT_TASKS, Task, TaskFileError, load_tasks
 from harness.state import new_run
 from lab.report.docs import fill

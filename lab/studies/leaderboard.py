@@ -26,19 +26,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evals.environments.registry import environment_of_record
-from evals.environments.workspace import WorkspaceEnvironment
 from evals.errors import EvalError
+from evals.markdown import model_label, table
 from evals.record import is_error, read_runs, slug
+from evals.registry import environment_of_record
 from evals.report.compare import Run, load_runs, per_question, rank
-from evals.report.markdown import model_label, table
 from evals.report.pairing import Paired, paired
-from evals.report.stats import detectable_difference, pass_hat_k
 from evals.report.summary import summarize_run_file
 from evals.run.runner import run_eval
 from evals.run.servers import Serving
 from evals.run.settings import EvalSettings, eval_loop, resumed_settings
 from evals.run.started import Started, served
+from evals.stats import detectable_difference, pass_hat_k
+from evals.workspace.environment import WorkspaceEnvironment
 from harness.config import LoopConfig
 from harness.presets import preset
 from lab.report.docs import fill

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals.environments import Reading
-from evals.environments.registry import environment_of
-from evals.report.markdown import table
-from evals.report.stats import wilson
+from evals.markdown import table
+from evals.registry import environment_of
 from evals.scoring.verdict import verdict_of
+from evals.stats import wilson
 from evals.tasks import Facts, ListOf, NumberIs, OneOf, Task, TaskSet, YesNo, chance_of
 from harness.state import RunState
 

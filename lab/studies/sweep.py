@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
+from evals.markdown import table
 from evals.record import read_runs
-from evals.report.markdown import table
-from evals.report.stats import accuracy_of, detectable_difference
 from evals.report.summary import summarize, summarize_run_file
 from evals.run.runner import EvalSettings, default_out, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop
 from evals.run.started import Started, served
+from evals.stats import accuracy_of, detectable_difference
 from evals.tasks import DEFAULT_TASKS
 from harness.config import LoopConfig
 from harness.presets import preset

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from evals.record.bfcl import ItemRecord, read_items
 from evals.report.inspect_log.common import messages_of
-from evals.report.stats import wilson
+from evals.stats import wilson
 from harness.state import RunState
 
 if TYPE_CHECKING:

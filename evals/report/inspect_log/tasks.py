@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals.record import RunRecord, is_error, kept_file, read_text
 from evals.report.inspect_log.common import STOP_REASONS, ExportError, messages_of
-from evals.report.stats import accuracy
+from evals.stats import accuracy
 from harness.state import RunState
 
 if TYPE_CHECKING:

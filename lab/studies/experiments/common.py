@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.report.markdown import cell, table
+from evals.markdown import cell, table
 from harness.cancel import CancelToken
 from harness.client import RetryPolicy
 from harness.config import LoopConfig

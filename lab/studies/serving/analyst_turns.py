@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evals.database.figures import audit, reply_reuse
+from evals.markdown import table
 from evals.record import read_runs
-from evals.report.analyst import audit, reply_reuse
-from evals.report.markdown import table
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
 from evals.run.settings import eval_loop

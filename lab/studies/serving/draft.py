@@ -21,7 +21,7 @@ import httpx
 
 from evals.bfcl.bridge import BfclUnavailable, Checker
 from evals.bfcl.items import DEFAULT_CATEGORIES, Item, sample
-from evals.report.markdown import table
+from evals.markdown import table
 from evals.run.runner import RUNS
 from lab.studies.serving.common import (
     MAX_TOKENS,

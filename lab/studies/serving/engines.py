@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import (
     Echo,
     Figures,

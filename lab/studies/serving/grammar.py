@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from evals.report.markdown import table
+from evals.markdown import table
 from evals.tasks import load_tasks
 from harness.loop import SYSTEM_PROMPT
 from harness.tools import default_tools

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import (
     Echo,
     Figures,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 
-from evals.report.markdown import table
+from evals.markdown import table
 from harness.client import ProviderClient
 from harness.config import LoopConfig
 from harness.loop import run_loop

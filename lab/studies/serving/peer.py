@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import (
     Echo,
     Figures,

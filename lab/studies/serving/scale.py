@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evals.markdown import table
 from evals.record import RunRecord, read_runs
-from evals.report.markdown import table
 from evals.report.summary import summarize
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import (
     MAX_TOKENS,
     RECORD_TURNS,

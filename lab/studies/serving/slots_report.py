@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import Figures, Part, fmt
 from lab.studies.serving.slots import (
     TARGET_SPEEDUP,

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 
 from evals.conversation import GREETING
+from evals.markdown import table
 from evals.record import kept_file, read_runs, read_text
-from evals.report.markdown import table
 from evals.tau2.bridge import Tau2
 from harness.persist import parse
 from lab.studies.serving.common import Echo, Figures, Part, server_process

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from evals.report.markdown import table
+from evals.markdown import table
 from lab.studies.serving.common import TOOLS, Echo, Figures, Part, server_process
 from serve_local.process import serve_command
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals.environments.base import Figures, Gathering, Reading, scripted_calls
 from evals.record import Data, RunRecord
-from evals.tasks import Evidence, Task, TaskFields
+from evals.tasks import Evidence, Task, TaskFields, TaskSet, write_taskset
+from evals.tasks.sources import Source
 from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import Tool, ToolContext
@@ -85,6 +86,26 @@ def _reads_markdown(figures: dict[str, Any]) -> str:
     )
 
 
+ZONES = ("UTC", "Asia/Ho_Chi_Minh")
+
+
+def write_tasks(seed: int, n: int, out: Path, split: str | None) -> TaskSet:
+    """``n`` questions about the clock, one zone each (in turn from ``seed``), written to
+    ``out``: what ``loopbench generate --source clock`` writes."""
+    tasks = [
+        {
+            "id": f"clock-{seed + i}",
+            "question": "What time is it?",
+            "clock": {"zone": ZONES[(seed + i) % len(ZONES)]},
+            "checks": [{"kind": "clock_read", "times": 1}],
+        }
+        for i in range(n)
+    ]
+    taskset = TaskSet.model_validate({"name": f"clock-s{seed}-n{n}", "tasks": tasks})
+    write_taskset(taskset, out)
+    return taskset
+
+
 class _Opened:
     @asynccontextmanager
     async def setup(self, task: Task, folder: Path) -> AsyncIterator[Setup]:
@@ -104,6 +125,9 @@ class ClockEnvironment:
     check_kinds = (ClockRead,)
     texts = ()
     figures = Figures("clock", "How often the clock was read", _reads, _reads_markdown)
+    sources = (
+        Source("clock", "questions about the wall clock", {"dev": range(0, 10)}, write_tasks),
+    )
 
     def holds(self, task: Task) -> bool:
         return task.fields_of(ClockFields) is not None

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import EvalError
-from evals.tasks import RepositoryRef, Task, TaskSet, write_taskset
+from evals.tasks import Task, TaskSet, write_taskset
+from evals.workspace.fields import RepositoryRef
 from harness.mcp.config import ServerConfig
 
 SPLITS = {"dev": range(0, 100), "test": range(1000, 1100)}

@@ -22,12 +22,17 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
+from evals.database.fields import DatabaseRef
+from evals.database.sql.build import sqlite_file
 from evals.environments.base import Reading, filled, scripted_calls
 from evals.errors import EvalError
-from evals.record import McpData, McpServerData
-from evals.tasks import DatabaseRef, McpFields, RepositoryRef, Task
-from evals.tasks.git import build_repository
-from evals.tasks.sql.build import sqlite_file
+from evals.mcp import git
+from evals.mcp.data import McpData, McpServerData
+from evals.mcp.fields import McpFields
+from evals.mcp.git import build_repository
+from evals.tasks import Task
+from evals.tasks.sources import Source
+from evals.workspace.fields import RepositoryRef
 from harness.errors import ToolServerFailed
 from harness.mcp.servers import ServerRecord, open_servers, resolve_command
 from harness.setup import Setup
@@ -145,6 +150,17 @@ class McpEnvironment:
     # The loop's controls that name none of this project's tools (all-helps forces list_files
     # first and its prompt speaks of it): a server's tools meet the same loop as ours.
     default_preset = "penalized"
+    data = McpData  # the servers as started, with their tools' schema hashes
+    # The servers, the reading calls and the intro, each under a key of its own.
+    task_fields = (McpFields,)
+    sources = (
+        Source(
+            "git",
+            "questions about a generated git history, through mcp-server-git (an MCP server)",
+            git.SPLITS,
+            git.write,
+        ),
+    )
 
     def holds(self, task: Task) -> bool:
         mcp = task.fields_of(McpFields)

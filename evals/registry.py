@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evals.database.environment import DatabaseEnvironment
 from evals.environments.base import Environment
-from evals.environments.database import DatabaseEnvironment
-from evals.environments.mcp import McpEnvironment
-from evals.environments.tau2 import Tau2Environment
-from evals.environments.workspace import WorkspaceEnvironment
 from evals.errors import EvalError
+from evals.mcp.environment import McpEnvironment
 from evals.record import Data, RunRecord, own_settings, register
 from evals.tasks import Task, TaskFields, register_check, register_fields, register_judge
+from evals.tasks.sources import Source
+from evals.tau2.environment import Tau2Environment
+from evals.workspace.environment import WorkspaceEnvironment
 from harness.plugins import loaded, loaded_from
 from harness.policies.registry import SETTINGS
 
@@ -55,6 +56,9 @@ def installed(environment: Environment) -> Environment:
     judges: Any = tuple(getattr(environment, "judges", ()))
     if not all(isinstance(j, str) and j for j in judges):
         raise TypeError(f"environment {name!r}: its judges are names")
+    found: Any = tuple(getattr(environment, "sources", ()))
+    if not all(isinstance(s, Source) for s in found):
+        raise TypeError(f"environment {name!r}: its sources are evals.tasks.sources.Source")
     settings: Any = tuple(getattr(environment, "settings", ()))
     unknown = [s for s in settings if s not in SETTINGS]
     if unknown:
@@ -143,6 +147,17 @@ def held_by(tasks: Sequence[Task]) -> list[tuple[Environment, list[Task]]]:
     for task in tasks:
         held.setdefault(environment_of(task).name, []).append(task)
     return [(e, held[e.name]) for e in ENVIRONMENTS if e.name in held]
+
+
+def sources() -> dict[str, Source]:
+    """Every generated task source the environments declare, by name (``loopbench generate
+    --source``); a name two environments declare is the first's."""
+    found: dict[str, Source] = {}
+    for environment in ENVIRONMENTS:
+        for source in getattr(environment, "sources", ()):
+            if isinstance(source, Source):
+                found.setdefault(source.name, source)
+    return dict(sorted(found.items()))
 
 
 def tool_names() -> frozenset[str]:

@@ -12,9 +12,10 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
-from evals.record import DatabaseData, RunRecord, is_error
-from evals.report.markdown import table
-from evals.report.stats import wilson
+from evals.database.data import DatabaseData
+from evals.markdown import table
+from evals.record import RunRecord, is_error
+from evals.stats import wilson
 
 # The chapter's figures (illustrative internal estimates, about 60 questions, a frontier model).
 CHAPTER = {

@@ -8,9 +8,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from evals.environments.base import Gathering, Reading, scripted_calls
-from evals.environments.claims import about_files
-from evals.record import WorkspaceData
-from evals.tasks import RepositoryRef, Task
+from evals.tasks import Task, load_tasks
+from evals.tasks.sources import SPLITS, Source
+from evals.workspace import generate
+from evals.workspace.claims import about_files
+from evals.workspace.data import WorkspaceData
+from evals.workspace.fields import RepositoryRef
 from harness.setup import Setup
 from harness.state import RunState
 from harness.tools import default_tools, listed_names
@@ -33,6 +36,17 @@ class WorkspaceEnvironment:
     name = "workspace"
     tool_names = frozenset(t.name for t in default_tools())
     default_preset = "all-helps"  # the sweep's best for the default model on files6
+    data = WorkspaceData  # nothing beyond what every record keeps
+    # A generated git history laid out in the workspace, under a task's ``repository`` key.
+    task_fields = (RepositoryRef,)
+    sources = (
+        Source(
+            "files",
+            "questions over a workspace of three to six files",
+            SPLITS,
+            lambda seed, n, out, split: load_tasks(generate.write(seed, n, out, split)),
+        ),
+    )
     texts = (PICK_FILES,)
     # What a question-blind guess is worth under a workflow here (the workflows' report).
     under_workflows = (
@@ -42,7 +56,7 @@ class WorkspaceEnvironment:
     )
 
     def false_claims(self, task: Task, answer: str | None) -> list[str] | None:
-        """What the answer states falsely of the task's files (``evals.environments.claims``); None
+        """What the answer states falsely of the task's files (``evals.workspace.claims``); None
         for a workspace the task set does not hold (a git repository's)."""
         if task.fields_of(RepositoryRef) is not None:
             return None

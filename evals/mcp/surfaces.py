@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from evals.database.fields import DatabaseRef
+from evals.database.sql.bank import TABLES
+from evals.database.sql.questions import reading_queries
 from evals.errors import EvalError
+from evals.mcp.fields import McpFields
 from evals.tasks import (
-    DatabaseRef,
     FilesRead,
-    McpFields,
     Observed,
     ObservedValue,
     Presence,
@@ -36,8 +38,6 @@ from evals.tasks import (
     Task,
     TaskSet,
 )
-from evals.tasks.sql.bank import TABLES
-from evals.tasks.sql.questions import reading_queries
 from harness.workspace import SEED_FILES
 
 OURS = "ours"

@@ -17,17 +17,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evals.database.sql.bank import Bank, generate
+from evals.database.sql.build import sqlite_file
+from evals.database.sql.questions import KINDS_OF_QUESTION, Kind
 from evals.tasks import TaskSet
-from evals.tasks.generate import SPLITS as FILE_SPLITS
-from evals.tasks.sql.bank import Bank, generate
-from evals.tasks.sql.build import sqlite_file
-from evals.tasks.sql.questions import KINDS_OF_QUESTION, Kind
+from evals.tasks.sources import SPLITS
 from harness.sql.sqlite import SQLiteDatabase
 from harness.sql.tools import DESCRIBE_TOOL, RUN_SQL_TOOL
 
 __all__ = ["SPLITS", "TOOLS", "default_seed", "set_name", "sql_intro", "tasks", "write"]
 
-SPLITS = FILE_SPLITS  # one set of seeds for every generated source: dev to tune, test to report
 TOOLS = [RUN_SQL_TOOL, DESCRIBE_TOOL]
 # How much larger than the runner-up a planted anomaly is, at least.
 ANOMALY = {"unusual_withdrawal": 5.0, "unusual_day": 2.0}

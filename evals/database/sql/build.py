@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evals.database.sql.bank import META_TABLE, SCHEMA, TABLES, Bank, generate
 from evals.errors import EvalError
-from evals.tasks.sql.bank import META_TABLE, SCHEMA, TABLES, Bank, generate
 from harness.sql.postgres import public_url
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from evals.tasks.sql.bank import CURRENCIES, KINDS, MONTHS, TABLES, YEAR, Bank
+from evals.database.sql.bank import CURRENCIES, KINDS, MONTHS, TABLES, YEAR, Bank
 
 AnswerShape = Literal["number", "name", "names"]
 

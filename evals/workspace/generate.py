@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from evals.tasks import TaskSet
+from evals.tasks.sources import SPLITS
 
-SPLITS = {"dev": range(0, 100), "test": range(1000, 1100)}
 TOOLS = ["list_files", "read_file"]
 KINDS = (
     "count",

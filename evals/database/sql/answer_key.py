@@ -1,11 +1,11 @@
 """The SQL analyst's answer key for the scripted oracle: run the question's gold SQL, then
 answer from its result. The gold SQL is a function of the question alone
-(:mod:`evals.tasks.sql.questions`); serve_local knows no task family, so the eval hands this key
-to the scripted backend (``--answer-key evals.tasks.sql.answer_key:answer``)."""
+(:mod:`evals.database.sql.questions`); serve_local knows no task family, so the eval hands this key
+to the scripted backend (``--answer-key evals.database.sql.answer_key:answer``)."""
 
 from __future__ import annotations
 
-from evals.tasks.sql.questions import gold_for
+from evals.database.sql.questions import gold_for
 from serve_local.public import Reply, Transcript, call, text
 
 

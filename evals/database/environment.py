@@ -10,13 +10,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from evals.environments.base import Gathering, Reading, scripted_calls
+from evals.database import figures as analyst
+from evals.database import sql
+from evals.database.data import DatabaseData
+from evals.database.fields import DatabaseRef
+from evals.database.sql import sql_intro
+from evals.database.sql.build import check_postgres, sqlite_file
+from evals.database.sql.questions import reading_queries
+from evals.environments.base import Figures, Gathering, Reading, scripted_calls
 from evals.errors import EvalError
-from evals.record import DatabaseData
-from evals.tasks import DatabaseRef, Task
-from evals.tasks.sql import sql_intro
-from evals.tasks.sql.build import check_postgres, sqlite_file
-from evals.tasks.sql.questions import reading_queries
+from evals.tasks import Task
+from evals.tasks.sources import SPLITS, Source
 from harness.setup import Setup
 from harness.sql import (
     DESCRIBE_TOOL,
@@ -114,6 +118,19 @@ class DatabaseEnvironment:
     default_preset = "analyst"  # the chapter's loop: 8 steps, hinted errors, parallel calls
     # The preset settings only its tasks read: the SQL tools' limits.
     settings = (STATEMENT_TIMEOUT_SETTING, ROW_CAP_SETTING)
+    data = DatabaseData  # where the data was, and the audit of every query
+    task_fields = (DatabaseRef,)  # the bank a task asks about, under its ``database`` key
+    sources = (
+        Source(
+            "sql",
+            "an analyst's questions about a generated bank, asked through run_sql and describe",
+            SPLITS,
+            lambda seed, n, out, split: sql.write(seed, n, out, split)[1],
+        ),
+    )
+    # The analyst's figures (steps, SQL errors and recoveries, timeouts, rows), under the
+    # summary's ``analyst`` key.
+    figures = Figures("analyst", "What the chapter measures", analyst.figures, analyst.markdown)
     texts = (PICK_TABLES, WRITE_QUERY, REPAIR)
     # What a question-blind guess is worth under a workflow here (the workflows' report).
     under_workflows = (
