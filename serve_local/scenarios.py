@@ -189,17 +189,17 @@ def _oracle_answer(question: str, sizes: dict[str, int], contents: dict[str, str
     return f"I read every file. {report}"
 
 
-# An answer key: a reply to a question of a task family the oracle does not know by itself
-# (the sql family's, from its gold SQL), or None. The scripted backend is given them
+# An answer key: a reply to a question of a task source the oracle does not know by itself
+# (the sql source's, from its gold SQL), or None. The scripted backend is given them
 # (``--answer-key MODULE:NAME``, ``ScriptedBackend(answer_keys=...)``): serve_local knows no
-# task family.
+# task source.
 AnswerKey = Callable[[Transcript], "Reply | None"]
 
 
 def oracle(t: Transcript, answer_keys: Sequence[AnswerKey] = ()) -> Reply:
     """Solves the eval's tasks: the file tasks (files6 and every generated kind and phrasing:
     list, read every file at once, then answer from the question and what the files said) and
-    any family whose answer key the server was given (the sql family's: run the gold SQL,
+    any source whose answer key the server was given (the sql source's: run the gold SQL,
     answer from its result)."""
     for key in answer_keys:
         if (reply := key(t)) is not None:

@@ -1,4 +1,4 @@
-"""The git family: questions about a generated repository's history, asked through the
+"""The git task source: questions about a generated repository's history, asked through the
 reference git server (``mcp-server-git``, from PyPI), which this project did not write.
 
 A history comes from ``random.Random(seed)``: three authors of six, three files of settings
@@ -13,7 +13,7 @@ the run read the result holding it: who made a commit, which file a commit chang
 setting held right after a commit, how many commits there are (a complete log: every
 message), who changed a file last (that commit shown, with the file it changed). Each
 task names the calls that fetch that result (``reading``), which the question-blind strategies
-make before they answer. Seeds split as the other families': dev 0-99, test 1000-1099.
+make before they answer. Seeds split as the other sources': dev 0-99, test 1000-1099.
 """
 
 from __future__ import annotations

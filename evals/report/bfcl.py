@@ -17,7 +17,7 @@ from evals.record import run_files
 from evals.record.bfcl import ItemRecord, read_items
 from evals.stats import wilson
 
-# BFCL's published figures, kept with the BFCL family (evals/bfcl/published.json).
+# BFCL's published figures, kept with the BFCL adapter (evals/bfcl/published.json).
 PUBLISHED = Path(__file__).parents[1] / "bfcl" / "published.json"
 
 

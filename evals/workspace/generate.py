@@ -1,4 +1,4 @@
-"""Generated task families: ``python -m evals generate --seed S --n N --out FILE``.
+"""The files task source: ``python -m evals generate --seed S --n N --out FILE``.
 
 Each task carries its own workspace (three to six files) and a question of one of nine kinds,
 in one of several phrasings. File names, sizes and contents come from ``random.Random(seed)``

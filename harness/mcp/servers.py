@@ -99,7 +99,7 @@ def resolve_command(command: str, env: Mapping[str, str] | None = None) -> str:
     if found is None:
         raise ToolServerFailed(
             f"cannot start MCP server command {command!r}: not found in {MCP_BIN} or on PATH "
-            "(make mcp-servers installs the servers the task families use)"
+            "(make mcp-servers installs the servers the task sources use)"
         )
     return found
 

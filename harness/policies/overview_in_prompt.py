@@ -1,5 +1,5 @@
 """``overview_in_prompt``: the system prompt shows what a first look at the run's material would
-show (for the ``sql`` family, the tables and columns as ``describe`` lists them), so the first
+show (for SQL tasks, the tables and columns as ``describe`` lists them), so the first
 query needs no look and the prefix every turn shares holds the schema.
 
 The overview comes from the task's environment (``harness.setup.Setup.overview``); where it
@@ -14,7 +14,7 @@ OVERVIEW_ON: Setting[bool] = Setting(
     "overview_in_prompt",
     False,
     "the system prompt shows what the task works on, where its source gives an overview (the "
-    "sql family: every table and column, as describe lists them)",
+    "sql tasks: every table and column, as describe lists them)",
     "bool",
     doc=(
         "the system prompt shows what the task works on, where its source gives an overview: for "

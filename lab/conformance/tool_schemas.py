@@ -90,7 +90,7 @@ async def tau2_entries() -> list[Entry]:
     return entries
 
 
-# The community servers as the MCP task families start them; nothing is run, only listed.
+# The community servers as the MCP task sets start them; nothing is run, only listed.
 MCP_SERVERS = {
     "git": ServerConfig(command="mcp-server-git", args=["--repository", "{workspace}"]),
     "filesystem": ServerConfig(command="mcp-server-filesystem", args=["{workspace}"]),

@@ -296,7 +296,7 @@ def readme_verdicts(data: dict[str, Any]) -> str:
 
 
 def readme_table(data: dict[str, Any]) -> str:
-    """The README's leaderboard: every entrant, each model's best in bold, the file family's
+    """The README's leaderboard: every entrant, each model's best in bold, the file source's
     default preset said."""
     default = WorkspaceEnvironment.default_preset
     head = ["model", "preset", "correct", "accuracy [95 % CI]", "model calls per question",

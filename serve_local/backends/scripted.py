@@ -66,7 +66,7 @@ class ScriptedBackend:
     def __init__(self, latency_ms: float = 0.0, answer_keys: Sequence[AnswerKey] = ()) -> None:
         self.latency_ms = latency_ms
         self._faults = FaultCounter()
-        # The oracle answers the families whose answer keys it was given, besides the files'.
+        # The oracle answers the task sources whose answer keys it was given, besides the files'.
         keys = tuple(answer_keys)
         self.scenarios: dict[str, Scenario] = {
             **SCENARIOS,
@@ -156,9 +156,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--latency-ms", "delay before each reply", 0.0, type=float, metavar="MS"),
     Option(
         "--answer-key",
-        "a task family's answer key for the oracle scenario, as MODULE:NAME (a function of the "
+        "a task source's answer key for the oracle scenario, as MODULE:NAME (a function of the "
         "transcript: a reply, or None for a question it does not know); repeatable "
-        "(make serve-scripted gives the sql family's)",
+        "(make serve-scripted gives the sql source's)",
         (),
         repeat=True,
         metavar="MODULE:NAME",
@@ -180,6 +180,6 @@ def answer_key(spec: str) -> AnswerKey:
 
 def from_args(args: argparse.Namespace) -> ScriptedBackend:
     """``--backend scripted``: no weights; ``--latency-ms`` before each reply; the oracle
-    answers the families whose ``--answer-key`` it is given."""
+    answers the task sources whose ``--answer-key`` it is given."""
     keys = [answer_key(spec) for spec in args.answer_key]
     return ScriptedBackend(latency_ms=args.latency_ms, answer_keys=keys)

@@ -1,4 +1,4 @@
-"""The ``sql`` task family: an analyst's questions about a generated bank, asked of a
+"""The ``sql`` task source: an analyst's questions about a generated bank, asked of a
 read-only database through ``run_sql`` and ``describe`` (the loop-control chapter's own case).
 
 ``python -m evals generate --source sql --seed S --n N`` writes a task set; every task names
@@ -33,7 +33,7 @@ ANOMALY = {"unusual_withdrawal": 5.0, "unusual_day": 2.0}
 
 
 def sql_intro(dialect: str) -> str:
-    """What the system prompt says a run of this family works on."""
+    """What the system prompt says a run of this source's tasks works on."""
     name = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}.get(dialect, dialect)
     return (
         "You are a careful data analyst. You answer questions about a bank's data from a "

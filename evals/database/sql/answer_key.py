@@ -1,6 +1,6 @@
 """The SQL analyst's answer key for the scripted oracle: run the question's gold SQL, then
 answer from its result. The gold SQL is a function of the question alone
-(:mod:`evals.database.sql.questions`); serve_local knows no task family, so the eval hands this key
+(:mod:`evals.database.sql.questions`); serve_local knows no task source, so the eval hands this key
 to the scripted backend (``--answer-key evals.database.sql.answer_key:answer``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``sql`` family's questions: each kind has its phrasings, the parameters it is asked
+"""The ``sql`` source's questions: each kind has its phrasings, the parameters it is asked
 with, and its gold SQL. The expected answer is what the gold SQL returns on the generated
 database, computed, never typed in; the candidates a question-blind answer chooses among come
 from the same data (the kind's value for every parameter, or every name of the table the
@@ -276,7 +276,7 @@ _PATTERNS = [(k, _pattern(p)) for k in KINDS_OF_QUESTION for p in k.phrasings]
 
 
 def parse(question: str) -> tuple[Kind, dict[str, str]] | None:
-    """The kind and parameters of a question of this family, or None."""
+    """The kind and parameters of a question of this source, or None."""
     for kind, pattern in _PATTERNS:
         if m := pattern.match(question.strip()):
             return kind, m.groupdict()
@@ -291,7 +291,7 @@ def reading_queries(question: str) -> list[str]:
 
 
 def gold_for(question: str) -> tuple[str, AnswerShape, int] | None:
-    """The gold SQL of a question of this family, what shape its answer takes and how many
+    """The gold SQL of a question of this source, what shape its answer takes and how many
     names it takes; None for any other question."""
     parsed = parse(question)
     if parsed is None:
