@@ -142,7 +142,11 @@ def pass_hat_interval(
     records: Sequence[RunRecord], k: int, draws: int = 2000, seed: int = 0
 ) -> tuple[float, float] | None:
     """A 95 % interval of pass^k: the tasks drawn again with replacement (the task is the
-    unit), pass^k of each draw, its 2.5th and 97.5th percentiles. None where pass^k is."""
+    unit), pass^k of each draw, its 2.5th and 97.5th percentiles. Where every task's pass^k is
+    0 or 1 (each task right in all its epochs or in fewer than k), a redraw can only repeat
+    the tasks' outcomes: all wrong would give [0, 0], certain on any number of tasks. There
+    it is Wilson's interval over the tasks, as the accuracy's is (:func:`accuracy`). None
+    where pass^k is."""
     import numpy as np
     from scipy.special import comb
 
@@ -150,6 +154,9 @@ def pass_hat_interval(
     if not outcomes or k < 1 or any(len(v) < k for v in outcomes.values()):
         return None
     shares = np.array([comb(sum(v), k) / comb(len(v), k) for v in outcomes.values()])
+    if all(share in (0.0, 1.0) for share in shares):
+        p = wilson(int(shares.sum()), len(shares))
+        return p.low, p.high
     picks = np.random.default_rng(seed).integers(0, len(shares), size=(draws, len(shares)))
     means = shares[picks].mean(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))

@@ -26,6 +26,7 @@ from evals.stats import (
     accuracy,
     detectable_difference,
     pass_hat_curve,
+    pass_hat_interval,
     pass_hat_k,
     tasks_needed,
     wilson,
@@ -316,6 +317,18 @@ def test_pass_hat_k_is_tau_benchs_estimator_over_tasks() -> None:
     assert pass_hat_k(runs, 4) == pytest.approx((0 + 1) / 2)
     assert pass_hat_k(runs, 5) is None  # no task has five epochs
     assert pass_hat_curve(runs) == {"1": 0.75, "2": 0.5833, "3": 0.5, "4": 0.5}
+    low, high = pass_hat_interval(runs, 2) or (None, None)
+    assert low is not None and high is not None and low < pass_hat_k(runs, 2) < high  # type: ignore[operator]
+    # Every task right in all its epochs or wrong in some: a redraw of the tasks can only
+    # repeat them, so the interval is Wilson's over the tasks, never [0, 0] for none right.
+    none_right = [
+        run_record(task_id=t, epoch=e, correct=False, task_set="t")
+        for t in "ABCDEFGH"
+        for e in (1, 2)
+    ]
+    assert pass_hat_interval(none_right, 1) == pytest.approx((0.0, wilson(0, 8).high))
+    assert pass_hat_interval(none_right, 1)[1] > 0.3  # type: ignore[index]
+    assert pass_hat_interval(runs, 4) == pytest.approx((wilson(1, 2).low, wilson(1, 2).high))
     # One epoch each: pass^1 is the accuracy, and the summary keeps it beside pass_k.
     summary = summarize(records([True, False, True]))
     assert summary["pass_hat_k"] == {"1": 0.6667} and summary["pass_k"] == pytest.approx(2 / 3)

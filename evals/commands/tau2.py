@@ -153,7 +153,8 @@ def _print_pass_hat(outs: list[Path], epochs: int) -> None:
     for out in outs:
         records = [r for r in read_runs(out) if not is_error(r)]
         print(f"pass^k of {out} ({len(by_task(records))} tasks, {epochs} epochs; "
-              "95 % interval: tasks drawn again)")  # fmt: skip
+              "95 % interval over the tasks: drawn again, or Wilson's where each task's "
+              "pass^k is 0 or 1)")  # fmt: skip
         for k in range(1, epochs + 1):
             value, interval = pass_hat_k(records, k), pass_hat_interval(records, k)
             if value is None or interval is None:
