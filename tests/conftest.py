@@ -56,7 +56,7 @@ def _no_accidental_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def scripted_url() -> Iterator[str]:
-    # The oracle answers the sql family too, from the answer key the eval hands it.
+    # The oracle answers the sql source too, from the answer key the eval hands it.
     with running_server(create_app(ScriptedBackend(answer_keys=[sql_answer]))) as url:
         yield url
 

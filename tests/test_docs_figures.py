@@ -205,8 +205,8 @@ def test_a_pair_made_at_different_code_versions_says_so_on_its_page_and_terminal
     text = slots.read_text()
     assert "**Not like for like: the runs were made at different code versions" in text
     assert (
-        "81 files under serve_local, harness, evals/environments, evals/workspace, "
-        "evals/database, evals/mcp, evals/tau2, evals/solvers" in text
+        "81 files under serve_local, harness, evals/environments, evals/database, evals/mcp, "
+        "evals/tau2, evals/workspace, evals/solvers" in text
     )
     assert "| 2026-12-02 |" in text and "| 2026-12-03 |" in text
     one = RESULTS / "leaderboard" / "qwen2.5-coder-1.5b-instruct-read-listed.jsonl"

@@ -22,6 +22,7 @@ from evals.errors import EvalError
 from evals.record import environments as record_environments
 from evals.record import read_runs
 from evals.registry import environment_of, environment_of_record, installed
+from evals.report.compare import reply_code
 from evals.report.summary import summarize, summary_markdown
 from evals.run.runner import EvalSettings, run_eval
 from evals.run.servers import Serving
@@ -402,6 +403,8 @@ def test_each_built_in_environment_is_one_package_and_the_core_defines_none() ->
     for model in [*record_environments._MODELS.values(), *task_fields._FIELDS.values()]:
         assert not model.__module__.startswith(("evals.record", "evals.tasks")), model
     assert set(registry.sources()) >= {"files", "sql", "git"}
+    # A change to any of their packages marks two runs' commits as not like for like.
+    assert {"evals/workspace", "evals/database", "evals/mcp", "evals/tau2"} <= set(reply_code())
 
 
 def test_an_environments_task_source_is_what_generate_offers(clock: Any, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The sql family on SQLite: the read-only database, the tools through the loop, the generated
+"""The sql source on SQLite: the read-only database, the tools through the loop, the generated
 task sets, typed answers and evidence, the oracle, and the adversaries."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sql family on a real PostgreSQL (Debian's, started for these tests as the postgres
+"""The sql source on a real PostgreSQL (Debian's, started for these tests as the postgres
 user, on a free port, data in a folder of its own, stopped at the end)."""
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from evals.tasks.sources import SPLITS
 def register(commands: Any) -> None:
     gen = commands.add_parser(
         "generate",
-        help="write a generated task set (files: each task over its own workspace; sql: "
-        "questions over a generated bank) that --tasks reads",
+        help="write a generated task set that --tasks reads, from a source an environment "
+        "declares (--source)",
     )
     gen.add_argument(
         "--source",

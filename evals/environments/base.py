@@ -126,7 +126,7 @@ class Gathering(Protocol):
 
 
 class Environment(Protocol):
-    """An environment, as the registry (``registry.py``) lists it. Beyond what is declared
+    """An environment, as the registry (``evals.registry``) lists it. Beyond what is declared
     here, one may have:
 
     * ``data``: the model of what its records keep (``evals.record.Data``; none: its records
@@ -139,6 +139,8 @@ class Environment(Protocol):
       never reach it);
     * ``figures``: figures only its runs have (``Figures``), in every summary of a run file
       (``evals.report.figures``);
+    * ``sources``: the task sets it can generate (``evals.tasks.sources.Source``), what
+      ``loopbench generate --source`` offers (``evals.registry.sources``);
     * ``check_kinds``: check kinds only its tasks use (models with a ``kind`` tag and
       ``passes(run)``, ``evals.tasks.register_check``), and ``judges``: the names its
       ``judged`` checks may give (its dialogue's ``judge`` rewards them);

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals import registry
 from evals.errors import RunFileError
 from evals.markdown import table as markdown_table
 from evals.record import RunRecord, is_error, read_runs, run_files
@@ -254,20 +255,22 @@ def compare(paths: Sequence[Path], out: Path | None = None, plots: Path | None =
     return text
 
 
-# The code that makes a reply: a change under these between two runs' commits can change what
-# the model was asked (the environments lay out its prompt and tools, the solvers its turns) or
-# how its reply was read, so such a pair is not like for like.
-REPLY_CODE = (
-    "serve_local",
-    "harness",
-    "evals/environments",
-    "evals/workspace",
-    "evals/database",
-    "evals/mcp",
-    "evals/tau2",
-    "evals/solvers",
-)
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def reply_code() -> tuple[str, ...]:
+    """The code that makes a reply: a change under these between two runs' commits can change
+    what the model was asked (the environments lay out its prompt and tools, the solvers its
+    turns) or how its reply was read, so such a pair is not like for like. The server, the
+    loop, the environments' protocol and the solvers, and each installed environment's package
+    that lies in this checkout (the whole package: its task sources and figures count too, so
+    the count errs towards saying a pair differs)."""
+    packages = set()
+    for environment in registry.ENVIRONMENTS:
+        folder = Path(*type(environment).__module__.split(".")[:-1])
+        if folder.parts and (ROOT / folder).is_dir():
+            packages.add(folder.as_posix())
+    return ("serve_local", "harness", "evals/environments", *sorted(packages), "evals/solvers")
 
 
 def code_versions(run: Run) -> list[str]:
@@ -281,7 +284,7 @@ def day(run: Run) -> str:
 
 
 def reply_code_changed(a: list[str], b: list[str]) -> int | None:
-    """How many files under :data:`REPLY_CODE` differ between the two runs' commits (the
+    """How many files under :func:`reply_code` differ between the two runs' commits (the
     most over every pair of them); None when git cannot tell (a commit unknown here)."""
     if a == b and len(a) == 1:
         return 0
@@ -292,7 +295,7 @@ def reply_code_changed(a: list[str], b: list[str]) -> int | None:
                 continue
             found = subprocess.run(
                 ["git", "diff", "--name-only", x.removesuffix("+dirty"),
-                 y.removesuffix("+dirty"), "--", *REPLY_CODE],
+                 y.removesuffix("+dirty"), "--", *reply_code()],
                 cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
             )  # fmt: skip
             if found.returncode != 0:
@@ -326,7 +329,7 @@ def like_for_like(a: Run, b: Run) -> str | None:
         return None
     return (
         f"Not like for like: the runs were made at different code versions ({sides}); "
-        f"{changed} files under {', '.join(REPLY_CODE)} differ between them, so a "
+        f"{changed} files under {', '.join(reply_code())} differ between them, so a "
         "difference may be the code's as much as the setting's."
     )
 

@@ -1,5 +1,5 @@
 """Fields an environment adds to its tasks: one typed model under one key of the task file,
-declared in the environment's own module and registered by the environments' registry
+declared in the environment's own package and registered by the environments' registry
 (``evals.registry``), so a new environment's tasks need no change to the task
 model. A task file writes them at the task's top level, beside the question:
 

@@ -1,7 +1,8 @@
 """The wall clock as an environment: its tasks carry the clock's time zone (``clock: {zone:
 ...}``), a check kind of its own (``{kind: clock_read, times: N}``), its records keep the zone
 and how often the clock was read, a workflow gathers its evidence by reading the clock, and a
-run file's summary says how often it was read; it judges no claim of an answer. Nothing
+run file's summary says how often it was read, and ``loopbench generate --source clock``
+writes questions about it; it judges no claim of an answer. Nothing
 here is loopbench's own code: it reaches loopbench through the entry point its
 ``pyproject.toml`` declares."""
 
