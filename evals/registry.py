@@ -88,14 +88,20 @@ def _plugins() -> list[Environment]:
     """The environments of other packages, each refused (with a warning naming it) if its name
     is taken, by this project's or an earlier plugin's."""
     taken = {e.name for e in BUILT_IN}
+    generated = {s.name for e in BUILT_IN for s in getattr(e, "sources", ())}
 
     def accepted(found: Any) -> Environment:
         environment: Environment = found() if isinstance(found, type) else found
         name = getattr(environment, "name", None)
         if name in taken:
             raise ValueError(f"an environment named {name!r} is already registered")
+        names = [getattr(s, "name", None) for s in getattr(environment, "sources", ())]
+        clash = [n for n in names if n in generated]
+        if clash:
+            raise ValueError(f"environment {name!r}: a task source named {clash[0]!r} is taken")
         installed(environment)
         taken.add(environment.name)
+        generated.update(n for n in names if isinstance(n, str))
         return environment
 
     return loaded(GROUP, accepted)
@@ -151,12 +157,8 @@ def held_by(tasks: Sequence[Task]) -> list[tuple[Environment, list[Task]]]:
 
 def sources() -> dict[str, Source]:
     """Every generated task source the environments declare, by name (``loopbench generate
-    --source``); a name two environments declare is the first's."""
-    found: dict[str, Source] = {}
-    for environment in ENVIRONMENTS:
-        for source in getattr(environment, "sources", ()):
-            if isinstance(source, Source):
-                found.setdefault(source.name, source)
+    --source``; each checked as its environment entered, a taken name refused)."""
+    found = {s.name: s for e in ENVIRONMENTS for s in getattr(e, "sources", ())}
     return dict(sorted(found.items()))
 
 

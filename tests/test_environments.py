@@ -423,6 +423,37 @@ def test_an_environments_task_source_is_what_generate_offers(clock: Any, tmp_pat
     assert "clock" in registry.sources() and "files" in registry.sources()
 
 
+def test_a_plugin_declaring_a_task_source_already_taken_is_left_out(
+    clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin's source named as a built-in's is refused with the plugin, before anything of
+    it is registered; it never shadows the built-in's under ``generate --source``."""
+    from evals.record import Data
+    from evals.tasks.sources import Source
+
+    class SundialData(Data):
+        name: Literal["sundial"] = "sundial"
+
+    class Sundial(clock.ClockEnvironment):  # type: ignore[misc]
+        name, data, task_fields, check_kinds = "sundial", SundialData, (), ()
+        sources = (Source("files", "not the workspace's", {"dev": range(1)}, clock.write_tasks),)
+
+    refused: list[str] = []
+
+    def load(group: str, check: Any) -> list[Any]:
+        try:
+            return [check(Sundial)]
+        except ValueError as exc:
+            refused.append(str(exc))
+            return []
+
+    monkeypatch.setattr(registry, "loaded", load)
+    assert registry._plugins() == []
+    assert refused == ["environment 'sundial': a task source named 'files' is taken"]
+    assert "sundial" not in record_environments._MODELS
+    assert registry.sources()["files"].help.startswith("questions over a workspace")
+
+
 def test_an_environment_that_cannot_be_registered_registers_nothing(clock: Any) -> None:
     """Everything an environment declares is checked before any of it is registered: a task
     field whose key the task model has leaves no record data behind."""
