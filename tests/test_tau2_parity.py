@@ -182,6 +182,43 @@ def _both(
     return theirs, ours
 
 
+def _as_sent(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each request as the model reads it: its messages, tools and sampling, less what a chat
+    template never reads (``tool_choice`` "auto" is the default where tools are given; an
+    assistant message's absent content is null; LiteLLM repeats a call's name beside its
+    function; the loop names the tool a result answers, which τ²'s runner leaves to the call's
+    id) and the seed, ours one per task, epoch and side by design (docs/tau2.md, "Sampling")."""
+    out = []
+    for body in bodies:
+        body = {k: v for k, v in body.items() if k != "seed"}
+        if body.get("tool_choice") == "auto":
+            del body["tool_choice"]
+        messages = []
+        for m in body["messages"]:
+            if m["role"] == "assistant":
+                m = {"content": None, **m}
+                if m.get("tool_calls"):
+                    m["tool_calls"] = [
+                        {k: v for k, v in c.items() if k != "name"} for c in m["tool_calls"]
+                    ]
+            elif m["role"] == "tool":
+                m = {k: v for k, v in m.items() if k != "name"}
+            messages.append(m)
+        out.append({**body, "messages": messages})
+    return out
+
+
+def _same_requests(script: Script) -> None:
+    """Both runners sent the model the same requests, in the same order, side by side: the
+    same messages (the greeting, the user's words, every call and τ²'s answer to it), the
+    same tools, the same sampling. A provider that answers by what it is sent then gives both
+    the same conversation, whatever it keys on."""
+    theirs, ours = _as_sent(script.theirs), _as_sent(script.bodies)
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(theirs, ours, strict=True)):
+        assert b == a, f"request {i} differs"
+
+
 def test_a_conversation_on_airline_gets_tau2s_own_reward(
     serving: Callable[[Script], str], tmp_path: Path
 ) -> None:
@@ -199,6 +236,7 @@ def test_a_conversation_on_airline_gets_tau2s_own_reward(
     assert agent and all(b["messages"][1] == {"role": "assistant", "content": GREETING}
                          for b in agent)  # fmt: skip
     assert not any("parallel_tool_calls" in b for b in script.bodies)
+    _same_requests(script)
 
 
 def test_an_agent_that_only_ever_replies_empty_scores_0_in_both(
@@ -213,10 +251,12 @@ def test_an_agent_that_only_ever_replies_empty_scores_0_in_both(
                 return super().__call__(request)
             return httpx.Response(200, json=answer(""))
 
-    theirs, ours = _both(serving, Empty([], "", 3), ("airline", "2", "conversation"), tmp_path)
+    script = Empty([], "", 3)
+    theirs, ours = _both(serving, script, ("airline", "2", "conversation"), tmp_path)
     assert theirs["reward"] == 0.0
     assert ours.conversation.end == "agent_error" and ours.status != "error"
     assert ours.environment.reward == 0.0
+    _same_requests(script)
 
 
 def test_ten_failed_calls_end_the_conversation_as_tau2s_runner_ends_it(
@@ -245,6 +285,7 @@ def test_ten_failed_calls_end_the_conversation_as_tau2s_runner_ends_it(
     assert ours_read and all(t.startswith("Error: ") and "Error: Error" not in t for t in ours_read)
     assert ours_read == read(script.theirs)  # τ²'s words, call for call
     assert "Error: Tool 'no_such_tool' not found." in ours_read
+    _same_requests(script)
 
 
 @pytest.mark.parametrize("idle", [False, True], ids=["gold", "idle"])
@@ -264,6 +305,7 @@ def test_solo_on_telecom_gets_tau2s_own_reward(
     assert ours.spec.preset.settings["tool_choice"] == "always"
     assert ours.spec.preset.settings["stop_tool"] == "done"
     assert "done" not in ours.tools_called  # the stop tool never runs
+    _same_requests(script)
 
 
 def test_ground_truth_mode_on_airline_gets_tau2s_own_reward(
@@ -271,7 +313,9 @@ def test_ground_truth_mode_on_airline_gets_tau2s_own_reward(
 ) -> None:
     """The agent given the expected actions (τ²'s GT agent's prompt), with the user."""
     gold, words = _gold("airline", "2", "gt")
-    theirs, ours = _both(serving, Script(gold, words, 2), ("airline", "2", "gt"), tmp_path)
+    script = Script(gold, words, 2)
+    theirs, ours = _both(serving, script, ("airline", "2", "gt"), tmp_path)
     assert theirs["end"] == "user_stop" and theirs["reward"] == 1.0, theirs
     assert ours.environment.reward == theirs["reward"]
     assert ours.spec.task_set == "tau2-airline-test-gt"
+    _same_requests(script)
