@@ -443,9 +443,11 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 # records then name both code versions); then the page. Hours on two cores: a conversation the
 # user never ends runs to τ²'s 200 steps (5-7 min).
 TAU2_RUNS ?= telecom:test:solo:model:1 telecom:test:solo:oracle:1 telecom:test:solo:idle:1 \
+	telecom:base:solo:oracle:1 telecom:base:solo:idle:1 \
 	airline:test:gt:model:1 airline:test:gt:oracle:1 airline:test:gt:idle:1 \
 	airline:test:conversation:oracle:1 retail:test:conversation:oracle:1 \
-	airline:test:conversation:model:4 retail:test:conversation:model:4
+	airline:test:conversation:idle:1 retail:test:conversation:idle:1 \
+	airline:test:conversation:model:4 telecom:base:solo:model:4 retail:test:conversation:model:4
 tau2-runs: $(STAMP_DEV) $(STAMP_TAU2)
 	@set -e; for r in $(TAU2_RUNS); do \
 	  set -- $$(echo $$r | tr : ' '); \
