@@ -279,11 +279,11 @@ class ModelUser:
                 if self.check is None and rounds >= USER_TOOL_ROUNDS:
                     raise UserFailed(f"the user called its tools {rounds} times without a word")
                 continue
-            text = str(reply.message.get("content") or "").strip()
-            if not text:
+            text = str(reply.message.get("content") or "")
+            if not text.strip():
                 raise UserEmpty("the user model replied with nothing")
             self._messages.append({"role": "assistant", "content": text})
-            return text
+            return text  # as written: τ² passes the user's words on untrimmed
 
     async def _ask(self, tools: list[dict[str, Any]], options: TurnOptions) -> ModelReply:
         """One reply, asked again while it is empty (``empty_retries`` times)."""
@@ -386,7 +386,7 @@ class _Count:
 
     def steps(self) -> int:
         agent = sum(
-            1 + bool(m.get("tool_calls"))
+            1 + bool(m.get("tool_calls") and not _stops(m, self.rules.stop_tool))
             for m in self.state.messages[self.start :]
             if m["role"] == "assistant"
         )
@@ -417,6 +417,15 @@ class _Count:
         return talk
 
 
+def _stops(message: dict[str, Any], stop_tool: str) -> bool:
+    """Whether an agent's message calls the stop tool: τ² turns such a message into its stop
+    word, its calls dropped, so it is one step and no environment's answer follows."""
+    calls = message.get("tool_calls") or []
+    return bool(stop_tool) and any(
+        (c.get("function") or {}).get("name") == stop_tool for c in calls
+    )
+
+
 def _agent_end(state: RunState, rules: Rules) -> End | None:
     """How the agent's loop ended the conversation, if it did."""
     if state.status == "failed":
@@ -429,8 +438,9 @@ def _agent_end(state: RunState, rules: Rules) -> End | None:
             return End.TOO_MANY_ERRORS
     if state.status != "completed":
         return End.CAPPED  # a limit of the loop's own: turns, budget, time
-    if rules.stop_tool and state.answer == rules.stop_tool:
-        return End.AGENT_STOP
+    last = next((m for m in reversed(state.messages) if m["role"] == "assistant"), {})
+    if rules.stop_tool and _stops(last, rules.stop_tool):
+        return End.AGENT_STOP  # the call, not words that name it: those fail a solo run
     if rules.solo:
         return End.AGENT_ERROR  # words where a call must be: τ²'s solo agent fails there
     if not (state.answer or "").strip():
@@ -495,8 +505,10 @@ async def _agent_turn(
     always does), None when the user is to reply."""
     state = await agent(state, count.stop_when)
     end = _agent_end(state, rules)
-    if end is End.AGENT_STOP and not await _followed(talk, heard, "assistant", STOP):
-        return count.ended(talk, End.ERROR)
+    if end is End.AGENT_STOP:
+        if not await _followed(talk, heard, "assistant", STOP):
+            return count.ended(talk, End.ERROR)
+        end = count.capped() or end  # τ²'s caps are read after the stop, and win over it
     if end is not None:
         return count.ended(talk, end)
     answer = state.answer or ""

@@ -1,9 +1,10 @@
 """τ² played by τ²'s own runner and by ``loopbench tau2`` on the same traffic: one scripted
 provider plays the user and the agent for both (real uvicorn; τ²'s ``run_task`` in its own
-virtualenv through LiteLLM, ours through the loop), and the rewards, the ends and the
-trajectories' calls agree. Conversation on airline (an agent whose first reply is empty, a user
-who talks long before stopping), solo on telecom (the gold calls, and an agent that only says
-it is done), ground truth on airline."""
+virtualenv through LiteLLM, ours through the loop), and the rewards, the ends, the
+trajectories' calls and the requests each sent the model agree. Conversation on airline (an
+agent whose first reply is empty, a user who talks long before stopping), solo on telecom (the
+gold calls, an agent that only says it is done, a ``done`` on the last step, the word in place
+of the call), ground truth on airline."""
 
 from __future__ import annotations
 
@@ -38,13 +39,14 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 from tau2.registry import registry
 from tau2.run import run_task
 
-domain, split, task_id, agent, user, url = sys.argv[1:7]
+domain, split, task_id, agent, user, url, max_steps = sys.argv[1:8]
 task = next(t for t in registry.get_tasks_loader(domain)(split) if str(t.id) == task_id)
 args = {"api_base": url, "api_key": "unused", "temperature": 0.0}
 try:
     sim = run_task(domain, task, agent=agent, user=user, llm_agent="openai/scripted",
                    llm_args_agent=dict(args), llm_user="openai/scripted",
-                   llm_args_user=dict(args), max_steps=200, max_errors=10, seed=626729)
+                   llm_args_user=dict(args), max_steps=int(max_steps), max_errors=10,
+                   seed=626729)
     calls = [tc.name for m in sim.messages if getattr(m, "tool_calls", None)
              for tc in m.tool_calls]
     out = {"reward": sim.reward_info.reward, "end": sim.termination_reason.value,
@@ -82,7 +84,7 @@ class Script:
             own = sum(m["role"] == "assistant" and not m.get("tool_calls") for m in messages)
             if own >= self.user_turns:
                 return httpx.Response(200, json=answer("Thanks. ###STOP###"))
-            said = f"Hello, I need help with my booking (message {own + 1})."
+            said = f"Hello, I need help with my booking (message {own + 1}).\n"  # kept as written
             return httpx.Response(200, json=answer(said))
         first = next((i for i, m in enumerate(messages) if m["role"] == "user"), 1)
         turn = sum(m["role"] == "assistant" for m in messages[first:])
@@ -146,9 +148,11 @@ def _gold(domain: str, task: str, mode: str) -> tuple[list[tuple[str, dict[str, 
     return gold, " ".join(["Done.", *map(str, found["communicate"])])
 
 
-def _theirs(url: str, domain: str, split: str, task: str, agent: str, user: str, cwd: Path) -> Any:
+def _theirs(
+    url: str, domain: str, split: str, task: str, agent: str, user: str, cwd: Path, steps: int
+) -> Any:
     done = subprocess.run(
-        [str(tau2_python()), "-c", THEIRS, domain, split, task, agent, user, url],
+        [str(tau2_python()), "-c", THEIRS, domain, split, task, agent, user, url, str(steps)],
         cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
@@ -156,27 +160,33 @@ def _theirs(url: str, domain: str, split: str, task: str, agent: str, user: str,
     return json.loads(lines[-1].removeprefix("RESULT "))
 
 
-def _ours(url: str, domain: str, task: str, mode: str, tmp_path: Path) -> Any:
+def _ours(url: str, domain: str, task: str, mode: str, tmp_path: Path, steps: int) -> Any:
     from evals.cli import main
     from evals.record import read_runs
 
     out = tmp_path / f"ours-{mode}-{len(list(tmp_path.glob('ours-*')))}.jsonl"
     flags = ["--domain", domain, "--task-ids", task, "--mode", mode, "--base-url", url]
+    flags += ["--max-steps", str(steps)]
     assert main(["tau2", *flags, "--out", str(out)]) == 0
     (record,) = read_runs(out)
     return record
 
 
 def _both(
-    serving: Callable[[Script], str], script: Script, run: tuple[str, str, str], tmp_path: Path
+    serving: Callable[[Script], str],
+    script: Script,
+    run: tuple[str, str, str],
+    tmp_path: Path,
+    steps: int = 200,
 ) -> tuple[Any, Any]:
-    """(τ²'s result, our record) of one task on one script, each on a fresh copy of it."""
+    """(τ²'s result, our record) of one task on one script, each on a fresh copy of it, both
+    under ``steps`` steps (τ²'s default 200)."""
     domain, task, mode = run
     agent = {"conversation": "llm_agent", "gt": "llm_agent_gt", "solo": "llm_agent_solo"}[mode]
     user = "dummy_user" if mode == "solo" else "user_simulator"
-    theirs = _theirs(serving(script), domain, "test", task, agent, user, tmp_path)
+    theirs = _theirs(serving(script), domain, "test", task, agent, user, tmp_path, steps)
     fresh = type(script)(script.gold, script.words, script.user_turns, script.empty_first)
-    ours = _ours(serving(fresh), domain, task, mode, tmp_path)
+    ours = _ours(serving(fresh), domain, task, mode, tmp_path, steps)
     script.theirs = list(script.bodies)
     script.bodies[:] = fresh.bodies  # what our side sent, for the test to read
     return theirs, ours
@@ -318,4 +328,48 @@ def test_ground_truth_mode_on_airline_gets_tau2s_own_reward(
     assert theirs["end"] == "user_stop" and theirs["reward"] == 1.0, theirs
     assert ours.environment.reward == theirs["reward"]
     assert ours.spec.task_set == "tau2-airline-test-gt"
+    _same_requests(script)
+
+
+@pytest.mark.parametrize("spare", [0, 1], ids=["done-on-the-last-step", "one-step-to-spare"])
+def test_solo_done_on_the_last_step_is_tau2s_step_cap(
+    serving: Callable[[Script], str], tmp_path: Path, spare: int
+) -> None:
+    """τ² reads its caps after the agent's stop: a ``done`` that makes the step count reach
+    ``--max-steps`` ends at the cap, scored 0, in both; one step to spare, both judge the run.
+    The ``done`` reply is one step (τ² makes it its stop word, no call left to answer); the
+    first call is none, as τ² opens a solo run with it; each answer of the environment is one."""
+    task = _solo_task()
+    gold, _ = _gold("telecom", task, "solo")
+    steps = 2 * len(gold) + spare
+    script = Script(gold, "done", user_turns=0)
+    theirs, ours = _both(serving, script, ("telecom", task, "solo"), tmp_path, steps)
+    end = "agent_stop" if spare else "max_steps"
+    assert (theirs["end"], theirs["reward"]) == (end, 1.0 if spare else 0.0), theirs
+    assert ours.conversation.end == ("agent_stop" if spare else "step_cap")
+    assert ours.conversation.steps == 2 * len(gold)
+    assert ours.environment.reward == theirs["reward"]
+    _same_requests(script)
+
+
+def test_solo_words_that_name_the_stop_tool_fail_the_run_in_both(
+    serving: Callable[[Script], str], tmp_path: Path
+) -> None:
+    """The gold calls, then the word "done" where the ``done`` call must be: τ²'s solo agent
+    fails on a reply without a call (0), whatever its words; ours ends it as ``agent_error``."""
+
+    class Says(Script):
+        def __call__(self, request: httpx.Request) -> httpx.Response:
+            messages = json.loads(request.content)["messages"]
+            if sum(m["role"] == "assistant" for m in messages) >= len(self.gold):
+                return httpx.Response(200, json=answer("done"))
+            return super().__call__(request)
+
+    task = _solo_task()
+    gold, _ = _gold("telecom", task, "solo")
+    script = Says(gold, "done", user_turns=0)
+    theirs, ours = _both(serving, script, ("telecom", task, "solo"), tmp_path)
+    assert theirs["reward"] == 0.0 and theirs["end"] == "agent_error", theirs
+    assert ours.conversation.end == "agent_error" and ours.status != "error"
+    assert ours.environment.reward == 0.0
     _same_requests(script)
