@@ -100,6 +100,9 @@ class Rules:
     call is asked for again, so many times, as τ²'s ``generate`` does; one still empty ends the
     conversation (``agent_error``, ``user_error``). ``solo``: no user; the agent works from its
     system prompt alone, ends with its stop tool, and any reply in words ends it as an error.
+    ``unreadable_fails``: a call whose arguments are no JSON object ends the conversation as
+    its side's error, as τ²'s ``generate`` (``json.loads`` of them) fails its runner; without
+    it the call is answered with why, and the talk goes on.
     """
 
     max_user_turns: int | None = 30
@@ -109,6 +112,21 @@ class Rules:
     empty_retries: int = 0
     solo: bool = False
     stop_tool: str = ""  # the solo agent's stop tool (τ²'s ``done``)
+    unreadable_fails: bool = False
+
+
+def unreadable(message: dict[str, Any]) -> str | None:
+    """The name of the first call in ``message`` whose arguments are no JSON object (τ²'s
+    reading: ``json.loads`` as they are, so an empty string is not one), or None."""
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "")
+        except (TypeError, ValueError, RecursionError):
+            arguments = None
+        if not isinstance(arguments, dict):
+            return str(function.get("name"))
+    return None
 
 
 def empty(message: dict[str, Any]) -> bool:
@@ -239,6 +257,7 @@ class ModelUser:
     tools: list[dict[str, Any]] = field(default_factory=list)
     call: UserCall | None = None
     empty_retries: int = 0
+    unreadable_fails: bool = False  # a call it cannot read ends the talk (``Rules``)
     check: Callable[[], End | None] | None = None
     steps: int = 0
     errors: int = 0
@@ -270,6 +289,8 @@ class ModelUser:
             reply = await self._ask(tools, options)
             self.steps += 1
             calls = reply.message.get("tool_calls") or []
+            if calls and self.unreadable_fails and (name := unreadable(reply.message)):
+                raise UserEmpty(f"the user model's call of {name} has arguments no JSON object")
             if calls and self.call is not None:
                 await self._run(calls, reply.message.get("content"))
                 self.steps += 1  # the environment's answer to the message's calls
@@ -406,7 +427,9 @@ class _Count:
             return End.STEP_CAP
         return None
 
-    def stop_when(self, _: RunState) -> tuple[Status, dict[str, Any]] | None:
+    def stop_when(self, state: RunState) -> tuple[Status, dict[str, Any]] | None:
+        if self.rules.unreadable_fails and (name := _unreadable_reply(state)) is not None:
+            return "completed", {"type": "unreadable_call", "tool": name}
         end = self.capped()
         if end is None:
             return None
@@ -426,10 +449,18 @@ def _stops(message: dict[str, Any], stop_tool: str) -> bool:
     )
 
 
+def _unreadable_reply(state: RunState) -> str | None:
+    """The call of the agent's newest reply whose arguments are no JSON object, if any."""
+    last = next((m for m in reversed(state.messages) if m["role"] == "assistant"), {})
+    return unreadable(last)
+
+
 def _agent_end(state: RunState, rules: Rules) -> End | None:
     """How the agent's loop ended the conversation, if it did."""
     if state.status == "failed":
         return End.ERROR
+    if rules.unreadable_fails and _unreadable_reply(state) is not None:
+        return End.AGENT_ERROR  # τ²'s runner fails as it reads the reply, before any stop
     if state.status == "max_turns_exceeded" and state.interruption:
         kind = state.interruption.get("type")
         if kind == "max_steps":
@@ -478,8 +509,10 @@ async def converse(
             text = await user.reply(talk.said)
         except UserFailed as exc:
             talk.error = str(exc)
+            recorder.event(state, "user_failed", turn=talk.user_turns + 1, error=str(exc))
             return count.ended(talk, End.ERROR)
-        except UserEmpty:
+        except UserEmpty as exc:  # the trace says why, though the user said nothing
+            recorder.event(state, "user_error", turn=talk.user_turns + 1, error=str(exc))
             return count.ended(talk, End.USER_ERROR)
         except Capped as exc:
             return count.ended(talk, exc.end)

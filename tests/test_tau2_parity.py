@@ -373,3 +373,49 @@ def test_solo_words_that_name_the_stop_tool_fail_the_run_in_both(
     assert ours.conversation.end == "agent_error" and ours.status != "error"
     assert ours.environment.reward == 0.0
     _same_requests(script)
+
+
+@pytest.mark.parametrize("arguments", ['{"user_id": "x"', "", "[1]"], ids=["cut", "empty", "list"])
+def test_a_call_whose_arguments_are_no_json_object_fails_the_conversation_in_both(
+    serving: Callable[[Script], str], tmp_path: Path, arguments: str
+) -> None:
+    """τ²'s ``generate`` reads a call's arguments with ``json.loads`` and its runner fails the
+    conversation when they are no object (0); ours ends it as ``agent_error``, judged 0, where
+    the loop would have answered the call with why and gone on (the next call right)."""
+
+    class Garbled(Script):
+        def __call__(self, request: httpx.Request) -> httpx.Response:
+            messages = json.loads(request.content)["messages"]
+            agent = "<scenario>" not in messages[0]["content"]
+            first = next((i for i, m in enumerate(messages) if m["role"] == "user"), 0)
+            if agent and not any(m["role"] == "assistant" for m in messages[first:]):
+                return httpx.Response(200, json=calls(("c0", "get_user_details", arguments)))
+            return super().__call__(request)  # its first reply garbled, then the gold
+
+    gold, words = _gold("airline", "2", "conversation")
+    script = Garbled(gold, words, user_turns=3)
+    theirs, ours = _both(serving, script, ("airline", "2", "conversation"), tmp_path)
+    assert (theirs["end"], theirs["reward"]) == ("agent_error", 0.0), theirs
+    assert ours.conversation.end == "agent_error" and ours.status != "error"
+    assert ours.environment.reward == 0.0 and ours.tool_runs <= 1
+
+
+def test_a_users_call_whose_arguments_are_no_json_object_fails_the_conversation_in_both(
+    serving: Callable[[Script], str], tmp_path: Path
+) -> None:
+    """Telecom's user holds the phone's tools: its call with arguments cut short fails τ²'s
+    runner (0) as the agent's does; ours ends the conversation as ``user_error``, judged 0."""
+
+    class Garbled(Script):
+        def __call__(self, request: httpx.Request) -> httpx.Response:
+            messages = json.loads(request.content)["messages"]
+            if "<scenario>" in messages[0]["content"]:
+                return httpx.Response(200, json=calls(("u0", "check_status_bar", '{"a": ')))
+            return super().__call__(request)
+
+    task = _solo_task()  # a telecom test task; here held as a conversation
+    script = Garbled([], "Bye.", user_turns=3)
+    theirs, ours = _both(serving, script, ("telecom", task, "conversation"), tmp_path)
+    assert (theirs["end"], theirs["reward"]) == ("agent_error", 0.0), theirs  # it raised
+    assert ours.conversation.end == "user_error" and ours.status != "error"
+    assert ours.environment.reward == 0.0

@@ -72,7 +72,7 @@ class Dialogue(Protocol):
     @property
     def ways(self) -> dict[str, Any]:
         """How the environment holds its conversations, as ``evals.conversation.Rules`` names
-        them (``greeting``, ``empty_retries``, ``solo``, ``stop_tool``)."""
+        them (``greeting``, ``empty_retries``, ``solo``, ``stop_tool``, ``unreadable_fails``)."""
         ...
 
     def follow(self, state: Any) -> None:

@@ -144,6 +144,7 @@ async def _user(
         # τ²'s user is asked for no length, and asked again on an empty reply.
         max_tokens=None if dialogue is not None else 512,
         empty_retries=int(dialogue.ways.get("empty_retries", 0)) if dialogue is not None else 0,
+        unreadable_fails=bool(dialogue.ways.get("unreadable_fails")) if dialogue else False,
     )  # fmt: skip
     yield user, record
 

@@ -156,11 +156,12 @@ class Tau2Dialogue:
     @property
     def ways(self) -> dict[str, Any]:
         """τ²'s orchestrator's: its greeting opens the agent's history (not solo's), an empty
-        reply is asked again three times (τ²'s ``generate``), the solo agent ends with
-        ``done``."""
+        reply is asked again three times (τ²'s ``generate``), a call whose arguments are no
+        JSON object fails the conversation (τ²'s ``generate`` reads them so), the solo agent
+        ends with ``done``."""
         solo = self._talk.mode == "solo"
         return {"greeting": not solo, "empty_retries": EMPTY_RETRIES, "solo": solo,
-                "stop_tool": STOP_TOOL if solo else ""}  # fmt: skip
+                "stop_tool": STOP_TOOL if solo else "", "unreadable_fails": True}  # fmt: skip
 
     def follow(self, state: RunState) -> None:
         self._talk.state = state
