@@ -169,8 +169,10 @@ def _prepare(
     )
     if settings.epochs > 1 and not settings.loop.temperature:
         echo(
-            f"warning: {settings.epochs} greedy epochs (temperature 0) repeat one transcript; "
-            "pass^k and per-task variance say nothing until --temperature T --seed S"
+            f"warning: {settings.epochs} greedy epochs (temperature 0) repeat one transcript "
+            "but where the server's arithmetic differs between requests (several decoded at "
+            "once, a prompt read from its cache); pass^k and per-task variance measure that, "
+            "not sampling, until --temperature T --seed S"
         )
     ungrounded = [t.id for t in taskset.tasks if not t.grounded]
     if ungrounded:
