@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from evals.conversation import STOP, TRANSFER
 from evals.record import UserTurn
@@ -215,3 +216,24 @@ def test_every_setting_that_differs_from_tau2s_runner_is_named() -> None:
     old = differs({"max_turns": 60, "max_user_turns": 10, "temperature": 0.7, "seed": 1})
     assert old[0] == "no step or error cap (tau2's: 200 steps, 10 errors)"
     assert "10 user messages (tau2's: no cap)" in old and "temperature 0.7 (tau2's: 0)" in old
+
+
+def test_a_runs_row_says_how_many_later_epochs_repeat_the_first() -> None:
+    """Greedy epochs repeat the first one's talk but where the server's arithmetic differs:
+    the row counts the later epochs whose talk (the user's words, the agent's calls and words,
+    the end) is the first's; an error is no epoch."""
+    from lab.report.tau2 import repeats
+    from tests.helpers import run_record
+
+    def talk(task: str, epoch: int, *said: str, status: str = "completed") -> Any:
+        turns = [{"text": t, "calls_before": 0} for t in said]
+        return run_record(task_id=task, epoch=epoch, status=status,
+                          conversation={"end": "user_stop", "said": turns})  # fmt: skip
+
+    records = [
+        talk("a", 1, "Hi", "Cancel it."), talk("a", 2, "Hi", "Cancel it."),
+        talk("a", 3, "Hi", "Change it."), talk("b", 1, "###STOP###"),
+        talk("b", 2, "###STOP###"), talk("b", 3, status="error"),
+    ]  # fmt: skip
+    assert repeats(records) == (2, 3)
+    assert repeats(records[:1]) == (0, 0)

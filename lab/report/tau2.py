@@ -95,12 +95,38 @@ def mode_of(records: Sequence[RunRecord]) -> str:
     return next((m for m in ("solo", "gt") if name.endswith(f"-{m}")), "conversation")
 
 
+def _talk(record: RunRecord) -> tuple[object, ...]:
+    """What a conversation held, as far as its record tells: the user's words, the agent's
+    calls and last words, the end and the reward."""
+    talk = record.conversation
+    said = tuple(t.text for t in talk.said) if talk is not None else ()
+    reward = record.environment.reward if isinstance(record.environment, Tau2Data) else None
+    end = talk.end if talk is not None else None
+    return said, tuple(record.tools_called or ()), record.answer, end, reward
+
+
+def repeats(records: Sequence[RunRecord]) -> tuple[int, int]:
+    """Of the tasks' later epochs (errors left out), how many held the talk the task's first
+    epoch held, and how many there are: where greedy epochs differ, the server's arithmetic
+    made them differ, and pass^k measures that."""
+    first: dict[str, tuple[object, ...]] = {}
+    same = later = 0
+    for r in sorted((r for r in records if not is_error(r)), key=lambda r: r.epoch):
+        if r.task_id not in first:
+            first[r.task_id] = _talk(r)
+            continue
+        later += 1
+        same += _talk(r) == first[r.task_id]
+    return same, later
+
+
 def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[object]:
     """One run: how τ² held it, who held both sides, tasks and epochs, pass^k (k = 1..epochs,
     at most ``most_k``), the mean reward, how many of its rewarded conversations ended before
     the agent's first turn (the user left at once, on a task where nothing needed doing), how
     conversations ended, the conversations a rule flagged a user turn of and the share right
-    among the others, and the settings that differ from τ²'s runner's."""
+    among the others, and the settings that differ from τ²'s runner's. Beside pass^k, how
+    many later epochs repeated the first's talk (``repeats``)."""
     judged = [r for r in records if not is_error(r)]
     agent, user = _who(records)
     mode = mode_of(records)
@@ -108,6 +134,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     # pass^1 is the accuracy with the task as the unit (each task the share of its epochs).
     first = accuracy(judged) if judged else None
     curve = [pass_hat_k(judged, k) for k in range(2, min(epochs, most_k) + 1)]
+    same, later = repeats(judged)
     rewards = [
         r.environment.reward
         for r in judged
@@ -133,7 +160,8 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         "none" if mode == "solo" else user,
         f"{len(by_task(judged))} × {epochs}",
         "–" if first is None else first.interval(),
-        " / ".join(f"{v:.1%}" for v in curve if v is not None) or "–",
+        (" / ".join(f"{v:.1%}" for v in curve if v is not None) or "–")
+        + (f" ({same} of {later} later epochs repeat the first)" if later else ""),
         f"{sum(rewards) / len(rewards):.2f}" if rewards else "–",
         "–" if mode == "solo" else (f"{silent} of {len(right)}" if right else "–"),
         ", ".join(f"{e} {ends[e]}" for e in ENDS if ends[e]) or "–",
