@@ -375,9 +375,8 @@ def test_solo_words_that_name_the_stop_tool_fail_the_run_in_both(
     _same_requests(script)
 
 
-@pytest.mark.parametrize("arguments", ['{"user_id": "x"', "", "[1]"], ids=["cut", "empty", "list"])
 def test_a_call_whose_arguments_are_no_json_object_fails_the_conversation_in_both(
-    serving: Callable[[Script], str], tmp_path: Path, arguments: str
+    serving: Callable[[Script], str], tmp_path: Path
 ) -> None:
     """τ²'s ``generate`` reads a call's arguments with ``json.loads`` and its runner fails the
     conversation when they are no object (0); ours ends it as ``agent_error``, judged 0, where
@@ -389,7 +388,8 @@ def test_a_call_whose_arguments_are_no_json_object_fails_the_conversation_in_bot
             agent = "<scenario>" not in messages[0]["content"]
             first = next((i for i, m in enumerate(messages) if m["role"] == "user"), 0)
             if agent and not any(m["role"] == "assistant" for m in messages[first:]):
-                return httpx.Response(200, json=calls(("c0", "get_user_details", arguments)))
+                garbled = ("c0", "get_user_details", '{"user_id": "x"')  # cut short
+                return httpx.Response(200, json=calls(garbled))
             return super().__call__(request)  # its first reply garbled, then the gold
 
     gold, words = _gold("airline", "2", "conversation")
@@ -419,3 +419,18 @@ def test_a_users_call_whose_arguments_are_no_json_object_fails_the_conversation_
     assert (theirs["end"], theirs["reward"]) == ("agent_error", 0.0), theirs  # it raised
     assert ours.conversation.end == "user_error" and ours.status != "error"
     assert ours.environment.reward == 0.0
+
+
+def test_arguments_are_read_as_tau2_reads_them() -> None:
+    """``json.loads`` as they are: an empty string, a list, a cut object are no JSON object
+    (τ²'s runner fails on each); ``{}`` is one."""
+    from evals.conversation import unreadable
+
+    def reply(*arguments: str) -> dict[str, Any]:
+        return calls(*((f"c{i}", f"t{i}", a) for i, a in enumerate(arguments)))["choices"][0][
+            "message"
+        ]
+
+    assert unreadable(reply("{}", '{"a": 1}')) is None
+    assert [unreadable(reply("{}", bad)) for bad in ("", "[1]", '{"a": ', "null")] == ["t1"] * 4
+    assert unreadable({"role": "assistant", "content": "words"}) is None
