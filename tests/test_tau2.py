@@ -558,3 +558,19 @@ def test_a_flag_is_never_taken_for_the_start_of_another(capsys: pytest.CaptureFi
     with pytest.raises(SystemExit):
         main(["tau2", "--mod", "solo"])
     assert "unrecognized arguments: --mod" in capsys.readouterr().err
+
+
+def test_arguments_are_read_as_tau2_reads_them() -> None:
+    """``json.loads`` as they are: an empty string, a list, a cut object are no JSON object
+    (τ²'s runner fails on each); ``{}`` is one."""
+    from evals.conversation import unreadable
+    from tests.fake_provider import calls
+
+    def reply(*arguments: str) -> dict[str, Any]:
+        return calls(*((f"c{i}", f"t{i}", a) for i, a in enumerate(arguments)))["choices"][0][
+            "message"
+        ]
+
+    assert unreadable(reply("{}", '{"a": 1}')) is None
+    assert [unreadable(reply("{}", bad)) for bad in ("", "[1]", '{"a": ', "null")] == ["t1"] * 4
+    assert unreadable({"role": "assistant", "content": "words"}) is None

@@ -419,18 +419,3 @@ def test_a_users_call_whose_arguments_are_no_json_object_fails_the_conversation_
     assert (theirs["end"], theirs["reward"]) == ("agent_error", 0.0), theirs  # it raised
     assert ours.conversation.end == "user_error" and ours.status != "error"
     assert ours.environment.reward == 0.0
-
-
-def test_arguments_are_read_as_tau2_reads_them() -> None:
-    """``json.loads`` as they are: an empty string, a list, a cut object are no JSON object
-    (τ²'s runner fails on each); ``{}`` is one."""
-    from evals.conversation import unreadable
-
-    def reply(*arguments: str) -> dict[str, Any]:
-        return calls(*((f"c{i}", f"t{i}", a) for i, a in enumerate(arguments)))["choices"][0][
-            "message"
-        ]
-
-    assert unreadable(reply("{}", '{"a": 1}')) is None
-    assert [unreadable(reply("{}", bad)) for bad in ("", "[1]", '{"a": ', "null")] == ["t1"] * 4
-    assert unreadable({"role": "assistant", "content": "words"}) is None
