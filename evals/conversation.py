@@ -25,7 +25,8 @@ from evals.environments.base import scripted_provider
 from harness.cancel import CancelToken
 from harness.client import ChatClient, ModelReply, TurnOptions
 from harness.errors import KeyRefused
-from harness.state import RunState, Status
+from harness.policies.stop_tool import stop_called
+from harness.state import RunState, Status, last_reply
 from harness.tools import unencodable
 from harness.trace import Recorder
 
@@ -451,8 +452,8 @@ def _stops(message: dict[str, Any], stop_tool: str) -> bool:
 
 def _unreadable_reply(state: RunState) -> str | None:
     """The call of the agent's newest reply whose arguments are no JSON object, if any."""
-    last = next((m for m in reversed(state.messages) if m["role"] == "assistant"), {})
-    return unreadable(last)
+    last = last_reply(state)
+    return unreadable(state.messages[last[0]]) if last is not None else None
 
 
 def _agent_end(state: RunState, rules: Rules) -> End | None:
@@ -469,8 +470,7 @@ def _agent_end(state: RunState, rules: Rules) -> End | None:
             return End.TOO_MANY_ERRORS
     if state.status != "completed":
         return End.CAPPED  # a limit of the loop's own: turns, budget, time
-    last = next((m for m in reversed(state.messages) if m["role"] == "assistant"), {})
-    if rules.stop_tool and _stops(last, rules.stop_tool):
+    if stop_called(state, rules.stop_tool):
         return End.AGENT_STOP  # the call, not words that name it: those fail a solo run
     if rules.solo:
         return End.AGENT_ERROR  # words where a call must be: τ²'s solo agent fails there
