@@ -64,9 +64,11 @@ endif
 
 setup: $(STAMP_DEV)
 
+# setuptools 77 or later in the venv: the product tests build the wheel without build isolation,
+# and pyproject's license is a PEP 639 expression, which older setuptools refuses.
 $(STAMP_DEV): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet --upgrade pip "setuptools>=77"
 	$(PIP) install --quiet -e ".[dev]"
 	touch $@
 
