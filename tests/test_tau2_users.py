@@ -147,6 +147,38 @@ def test_a_labelled_sample_is_counted_by_conversation_and_readers_agree_where_ei
     assert "flag 1 of the 3 turns labelled errors" in text and "0 of the 3 labelled ok" in text
 
 
+def test_the_rules_read_a_labelled_turn_with_the_rows_before_it_and_the_first_rows_scenario(
+    tmp_path: Path,
+) -> None:
+    """A sample's row holds neither its scenario (after the first turn) nor the turns before
+    it: the rules are applied with both read from the conversation's earlier rows, as they
+    were when each row carried its own copy."""
+    from lab.report.users import agreement
+
+    def row(talk: str, turn: int, text: str, **more: object) -> dict[str, object]:
+        return {"conversation": talk, "turn": turn, "replying_to": "Go on.", "calls_before": 1,
+                "text": text, "label": "error", "why": "read", **more}  # fmt: skip
+
+    # Turn 2 states an id the user gave at turn 1 (a known fact), turn 3 one from the
+    # scenario (known too), turn 4 an id nobody gave (an invented one: flagged).
+    talk = [
+        row("run/a/e1", 1, "Hi, cancel EHGLP3, my friend's is KQZ7X2.", scenario=SCENARIO),
+        row("run/a/e1", 2, "Yes, KQZ7X2 was my friend's."),
+        row("run/a/e1", 3, "My user id is emma_kim_9957."),
+        row("run/a/e1", 4, "Also cancel ZZTOP9 please."),
+    ]
+    # In any order: the rows are put back in turn order.
+    found = agreement([talk[3], talk[1], talk[0], talk[2]])
+    # Turn 1 is flagged (KQZ7X2 is in no scenario), 2 and 3 are not, 4 is.
+    assert (found.labelled, found.errors, found.flagged_errors) == (4, 4, 2)
+    # The same turns, each row with its own scenario and earlier turns (an older sample).
+    older = [{**r, "scenario": SCENARIO,
+              "earlier": [{"text": t["text"], "calls_before": 1, "replying_to": "Go on."}
+                          for t in talk[: int(str(r["turn"])) - 1]]}
+             for r in talk]  # fmt: skip
+    assert agreement(older) == found
+
+
 def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() -> None:
     from lab.report.users import sample_turns
     from tests.helpers import run_record
@@ -159,10 +191,17 @@ def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() 
         return run_record(task_id=task, epoch=1, conversation={"end": "user_stop", "said": said})
 
     runs = [("run", [talk(t) for t in ("a", "b", "c")])]
-    first = sample_turns(runs, {}, 2, seed=7)  # type: ignore[arg-type]
+    scenarios = {t: f"scenario of {t}" for t in "abc"}
+    first = sample_turns(runs, scenarios, 2, seed=7)  # type: ignore[arg-type]
     drawn = {str(r["conversation"]) for r in first}
     assert len(drawn) == 2 and len(first) == 4  # two whole conversations, every turn of each
     assert all(r["label"] is None for r in first)
+    # Each conversation's rows in order, its scenario on the first only, no copy of the turns
+    # before: a talk held to τ²'s step cap has a hundred user turns.
+    assert [r["turn"] for r in first] == [1, 2, 1, 2]
+    assert [("scenario" in r) for r in first] == [True, False, True, False]
+    assert first[0]["scenario"] == "scenario of " + str(first[0]["conversation"]).split("/")[1]
+    assert not any("earlier" in r for r in first)
     rest = sample_turns(runs, {}, 10, seed=7, exclude=frozenset(drawn))  # type: ignore[arg-type]
     assert {str(r["conversation"]) for r in rest} == {"run/a/e1", "run/b/e1", "run/c/e1"} - drawn
 

@@ -28,6 +28,8 @@ PAGE = ROOT / "docs" / "tau2.md"
 # The labelled sample of user turns (``python -m lab tau2-sample``, then read and labelled
 # by docs/tau2-user-rubric.md), beside the runs, not among them.
 LABELS = RESULTS / "labels" / "user-turns.jsonl"
+# The sample of the headline runs: the default model as agent and user, K epochs.
+HEADLINE = RESULTS / "labels" / "headline-turns.jsonl"
 # The samples of the superseded runs: the first, and one of conversations outside it (where
 # the rules' error rate was measured).
 OLD_LABELS = SUPERSEDED / "labels" / "user-turns.jsonl"
@@ -299,6 +301,7 @@ def blocks(folder: Path = RESULTS) -> dict[str, str]:
         "tau2-user-rules": rules_table((folder, SUPERSEDED)),
         "tau2-anchors": anchors_table(),
         "tau2-user-sample": sample_text(LABELS, heldout=True),
+        "tau2-user-headline": sample_text(HEADLINE, heldout=True),
         "tau2-user-labels": labels_text(),
         "tau2-user-heldout": heldout_text(),
     }

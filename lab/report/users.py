@@ -229,9 +229,10 @@ def sample_turns(
 ) -> list[dict[str, object]]:
     """``conversations`` whole conversations drawn at random with ``seed`` from the runs'
     finished ones (every one when they hold fewer): the conversation is the unit drawn, one
-    row per user turn, with what its label needs (its scenario, the agent's words before it,
-    the turns before it) and no reward, verdict or rule flag. ``exclude``: conversations
-    (``RUN/TASK/eEPOCH``) left out, those of a sample already read, so a new one is held out."""
+    row per user turn in order, with what its label needs (the agent's words before it; the
+    scenario on the conversation's first row, the turns before it in the rows before) and no
+    reward, verdict or rule flag. ``exclude``: conversations (``RUN/TASK/eEPOCH``) left out,
+    those of a sample already read, so a new one is held out."""
     import random
 
     talks = [
@@ -248,16 +249,18 @@ def sample_turns(
         assert r.conversation is not None
         said = r.conversation.said
         for i, turn in enumerate(said, start=1):
+            # The scenario once, on the first turn: a conversation held to τ²'s 200 steps
+            # has a hundred user turns, and every row repeating it (and the turns before
+            # it) made a sample of one such run tens of megabytes.
+            first = {"scenario": scenarios.get(r.task_id, "")} if i == 1 else {}
             rows.append(
                 {
                     "conversation": f"{name}/{r.task_id}/e{r.epoch}",
                     "turn": i,
-                    "scenario": scenarios.get(r.task_id, ""),
+                    **first,
                     "replying_to": turn.replying_to,
                     "calls_before": turn.calls_before,
                     "text": turn.text,
-                    # The talk before it, from the user's side: its earlier turns, in order.
-                    "earlier": [t.model_dump() for t in said[: i - 1]],
                     "label": None,
                     "why": None,
                 }
@@ -345,19 +348,38 @@ class Agreement:
     flagged_ok: int  # turns labelled ok that a rule flagged
 
 
+def _turn(row: dict[str, object]) -> UserTurn:
+    return UserTurn(
+        text=str(row["text"]),
+        calls_before=int(str(row.get("calls_before") or 0)),
+        replying_to=None if row.get("replying_to") is None else str(row["replying_to"]),
+    )
+
+
 def agreement(labelled: Sequence[dict[str, object]]) -> Agreement:
     """The rules applied to each labelled turn in its conversation (its scenario, the turns
     and the agent's words before it) beside its label."""
     errors = flagged_errors = flagged_ok = 0
+    # A row's conversation so far: its scenario (on its first row) and its turns in order. A
+    # sample drawn before rows stopped repeating them holds both on every row instead.
+    talks: dict[str, list[dict[str, object]]] = {}
+    for row in labelled:
+        talks.setdefault(str(row["conversation"]), []).append(row)
+    for rows in talks.values():
+        rows.sort(key=lambda r: int(str(r["turn"])))
     done = [row for row in labelled if row.get("label") in LABELS]
     for row in done:
-        turn = UserTurn(
-            text=str(row["text"]),
-            calls_before=int(str(row.get("calls_before") or 0)),
-            replying_to=None if row.get("replying_to") is None else str(row["replying_to"]),
+        talk = talks[str(row["conversation"])]
+        before = [r for r in talk if int(str(r["turn"])) < int(str(row["turn"]))]
+        turn = _turn(row)
+        if "earlier" in row:
+            earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
+        else:
+            earlier = [_turn(r) for r in before]
+        scenario = row.get("scenario") or next(
+            (r.get("scenario") for r in talk if r.get("scenario")), ""
         )
-        earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
-        found = flags(str(row.get("scenario") or ""), [*earlier, turn])
+        found = flags(str(scenario or ""), [*earlier, turn])
         flagged = any(f.turn == len(earlier) + 1 for f in found)
         if row["label"] == "error":
             errors += 1
