@@ -443,13 +443,15 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 # DOMAIN:SPLIT:MODE:AGENT:EPOCHS each, against `make serve-local SLOTS=2 CTX=16384`. A run whose
 # file is in results/tau2/ is left as it is; one cut short goes on from its .partial (its
 # records then name both code versions); then the page. Hours on two cores: a conversation the
-# user never ends runs to τ²'s 200 steps (5-7 min).
+# user never ends runs to τ²'s 200 steps (5-7 min). The model on telecom in four epochs is on
+# its test split (40 tasks, about an hour), not all 114 (three): the oracle and idle agent have
+# all 114.
 TAU2_RUNS ?= telecom:test:solo:model:1 telecom:test:solo:oracle:1 telecom:test:solo:idle:1 \
 	telecom:base:solo:oracle:1 telecom:base:solo:idle:1 \
 	airline:test:gt:model:1 airline:test:gt:oracle:1 airline:test:gt:idle:1 \
 	airline:test:conversation:oracle:1 retail:test:conversation:oracle:1 \
 	airline:test:conversation:idle:1 retail:test:conversation:idle:1 \
-	airline:test:conversation:model:4 telecom:base:solo:model:4 retail:test:conversation:model:4
+	airline:test:conversation:model:4 telecom:test:solo:model:4 retail:test:conversation:model:4
 tau2-runs: $(STAMP_DEV) $(STAMP_TAU2)
 	@set -e; for r in $(TAU2_RUNS); do \
 	  set -- $$(echo $$r | tr : ' '); \
