@@ -276,3 +276,31 @@ def test_a_runs_row_says_how_many_later_epochs_repeat_the_first() -> None:
     ]  # fmt: skip
     assert repeats(records) == (2, 3)
     assert repeats(records[:1]) == (0, 0)
+
+
+def test_a_stop_before_any_call_is_early_only_where_the_task_expects_the_agent_to_act() -> None:
+    """``early_stop`` holds a stop before the agent's first call against the user only on a
+    task whose reward rests on what the agent does: where τ²'s evaluator found no action to
+    expect (the database as it started is the right outcome), a stop is no error of the rule."""
+    from lab.report.users import acts, user_errors
+    from tests.helpers import run_record
+
+    said = [
+        {"text": "Hi, please cancel reservation EHGLP3.", "calls_before": 0},
+        {"text": STOP, "calls_before": 0, "replying_to": "It cannot be cancelled."},
+    ]
+
+    def judged(task: str, action: dict[str, str] | None) -> Any:
+        info = {"reward": 1.0, "info": {"action": action}}
+        environment = {"name": "tau2", "domain": "airline", "task": task, "reward": 1.0,
+                       "reward_info": info}  # fmt: skip
+        return run_record(task_id=task, epoch=1, environment=environment,
+                          conversation={"end": "user_stop", "said": said})  # fmt: skip
+
+    none = judged("31", {"note": "No actions to evaluate"})
+    some = judged("2", None)  # τ² writes no note where it checked actions
+    assert (acts(none), acts(some)) == (False, True)
+    assert acts(run_record(task_id="ours")) is True  # a task of ours: no word from τ²
+    found = user_errors([none, some], {"31": SCENARIO, "2": SCENARIO})
+    assert found.by_rule.get("early_stop") == 1
+    assert (found.flagged_conversations, found.clean) == (1, 1)

@@ -18,7 +18,7 @@ from evals.tasks import load_tasks
 from evals.tau2.data import Tau2Data
 from evals.tau2.rules import differs
 from lab.report.docs import fill
-from lab.report.users import RULES, agreement, by_conversation, readers, user_errors
+from lab.report.users import RULES, acts, agreement, by_conversation, readers, user_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"
@@ -255,7 +255,7 @@ def sample_text(path: Path, heldout: bool = False) -> str:
                 else "; neither called any turn ok."
             )
         )
-    found = agreement(turns)
+    found = agreement(turns, _acting(path.parent.parent, runs))
     ok = found.labelled - found.errors
     if found.errors:
         # Counts of turns, no interval: turns of one conversation are not independent draws.
@@ -276,6 +276,17 @@ def sample_text(path: Path, heldout: bool = False) -> str:
             + " at fault."
         )
     return text + "\n"
+
+
+def _acting(folder: Path, runs: Sequence[str]) -> dict[str, bool]:
+    """By conversation (``RUN/TASK/eEPOCH``) of the runs a sample was drawn from, beside it
+    in ``folder``: whether its task's reward rests on what the agent does (``acts``)."""
+    found: dict[str, bool] = {}
+    for name in runs:
+        path = folder / f"{name}.jsonl"
+        if path.exists():
+            found |= {f"{name}/{r.task_id}/e{r.epoch}": acts(r) for r in read_runs(path)}
+    return found
 
 
 def labels_text(path: Path = OLD_LABELS) -> str:

@@ -174,6 +174,21 @@ def flags(scenario: str, said: Sequence[UserTurn], acts: bool = True) -> list[Fl
     return found
 
 
+# What τ²'s evaluator writes of a task that expects no action of the agent (its ``info``'s
+# ``action`` part): a task whose right outcome is the database as it started.
+_NO_ACTION = ("No actions to evaluate", "No evaluation criteria")
+
+
+def acts(record: RunRecord) -> bool:
+    """Whether the task's reward rests on what the agent does: False only where τ²'s
+    evaluator judged the run and found no action to expect of it; True otherwise (a task of
+    ours, a run τ² did not judge)."""
+    info = getattr(record.environment, "reward_info", None) or {}
+    parts = info.get("info") if isinstance(info, dict) else None
+    action = parts.get("action") if isinstance(parts, dict) else None
+    return not (isinstance(action, dict) and action.get("note") in _NO_ACTION)
+
+
 @dataclass(frozen=True)
 class UserErrors:
     """Flagged user turns over a run's conversations: turns, flagged turns, by rule, and the
@@ -198,7 +213,7 @@ def user_errors(records: Sequence[RunRecord], scenarios: dict[str, str]) -> User
         talk = record.conversation
         if talk is None or record.status in ("error", "not_run"):
             continue
-        found = flags(scenarios.get(record.task_id, ""), talk.said)
+        found = flags(scenarios.get(record.task_id, ""), talk.said, acts=acts(record))
         # A user whose reply was still empty when asked again ended the talk: its fault,
         # though it said nothing a rule could read.
         erred = bool(found) or talk.end == "user_error"
@@ -356,9 +371,13 @@ def _turn(row: dict[str, object]) -> UserTurn:
     )
 
 
-def agreement(labelled: Sequence[dict[str, object]]) -> Agreement:
+def agreement(
+    labelled: Sequence[dict[str, object]], acting: dict[str, bool] | None = None
+) -> Agreement:
     """The rules applied to each labelled turn in its conversation (its scenario, the turns
-    and the agent's words before it) beside its label."""
+    and the agent's words before it) beside its label; ``acting``: by conversation, whether
+    its task's reward rests on what the agent does (``acts`` of its record; unknown: it
+    does)."""
     errors = flagged_errors = flagged_ok = 0
     # A row's conversation so far: its scenario (on its first row) and its turns in order. A
     # sample drawn before rows stopped repeating them holds both on every row instead.
@@ -379,7 +398,11 @@ def agreement(labelled: Sequence[dict[str, object]]) -> Agreement:
         scenario = row.get("scenario") or next(
             (r.get("scenario") for r in talk if r.get("scenario")), ""
         )
-        found = flags(str(scenario or ""), [*earlier, turn])
+        found = flags(
+            str(scenario or ""),
+            [*earlier, turn],
+            acts=(acting or {}).get(str(row["conversation"]), True),
+        )
         flagged = any(f.turn == len(earlier) + 1 for f in found)
         if row["label"] == "error":
             errors += 1
