@@ -304,3 +304,21 @@ def test_a_stop_before_any_call_is_early_only_where_the_task_expects_the_agent_t
     found = user_errors([none, some], {"31": SCENARIO, "2": SCENARIO})
     assert found.by_rule.get("early_stop") == 1
     assert (found.flagged_conversations, found.clean) == (1, 1)
+
+
+def test_each_headline_runs_sample_is_a_paragraph_of_its_own(tmp_path: Path) -> None:
+    from lab.report.tau2 import headline_text
+
+    assert headline_text(tmp_path) == "No sample is labelled yet.\n"
+    for run in ("airline-k4", "retail-k4"):
+        row = {"conversation": f"{run}/t/e1", "turn": 1, "scenario": SCENARIO,
+               "replying_to": None, "calls_before": 0, "text": STOP, "label": "error",
+               "why": "stops first"}  # fmt: skip
+        path = tmp_path / f"headline-{run}.jsonl"
+        path.write_text(json.dumps(row) + "\n")
+        path.with_suffix(".second-reader.jsonl").write_text(json.dumps(row) + "\n")
+    text = headline_text(tmp_path)
+    paragraphs = text.strip().split("\n\n")
+    assert len(paragraphs) == 2  # the second readers' files are no samples of their own
+    assert "`airline-k4`" in paragraphs[0] and "`retail-k4`" in paragraphs[1]
+    assert all("agrees on whether the user erred in 1 of 1" in p for p in paragraphs)

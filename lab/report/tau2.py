@@ -28,8 +28,9 @@ PAGE = ROOT / "docs" / "tau2.md"
 # The labelled sample of user turns (``python -m lab tau2-sample``, then read and labelled
 # by docs/tau2-user-rubric.md), beside the runs, not among them.
 LABELS = RESULTS / "labels" / "user-turns.jsonl"
-# The sample of the headline runs: the default model as agent and user, K epochs.
-HEADLINE = RESULTS / "labels" / "headline-turns.jsonl"
+# The samples of the headline runs (the default model as agent and user, K epochs): one a
+# run, ``headline-RUN.jsonl``, each drawn once its run is whole.
+HEADLINES = RESULTS / "labels"
 # The samples of the superseded runs: the first, and one of conversations outside it (where
 # the rules' error rate was measured).
 OLD_LABELS = SUPERSEDED / "labels" / "user-turns.jsonl"
@@ -289,6 +290,16 @@ def _acting(folder: Path, runs: Sequence[str]) -> dict[str, bool]:
     return found
 
 
+def headline_text(folder: Path = HEADLINES) -> str:
+    """Each headline run's sample (``headline-RUN.jsonl``), a paragraph each."""
+    paths = sorted(
+        p for p in folder.glob("headline-*.jsonl") if not p.name.endswith(".second-reader.jsonl")
+    )
+    if not paths:
+        return "No sample is labelled yet.\n"
+    return "\n".join(sample_text(path, heldout=True) for path in paths)
+
+
 def labels_text(path: Path = OLD_LABELS) -> str:
     return sample_text(path)
 
@@ -312,7 +323,7 @@ def blocks(folder: Path = RESULTS) -> dict[str, str]:
         "tau2-user-rules": rules_table((folder, SUPERSEDED)),
         "tau2-anchors": anchors_table(),
         "tau2-user-sample": sample_text(LABELS, heldout=True),
-        "tau2-user-headline": sample_text(HEADLINE, heldout=True),
+        "tau2-user-headline": headline_text(),
         "tau2-user-labels": labels_text(),
         "tau2-user-heldout": heldout_text(),
     }
