@@ -322,3 +322,15 @@ def test_each_headline_runs_sample_is_a_paragraph_of_its_own(tmp_path: Path) -> 
     assert len(paragraphs) == 2  # the second readers' files are no samples of their own
     assert "`airline-k4`" in paragraphs[0] and "`retail-k4`" in paragraphs[1]
     assert all("agrees on whether the user erred in 1 of 1" in p for p in paragraphs)
+
+
+def test_a_conversations_progress_line_shows_the_users_time_beside_the_agents_wall() -> None:
+    """A talk's record keeps the agent's wall and the user's model time apart; the line each
+    finished run prints shows both, so the agent's wall does not read as the talk's."""
+    from evals.run.runner import result_line
+    from tests.helpers import run_record
+
+    talk = {"end": "user_stop", "said": [], "user_spent": {"requests": 3.0, "ms": 219253.8}}
+    line = result_line(run_record(task_id="a", wall_ms=198410.6, conversation=talk))
+    assert "wall= 198,411ms user=219,254ms" in line
+    assert "user=" not in result_line(run_record(task_id="b", wall_ms=5.0))

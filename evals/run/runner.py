@@ -66,8 +66,12 @@ def result_line(record: RunRecord) -> str:
         answer = answer[:67] + "..."
     mark = "✓" if record.correct else "✗"
     status = "" if record.status == "completed" else f"  [{record.status}]"
+    # A conversation's wall is its agent's (the loop's turns); the simulated user's model
+    # time is apart, beside it, so that neither reads as the talk's whole.
+    spent = record.conversation.user_spent if record.conversation else None
+    user = f" user={spent['ms']:,.0f}ms" if spent and "ms" in spent else ""
     return (
-        f"turns={record.turns} tools={record.tool_runs} wall={record.wall_ms:>8,.0f}ms"
+        f"turns={record.turns} tools={record.tool_runs} wall={record.wall_ms:>8,.0f}ms{user}"
         f'  {record.question}  -> "{answer}"  {mark}{status}'
     )
 
