@@ -31,6 +31,8 @@ LABELS = RESULTS / "labels" / "user-turns.jsonl"
 # The samples of the headline runs (the default model as agent and user, K epochs): one a
 # run, ``headline-RUN.jsonl``, each drawn once its run is whole.
 HEADLINES = RESULTS / "labels"
+# A sample's second reader's labels, beside it: ``SAMPLE.second-reader.jsonl``.
+SECOND_READER = ".second-reader.jsonl"
 # The samples of the superseded runs: the first, and one of conversations outside it (where
 # the rules' error rate was measured).
 OLD_LABELS = SUPERSEDED / "labels" / "user-turns.jsonl"
@@ -243,7 +245,7 @@ def sample_text(path: Path, heldout: bool = False) -> str:
         f"in {talks.erred} of {talks.conversations} conversations, {rate.interval()} (95 % "
         f"interval, the conversation the unit), at its first message in {first} of them."
     )
-    second = path.with_suffix(".second-reader.jsonl")
+    second = path.with_suffix(SECOND_READER)
     if second.exists():
         both = readers(turns, [row for row in _labelled(second) if "turn" in row])
         text += (
@@ -292,9 +294,7 @@ def _acting(folder: Path, runs: Sequence[str]) -> dict[str, bool]:
 
 def headline_text(folder: Path = HEADLINES) -> str:
     """Each headline run's sample (``headline-RUN.jsonl``), a paragraph each."""
-    paths = sorted(
-        p for p in folder.glob("headline-*.jsonl") if not p.name.endswith(".second-reader.jsonl")
-    )
+    paths = sorted(p for p in folder.glob("headline-*.jsonl") if not p.name.endswith(SECOND_READER))
     if not paths:
         return "No sample is labelled yet.\n"
     return "\n".join(sample_text(path, heldout=True) for path in paths)

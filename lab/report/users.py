@@ -378,35 +378,33 @@ def agreement(
     and the agent's words before it) beside its label; ``acting``: by conversation, whether
     its task's reward rests on what the agent does (``acts`` of its record; unknown: it
     does)."""
-    errors = flagged_errors = flagged_ok = 0
-    # A row's conversation so far: its scenario (on its first row) and its turns in order. A
-    # sample drawn before rows stopped repeating them holds both on every row instead.
+    labelled_n = errors = flagged_errors = flagged_ok = 0
+    # Each conversation's rows in turn order: its scenario is on its first row, the turns
+    # before a row are the rows before it. A sample drawn before rows stopped repeating them
+    # holds both on every row instead.
     talks: dict[str, list[dict[str, object]]] = {}
     for row in labelled:
         talks.setdefault(str(row["conversation"]), []).append(row)
-    for rows in talks.values():
-        rows.sort(key=lambda r: int(str(r["turn"])))
-    done = [row for row in labelled if row.get("label") in LABELS]
-    for row in done:
-        talk = talks[str(row["conversation"])]
-        before = [r for r in talk if int(str(r["turn"])) < int(str(row["turn"]))]
-        turn = _turn(row)
-        if "earlier" in row:
-            earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
-        else:
-            earlier = [_turn(r) for r in before]
-        scenario = row.get("scenario") or next(
-            (r.get("scenario") for r in talk if r.get("scenario")), ""
-        )
-        found = flags(
-            str(scenario or ""),
-            [*earlier, turn],
-            acts=(acting or {}).get(str(row["conversation"]), True),
-        )
-        flagged = any(f.turn == len(earlier) + 1 for f in found)
-        if row["label"] == "error":
-            errors += 1
-            flagged_errors += flagged
-        else:
-            flagged_ok += flagged
-    return Agreement(len(done), errors, flagged_errors, flagged_ok)
+    for name, talk in talks.items():
+        talk.sort(key=lambda r: int(str(r["turn"])))
+        scenario = next((r["scenario"] for r in talk if r.get("scenario")), "")
+        for i, row in enumerate(talk):
+            if row.get("label") not in LABELS:
+                continue
+            if "earlier" in row:
+                earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
+            else:
+                earlier = [_turn(r) for r in talk[:i]]
+            found = flags(
+                str(row.get("scenario") or scenario),
+                [*earlier, _turn(row)],
+                acts=(acting or {}).get(name, True),
+            )
+            flagged = any(f.turn == len(earlier) + 1 for f in found)
+            labelled_n += 1
+            if row["label"] == "error":
+                errors += 1
+                flagged_errors += flagged
+            else:
+                flagged_ok += flagged
+    return Agreement(labelled_n, errors, flagged_errors, flagged_ok)
