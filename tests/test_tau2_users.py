@@ -153,7 +153,7 @@ def test_the_rules_read_a_labelled_turn_with_the_rows_before_it_and_the_first_ro
     """A sample's row holds neither its scenario (after the first turn) nor the turns before
     it: the rules are applied with both read from the conversation's earlier rows, as they
     were when each row carried its own copy."""
-    from lab.report.users import agreement
+    from lab.report.samples import agreement
 
     def row(talk: str, turn: int, text: str, **more: object) -> dict[str, object]:
         return {"conversation": talk, "turn": turn, "replying_to": "Go on.", "calls_before": 1,
@@ -180,7 +180,7 @@ def test_the_rules_read_a_labelled_turn_with_the_rows_before_it_and_the_first_ro
 
 
 def test_a_sample_draws_whole_conversations_and_leaves_out_those_already_read() -> None:
-    from lab.report.users import sample_turns
+    from lab.report.samples import sample_turns
     from tests.helpers import run_record
 
     def talk(task: str) -> object:

@@ -19,10 +19,10 @@ from evals.run.discovery import fetch_models
 from harness.client import base_url_from_env
 from lab.report import bfcl_docs, bfcl_peer, paired_pages, quoted, sql_page
 from lab.report.docs import fill
+from lab.report.samples import sample_turns
 from lab.report.screenshot import screenshot
 from lab.report.sql_page import report as sql_report
 from lab.report.tau2 import LABELS, PAGE, conversation_runs, scenarios_of, write_page
-from lab.report.users import sample_turns
 from lab.report.workflows import DOCS as WORKFLOWS_DOCS
 from lab.report.workflows import FINDINGS, default_model_table, default_sources, ladder_table
 from lab.report.workflows import report as workflows_report

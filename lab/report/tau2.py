@@ -18,7 +18,8 @@ from evals.tasks import load_tasks
 from evals.tau2.data import Tau2Data
 from evals.tau2.rules import differs
 from lab.report.docs import fill
-from lab.report.users import RULES, acts, agreement, by_conversation, readers, user_errors
+from lab.report.samples import agreement, by_conversation, readers
+from lab.report.users import RULES, acts, user_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"

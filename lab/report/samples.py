@@ -1,0 +1,193 @@
+"""The labelled samples of a conversation run's user turns: whole conversations drawn at
+random (``python -m lab tau2-sample``), labelled by reading (docs/tau2-user-rubric.md), then
+counted by conversation, two readers compared, and the rules of ``lab.report.users`` set
+beside the labels."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evals.record import RunRecord, UserTurn
+from lab.report.users import NOT_JUDGED, flags
+
+# The labelled sample: whole conversations drawn at random (a stated seed) from committed
+# conversation runs, written turn by turn without rewards or rule flags, then labelled by
+# reading each user turn against its scenario and the agent's words before it.
+LABELS = ("ok", "error")
+
+
+def sample_turns(
+    runs: Sequence[tuple[str, Sequence[RunRecord]]],
+    scenarios: dict[str, str],
+    conversations: int,
+    seed: int,
+    exclude: frozenset[str] = frozenset(),
+) -> list[dict[str, object]]:
+    """``conversations`` whole conversations drawn at random with ``seed`` from the runs'
+    finished ones (every one when they hold fewer): the conversation is the unit drawn, one
+    row per user turn in order, with what its label needs (the agent's words before it; the
+    scenario on the conversation's first row, the turns before it in the rows before) and no
+    reward, verdict or rule flag. ``exclude``: conversations (``RUN/TASK/eEPOCH``) left out,
+    those of a sample already read, so a new one is held out."""
+    import random
+
+    talks = [
+        (name, r)
+        for name, records in runs
+        for r in records
+        if r.conversation is not None and r.conversation.said and r.status not in NOT_JUDGED
+        and f"{name}/{r.task_id}/e{r.epoch}" not in exclude
+    ]  # fmt: skip
+    order = random.Random(seed).sample(range(len(talks)), len(talks))
+    rows: list[dict[str, object]] = []
+    for index in order[:conversations]:
+        name, r = talks[index]
+        assert r.conversation is not None
+        said = r.conversation.said
+        for i, turn in enumerate(said, start=1):
+            # The scenario once, on the first turn: a conversation held to τ²'s 200 steps
+            # has a hundred user turns, and every row repeating it (and the turns before
+            # it) made a sample of one such run tens of megabytes.
+            first = {"scenario": scenarios.get(r.task_id, "")} if i == 1 else {}
+            rows.append(
+                {
+                    "conversation": f"{name}/{r.task_id}/e{r.epoch}",
+                    "turn": i,
+                    **first,
+                    "replying_to": turn.replying_to,
+                    "calls_before": turn.calls_before,
+                    "text": turn.text,
+                    "label": None,
+                    "why": None,
+                }
+            )
+    return rows
+
+
+@dataclass(frozen=True)
+class Erred:
+    """A labelled sample counted by conversation: conversations with a label on every turn,
+    those with a turn labelled an error, and the turn each one's first error is on."""
+
+    conversations: int
+    erred: int
+    first_error: dict[int, int]  # turn of the first error: conversations
+    labelled: frozenset[str] = frozenset()  # the conversations counted
+
+
+def by_conversation(labelled: Sequence[dict[str, object]]) -> Erred:
+    """Whether the user erred in each conversation of a labelled sample (one whose every
+    turn is labelled), and where first."""
+    turns: dict[str, list[tuple[int, object]]] = {}
+    for row in labelled:
+        turns.setdefault(str(row["conversation"]), []).append(
+            (int(str(row["turn"])), row.get("label"))
+        )
+    done = {k: sorted(v) for k, v in turns.items() if all(label in LABELS for _, label in v)}
+    first: Counter[int] = Counter()
+    for rows in done.values():
+        errors = [turn for turn, label in rows if label == "error"]
+        if errors:
+            first[errors[0]] += 1
+    return Erred(len(done), sum(first.values()), dict(sorted(first.items())), frozenset(done))
+
+
+@dataclass(frozen=True)
+class Readers:
+    """Two readers' labels of one sample, compared: on turns either called ``ok`` (where
+    agreement is not the default that all-error turns make it), and by conversation."""
+
+    either_ok: int  # turns both labelled, at least one of them ``ok``
+    both_ok: int  # of those, turns both called ``ok``
+    turns: int  # turns both labelled
+    same_turns: int
+    conversations: int  # conversations both labelled whole
+    same_conversations: int  # of those, both say the user erred, or both that it did not
+
+
+def readers(first: Sequence[dict[str, object]], second: Sequence[dict[str, object]]) -> Readers:
+    def key(row: dict[str, object]) -> tuple[str, int]:
+        return str(row["conversation"]), int(str(row["turn"]))
+
+    other = {key(r): r.get("label") for r in second}
+    both = [(r.get("label"), other[key(r)]) for r in first
+            if r.get("label") in LABELS and other.get(key(r)) in LABELS]  # fmt: skip
+    either = [(a, b) for a, b in both if "ok" in (a, b)]
+    mine, theirs = _erred_by_talk(first), _erred_by_talk(second)
+    talks = mine.keys() & theirs.keys()
+    return Readers(
+        either_ok=len(either),
+        both_ok=sum(a == b for a, b in either),
+        turns=len(both),
+        same_turns=sum(a == b for a, b in both),
+        conversations=len(talks),
+        same_conversations=sum(mine[t] == theirs[t] for t in talks),
+    )
+
+
+def _erred_by_talk(rows: Sequence[dict[str, object]]) -> dict[str, bool]:
+    """Each conversation labelled whole: whether a turn of it is labelled an error."""
+    labels: dict[str, list[object]] = {}
+    for row in rows:
+        labels.setdefault(str(row["conversation"]), []).append(row.get("label"))
+    return {k: "error" in v for k, v in labels.items() if all(x in LABELS for x in v)}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The labelled sample against the rules: turns labelled, labelled errors, and how the
+    rules' flags meet the labels."""
+
+    labelled: int
+    errors: int
+    flagged_errors: int  # errors a rule flagged
+    flagged_ok: int  # turns labelled ok that a rule flagged
+
+
+def _turn(row: dict[str, object]) -> UserTurn:
+    return UserTurn(
+        text=str(row["text"]),
+        calls_before=int(str(row.get("calls_before") or 0)),
+        replying_to=None if row.get("replying_to") is None else str(row["replying_to"]),
+    )
+
+
+def agreement(
+    labelled: Sequence[dict[str, object]], acting: dict[str, bool] | None = None
+) -> Agreement:
+    """The rules applied to each labelled turn in its conversation (its scenario, the turns
+    and the agent's words before it) beside its label; ``acting``: by conversation, whether
+    its task's reward rests on what the agent does (``acts`` of its record; unknown: it
+    does)."""
+    labelled_n = errors = flagged_errors = flagged_ok = 0
+    # Each conversation's rows in turn order: its scenario is on its first row, the turns
+    # before a row are the rows before it. A sample drawn before rows stopped repeating them
+    # holds both on every row instead.
+    talks: dict[str, list[dict[str, object]]] = {}
+    for row in labelled:
+        talks.setdefault(str(row["conversation"]), []).append(row)
+    for name, talk in talks.items():
+        talk.sort(key=lambda r: int(str(r["turn"])))
+        scenario = next((r["scenario"] for r in talk if r.get("scenario")), "")
+        for i, row in enumerate(talk):
+            if row.get("label") not in LABELS:
+                continue
+            if "earlier" in row:
+                earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
+            else:
+                earlier = [_turn(r) for r in talk[:i]]
+            found = flags(
+                str(row.get("scenario") or scenario),
+                [*earlier, _turn(row)],
+                acts=(acting or {}).get(name, True),
+            )
+            flagged = any(f.turn == len(earlier) + 1 for f in found)
+            labelled_n += 1
+            if row["label"] == "error":
+                errors += 1
+                flagged_errors += flagged
+            else:
+                flagged_ok += flagged
+    return Agreement(labelled_n, errors, flagged_errors, flagged_ok)
