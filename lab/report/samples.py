@@ -170,20 +170,20 @@ def agreement(
         talks.setdefault(str(row["conversation"]), []).append(row)
     for name, talk in talks.items():
         talk.sort(key=lambda r: int(str(r["turn"])))
-        scenario = next((r["scenario"] for r in talk if r.get("scenario")), "")
+        scenario = str(next((r["scenario"] for r in talk if r.get("scenario")), ""))
+        acts = (acting or {}).get(name, True)
+        # The rules read a turn with the turns before it only, so one pass over the whole
+        # conversation flags each turn as a pass over its rows up to it would.
+        whole = {f.turn for f in flags(scenario, [_turn(r) for r in talk], acts=acts)}
         for i, row in enumerate(talk):
             if row.get("label") not in LABELS:
                 continue
             if "earlier" in row:
                 earlier = [UserTurn.model_validate(t) for t in row.get("earlier") or []]  # type: ignore[attr-defined]
+                found = flags(str(row.get("scenario") or scenario), [*earlier, _turn(row)], acts)
+                flagged = any(f.turn == len(earlier) + 1 for f in found)
             else:
-                earlier = [_turn(r) for r in talk[:i]]
-            found = flags(
-                str(row.get("scenario") or scenario),
-                [*earlier, _turn(row)],
-                acts=(acting or {}).get(name, True),
-            )
-            flagged = any(f.turn == len(earlier) + 1 for f in found)
+                flagged = i + 1 in whole
             labelled_n += 1
             if row["label"] == "error":
                 errors += 1

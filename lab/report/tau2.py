@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,10 @@ def _who(records: Sequence[RunRecord]) -> tuple[str, str]:
     if talk.user.temperature:
         user += f" @ T={talk.user.temperature:g}"
     return agent, user
+
+
+# The committed runs of a folder, each read once: name and records, by file name.
+Runs = Sequence[tuple[str, list[RunRecord]]]
 
 
 def conversation_runs(folder: Path = RESULTS) -> list[tuple[str, list[RunRecord]]]:
@@ -186,30 +190,28 @@ HEAD = ["run", "mode", "agent", "user", "tasks × epochs", "pass^1 [95 % CI]",
         "differs from τ²'s runner", "code", "errors"]  # fmt: skip
 
 
-def runs_table(folder: Path = RESULTS, modes: Sequence[str] = ()) -> str:
-    """Every committed conversation run under ``folder`` (of ``modes`` only, when given),
+def runs_table(runs: Runs, modes: Sequence[str] = ()) -> str:
+    """Committed conversation runs (``conversation_runs``; of ``modes`` only, when given),
     one row each, by file name."""
     rows = []
-    for path in committed(folder, "*.jsonl"):
-        records = read_runs(path)
+    for name, records in runs:
         if records and (not modes or mode_of(records) in modes):
-            rows.append(run_row(path.stem, records))
+            rows.append(run_row(name, records))
     if not rows:
         return "No run of this kind is committed yet.\n"
     return table(HEAD, rows)
 
 
-def rules_table(folders: Sequence[Path] = (RESULTS, SUPERSEDED)) -> str:
+def rules_table(runs: Runs, superseded: Runs = ()) -> str:
     """The user's flagged turns by rule, per committed run (a superseded run's name says so)."""
     rows = []
-    for folder in folders:
-        prefix = "superseded: " if folder == SUPERSEDED else ""
-        for path in committed(folder, "*.jsonl"):
-            records = [r for r in read_runs(path) if not is_error(r)]
+    for prefix, named in (("", runs), ("superseded: ", superseded)):
+        for name, everything in named:
+            records = [r for r in everything if not is_error(r)]
             found = user_errors(records, scenarios_of(records)) if records else None
             if found is None or not found.turns:
                 continue
-            rows.append([prefix + path.stem, found.turns,
+            rows.append([prefix + name, found.turns,
                          *(found.by_rule.get(rule, 0) for rule in RULES),
                          f"{found.flagged_conversations}/{found.conversations}"])  # fmt: skip
     if not rows:
@@ -222,12 +224,16 @@ def _labelled(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def sample_text(path: Path, heldout: bool = False) -> str:
+def sample_text(
+    path: Path, heldout: bool = False, runs: Mapping[str, Sequence[RunRecord]] | None = None
+) -> str:
     """A labelled sample (``tau2-sample``, labelled by the rubric, docs/tau2-user-rubric.md),
     counted by conversation: in how many the user erred, with its interval, where its first
     error fell; a second reader's agreement (``*.second-reader.jsonl``) by conversation and on
     the turns either called ok; how the rules meet the labels (``heldout``: turns the rules
-    were never written from, so their error rate; else the sample they were fitted to)."""
+    were never written from, so their error rate; else the sample they were fitted to).
+    ``runs``: the sampled runs' records by name, where already read (else read from beside
+    the sample's folder)."""
     if not path.exists():
         return "No sample is labelled yet.\n"
     rows = _labelled(path)
@@ -238,10 +244,10 @@ def sample_text(path: Path, heldout: bool = False) -> str:
         return "No sample is labelled yet.\n"
     rate = wilson(talks.erred, talks.conversations)
     first = talks.first_error.get(1, 0)
-    runs = sorted({str(row["conversation"]).split("/")[0] for row in turns})
+    names = sorted({str(row["conversation"]).split("/")[0] for row in turns})
     text = (
         f"{talks.conversations} conversations ({len(turns)} user turns) drawn at random "
-        f"(`{path.name}`) from {', '.join(f'`{r}`' for r in runs)}, each turn labelled "
+        f"(`{path.name}`) from {', '.join(f'`{r}`' for r in names)}, each turn labelled "
         "before any reward was looked at: the user erred "
         f"in {talks.erred} of {talks.conversations} conversations, {rate.interval()} (95 % "
         f"interval, the conversation the unit), at its first message in {first} of them."
@@ -259,7 +265,7 @@ def sample_text(path: Path, heldout: bool = False) -> str:
                 else "; neither called any turn ok."
             )
         )
-    found = agreement(turns, _acting(path.parent.parent, runs))
+    found = agreement(turns, _acting(path.parent.parent, names, runs))
     ok = found.labelled - found.errors
     if found.errors:
         # Counts of turns, no interval: turns of one conversation are not independent draws.
@@ -282,23 +288,33 @@ def sample_text(path: Path, heldout: bool = False) -> str:
     return text + "\n"
 
 
-def _acting(folder: Path, runs: Sequence[str]) -> dict[str, bool]:
-    """By conversation (``RUN/TASK/eEPOCH``) of the runs a sample was drawn from, beside it
-    in ``folder``: whether its task's reward rests on what the agent does (``acts``)."""
+def _acting(
+    folder: Path, names: Sequence[str], runs: Mapping[str, Sequence[RunRecord]] | None = None
+) -> dict[str, bool]:
+    """By conversation (``RUN/TASK/eEPOCH``) of the runs a sample was drawn from (``runs``
+    where read, else beside it in ``folder``): whether its task's reward rests on what the
+    agent does (``acts``)."""
     found: dict[str, bool] = {}
-    for name in runs:
+    for name in names:
         path = folder / f"{name}.jsonl"
-        if path.exists():
-            found |= {f"{name}/{r.task_id}/e{r.epoch}": acts(r) for r in read_runs(path)}
+        if runs is not None and name in runs:
+            records: Sequence[RunRecord] = runs[name]
+        elif path.exists():
+            records = read_runs(path)
+        else:
+            continue
+        found |= {f"{name}/{r.task_id}/e{r.epoch}": acts(r) for r in records}
     return found
 
 
-def headline_text(folder: Path = HEADLINES) -> str:
+def headline_text(
+    folder: Path = HEADLINES, runs: Mapping[str, Sequence[RunRecord]] | None = None
+) -> str:
     """Each headline run's sample (``headline-RUN.jsonl``), a paragraph each."""
     paths = sorted(p for p in folder.glob("headline-*.jsonl") if not p.name.endswith(SECOND_READER))
     if not paths:
         return "No sample is labelled yet.\n"
-    return "\n".join(sample_text(path, heldout=True) for path in paths)
+    return "\n".join(sample_text(path, heldout=True, runs=runs) for path in paths)
 
 
 def labels_text(path: Path = OLD_LABELS) -> str:
@@ -316,15 +332,17 @@ def anchors_table() -> str:
 
 def blocks(folder: Path = RESULTS) -> dict[str, str]:
     """docs/tau2.md's generated blocks, by name: the runs that measure the agent (solo, gt)
-    first, then the conversation runs, the superseded ones, the user's flags and samples."""
+    first, then the conversation runs, the superseded ones, the user's flags and samples.
+    Each committed run file is read once."""
+    runs, old = conversation_runs(folder), conversation_runs(SUPERSEDED)
     return {
-        "tau2-agent": runs_table(folder, modes=("solo", "gt")),
-        "tau2-runs": runs_table(folder, modes=("conversation",)),
-        "tau2-superseded": runs_table(SUPERSEDED),
-        "tau2-user-rules": rules_table((folder, SUPERSEDED)),
+        "tau2-agent": runs_table(runs, modes=("solo", "gt")),
+        "tau2-runs": runs_table(runs, modes=("conversation",)),
+        "tau2-superseded": runs_table(old),
+        "tau2-user-rules": rules_table(runs, old),
         "tau2-anchors": anchors_table(),
         "tau2-user-sample": sample_text(LABELS, heldout=True),
-        "tau2-user-headline": headline_text(),
+        "tau2-user-headline": headline_text(runs=dict(runs)),
         "tau2-user-labels": labels_text(),
         "tau2-user-heldout": heldout_text(),
     }
