@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evals.record import RunRecord
 from lab.report.docs import block
 from lab.report.workflows import (
     DOCS,
@@ -236,3 +237,46 @@ def test_the_tau2_page_is_what_the_committed_conversation_runs_give() -> None:
 
     for name, text in tau2.blocks().items():
         assert block(tau2.PAGE, name) == text, f"{name}: run python -m lab tau2-report"
+
+
+def _tau2_departures(records: list[RunRecord]) -> list[str]:
+    """What in a τ² run's records τ²'s runner would not have done: a cap on the user's
+    messages, an empty agent message passed to the user, one seed shared by an epoch's tasks
+    or by a task's two sides."""
+    found = []
+    by_epoch: dict[int, list[tuple[int | None, int | None]]] = {}
+    for r in records:
+        talk, held = r.conversation, r.spec.conversation or r.spec.loop
+        if isinstance(held, dict) and held.get("max_user_turns") is not None:
+            found.append(f"{r.task_id}: user capped at {held['max_user_turns']}")
+        user_seed = talk.user.seed if talk is not None else None
+        by_epoch.setdefault(r.epoch, []).append((r.seed, user_seed))
+        if talk is not None and user_seed is not None and user_seed == r.seed:
+            found.append(f"{r.task_id}: one seed for agent and user")
+        for n, turn in enumerate(talk.said if talk is not None else [], start=1):
+            if n > 1 and not (turn.replying_to or "").strip():
+                found.append(f"{r.task_id}/e{r.epoch}: user turn {n} answers an empty message")
+    for epoch, seeds in by_epoch.items():
+        for side in (0, 1):
+            drawn = [s[side] for s in seeds if s[side] is not None]
+            if len(set(drawn)) < len(drawn):
+                found.append(f"epoch {epoch}: one seed shared by its tasks")
+    return found
+
+
+def test_no_committed_tau2_run_caps_the_user_passes_an_empty_message_or_shares_a_seed() -> None:
+    """The runs under results/tau2/ are held as τ²'s runner holds a conversation (its one
+    deliberate difference, a seed per task, epoch and side, in place of its one per epoch);
+    the runs moved aside were not, and the same check says so of each."""
+    from evals.record import committed, read_runs
+    from lab.report import tau2
+
+    runs = committed(tau2.RESULTS, "*.jsonl")
+    assert runs
+    for path in runs:
+        assert _tau2_departures(read_runs(path)) == [], path.name
+    old = {p.stem: _tau2_departures(read_runs(p)) for p in committed(tau2.SUPERSEDED, "*.jsonl")}
+    assert old and all(old.values()), [name for name, found in old.items() if not found]
+    assert any("user capped at 10" in f for f in old["airline-test-qwen2.5-coder-1.5b-k4"])
+    assert any("shared" in f for f in old["airline-test-qwen2.5-coder-1.5b-k4"])
+    assert any("empty message" in f for f in old["retail-test-qwen2.5-coder-1.5b"])
