@@ -334,3 +334,6 @@ def test_a_conversations_progress_line_shows_the_users_time_beside_the_agents_wa
     line = result_line(run_record(task_id="a", wall_ms=198410.6, conversation=talk))
     assert "wall= 198,411ms user=219,254ms" in line
     assert "user=" not in result_line(run_record(task_id="b", wall_ms=5.0))
+    # Solo: the agent alone, no user model asked anything.
+    alone = {"end": "agent_stop", "said": [], "user_spent": {"requests": 0.0, "ms": 0.0}}
+    assert "user=" not in result_line(run_record(task_id="c", wall_ms=5.0, conversation=alone))

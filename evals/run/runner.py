@@ -67,9 +67,10 @@ def result_line(record: RunRecord) -> str:
     mark = "✓" if record.correct else "✗"
     status = "" if record.status == "completed" else f"  [{record.status}]"
     # A conversation's wall is its agent's (the loop's turns); the simulated user's model
-    # time is apart, beside it, so that neither reads as the talk's whole.
+    # time is apart, beside it, so that neither reads as the talk's whole (none where no
+    # user model was asked anything: a scripted user, τ²'s solo mode).
     spent = record.conversation.user_spent if record.conversation else None
-    user = f" user={spent['ms']:,.0f}ms" if spent and "ms" in spent else ""
+    user = f" user={spent['ms']:,.0f}ms" if spent and spent.get("requests") else ""
     return (
         f"turns={record.turns} tools={record.tool_runs} wall={record.wall_ms:>8,.0f}ms{user}"
         f'  {record.question}  -> "{answer}"  {mark}{status}'
