@@ -419,3 +419,29 @@ def test_a_users_call_whose_arguments_are_no_json_object_fails_the_conversation_
     assert (theirs["end"], theirs["reward"]) == ("agent_error", 0.0), theirs  # it raised
     assert ours.conversation.end == "user_error" and ours.status != "error"
     assert ours.environment.reward == 0.0
+
+
+def test_the_user_opening_study_asks_as_taus_user_simulator_asks() -> None:
+    """``lab/studies/tau2_user_opening.py`` (whose doing is telecom's user stopping at once)
+    sends τ²'s user prompt, τ²'s greeting as the user's view of the agent, the user's phone
+    tools and temperature 0, and writes back what the server said, one line a task."""
+    seen: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json=answer("My mobile data is not working."))
+
+    script = Path(__file__).resolve().parents[1] / "lab" / "studies" / "tau2_user_opening.py"
+    with running_server(server_app(handle, "user")) as url:
+        out = subprocess.run(
+            [str(tau2_python()), "-I", str(script), url, "2"],
+            capture_output=True, text=True, timeout=300, check=True,
+        )  # fmt: skip
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [line["content"] for line in lines] == ["My mobile data is not working."] * 2
+    assert all(line["user_tools"] == 30 and line["calls"] == [] for line in lines)
+    assert len(seen) == 2 and len({body["messages"][0]["content"] for body in seen}) == 2
+    for body in seen:
+        assert body["temperature"] == 0.0 and len(body["tools"]) == 30
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+        assert body["messages"][-1]["content"] == GREETING
