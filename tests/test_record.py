@@ -19,9 +19,10 @@ from evals.report.bfcl import summarize as bfcl_summarize
 from evals.report.summary import summarize
 from tests.helpers import ROOT, flat_items, run_record
 
-# Run files of the eval runner; BFCL's items, the Agents SDK's answers and the labelled
-# samples (results/tau2/labels) are records of their own.
-OTHER_KINDS = ("bfcl", "agents_sdk", "labels")
+# Run files of the eval runner; BFCL's items, the Agents SDK's answers, the labelled samples
+# (results/tau2/labels) and τ²'s user's first messages (results/tau2/user-opening, written by
+# lab/studies/tau2_user_opening.py) are records of their own.
+OTHER_KINDS = ("bfcl", "agents_sdk", "labels", "user-opening")
 
 
 def committed_run_files() -> list[Path]:
