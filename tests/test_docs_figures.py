@@ -240,15 +240,19 @@ def test_the_tau2_page_is_what_the_committed_conversation_runs_give() -> None:
 
 
 def _tau2_departures(records: list[RunRecord]) -> list[str]:
-    """What in a τ² run's records τ²'s runner would not have done: a cap on the user's
-    messages, an empty agent message passed to the user, one seed shared by an epoch's tasks
-    or by a task's two sides."""
+    """What in a τ² run's records τ²'s runner would not have done: a setting of the run that
+    differs from its runner's (``differs``, which the run's table prints: a cap on the user's
+    messages among them) but the seed rule kept on purpose, an empty agent message passed to
+    the user, one seed shared by an epoch's tasks or by a task's two sides."""
+    from evals.tau2.rules import differs
+    from lab.report.tau2 import settings
+
     found = []
     by_epoch: dict[int, list[tuple[int | None, int | None]]] = {}
     for r in records:
-        talk, held = r.conversation, r.spec.conversation or r.spec.loop
-        if isinstance(held, dict) and held.get("max_user_turns") is not None:
-            found.append(f"{r.task_id}: user capped at {held['max_user_turns']}")
+        # The one deliberate difference reads "seed S: one seed per task, epoch and side".
+        found += [f"{r.task_id}: {d}" for d in differs(settings(r)) if not d.startswith("seed ")]
+        talk = r.conversation
         user_seed = talk.user.seed if talk is not None else None
         by_epoch.setdefault(r.epoch, []).append((r.seed, user_seed))
         if talk is not None and user_seed is not None and user_seed == r.seed:
@@ -277,6 +281,8 @@ def test_no_committed_tau2_run_caps_the_user_passes_an_empty_message_or_shares_a
         assert _tau2_departures(read_runs(path)) == [], path.name
     old = {p.stem: _tau2_departures(read_runs(p)) for p in committed(tau2.SUPERSEDED, "*.jsonl")}
     assert old and all(old.values()), [name for name, found in old.items() if not found]
-    assert any("user capped at 10" in f for f in old["airline-test-qwen2.5-coder-1.5b-k4"])
+    assert any(
+        "10 user messages (tau2's: no cap)" in f for f in old["airline-test-qwen2.5-coder-1.5b-k4"]
+    )
     assert any("shared" in f for f in old["airline-test-qwen2.5-coder-1.5b-k4"])
     assert any("empty message" in f for f in old["retail-test-qwen2.5-coder-1.5b"])

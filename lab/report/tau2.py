@@ -98,6 +98,13 @@ def scenarios_of(records: Sequence[RunRecord]) -> dict[str, str]:
     return {t.id: t.user.scenario for t in load_tasks(path).tasks if t.user is not None}
 
 
+def settings(record: RunRecord) -> dict[str, object]:
+    """The settings a run was held under, as ``evals.tau2.rules.differs`` reads them: the
+    loop's and the conversation's (runs made before ``0608bb07`` keep the latter under the
+    loop)."""
+    return {**(record.spec.loop or {}), **(record.spec.conversation or {})}
+
+
 def mode_of(records: Sequence[RunRecord]) -> str:
     """How τ² held the run's tasks: ``conversation``, ``solo`` or ``gt`` (its task set's
     suffix, as ``evals.tau2.tasks`` names a mode's set)."""
@@ -162,7 +169,6 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
             f"{wilson(flagged.clean_correct, flagged.clean).interval()} of {flagged.clean}"
             if flagged.clean else "none"
         )  # fmt: skip
-    loop = {**(records[0].spec.loop or {}), **(records[0].spec.conversation or {})}
     return [
         name,
         mode,
@@ -177,7 +183,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         ", ".join(f"{e} {ends[e]}" for e in ENDS if ends[e]) or "–",
         erred,
         clean,
-        "; ".join(differs(loop)) or "none",
+        "; ".join(differs(settings(records[0]))) or "none",
         # The code each run was made with: runs of different versions are not like for like.
         ", ".join(sorted({str(r.spec.code_version or "–") for r in records})),
         len(records) - len(judged),
