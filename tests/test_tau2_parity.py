@@ -424,7 +424,8 @@ def test_a_users_call_whose_arguments_are_no_json_object_fails_the_conversation_
 def test_the_user_opening_study_asks_as_taus_user_simulator_asks() -> None:
     """``lab/studies/tau2_user_opening.py`` (whose doing is telecom's user stopping at once)
     sends τ²'s user prompt, τ²'s greeting as the user's view of the agent, the user's phone
-    tools and temperature 0, and writes back what the server said, one line a task."""
+    tools and temperature 0, and writes back what the server said, one line a task; its two
+    ablations take away the tools sent, then τ²'s guidelines for a user with tools too."""
     seen: list[dict[str, Any]] = []
 
     def handle(request: httpx.Request) -> httpx.Response:
@@ -437,11 +438,26 @@ def test_the_user_opening_study_asks_as_taus_user_simulator_asks() -> None:
             [str(tau2_python()), "-I", str(script), url, "2"],
             capture_output=True, text=True, timeout=300, check=True,
         )  # fmt: skip
+        arms = {}
+        for arm in ("unheld", "none"):
+            arms[arm] = subprocess.run(
+                [str(tau2_python()), "-I", str(script), "--user-tools", arm, url, "1"],
+                capture_output=True, text=True, timeout=300, check=True,
+            ).stdout  # fmt: skip
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [line["content"] for line in lines] == ["My mobile data is not working."] * 2
     assert all(line["user_tools"] == 30 and line["calls"] == [] for line in lines)
-    assert len(seen) == 2 and len({body["messages"][0]["content"] for body in seen}) == 2
-    for body in seen:
+    assert [line["arm"] for line in lines] == ["held", "held"]
+    held, unheld, none = seen[0], seen[2], seen[3]
+    assert len(seen) == 4 and len({body["messages"][0]["content"] for body in seen[:2]}) == 2
+    for body in seen[:2]:
         assert body["temperature"] == 0.0 and len(body["tools"]) == 30
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
         assert body["messages"][-1]["content"] == GREETING
+    # the ablations: the same task's prompt with no tools sent; then τ²'s prompt for a user
+    # who holds none (its guidelines for tools gone too)
+    assert "tools" not in unheld and "tools" not in none
+    assert unheld["messages"] == held["messages"]
+    assert none["messages"][0]["content"] != held["messages"][0]["content"]
+    assert none["messages"][1:] == held["messages"][1:]
+    assert [json.loads(arms[arm])["user_tools"] for arm in ("unheld", "none")] == [0, 0]

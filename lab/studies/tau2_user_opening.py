@@ -5,12 +5,19 @@ Run by the interpreter of τ²'s virtualenv, against any OpenAI-shaped server (o
 ``llama-server``), greedy, as τ²'s runner asks it (its ``UserSimulator``, its tools, LiteLLM):
 
     .venv-tau2/bin/python lab/studies/tau2_user_opening.py URL N [DOMAIN [SPLIT]] > out.jsonl
+    .venv-tau2/bin/python lab/studies/tau2_user_opening.py --user-tools unheld URL N ...
 
-One JSON line a task: its id, how many tools the user holds, the first message's words and
-calls. It imports nothing of the project (τ² lives in a virtualenv of its own)."""
+``--user-tools`` picks the arm: ``held``, τ²'s own (its prompt for a user with tools, the tools
+sent with the request); ``unheld``, the same prompt with no tools sent (what the tools' schemas
+in the prompt do); ``none``, τ²'s prompt for a user without tools and none sent (what its
+tools' guidelines do). Only ``held`` is τ²'s runner; the others take a part of it away.
+
+One JSON line a task: its id, the arm, how many tools the request sent, the first message's
+words and calls. It imports nothing of the project (τ² lives in a virtualenv of its own)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -24,30 +31,36 @@ from tau2.user.user_simulator import UserSimulator
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    url, n = argv[0], int(argv[1])
-    domain = argv[2] if len(argv) > 2 else "telecom"
-    split = argv[3] if len(argv) > 3 else "test"
-    for task in registry.get_tasks_loader(domain)(split)[:n]:
-        environment = registry.get_env_constructor(domain)()
+    parser = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("url")
+    parser.add_argument("n", type=int)
+    parser.add_argument("domain", nargs="?", default="telecom")
+    parser.add_argument("split", nargs="?", default="test")
+    parser.add_argument("--user-tools", choices=("held", "unheld", "none"), default="held")
+    args = parser.parse_args(argv)
+    for task in registry.get_tasks_loader(args.domain)(args.split)[: args.n]:
+        environment = registry.get_env_constructor(args.domain)()
         try:
             tools = environment.get_user_tools()
         except Exception:  # a domain whose user holds no tools (τ²'s run_task does the same)
             tools = None
         user = UserSimulator(
-            tools=tools,
+            tools=None if args.user_tools == "none" else tools,
             instructions=str(task.user_scenario),
             llm="openai/user",
-            llm_args={"api_base": url, "api_key": "unused", "temperature": 0.0},
+            llm_args={"api_base": args.url, "api_key": "unused", "temperature": 0.0},
         )
-        message, _ = user.generate_next_message(
-            deepcopy(DEFAULT_FIRST_AGENT_MESSAGE), user.get_init_state()
-        )
+        state = user.get_init_state()  # the prompt is chosen here, by whether tools are held
+        if args.user_tools == "unheld":
+            user.tools = None  # so the request sends none
+        message, _ = user.generate_next_message(deepcopy(DEFAULT_FIRST_AGENT_MESSAGE), state)
         calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls or []]
-        line = {"task": task.id, "user_tools": len(tools or []), "content": message.content}
-        print(json.dumps(line | {"calls": calls}), flush=True)
+        line = {"task": task.id, "arm": args.user_tools, "user_tools": len(user.tools or [])}
+        print(json.dumps(line | {"content": message.content, "calls": calls}), flush=True)
     return 0
 
 
