@@ -440,26 +440,28 @@ tool-schemas: $(STAMP_LLAMA) $(STAMP_MODELS) $(STAMP_TAU2) $(STAMP_BFCL) $(STAMP
 	$(PY) -m lab tool-schemas-report
 
 # docs/tau2.md's runs under τ²'s own rules, the default model as agent and user: one
-# DOMAIN:SPLIT:MODE:AGENT:EPOCHS each, against `make serve-local SLOTS=2 CTX=16384`. A run whose
-# file is in results/tau2/ is left as it is; one cut short goes on from its .partial (its
-# records then name both code versions); then the page. Hours on two cores: a conversation the
-# user never ends runs to τ²'s 200 steps (5-7 min). The model on telecom in four epochs is on
-# its test split (40 tasks, about an hour), not all 114 (three): the oracle and idle agent have
-# all 114.
+# DOMAIN:SPLIT:MODE:AGENT:EPOCHS each, TAU2_CONCURRENCY conversations at once, against
+# `make serve-local SLOTS=4 CTX=32768` (a slot for each conversation's agent and one for its
+# user). A run whose file is in results/tau2/ is left as it is; one cut short goes on from its
+# .partial (its records then name both code versions); then the page. Hours on two cores: a
+# conversation the user never ends runs to τ²'s 200 steps (5-7 min of the model's time). The
+# model on telecom in four epochs is on its test split (40 tasks, about an hour), not all 114
+# (three): the oracle and idle agent have all 114.
 TAU2_RUNS ?= telecom:test:solo:model:1 telecom:test:solo:oracle:1 telecom:test:solo:idle:1 \
 	telecom:base:solo:oracle:1 telecom:base:solo:idle:1 \
 	airline:test:gt:model:1 airline:test:gt:oracle:1 airline:test:gt:idle:1 \
 	airline:test:conversation:oracle:1 retail:test:conversation:oracle:1 \
 	airline:test:conversation:idle:1 retail:test:conversation:idle:1 \
 	airline:test:conversation:model:4 telecom:test:solo:model:4 retail:test:conversation:model:4
+TAU2_CONCURRENCY ?= 2
 tau2-runs: $(STAMP_DEV) $(STAMP_TAU2)
 	@set -e; for r in $(TAU2_RUNS); do \
 	  set -- $$(echo $$r | tr : ' '); \
 	  name=$$1-$$2$$([ $$3 = conversation ] || echo -$$3)-$$([ $$4 = model ] && echo qwen2.5-coder-1.5b || echo $$4-agent)$$([ $$5 = 1 ] || echo -k$$5); \
 	  out=results/tau2/$$name.jsonl; \
 	  if [ -f $$out ]; then echo "$$out: there"; \
-	  elif [ -f $$out.partial ]; then $(VENV)/bin/loopbench tau2 --resume $$out.partial; \
-	  else $(VENV)/bin/loopbench tau2 --domain $$1 --split $$2 --mode $$3 --agent $$4 --epochs $$5 --out $$out; fi; \
+	  elif [ -f $$out.partial ]; then $(VENV)/bin/loopbench tau2 --resume $$out.partial --concurrency $(TAU2_CONCURRENCY); \
+	  else $(VENV)/bin/loopbench tau2 --domain $$1 --split $$2 --mode $$3 --agent $$4 --epochs $$5 --concurrency $(TAU2_CONCURRENCY) --out $$out; fi; \
 	done
 	$(PY) -m lab tau2-report
 

@@ -255,6 +255,14 @@ def test_every_setting_that_differs_from_tau2s_runner_is_named() -> None:
     old = differs({"max_turns": 60, "max_user_turns": 10, "temperature": 0.7, "seed": 1})
     assert old[0] == "no step or error cap (tau2's: 200 steps, 10 errors)"
     assert "10 user messages (tau2's: no cap)" in old and "temperature 0.7 (tau2's: 0)" in old
+    # a seed other than τ²'s is said with both values
+    assert (
+        "one seed per epoch from 1 (tau2's: 300, one per epoch, shared by every task and side)"
+        in old
+    )
+    assert differs({**defaults, "seed": 7})[0].startswith(
+        "seed 7: one seed per task, epoch and side (tau2's: 300,"
+    )
 
 
 def test_a_runs_row_says_how_many_later_epochs_repeat_the_first() -> None:
