@@ -184,8 +184,11 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
         erred,
         clean,
         "; ".join(differs(settings(records[0]))) or "none",
-        # The code each run was made with: runs of different versions are not like for like.
-        ", ".join(sorted({str(r.spec.code_version or "–") for r in records})),
+        # The code each run was made with, and the server's slots (which requests were decoded
+        # together moves a greedy reply): runs that differ in either are not like for like.
+        ", ".join(sorted({str(r.spec.code_version or "–") for r in records}))
+        + "; "
+        + ", ".join(str(n) for n in sorted({r.spec.slots or 1 for r in records})),
         len(records) - len(judged),
     ]
 
@@ -193,7 +196,7 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
 HEAD = ["run", "mode", "agent", "user", "tasks × epochs", "pass^1 [95 % CI]",
         "pass^2 … pass^k", "mean reward", "rewarded before the agent spoke", "ends",
         "user erred (rules)", "right where it did not [95 % CI] of n conversations",
-        "differs from τ²'s runner", "code", "errors"]  # fmt: skip
+        "differs from τ²'s runner", "code; server slots", "errors"]  # fmt: skip
 
 
 def runs_table(runs: Runs, modes: Sequence[str] = ()) -> str:
