@@ -448,8 +448,8 @@ def test_the_user_opening_study_asks_as_taus_user_simulator_asks() -> None:
     assert [line["content"] for line in lines] == ["My mobile data is not working."] * 2
     assert all(line["user_tools"] == 30 and line["calls"] == [] for line in lines)
     assert [line["arm"] for line in lines] == ["held", "held"]
-    held, unheld, none = seen[0], seen[2], seen[3]
     assert len(seen) == 4 and len({body["messages"][0]["content"] for body in seen[:2]}) == 2
+    held, unheld, none = seen[0], seen[2], seen[3]
     for body in seen[:2]:
         assert body["temperature"] == 0.0 and len(body["tools"]) == 30
         assert [m["role"] for m in body["messages"]] == ["system", "user"]

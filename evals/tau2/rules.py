@@ -26,13 +26,14 @@ def said(loop: Mapping[str, object]) -> list[str]:
     )
     if user_temperature not in (None, 0, 0.0):
         sampled += f", the user at {user_temperature} (tau2's: 0)"
+    # τ²'s seed rule, its seed named where the run's is another
     seed = loop.get("seed")
-    theirs = "one per epoch" if seed in (None, TAU2_SEED) else f"{TAU2_SEED}, one per epoch"
-    theirs = f"(tau2's: {theirs}, shared by every task and side"
+    other = "" if seed in (None, TAU2_SEED) else f"{TAU2_SEED}, "
+    theirs = f"tau2's: {other}one per epoch, shared by every task and side"
     if "max_steps" not in loop:
         before = "no step or error cap (tau2's: 200 steps, 10 errors)"
         seeds = "one seed per epoch" + ("" if seed is None else f" from {seed}")
-        return [before, sampled, f"{seeds} {theirs})", *_caps(loop)]
+        return [before, sampled, f"{seeds} ({theirs})", *_caps(loop)]
     out = [
         vs(loop["max_steps"], TAU2_MAX_STEPS, f"{loop['max_steps']} steps"),
         vs(loop.get("max_errors"), TAU2_MAX_ERRORS, f"{loop.get('max_errors')} errors"),
@@ -42,9 +43,9 @@ def said(loop: Mapping[str, object]) -> list[str]:
     ]  # fmt: skip
     if loop.get("seeds") == "tau2":
         unused = "; unused when greedy" if sampled == "greedy" else ""
-        out.append(f"seed {seed}: one seed per task, epoch and side {theirs}{unused})")
+        out.append(f"seed {seed}: one seed per task, epoch and side ({theirs}{unused})")
     else:
-        out.append(f"seeds by epoch from {seed} {theirs})")
+        out.append(f"seeds by epoch from {seed} ({theirs})")
     return out + _caps(loop, user_turns_said=True)
 
 
