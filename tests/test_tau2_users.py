@@ -345,3 +345,31 @@ def test_a_conversations_progress_line_shows_the_users_time_beside_the_agents_wa
     # Solo: the agent alone, no user model asked anything.
     alone = {"end": "agent_stop", "said": [], "user_spent": {"requests": 0.0, "ms": 0.0}}
     assert "user=" not in result_line(run_record(task_id="c", wall_ms=5.0, conversation=alone))
+
+
+def test_each_superseded_run_stands_beside_the_run_that_replaced_it(tmp_path: Path) -> None:
+    """The then-and-now table pairs a superseded run with its successor of the same name, or
+    with four epochs where it had one, in the same mode; one whose successor is a ``.partial``
+    is under way; one with none says so, and a run of another mode is no successor."""
+    from lab.report.tau2 import then_now_table
+    from tests.helpers import run_record
+
+    def run(code: str, *correct: bool, task_set: str = "tau2-airline-test") -> list[Any]:
+        return [run_record(task_id=f"t{i}", epoch=1, correct=c, code_version=code,
+                           task_set=task_set, conversation={"end": "user_stop", "said": []})
+                for i, c in enumerate(correct)]  # fmt: skip
+
+    old = [("airline-test-m", run("old1", False, False)), ("retail-test-m", run("old2", True)),
+           ("airline-test-idle", run("old3", False)),
+           ("telecom-test-m", run("old4", False))]  # fmt: skip
+    now = [("airline-test-m-k4", run("new1", True, False)),
+           ("telecom-test-m-k4", run("new2", True, task_set="tau2-telecom-test-solo"))]  # fmt: skip
+    (tmp_path / "retail-test-m-k4.jsonl.partial").write_text("")
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")
+            for line in then_now_table(now, old, tmp_path).splitlines()[2:]}  # fmt: skip
+    assert rows["airline-test-m"][4:8] == ["airline-test-m-k4", "50 % [9, 91]", "user_stop 2",
+                                          "new1; 1 |"]  # fmt: skip
+    assert rows["airline-test-m"][1:4] == ["0 % [0, 66]", "user_stop 2", "old1; 1"]
+    assert rows["retail-test-m"][4] == "under way"
+    assert rows["airline-test-idle"][4] == "–"
+    assert rows["telecom-test-m"][4] == "–"  # a solo run does not replace a conversation one

@@ -334,6 +334,49 @@ def heldout_text(path: Path = HELDOUT) -> str:
     return sample_text(path, heldout=True)
 
 
+def _candidates(name: str) -> tuple[str, str]:
+    """Where a superseded run's successor stands: the same name, or the same with four epochs
+    (the K=1 model runs were redone as the K=4 ones)."""
+    return name, f"{name.removesuffix('-k4')}-k4"
+
+
+def _successor(name: str, now: Mapping[str, Sequence[RunRecord]], mode: str) -> str | None:
+    """The run made under τ²'s rules that stands where a superseded one stood, in its mode."""
+    for candidate in _candidates(name):
+        if candidate in now and now[candidate] and mode_of(now[candidate]) == mode:
+            return candidate
+    return None
+
+
+def then_now_table(runs: Runs, old: Runs, folder: Path = RESULTS) -> str:
+    """Each superseded run beside the run that replaced it: pass^1, how conversations ended and
+    the code, then and now (``–`` where none replaced it; ``under way`` while its file is a
+    ``.partial``). Made at different code and under different rules, so a pair is not like for
+    like: the table says what moved, not what a change of the agent's did."""
+    now = dict(runs)
+    at = {h: i for i, h in enumerate(HEAD)}
+    rows = []
+    for name, records in old:
+        if not records:
+            continue
+        then = run_row(name, records)
+        successor = _successor(name, now, mode_of(records))
+        if successor is None:
+            partial = any((folder / f"{c}.jsonl.partial").exists() for c in _candidates(name))
+            rows.append([name, then[at["pass^1 [95 % CI]"]], then[at["ends"]],
+                         then[at["code; server slots"]], "under way" if partial else "–",
+                         "–", "–", "–"])  # fmt: skip
+            continue
+        after = run_row(successor, now[successor])
+        rows.append([name, then[at["pass^1 [95 % CI]"]], then[at["ends"]],
+                     then[at["code; server slots"]], successor, after[at["pass^1 [95 % CI]"]],
+                     after[at["ends"]], after[at["code; server slots"]]])  # fmt: skip
+    if not rows:
+        return "No superseded run is committed.\n"
+    return table(["superseded run", "pass^1 then", "ends then", "code; slots then", "run now",
+                  "pass^1 now", "ends now", "code; slots now"], rows)  # fmt: skip
+
+
 def anchors_table() -> str:
     rows = [[name, f"{a:.1f}", f"{r:.1f}", f"{t:.1f}"] for name, a, r, t in ANCHORS]
     return table(["published (pass^1, %)", "airline", "retail", "telecom"], rows)
@@ -348,6 +391,7 @@ def blocks(folder: Path = RESULTS) -> dict[str, str]:
         "tau2-agent": runs_table(runs, modes=("solo", "gt")),
         "tau2-runs": runs_table(runs, modes=("conversation",)),
         "tau2-superseded": runs_table(old),
+        "tau2-then-now": then_now_table(runs, old, folder),
         "tau2-user-rules": rules_table(runs, old),
         "tau2-anchors": anchors_table(),
         "tau2-user-sample": sample_text(LABELS, heldout=True),
