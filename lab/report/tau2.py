@@ -354,7 +354,7 @@ def then_now_table(runs: Runs, old: Runs, folder: Path = RESULTS) -> str:
     ``.partial``). Made at different code and under different rules, so a pair is not like for
     like: the table says what moved, not what a change of the agent's did."""
     now = dict(runs)
-    at = {h: i for i, h in enumerate(HEAD)}
+    at = [HEAD.index(h) for h in ("pass^1 [95 % CI]", "ends", "code; server slots")]
     rows = []
     for name, records in old:
         if not records:
@@ -363,14 +363,11 @@ def then_now_table(runs: Runs, old: Runs, folder: Path = RESULTS) -> str:
         successor = _successor(name, now, mode_of(records))
         if successor is None:
             partial = any((folder / f"{c}.jsonl.partial").exists() for c in _candidates(name))
-            rows.append([name, then[at["pass^1 [95 % CI]"]], then[at["ends"]],
-                         then[at["code; server slots"]], "under way" if partial else "–",
-                         "–", "–", "–"])  # fmt: skip
-            continue
-        after = run_row(successor, now[successor])
-        rows.append([name, then[at["pass^1 [95 % CI]"]], then[at["ends"]],
-                     then[at["code; server slots"]], successor, after[at["pass^1 [95 % CI]"]],
-                     after[at["ends"]], after[at["code; server slots"]]])  # fmt: skip
+            after: list[object] = ["under way" if partial else "–", "–", "–", "–"]
+        else:
+            row = run_row(successor, now[successor])
+            after = [successor, *(row[i] for i in at)]
+        rows.append([name, *(then[i] for i in at), *after])
     if not rows:
         return "No superseded run is committed.\n"
     return table(["superseded run", "pass^1 then", "ends then", "code; slots then", "run now",
