@@ -1,35 +1,38 @@
-"""Where a task enters: the task model (``model``: a question, the checks that score it, and
-what it runs on), the task-file reader (``files``) and the task files beside this module
-(files6.json, generated sets)."""
+"""Where a task enters: the task model (``model``: a question, the checks that score it
+(``checks``, the answer types among them in ``answer_types``), and what it runs on), the
+task-file reader (``files``) and the task files beside this module (files6.json, generated
+sets)."""
 
 from __future__ import annotations
 
+from evals.tasks.answer_types import (
+    ANSWER_TYPES,
+    Answer,
+    Facts,
+    ListOf,
+    NumberIs,
+    OneOf,
+    TypedAnswer,
+    YesNo,
+)
 from evals.tasks.checks import (
     ANSWER_KINDS,
-    ANSWER_TYPES,
     CHECK_KINDS,
     EVIDENCE_KINDS,
     After,
-    Answer,
     Check,
     Contains,
     ContainsAny,
     Evidence,
-    Facts,
     FilesRead,
-    ListOf,
     NotContains,
-    NumberIs,
     Observed,
     ObservedValue,
-    OneOf,
     Presence,
     Received,
     Regex,
     StatusIs,
     ToolCalled,
-    TypedAnswer,
-    YesNo,
     register_check,
     register_judge,
 )

@@ -22,17 +22,8 @@ from pydantic import (
     model_validator,
 )
 
-from evals.tasks.checks import (
-    ANSWER_KINDS,
-    EVIDENCE_KINDS,
-    Check,
-    Facts,
-    ListOf,
-    NumberIs,
-    OneOf,
-    TypedAnswer,
-    YesNo,
-)
+from evals.tasks.answer_types import Facts, ListOf, NumberIs, OneOf, TypedAnswer, YesNo
+from evals.tasks.checks import ANSWER_KINDS, EVIDENCE_KINDS, Check
 from evals.tasks.fields import HELD, F, TaskFields, add, at_top, given_to, split, validated
 from evals.tasks.users import UserScenario
 
