@@ -351,7 +351,7 @@ def test_each_superseded_run_stands_beside_the_run_that_replaced_it(tmp_path: Pa
     """The then-and-now table pairs a superseded run with its successor of the same name, or
     with four epochs where it had one, in the same mode; one whose successor is a ``.partial``
     is under way; one with none says so, and a run of another mode is no successor."""
-    from lab.report.tau2 import then_now_table
+    from lab.report.tau2 import rows_of, then_now_table
     from tests.helpers import run_record
 
     def run(code: str, *correct: bool, task_set: str = "tau2-airline-test") -> list[Any]:
@@ -365,8 +365,8 @@ def test_each_superseded_run_stands_beside_the_run_that_replaced_it(tmp_path: Pa
     now = [("airline-test-m-k4", run("new1", True, False)),
            ("telecom-test-m-k4", run("new2", True, task_set="tau2-telecom-test-solo"))]  # fmt: skip
     (tmp_path / "retail-test-m-k4.jsonl.partial").write_text("")
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")
-            for line in then_now_table(now, old, tmp_path).splitlines()[2:]}  # fmt: skip
+    text = then_now_table(rows_of(now), rows_of(old), tmp_path)
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in text.splitlines()[2:]}
     assert rows["airline-test-m"][4:8] == ["airline-test-m-k4", "50 % [9, 91]", "user_stop 2",
                                           "new1; 1 |"]  # fmt: skip
     assert rows["airline-test-m"][1:4] == ["0 % [0, 66]", "user_stop 2", "old1; 1"]

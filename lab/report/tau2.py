@@ -199,16 +199,21 @@ HEAD = ["run", "mode", "agent", "user", "tasks × epochs", "pass^1 [95 % CI]",
         "differs from τ²'s runner", "code; server slots", "errors"]  # fmt: skip
 
 
-def runs_table(runs: Runs, modes: Sequence[str] = ()) -> str:
-    """Committed conversation runs (``conversation_runs``; of ``modes`` only, when given),
-    one row each, by file name."""
-    rows = []
-    for name, records in runs:
-        if records and (not modes or mode_of(records) in modes):
-            rows.append(run_row(name, records))
-    if not rows:
+Rows = Mapping[str, list[object]]  # each run's row (``run_row``), by its file's name
+MODE = HEAD.index("mode")
+
+
+def rows_of(runs: Runs) -> dict[str, list[object]]:
+    """Each committed run's row, made once for every table that shows it, in file-name order."""
+    return {name: run_row(name, records) for name, records in runs if records}
+
+
+def runs_table(rows: Rows, modes: Sequence[str] = ()) -> str:
+    """Committed runs (``rows_of``; of ``modes`` only, when given), one row each, by file name."""
+    chosen = [row for row in rows.values() if not modes or row[MODE] in modes]
+    if not chosen:
         return "No run of this kind is committed yet.\n"
-    return table(HEAD, rows)
+    return table(HEAD, chosen)
 
 
 def rules_table(runs: Runs, superseded: Runs = ()) -> str:
@@ -340,33 +345,28 @@ def _candidates(name: str) -> tuple[str, str]:
     return name, f"{name.removesuffix('-k4')}-k4"
 
 
-def _successor(name: str, now: Mapping[str, Sequence[RunRecord]], mode: str) -> str | None:
+def _successor(name: str, now: Rows, mode: object) -> str | None:
     """The run made under τ²'s rules that stands where a superseded one stood, in its mode."""
     for candidate in _candidates(name):
-        if candidate in now and now[candidate] and mode_of(now[candidate]) == mode:
+        if candidate in now and now[candidate][MODE] == mode:
             return candidate
     return None
 
 
-def then_now_table(runs: Runs, old: Runs, folder: Path = RESULTS) -> str:
+def then_now_table(now: Rows, old: Rows, folder: Path = RESULTS) -> str:
     """Each superseded run beside the run that replaced it: pass^1, how conversations ended and
     the code, then and now (``–`` where none replaced it; ``under way`` while its file is a
     ``.partial``). Made at different code and under different rules, so a pair is not like for
     like: the table says what moved, not what a change of the agent's did."""
-    now = dict(runs)
     at = [HEAD.index(h) for h in ("pass^1 [95 % CI]", "ends", "code; server slots")]
     rows = []
-    for name, records in old:
-        if not records:
-            continue
-        then = run_row(name, records)
-        successor = _successor(name, now, mode_of(records))
+    for name, then in old.items():
+        successor = _successor(name, now, then[MODE])
         if successor is None:
             partial = any((folder / f"{c}.jsonl.partial").exists() for c in _candidates(name))
             after: list[object] = ["under way" if partial else "–", "–", "–", "–"]
         else:
-            row = run_row(successor, now[successor])
-            after = [successor, *(row[i] for i in at)]
+            after = [successor, *(now[successor][i] for i in at)]
         rows.append([name, *(then[i] for i in at), *after])
     if not rows:
         return "No superseded run is committed.\n"
@@ -382,13 +382,14 @@ def anchors_table() -> str:
 def blocks(folder: Path = RESULTS) -> dict[str, str]:
     """docs/tau2.md's generated blocks, by name: the runs that measure the agent (solo, gt)
     first, then the conversation runs, the superseded ones, the user's flags and samples.
-    Each committed run file is read once."""
+    Each committed run file is read once, and each run's row made once."""
     runs, old = conversation_runs(folder), conversation_runs(SUPERSEDED)
+    now_rows, old_rows = rows_of(runs), rows_of(old)
     return {
-        "tau2-agent": runs_table(runs, modes=("solo", "gt")),
-        "tau2-runs": runs_table(runs, modes=("conversation",)),
-        "tau2-superseded": runs_table(old),
-        "tau2-then-now": then_now_table(runs, old, folder),
+        "tau2-agent": runs_table(now_rows, modes=("solo", "gt")),
+        "tau2-runs": runs_table(now_rows, modes=("conversation",)),
+        "tau2-superseded": runs_table(old_rows),
+        "tau2-then-now": then_now_table(now_rows, old_rows, folder),
         "tau2-user-rules": rules_table(runs, old),
         "tau2-anchors": anchors_table(),
         "tau2-user-sample": sample_text(LABELS, heldout=True),
