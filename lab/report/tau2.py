@@ -19,7 +19,7 @@ from evals.tau2.data import Tau2Data
 from evals.tau2.rules import differs
 from lab.report.docs import fill
 from lab.report.samples import agreement, by_conversation, readers
-from lab.report.users import RULES, acts, user_errors
+from lab.report.users import RULES, UserErrors, acts, user_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"
@@ -137,13 +137,21 @@ def repeats(records: Sequence[RunRecord]) -> tuple[int, int]:
     return same, later
 
 
-def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[object]:
+def flagged_of(records: Sequence[RunRecord]) -> UserErrors:
+    """The rules over a run's judged conversations, each against its task's scenario."""
+    return user_errors([r for r in records if not is_error(r)], scenarios_of(records))
+
+
+def run_row(
+    name: str, records: Sequence[RunRecord], flagged: UserErrors, most_k: int = 4
+) -> list[object]:
     """One run: how τ² held it, who held both sides, tasks and epochs, pass^k (k = 1..epochs,
     at most ``most_k``), the mean reward, how many of its rewarded conversations ended before
     the agent's first turn (the user left at once, on a task where nothing needed doing), how
     conversations ended, the conversations a rule flagged a user turn of and the share right
     among the others, and the settings that differ from τ²'s runner's. Beside pass^k, how
-    many later epochs repeated the first's talk (``repeats``)."""
+    many later epochs repeated the first's talk (``repeats``). ``flagged``: ``flagged_of``
+    the records, made once for every table that reads it."""
     judged = [r for r in records if not is_error(r)]
     agent, user = _who(records)
     mode = mode_of(records)
@@ -160,7 +168,6 @@ def run_row(name: str, records: Sequence[RunRecord], most_k: int = 4) -> list[ob
     right = [r for r in judged if r.correct]
     silent = sum(r.turns == 0 for r in right)
     ends = Counter(r.conversation.end for r in records if r.conversation is not None)
-    flagged = user_errors(judged, scenarios_of(records))
     if mode == "solo" or not flagged.conversations:
         erred = clean = "–"
     else:
@@ -200,12 +207,20 @@ HEAD = ["run", "mode", "agent", "user", "tasks × epochs", "pass^1 [95 % CI]",
 
 
 Rows = Mapping[str, list[object]]  # each run's row (``run_row``), by its file's name
+Flagged = Mapping[str, UserErrors]  # each run's flagged turns (``flagged_of``), by name
 MODE = HEAD.index("mode")
 
 
-def rows_of(runs: Runs) -> dict[str, list[object]]:
-    """Each committed run's row, made once for every table that shows it, in file-name order."""
-    return {name: run_row(name, records) for name, records in runs if records}
+def flagged_by_run(runs: Runs) -> dict[str, UserErrors]:
+    """Each committed run's flagged turns, made once for the runs tables and the rules'."""
+    return {name: flagged_of(records) for name, records in runs if records}
+
+
+def rows_of(runs: Runs, flagged: Flagged | None = None) -> dict[str, list[object]]:
+    """Each committed run's row, made once for every table that shows it, in file-name order
+    (``flagged``: ``flagged_by_run`` of the runs, where made already)."""
+    found = flagged_by_run(runs) if flagged is None else flagged
+    return {name: run_row(name, records, found[name]) for name, records in runs if records}
 
 
 def runs_table(rows: Rows, modes: Sequence[str] = ()) -> str:
@@ -216,14 +231,13 @@ def runs_table(rows: Rows, modes: Sequence[str] = ()) -> str:
     return table(HEAD, chosen)
 
 
-def rules_table(runs: Runs, superseded: Runs = ()) -> str:
-    """The user's flagged turns by rule, per committed run (a superseded run's name says so)."""
+def rules_table(flagged: Flagged, superseded: Flagged) -> str:
+    """The user's flagged turns by rule, per committed run (``flagged_by_run``; a superseded
+    run's name says so)."""
     rows = []
-    for prefix, named in (("", runs), ("superseded: ", superseded)):
-        for name, everything in named:
-            records = [r for r in everything if not is_error(r)]
-            found = user_errors(records, scenarios_of(records)) if records else None
-            if found is None or not found.turns:
+    for prefix, named in (("", flagged), ("superseded: ", superseded)):
+        for name, found in named.items():
+            if not found.turns:
                 continue
             rows.append([prefix + name, found.turns,
                          *(found.by_rule.get(rule, 0) for rule in RULES),
@@ -382,15 +396,16 @@ def anchors_table() -> str:
 def blocks(folder: Path = RESULTS) -> dict[str, str]:
     """docs/tau2.md's generated blocks, by name: the runs that measure the agent (solo, gt)
     first, then the conversation runs, the superseded ones, the user's flags and samples.
-    Each committed run file is read once, and each run's row made once."""
+    Each committed run file is read once, and each run's flagged turns and row made once."""
     runs, old = conversation_runs(folder), conversation_runs(SUPERSEDED)
-    now_rows, old_rows = rows_of(runs), rows_of(old)
+    now_flags, old_flags = flagged_by_run(runs), flagged_by_run(old)
+    now_rows, old_rows = rows_of(runs, now_flags), rows_of(old, old_flags)
     return {
         "tau2-agent": runs_table(now_rows, modes=("solo", "gt")),
         "tau2-runs": runs_table(now_rows, modes=("conversation",)),
         "tau2-superseded": runs_table(old_rows),
         "tau2-then-now": then_now_table(now_rows, old_rows, folder),
-        "tau2-user-rules": rules_table(runs, old),
+        "tau2-user-rules": rules_table(now_flags, old_flags),
         "tau2-anchors": anchors_table(),
         "tau2-user-sample": sample_text(LABELS, heldout=True),
         "tau2-user-headline": headline_text(runs=dict(runs)),
