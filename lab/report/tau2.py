@@ -5,11 +5,9 @@ committed under ``results/tau2/``; a test renders the blocks again and compares.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from evals.markdown import table
 from evals.record import RunRecord, committed, is_error, read_runs
@@ -18,8 +16,8 @@ from evals.tasks import load_tasks
 from evals.tau2.data import Tau2Data
 from evals.tau2.rules import differs
 from lab.report.docs import fill
-from lab.report.samples import agreement, by_conversation, readers
-from lab.report.users import RULES, UserErrors, acts, user_errors
+from lab.report.samples import SECOND_READER, sample_text
+from lab.report.users import RULES, UserErrors, user_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "tau2"
@@ -32,8 +30,6 @@ LABELS = RESULTS / "labels" / "user-turns.jsonl"
 # The samples of the headline runs (the default model as agent and user, K epochs): one a
 # run, ``headline-RUN.jsonl``, each drawn once its run is whole.
 HEADLINES = RESULTS / "labels"
-# A sample's second reader's labels, beside it: ``SAMPLE.second-reader.jsonl``.
-SECOND_READER = ".second-reader.jsonl"
 # The samples of the superseded runs: the first, and one of conversations outside it (where
 # the rules' error rate was measured).
 OLD_LABELS = SUPERSEDED / "labels" / "user-turns.jsonl"
@@ -245,94 +241,6 @@ def rules_table(flagged: Flagged, superseded: Flagged) -> str:
     if not rows:
         return "No conversation run is committed yet.\n"
     return table(["run", "user turns", *RULES, "conversations flagged"], rows)
-
-
-def _labelled(path: Path) -> list[dict[str, Any]]:
-    """A labelled sample's rows (one user turn each)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def sample_text(
-    path: Path, heldout: bool = False, runs: Mapping[str, Sequence[RunRecord]] | None = None
-) -> str:
-    """A labelled sample (``tau2-sample``, labelled by the rubric, docs/tau2-user-rubric.md),
-    counted by conversation: in how many the user erred, with its interval, where its first
-    error fell; a second reader's agreement (``*.second-reader.jsonl``) by conversation and on
-    the turns either called ok; how the rules meet the labels (``heldout``: turns the rules
-    were never written from, so their error rate; else the sample they were fitted to).
-    ``runs``: the sampled runs' records by name, where already read (else read from beside
-    the sample's folder)."""
-    if not path.exists():
-        return "No sample is labelled yet.\n"
-    rows = _labelled(path)
-    talks = by_conversation([row for row in rows if "turn" in row])
-    # Only conversations labelled whole are counted, turns and all.
-    turns = [row for row in rows if "turn" in row and row["conversation"] in talks.labelled]
-    if not talks.conversations:
-        return "No sample is labelled yet.\n"
-    rate = wilson(talks.erred, talks.conversations)
-    first = talks.first_error.get(1, 0)
-    names = sorted({str(row["conversation"]).split("/")[0] for row in turns})
-    text = (
-        f"{talks.conversations} conversations ({len(turns)} user turns) drawn at random "
-        f"(`{path.name}`) from {', '.join(f'`{r}`' for r in names)}, each turn labelled "
-        "before any reward was looked at: the user erred "
-        f"in {talks.erred} of {talks.conversations} conversations, {rate.interval()} (95 % "
-        f"interval, the conversation the unit), at its first message in {first} of them."
-    )
-    second = path.with_suffix(SECOND_READER)
-    if second.exists():
-        both = readers(turns, [row for row in _labelled(second) if "turn" in row])
-        text += (
-            f" A second reader, labelling apart, agrees on whether the user erred in "
-            f"{both.same_conversations} of {both.conversations} conversations"
-            + (
-                f"; of the {both.either_ok} turns either reader called ok, both did on "
-                f"{both.both_ok}."
-                if both.either_ok
-                else "; neither called any turn ok."
-            )
-        )
-    found = agreement(turns, _acting(path.parent.parent, names, runs))
-    ok = found.labelled - found.errors
-    if found.errors:
-        # Counts of turns, no interval: turns of one conversation are not independent draws.
-        text += (
-            (" The rules, never written from these turns, flag " if heldout else
-             " The rules, written after reading this sample (how well they fit it, not their "
-             "error rate), flag ")
-            + f"{found.flagged_errors} of the {found.errors} turns labelled errors"
-            + (f" and {found.flagged_ok} of the {ok} labelled ok." if ok
-               else "; no turn was labelled ok.")
-        )  # fmt: skip
-    faults = Counter(str(row["fault"]) for row in rows if "fault" in row)
-    if faults:
-        text += (
-            f" Of the sample's {sum(faults.values())} failed conversations, read whole once "
-            "their rewards were known: "
-            + ", ".join(f"{faults[k]} {k}" for k in ("agent", "user", "both") if faults[k])
-            + " at fault."
-        )
-    return text + "\n"
-
-
-def _acting(
-    folder: Path, names: Sequence[str], runs: Mapping[str, Sequence[RunRecord]] | None = None
-) -> dict[str, bool]:
-    """By conversation (``RUN/TASK/eEPOCH``) of the runs a sample was drawn from (``runs``
-    where read, else beside it in ``folder``): whether its task's reward rests on what the
-    agent does (``acts``)."""
-    found: dict[str, bool] = {}
-    for name in names:
-        path = folder / f"{name}.jsonl"
-        if runs is not None and name in runs:
-            records: Sequence[RunRecord] = runs[name]
-        elif path.exists():
-            records = read_runs(path)
-        else:
-            continue
-        found |= {f"{name}/{r.task_id}/e{r.epoch}": acts(r) for r in records}
-    return found
 
 
 def headline_text(
