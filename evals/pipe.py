@@ -1,9 +1,10 @@
 """A helper process in a virtualenv of its own, behind a pipe, supervised.
 
 BFCL's checker and tau2's worker each pin libraries the project's environment must not hold,
-so each runs as a script by path under its own interpreter (``python -I``: nothing of the
-project on its path), in an empty folder of its own that is its working folder and home, in a
-process group of its own (a Ctrl-C meant for the eval is the eval's to handle).
+so each runs by path under its own interpreter, started by the worker's end of the pipe
+(``python -I evals/workerside.py WORKER``: nothing of the project on its path), in an empty
+folder of its own that is its working folder and home, in a process group of its own (a
+Ctrl-C meant for the eval is the eval's to handle).
 
 The wire (``evals/workerside.py`` is the worker's end): one JSON request per line on its stdin,
 each with a number (``pipe_id``) its answer must echo; one answer per line on a descriptor kept
@@ -35,9 +36,10 @@ from pathlib import Path
 from typing import Any, Self
 
 from evals.errors import EvalError
+from evals.workerside import ID
 
-# The key of a request's number, which its answer echoes (one no request of a worker's uses).
-ID = "pipe_id"
+# What starts every worker (the worker's end of the pipe).
+LAUNCHER = Path(__file__).with_name("workerside.py")
 
 
 class PipeFailed(EvalError):
@@ -98,7 +100,7 @@ class PipeWorker:
         await self.aclose()
 
     def _command(self) -> str:
-        return f"{self.python} -I {self.script}"
+        return f"{self.python} -I {LAUNCHER} {self.script}"
 
     async def start(self) -> None:
         if not self.python.exists():
@@ -115,7 +117,7 @@ class PipeWorker:
         }
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                str(self.python), "-I", str(self.script),
+                str(self.python), "-I", str(LAUNCHER), str(self.script),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd=self.folder, env=env,
                 limit=self.line_limit, start_new_session=True,

@@ -1,25 +1,35 @@
-"""The worker's end of the pipe (``evals/pipe.py``): loaded by path by each helper script
-(tau2's worker, BFCL's checker), which runs under its own virtualenv's interpreter and imports
-nothing of the project's packages.
+"""The worker's end of the pipe (``evals/pipe.py``), and the launcher of every worker: each
+helper (tau2's worker, BFCL's checker) runs as ``python -I workerside.py WORKER`` under its own
+virtualenv's interpreter and imports nothing of the project's packages.
 
-Answers go out on a descriptor kept for them: before anything else runs, the process's stdout
-is pointed at its stderr (Python's ``sys.stdout`` and descriptor 1 alike), so whatever a
-library prints lands in the log, never among the answers. Every line is ASCII-only JSON, and
+The launcher first takes the answers' channel: the process's stdout (Python's ``sys.stdout``
+and descriptor 1 alike) is pointed at its stderr, so whatever a library prints, at import or
+later, lands in the log, never among the answers. Then it loads WORKER by path, as a package
+over its own folder (its ``from . import x`` reads ``x.py`` beside it), and serves it: WORKER
+defines ``answer(request)``, ``hello()`` (what the first line says, after its setting up) and,
+if it holds anything, ``close()`` (run when stdin closes). Every line is ASCII-only JSON, and
 each answer carries the number of its request (``pipe_id``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any, TextIO
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
-# The key of a request's number, which its answer echoes (evals/pipe.py's ID).
+# The key of a request's number, which its answer echoes (one no request of a worker's uses).
 ID = "pipe_id"
+# The name the launched worker is loaded under (a package over its folder).
+WORKER = "loopbench_worker"
+# The answers' channel, once the launcher has taken it (a test's worker writes on it itself).
+channel: TextIO | None = None
 
 
 def answers_channel() -> TextIO:
@@ -56,3 +66,40 @@ def serve(channel: TextIO, answer: Answer, hello: dict[str, Any]) -> None:
             text = json.dumps({**_error(exc), ID: ident}, ensure_ascii=True)
         channel.write(text + "\n")
         channel.flush()
+
+
+def load(path: Path, name: str) -> ModuleType:
+    """The module at ``path``, loaded by path under ``name`` as a package over its own folder:
+    its relative imports find the modules beside it, and nothing else of the project."""
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=[str(path.parent)]
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def launch(argv: list[str]) -> None:
+    """``workerside.py WORKER [ARGS]``: the answers' channel taken, WORKER loaded (``sys.argv``
+    is ``[WORKER, ARGS...]`` while it loads), said hello and served until stdin closes; its
+    ``close()`` after, whatever ended it."""
+    global channel
+    channel = answers_channel()
+    if len(argv) < 2:
+        raise SystemExit("usage: python -I workerside.py WORKER [ARGS]")
+    sys.argv = argv[1:]
+    worker = load(Path(argv[1]).resolve(), WORKER)
+    try:
+        serve(channel, worker.answer, worker.hello())
+    finally:
+        close = getattr(worker, "close", None)
+        if close is not None:
+            close()
+
+
+if __name__ == "__main__":
+    sys.modules["workerside"] = sys.modules[__name__]  # a worker that needs the channel
+    launch(sys.argv)

@@ -43,6 +43,19 @@ def _gone(pid: int) -> bool:
     return status.exists() and status.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+async def _logged(worker: Stub, text: str) -> str:
+    """The worker's log once ``text`` is in it (its stderr is drained as it comes)."""
+    log = worker.stderr_log
+    assert log is not None
+    for _ in range(200):
+        if text in log.read_text():
+            break
+        await asyncio.sleep(0.01)
+    seen = log.read_text()
+    assert text in seen
+    return seen
+
+
 async def test_text_that_is_no_valid_unicode_crosses_both_ways_and_the_worker_lives() -> None:
     """A lone surrogate (what ``"\\ud800"`` in a model's JSON decodes to) used to end the
     worker when its answer was printed; on an ASCII wire it comes back as it went."""
@@ -56,14 +69,18 @@ async def test_what_a_library_prints_on_stdout_never_shifts_the_answers() -> Non
     async with Stub() as worker:
         assert (await worker.ask({"op": "noise"}))["echo"] == "after the noise"
         assert (await worker.ask({"op": "echo", "value": "next"}))["echo"] == "next"
-        await asyncio.sleep(0)  # the chatter is in the worker's log, not among the answers
-        log = worker.stderr_log
-        assert log is not None
-        for _ in range(200):
-            if "more chatter" in log.read_text():
-                break
-            await asyncio.sleep(0.01)
-        assert "a library's chatter" in log.read_text()
+        # the chatter is in the worker's log, not among the answers
+        assert "a library's chatter" in await _logged(worker, "more chatter")
+
+
+async def test_what_a_worker_prints_as_it_is_imported_lands_in_its_log() -> None:
+    """The launcher takes the answers' channel before it loads the worker, so a library that
+    prints at import (as bfcl-eval's and tau2's may) cannot be read as the first line."""
+    async with Stub() as worker:
+        assert worker.hello == {"ready": True, "stub": 1}
+        assert (await worker.ask({"op": "echo", "value": 1}))["echo"] == 1
+        log = await _logged(worker, "import chatter on descriptor 1")
+        assert "chatter as the worker is imported" in log
 
 
 async def test_a_request_the_worker_refuses_leaves_it_running() -> None:

@@ -33,7 +33,9 @@ def _faulty(folder: Path, fault: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     python = folder / "python"
     python.write_text(
-        f'#!/bin/sh\nexec {tau2_python()} -I {FAULTS} {fault} {folder / "fired"} "$@"\n'
+        # started as "python -I LAUNCHER WORKER": the launcher runs the injector in the worker's
+        # place, and the injector the worker
+        f'#!/bin/sh\nexec {tau2_python()} -I "$2" {FAULTS} {fault} {folder / "fired"} "$3"\n'
     )
     python.chmod(0o755)
     return python

@@ -3,11 +3,13 @@ virtualenv (``.venv-bfcl``), never imported by the main process.
 
 ``bfcl-eval`` pins old versions of numpy and filelock and imports a dozen API clients on the
 way to its checker, so it lives in its own virtualenv; this file imports nothing of the
-project, only the standard library and ``bfcl_eval``. It is run by path with ``python -I``
-(isolated: the folder of this file is not put on ``sys.path``).
+project but ``sandbox.py`` beside it, only the standard library and ``bfcl_eval``. It is run by
+path, as ``python -I evals/workerside.py evals/bfcl/checker.py`` (isolated: the folder of this
+file is not put on ``sys.path``).
 
 One JSON request per line on stdin, one JSON answer per line on the answers' descriptor
-(``evals/workerside.py``, the worker's end of ``evals/pipe.py``):
+(``evals/workerside.py``, the worker's end of ``evals/pipe.py``, serves :func:`answer`; the
+first line, :func:`hello`, says which bfcl-eval it is and how the process is confined):
 
 - ``{"op": "load", "categories": [...]}``: every item of those categories as BFCL's own
   OpenAI function-calling handler would send it (the first turn's messages, the functions
@@ -46,7 +48,6 @@ nowhere else, run no program and open no TCP connection.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import keyword
 import os
@@ -90,6 +91,8 @@ from bfcl_eval.utils import (
     load_dataset_entry,
     load_ground_truth_entry,
 )
+
+from . import sandbox  # beside this file (the launcher loads it as a package over it)
 
 # The checker reads a model's registry entry for one thing only: whether to turn the dots of
 # BFCL's function names into underscores before comparing. The calls it is given carry BFCL's
@@ -351,49 +354,26 @@ def _states(instances: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def answer(bfcl: Bfcl, request: dict[str, Any]) -> dict[str, Any]:
+BFCL = Bfcl()
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("op") == "load":
-        return bfcl.load(list(request["categories"]))
+        return BFCL.load(list(request["categories"]))
     if request.get("op") == "load_multi":
-        return bfcl.load_multi(list(request["categories"]))
+        return BFCL.load_multi(list(request["categories"]))
     if request.get("op") == "execute":
-        return bfcl.execute(str(request["id"]), str(request["key"]), list(request["calls"]))
+        return BFCL.execute(str(request["id"]), str(request["key"]), list(request["calls"]))
     if request.get("op") == "forget":
-        return bfcl.forget(str(request["key"]))
+        return BFCL.forget(str(request["key"]))
     if request.get("op") == "score_multi":
-        return bfcl.score_multi(str(request["id"]), str(request["category"]), request.get("result"))
+        return BFCL.score_multi(str(request["id"]), str(request["category"]), request.get("result"))
     if request.get("op") == "score":
-        return bfcl.score(str(request["id"]), str(request["category"]), request.get("result"))
+        return BFCL.score(str(request["id"]), str(request["category"]), request.get("result"))
     return {"error": f"unknown op {request.get('op')!r}"}
 
 
-def _sandbox() -> str:
-    """This process confined to its working folder (sandbox.py, loaded by path: the checker
-    imports nothing of the project's packages)."""
-    confined: str = _by_path("sandbox.py").confine(Path.cwd())
-    return confined
-
-
-def _by_path(name: str) -> Any:
-    """A module of this folder's parent or of this folder, loaded by path (the checker
-    imports nothing of the project's packages)."""
-    here = Path(__file__).resolve().parent
-    path = here / name if (here / name).exists() else here.parent / name
-    spec = importlib.util.spec_from_file_location(f"loopbench_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def main() -> None:
-    workerside = _by_path("workerside.py")
-    channel = workerside.answers_channel()
-    bfcl = Bfcl()
-    sandbox = _sandbox()
-    hello = {"bfcl_eval": version("bfcl-eval"), "sandbox": sandbox}
-    workerside.serve(channel, lambda request: answer(bfcl, request), hello)
-
-
-if __name__ == "__main__":
-    main()
+def hello() -> dict[str, Any]:
+    """This process confined to its working folder (``sandbox.py``): the first line's
+    contents."""
+    return {"bfcl_eval": version("bfcl-eval"), "sandbox": sandbox.confine(Path.cwd())}

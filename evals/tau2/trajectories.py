@@ -1,7 +1,7 @@
 """The environments of τ²'s conversations in flight, by key, with their trajectories, held as
-tau2's orchestrator holds them; a part of the worker (``worker.py``), loaded by it by path and
-run under the tau2 virtualenv's interpreter: it imports nothing of the project, and tau2 only
-inside the calls that need it."""
+tau2's orchestrator holds them; a part of the worker (``worker.py``, which imports it from
+beside it), run under the tau2 virtualenv's interpreter: it imports nothing of the project,
+and tau2 only inside the calls that need it."""
 
 from __future__ import annotations
 

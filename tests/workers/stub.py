@@ -1,10 +1,9 @@
-"""A helper process for tests of the pipe (``evals/pipe.py``): the project's own worker end
-(``evals/workerside.py``, by path, as tau2's worker and BFCL's checker load it) answering
-requests that misbehave on purpose."""
+"""A helper process for tests of the pipe (``evals/pipe.py``), started as tau2's worker and
+BFCL's checker are (``python -I evals/workerside.py stub.py``), answering requests that
+misbehave on purpose."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,13 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-path = Path(__file__).resolve().parents[2] / "evals" / "workerside.py"
-spec = importlib.util.spec_from_file_location("loopbench_workerside", path)
-assert spec is not None and spec.loader is not None
-workerside = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(workerside)
+import workerside  # the launcher itself (it names itself so for such a worker)
 
-channel = workerside.answers_channel()
+channel = workerside.channel
+# What a library prints as it is imported, through Python and on descriptor 1: the launcher has
+# pointed both at stderr before loading any worker.
+print("chatter as the worker is imported")
+os.write(1, b"import chatter on descriptor 1\n")
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -54,10 +53,11 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown op {op!r}")
 
 
-flood = int(os.environ.get("STUB_STDERR_FLOOD", "0"))
-if flood:  # before the first line: a worker that logs a lot at import
-    block = b"x" * 65535 + b"\n"
-    for _ in range(flood // len(block)):
-        os.write(2, block)
-    sys.stderr.write("the last line of the flood\n")
-workerside.serve(channel, answer, {"stub": 1})
+def hello() -> dict[str, Any]:
+    flood = int(os.environ.get("STUB_STDERR_FLOOD", "0"))
+    if flood:  # before the first line: a worker that logs a lot as it starts
+        block = b"x" * 65535 + b"\n"
+        for _ in range(flood // len(block)):
+            os.write(2, block)
+        sys.stderr.write("the last line of the flood\n")
+    return {"stub": 1}

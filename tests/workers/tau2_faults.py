@@ -1,7 +1,8 @@
 """tau2's real worker (``evals/tau2/worker.py``) behind a fault injector, for tests of what a
-broken worker does to an eval. Run as ``python -I tau2_faults.py FAULT MARK -I WORKER``: the
-fault is armed until the file MARK exists (each fault that fires writes it, so a worker started
-after it runs clean), then the worker runs as ``__main__``.
+broken worker does to an eval. Started as any worker is, in its place
+(``python -I evals/workerside.py tau2_faults.py FAULT MARK WORKER``): the fault is armed until
+the file MARK exists (each fault that fires writes it, so a worker started after it runs
+clean), and the worker's requests are served by WORKER, loaded as the launcher loads it.
 
 Faults: ``hang`` (the first tool call never returns), ``die`` (the worker exits at its first
 tool call), ``noise`` (every tool call prints on stdout, by Python and on descriptor 1),
@@ -12,12 +13,13 @@ with nothing), ``gold-fails`` (the task's gold actions cannot be given, once).
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 import time
 from pathlib import Path
 
-fault, mark, worker = sys.argv[1], Path(sys.argv[2]), sys.argv[-1]
+import workerside  # the launcher itself (it names itself so for such a worker)
+
+fault, mark, worker = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 with Path(mark.parent / "pids").open("a") as pids:
     pids.write(f"{os.getpid()}\n")
 
@@ -54,10 +56,9 @@ if fault in ("hang", "die", "noise"):
 
     Environment.get_response = get_response
 
-sys.argv = [worker]
-namespace = runpy.run_path(worker, run_name="__not_main__")
+real = workerside.load(worker, "loopbench_tau2_worker")
 if fault == "empty-judge":
-    conversations = namespace["CONVERSATIONS"]
+    conversations = real.CONVERSATIONS
 
     def evaluate(key: str, termination: str) -> dict[str, object]:
         conversations.close(key)
@@ -65,7 +66,7 @@ if fault == "empty-judge":
 
     conversations.evaluate = evaluate
 if fault == "gold-fails":
-    conversations = namespace["CONVERSATIONS"]
+    conversations = real.CONVERSATIONS
     theirs_gold = conversations.gold
 
     def gold(key: str) -> dict[str, object]:
@@ -75,4 +76,4 @@ if fault == "gold-fails":
         return dict(theirs_gold(key))
 
     conversations.gold = gold
-namespace["main"]()
+answer, hello, close = real.answer, real.hello, real.close
