@@ -146,8 +146,9 @@ class PipeWorker:
         self._tasks.append(asyncio.create_task(self._read_answers(), name=f"pipe: {self.title}"))
 
     async def _first_line(self) -> dict[str, Any]:
-        """The worker's ready line. What comes before it (a library's banner printed before the
-        worker took its stdout over) is not an answer and is passed over."""
+        """The worker's ready line. What comes before it (printed as the interpreter started, by
+        a ``.pth`` file of its site-packages, before the launcher took stdout over) is not an
+        answer and is passed over."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         while True:

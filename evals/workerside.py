@@ -7,8 +7,9 @@ and descriptor 1 alike) is pointed at its stderr, so whatever a library prints, 
 later, lands in the log, never among the answers. Then it loads WORKER by path, as a package
 over its own folder (its ``from . import x`` reads ``x.py`` beside it), and serves it: WORKER
 defines ``answer(request)``, ``hello()`` (what the first line says, after its setting up) and,
-if it holds anything, ``close()`` (run when stdin closes). Every line is ASCII-only JSON, and
-each answer carries the number of its request (``pipe_id``).
+if it holds anything, ``close()`` (run once serving ends: stdin closed, or hello failed).
+Every line is ASCII-only JSON, and each answer carries the number of its request
+(``pipe_id``).
 """
 
 from __future__ import annotations
@@ -76,9 +77,15 @@ def load(path: Path, name: str) -> ModuleType:
     )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
+    if name in sys.modules:
+        raise ImportError(f"{name} is loaded already")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module
 
 

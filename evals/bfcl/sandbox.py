@@ -5,7 +5,8 @@ process and every child it starts.
 
 Used by BFCL's checker (``checker.py``), which runs BFCL's code on what a model asked for. It
 imports only the standard library, since the checker runs under another virtualenv's
-interpreter and loads this file by path.
+interpreter and imports it from beside it (``evals/workerside.py`` loads the checker as a
+package over this folder).
 
 ``confine`` returns what it applied ("landlock ABI N") or why it applied nothing (a kernel
 without Landlock, before 5.13, or one that turned it off); the checker reports it, and the run

@@ -56,6 +56,7 @@ if fault in ("hang", "die", "noise"):
 
     Environment.get_response = get_response
 
+sys.argv = [str(worker)]  # as the launcher sets it for the worker it loads
 real = workerside.load(worker, "loopbench_tau2_worker")
 if fault == "empty-judge":
     conversations = real.CONVERSATIONS
