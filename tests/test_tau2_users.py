@@ -260,6 +260,11 @@ def test_every_setting_that_differs_from_tau2s_runner_is_named() -> None:
         "one seed per epoch from 1 (tau2's: 300, one per epoch, shared by every task and side)"
         in old
     )
+    # a run made before τ²'s rules with no seed (greedy) says so, beside τ²'s rule
+    assert (
+        "no seed (tau2's: 300, one per epoch, shared by every task and side; unused when greedy)"
+        in differs({"max_turns": 60, "max_user_turns": 10})
+    )
     assert differs({**defaults, "seed": 7})[0].startswith(
         "seed 7: one seed per task, epoch and side (tau2's: 300,"
     )

@@ -26,14 +26,15 @@ def said(loop: Mapping[str, object]) -> list[str]:
     )
     if user_temperature not in (None, 0, 0.0):
         sampled += f", the user at {user_temperature} (tau2's: 0)"
-    # τ²'s seed rule, its seed named where the run's is another
+    # τ²'s seed rule, its seed named where the run's is another (or none)
     seed = loop.get("seed")
-    other = "" if seed in (None, TAU2_SEED) else f"{TAU2_SEED}, "
+    other = "" if seed == TAU2_SEED else f"{TAU2_SEED}, "
     theirs = f"tau2's: {other}one per epoch, shared by every task and side"
+    unused = "; unused when greedy" if sampled == "greedy" else ""
     if "max_steps" not in loop:
         before = "no step or error cap (tau2's: 200 steps, 10 errors)"
-        seeds = "one seed per epoch" + ("" if seed is None else f" from {seed}")
-        return [before, sampled, f"{seeds} ({theirs})", *_caps(loop)]
+        seeds = "no seed" if seed is None else f"one seed per epoch from {seed}"
+        return [before, sampled, f"{seeds} ({theirs}{unused})", *_caps(loop)]
     out = [
         vs(loop["max_steps"], TAU2_MAX_STEPS, f"{loop['max_steps']} steps"),
         vs(loop.get("max_errors"), TAU2_MAX_ERRORS, f"{loop.get('max_errors')} errors"),
@@ -42,7 +43,6 @@ def said(loop: Mapping[str, object]) -> list[str]:
         sampled,
     ]  # fmt: skip
     if loop.get("seeds") == "tau2":
-        unused = "; unused when greedy" if sampled == "greedy" else ""
         out.append(f"seed {seed}: one seed per task, epoch and side ({theirs}{unused})")
     else:
         out.append(f"seeds by epoch from {seed} ({theirs})")
