@@ -99,8 +99,9 @@ class PipeWorker:
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 
-    def _command(self) -> str:
-        return f"{self.python} -I {LAUNCHER} {self.script}"
+    def _argv(self) -> list[str]:
+        """The worker's command line: its interpreter, isolated, running the launcher on it."""
+        return [str(self.python), "-I", str(LAUNCHER), str(self.script)]
 
     async def start(self) -> None:
         if not self.python.exists():
@@ -117,7 +118,7 @@ class PipeWorker:
         }
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                str(self.python), "-I", str(LAUNCHER), str(self.script),
+                *self._argv(),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd=self.folder, env=env,
                 limit=self.line_limit, start_new_session=True,
@@ -142,7 +143,7 @@ class PipeWorker:
         if self.dead is not None:
             why = self.dead
             await self.aclose()
-            raise self.unavailable(f"{self.title} ({self._command()}) {why}")
+            raise self.unavailable(f"{self.title} ({' '.join(self._argv())}) {why}")
         self._tasks.append(asyncio.create_task(self._read_answers(), name=f"pipe: {self.title}"))
 
     async def _first_line(self) -> dict[str, Any]:
